@@ -1,0 +1,139 @@
+// A small embedded language for writing IR by hand (op constructors, tests, examples).
+//
+//   ProgramBuilder program("scale_by_two");
+//   BufferRef x = program.input("x", ScalarType::F32, n);
+//   BufferRef y = program.output("y", ScalarType::F32, n);
+//   program.launch({256, 1, 1}, {ceil_div(n, 256), 1, 1});
+//   program.body([&](Body& body) {
+//     Expr i = body.let("i", invocation_id(0));
+//     body.if_then(i < n, [&](Body& then) { then.store(y, i, x[i] * 2.0f); });
+//   });
+//   Program p = program.build();   // runs the verifier
+//
+// Arithmetic operators accept a C++ number on either side and turn it into a literal
+// of the other operand's type. Comparisons are the functions eq/ne and the operators
+// < <= > >= (== is left to handle identity, as in Halide).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+#include "ir/Program.h"
+
+namespace quantc::ir {
+
+/// Ceiling division for dimension arithmetic; `divisor` must be > 0.
+constexpr std::uint32_t ceil_div(std::uint32_t value, std::uint32_t divisor) {
+  return value / divisor + (value % divisor != 0 ? 1 : 0);
+}
+
+/// A literal of `type` holding `value` (see Literal::from_double).
+Expr literal(ScalarType type, double value);
+Expr u32(std::uint32_t value);
+Expr i32(std::int32_t value);
+Expr f32(float value);
+Expr f64(double value);
+Expr boolean(bool value);
+
+Expr invocation_id(unsigned axis);
+Expr workgroup_id(unsigned axis);
+Expr local_id(unsigned axis);
+Expr subgroup_local_id();
+Expr subgroup_size();
+
+Expr cast(ScalarType type, Expr value);
+Expr select(Expr cond, Expr if_true, Expr if_false);
+Expr fma(Expr a, Expr b, Expr c);
+Expr min(Expr a, Expr b);
+Expr max(Expr a, Expr b);
+Expr eq(Expr a, Expr b);
+Expr ne(Expr a, Expr b);
+Expr logical_and(Expr a, Expr b);
+Expr logical_or(Expr a, Expr b);
+Expr abs(Expr value);
+Expr subgroup_shuffle(Expr value, Expr lane);
+Expr subgroup_add(Expr value);
+Expr subgroup_max(Expr value);
+Expr subgroup_min(Expr value);
+Expr subgroup_ballot(Expr cond);
+
+// Binary operators. `double` operands become literals of the Expr operand's type.
+#define QUANTC_DECLARE_OPERATOR(symbol)           \
+  Expr operator symbol(Expr lhs, Expr rhs);       \
+  Expr operator symbol(Expr lhs, double rhs);     \
+  Expr operator symbol(double lhs, Expr rhs);
+QUANTC_DECLARE_OPERATOR(+)
+QUANTC_DECLARE_OPERATOR(-)
+QUANTC_DECLARE_OPERATOR(*)
+QUANTC_DECLARE_OPERATOR(/)
+QUANTC_DECLARE_OPERATOR(%)
+QUANTC_DECLARE_OPERATOR(&)
+QUANTC_DECLARE_OPERATOR(|)
+QUANTC_DECLARE_OPERATOR(^)
+QUANTC_DECLARE_OPERATOR(<<)
+QUANTC_DECLARE_OPERATOR(>>)
+QUANTC_DECLARE_OPERATOR(<)
+QUANTC_DECLARE_OPERATOR(<=)
+QUANTC_DECLARE_OPERATOR(>)
+QUANTC_DECLARE_OPERATOR(>=)
+#undef QUANTC_DECLARE_OPERATOR
+Expr operator-(Expr value);
+Expr operator!(Expr value);  // logical not (bool) / bitwise complement (integers)
+
+/// A declared buffer; `buffer[index]` is a Load of its element type.
+struct BufferRef {
+  std::string name;
+  ScalarType element = ScalarType::F32;
+  Expr operator[](Expr index) const;
+  Expr operator[](std::uint32_t index) const;
+};
+
+/// Collects the statements of one block.
+class Body {
+ public:
+  using Builder = std::function<void(Body&)>;
+  using LoopBuilder = std::function<void(Body&, Expr)>;
+
+  /// Binds `name` to `value`; returns the variable.
+  Expr let(const std::string& name, Expr value);
+  /// `variable` must be a Var returned by `let`.
+  void assign(const Expr& variable, Expr value);
+  void store(const BufferRef& buffer, Expr index, Expr value);
+  void if_then(Expr cond, const Builder& then_builder);
+  void if_then_else(Expr cond, const Builder& then_builder, const Builder& else_builder);
+  /// `for var in [from, to)`; the loop body receives the loop variable.
+  void loop(const std::string& var, Expr from, Expr to, const LoopBuilder& body_builder);
+  void region(const std::string& op_id, const Builder& body_builder);
+  void barrier();
+  void return_();
+  void append(Node stmt);
+
+  Node build() const { return Block::make(stmts_); }
+
+ private:
+  std::vector<Node> stmts_;
+};
+
+/// Builds a Program: buffers get bindings 0, 1, 2, ... in declaration order.
+class ProgramBuilder {
+ public:
+  explicit ProgramBuilder(std::string name);
+  BufferRef input(const std::string& name, ScalarType element, std::uint32_t count);
+  BufferRef output(const std::string& name, ScalarType element, std::uint32_t count,
+                   BufferAccess access = BufferAccess::ReadWrite);
+  /// Declares the logical part of the output buffer named `name`.
+  void set_output_byte_range(const std::string& name, ByteRange range);
+  void launch(std::array<std::uint32_t, 3> workgroup_size, std::array<std::uint32_t, 3> workgroup_count);
+  void body(const Body::Builder& builder);
+  /// Verifies and returns the program; throws IRError listing every problem.
+  Program build() const;
+
+ private:
+  Program program_;
+  Body body_;
+};
+
+}  // namespace quantc::ir

@@ -1,0 +1,466 @@
+#include "ir/IR.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "ir/Program.h"
+
+namespace quantc::ir {
+
+std::string_view to_string(BinaryOp op) {
+  switch (op) {
+#define QUANTC_CASE(name, text) \
+  case BinaryOp::name:          \
+    return text;
+    QUANTC_BINARY_OPS(QUANTC_CASE)
+#undef QUANTC_CASE
+  }
+  return "?";
+}
+
+std::string_view to_string(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg:
+      return "neg";
+    case UnaryOp::Not:
+      return "not";
+    case UnaryOp::Abs:
+      return "abs";
+  }
+  return "?";
+}
+
+std::string_view to_string(SubgroupReduceOp op) {
+  switch (op) {
+    case SubgroupReduceOp::Add:
+      return "add";
+    case SubgroupReduceOp::Max:
+      return "max";
+    case SubgroupReduceOp::Min:
+      return "min";
+  }
+  return "?";
+}
+
+std::string_view to_string(BuiltinKind kind) {
+  switch (kind) {
+    case BuiltinKind::InvocationId:
+      return "invocation_id";
+    case BuiltinKind::WorkgroupId:
+      return "workgroup_id";
+    case BuiltinKind::LocalId:
+      return "local_id";
+    case BuiltinKind::SubgroupLocalId:
+      return "subgroup_local_id";
+    case BuiltinKind::SubgroupSize:
+      return "subgroup_size";
+  }
+  return "?";
+}
+
+std::string_view to_string(ExprKind kind) {
+  switch (kind) {
+#define QUANTC_CASE(name) \
+  case ExprKind::name:    \
+    return #name;
+    QUANTC_EXPR_NODES(QUANTC_CASE)
+#undef QUANTC_CASE
+  }
+  return "?";
+}
+
+std::string_view to_string(NodeKind kind) {
+  switch (kind) {
+#define QUANTC_CASE(name) \
+  case NodeKind::name:    \
+    return #name;
+    QUANTC_STMT_NODES(QUANTC_CASE)
+#undef QUANTC_CASE
+  }
+  return "?";
+}
+
+std::string_view to_string(BufferAccess access) {
+  switch (access) {
+    case BufferAccess::ReadOnly:
+      return "read_only";
+    case BufferAccess::ReadWrite:
+      return "read_write";
+    case BufferAccess::WriteOnly:
+      return "write_only";
+  }
+  return "?";
+}
+
+bool is_comparison(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Eq:
+    case BinaryOp::Ne:
+    case BinaryOp::Lt:
+    case BinaryOp::Le:
+    case BinaryOp::Gt:
+    case BinaryOp::Ge:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_commutative(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add:
+    case BinaryOp::Mul:
+    case BinaryOp::Min:
+    case BinaryOp::Max:
+    case BinaryOp::BitAnd:
+    case BinaryOp::BitOr:
+    case BinaryOp::BitXor:
+    case BinaryOp::Eq:
+    case BinaryOp::Ne:
+    case BinaryOp::LogicalAnd:
+    case BinaryOp::LogicalOr:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+void require_defined(const Expr& expr, std::string_view what) {
+  if (!expr.defined()) throw IRError(fmt::format("{}: operand is undefined", what));
+}
+
+void require_value_type(ScalarType type, std::string_view what) {
+  if (is_storage_only(type)) {
+    throw IRError(fmt::format("{}: {} is a storage-only type; unpack codes from u32/u8 words instead", what,
+                              to_string(type)));
+  }
+}
+
+std::uint16_t float_to_half_bits(double value) {
+  // Round-to-nearest-even conversion through _Float16, which GCC implements in software.
+  _Float16 half = static_cast<_Float16>(static_cast<float>(value));
+  std::uint16_t bits;
+  std::memcpy(&bits, &half, sizeof bits);
+  return bits;
+}
+
+double half_bits_to_double(std::uint16_t bits) {
+  _Float16 half;
+  std::memcpy(&half, &bits, sizeof bits);
+  return static_cast<double>(half);
+}
+
+}  // namespace
+
+Expr Literal::make(ScalarType type, std::uint64_t bits) {
+  require_value_type(type, "Literal");
+  switch (type) {
+    case ScalarType::Bool:
+      bits = bits ? 1 : 0;
+      break;
+    case ScalarType::U8:
+      bits &= 0xffu;
+      break;
+    case ScalarType::U16:
+    case ScalarType::F16:
+      bits &= 0xffffu;
+      break;
+    case ScalarType::U32:
+    case ScalarType::F32:
+      bits &= 0xffffffffu;
+      break;
+    case ScalarType::I8:
+      bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<std::int8_t>(bits)));
+      break;
+    case ScalarType::I32:
+      bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<std::int32_t>(bits)));
+      break;
+    default:
+      break;
+  }
+  return Expr(std::make_shared<Literal>(type, bits));
+}
+
+Expr Literal::i32(std::int32_t value) {
+  return make(ScalarType::I32, static_cast<std::uint64_t>(static_cast<std::int64_t>(value)));
+}
+
+Expr Literal::f32(float value) { return make(ScalarType::F32, std::bit_cast<std::uint32_t>(value)); }
+
+Expr Literal::f64(double value) { return make(ScalarType::F64, std::bit_cast<std::uint64_t>(value)); }
+
+Expr Literal::from_double(ScalarType type, double value) {
+  switch (type) {
+    case ScalarType::F16:
+      return make(type, float_to_half_bits(value));
+    case ScalarType::F32:
+      return f32(static_cast<float>(value));
+    case ScalarType::F64:
+      return f64(value);
+    case ScalarType::Bool:
+      return boolean(value != 0);
+    default:
+      if (is_signed(type)) return make(type, static_cast<std::uint64_t>(static_cast<std::int64_t>(value)));
+      return make(type, static_cast<std::uint64_t>(value));
+  }
+}
+
+double Literal::as_double() const {
+  switch (type) {
+    case ScalarType::F16:
+      return half_bits_to_double(static_cast<std::uint16_t>(bits));
+    case ScalarType::F32:
+      return std::bit_cast<float>(static_cast<std::uint32_t>(bits));
+    case ScalarType::F64:
+      return std::bit_cast<double>(bits);
+    default:
+      return is_signed(type) ? static_cast<double>(static_cast<std::int64_t>(bits)) : static_cast<double>(bits);
+  }
+}
+
+std::int64_t Literal::as_int64() const {
+  if (is_float(type)) return static_cast<std::int64_t>(as_double());
+  return static_cast<std::int64_t>(bits);
+}
+
+bool Literal::is_zero() const { return is_float(type) ? as_double() == 0.0 : bits == 0; }
+
+bool Literal::is_one() const { return is_float(type) ? as_double() == 1.0 : bits == 1; }
+
+Expr Var::make(ScalarType type, std::string name) {
+  require_value_type(type, "Var");
+  if (name.empty()) throw IRError("Var: empty variable name");
+  return Expr(std::make_shared<Var>(type, std::move(name)));
+}
+
+Expr Load::make(ScalarType element, std::string buffer, Expr index) {
+  require_defined(index, "Load");
+  if (index.type() != ScalarType::U32) {
+    throw IRError(fmt::format("Load {}: index must be u32, got {}", buffer, to_string(index.type())));
+  }
+  require_value_type(element, "Load");
+  return Expr(std::make_shared<Load>(element, std::move(buffer), std::move(index)));
+}
+
+Expr Binary::make(BinaryOp op, Expr lhs, Expr rhs) {
+  require_defined(lhs, "Binary");
+  require_defined(rhs, "Binary");
+  ScalarType type = lhs.type();
+  if (type != rhs.type()) {
+    throw IRError(fmt::format("Binary '{}': operand types differ ({} vs {}); insert a cast", to_string(op),
+                              to_string(type), to_string(rhs.type())));
+  }
+  switch (op) {
+    case BinaryOp::LogicalAnd:
+    case BinaryOp::LogicalOr:
+      if (type != ScalarType::Bool) {
+        throw IRError(fmt::format("Binary '{}': operands must be bool, got {}", to_string(op), to_string(type)));
+      }
+      break;
+    case BinaryOp::BitAnd:
+    case BinaryOp::BitOr:
+    case BinaryOp::BitXor:
+      if (is_float(type)) {
+        throw IRError(fmt::format("Binary '{}': operands must be integers or bool, got {}", to_string(op),
+                                  to_string(type)));
+      }
+      break;
+    case BinaryOp::Rem:
+    case BinaryOp::Shl:
+    case BinaryOp::Shr:
+      if (!is_integer(type)) {
+        throw IRError(
+            fmt::format("Binary '{}': operands must be integers, got {}", to_string(op), to_string(type)));
+      }
+      break;
+    case BinaryOp::Eq:
+    case BinaryOp::Ne:
+      break;
+    default:
+      if (type == ScalarType::Bool) {
+        throw IRError(fmt::format("Binary '{}': arithmetic on bool; cast to an integer first", to_string(op)));
+      }
+      break;
+  }
+  ScalarType result = is_comparison(op) ? ScalarType::Bool : type;
+  return Expr(std::make_shared<Binary>(result, op, std::move(lhs), std::move(rhs)));
+}
+
+Expr Unary::make(UnaryOp op, Expr operand) {
+  require_defined(operand, "Unary");
+  ScalarType type = operand.type();
+  if (op != UnaryOp::Not && type == ScalarType::Bool) {
+    throw IRError(fmt::format("Unary '{}': operand must be numeric, got bool", to_string(op)));
+  }
+  if (op == UnaryOp::Not && is_float(type)) {
+    throw IRError(fmt::format("Unary 'not': operand must be an integer or bool, got {}", to_string(type)));
+  }
+  return Expr(std::make_shared<Unary>(type, op, std::move(operand)));
+}
+
+Expr Cast::make(ScalarType type, Expr value) {
+  require_defined(value, "Cast");
+  require_value_type(type, "Cast");
+  return Expr(std::make_shared<Cast>(type, std::move(value)));
+}
+
+Expr Select::make(Expr cond, Expr if_true, Expr if_false) {
+  require_defined(cond, "Select");
+  require_defined(if_true, "Select");
+  require_defined(if_false, "Select");
+  if (cond.type() != ScalarType::Bool) {
+    throw IRError(fmt::format("Select: condition must be bool, got {}", to_string(cond.type())));
+  }
+  if (if_true.type() != if_false.type()) {
+    throw IRError(fmt::format("Select: branch types differ ({} vs {})", to_string(if_true.type()),
+                              to_string(if_false.type())));
+  }
+  ScalarType type = if_true.type();
+  return Expr(std::make_shared<Select>(type, std::move(cond), std::move(if_true), std::move(if_false)));
+}
+
+Expr Fma::make(Expr a, Expr b, Expr c) {
+  require_defined(a, "Fma");
+  require_defined(b, "Fma");
+  require_defined(c, "Fma");
+  ScalarType type = a.type();
+  if (!is_float(type) || b.type() != type || c.type() != type) {
+    throw IRError(fmt::format("Fma: operands must share one float type, got {}, {}, {}", to_string(a.type()),
+                              to_string(b.type()), to_string(c.type())));
+  }
+  return Expr(std::make_shared<Fma>(type, std::move(a), std::move(b), std::move(c)));
+}
+
+Expr BufferLength::make(std::string buffer) { return Expr(std::make_shared<BufferLength>(std::move(buffer))); }
+
+Expr Builtin::make(BuiltinKind builtin, unsigned axis) {
+  bool has_axis = builtin == BuiltinKind::InvocationId || builtin == BuiltinKind::WorkgroupId ||
+                  builtin == BuiltinKind::LocalId;
+  if (axis > (has_axis ? 2u : 0u)) {
+    throw IRError(fmt::format("Builtin {}: axis {} out of range", to_string(builtin), axis));
+  }
+  return Expr(std::make_shared<Builtin>(builtin, axis));
+}
+
+Expr SubgroupShuffle::make(Expr value, Expr lane) {
+  require_defined(value, "SubgroupShuffle");
+  require_defined(lane, "SubgroupShuffle");
+  if (bit_width(value.type()) != 32) {
+    throw IRError(fmt::format("SubgroupShuffle: value must be a 32-bit type, got {}", to_string(value.type())));
+  }
+  if (lane.type() != ScalarType::U32) {
+    throw IRError(fmt::format("SubgroupShuffle: lane must be u32, got {}", to_string(lane.type())));
+  }
+  ScalarType type = value.type();
+  return Expr(std::make_shared<SubgroupShuffle>(type, std::move(value), std::move(lane)));
+}
+
+Expr SubgroupReduce::make(SubgroupReduceOp op, Expr value) {
+  require_defined(value, "SubgroupReduce");
+  ScalarType type = value.type();
+  if (type != ScalarType::F32 && type != ScalarType::U32 && type != ScalarType::I32) {
+    throw IRError(
+        fmt::format("subgroup_{}: value must be f32, u32 or i32, got {}", to_string(op), to_string(type)));
+  }
+  return Expr(std::make_shared<SubgroupReduce>(type, op, std::move(value)));
+}
+
+Expr SubgroupBallot::make(Expr cond) {
+  require_defined(cond, "SubgroupBallot");
+  if (cond.type() != ScalarType::Bool) {
+    throw IRError(fmt::format("SubgroupBallot: condition must be bool, got {}", to_string(cond.type())));
+  }
+  return Expr(std::make_shared<SubgroupBallot>(std::move(cond)));
+}
+
+Expr Lookup::make(ScalarType type, std::vector<std::uint64_t> table, Expr index) {
+  require_defined(index, "Lookup");
+  require_value_type(type, "Lookup");
+  if (table.empty()) throw IRError("Lookup: empty table");
+  if (index.type() != ScalarType::U32) {
+    throw IRError(fmt::format("Lookup: index must be u32, got {}", to_string(index.type())));
+  }
+  for (std::uint64_t& entry : table) entry = Literal::make(type, entry).as<Literal>()->bits;
+  return Expr(std::make_shared<Lookup>(type, std::move(table), std::move(index)));
+}
+
+Node Let::make(std::string name, Expr value) {
+  require_defined(value, "Let " + name);
+  if (name.empty()) throw IRError("Let: empty variable name");
+  return Node(std::make_shared<Let>(std::move(name), std::move(value)));
+}
+
+Node Assign::make(std::string name, Expr value) {
+  require_defined(value, "Assign " + name);
+  return Node(std::make_shared<Assign>(std::move(name), std::move(value)));
+}
+
+Node Store::make(std::string buffer, Expr index, Expr value) {
+  require_defined(index, "Store " + buffer);
+  require_defined(value, "Store " + buffer);
+  if (index.type() != ScalarType::U32) {
+    throw IRError(fmt::format("Store {}: index must be u32, got {}", buffer, to_string(index.type())));
+  }
+  return Node(std::make_shared<Store>(std::move(buffer), std::move(index), std::move(value)));
+}
+
+Node If::make(Expr cond, Node then_body, Node else_body) {
+  require_defined(cond, "If");
+  if (cond.type() != ScalarType::Bool) {
+    throw IRError(fmt::format("If: condition must be bool, got {}", to_string(cond.type())));
+  }
+  return Node(std::make_shared<If>(std::move(cond), as_block(then_body), as_block(else_body)));
+}
+
+Node Loop::make(std::string var, Expr from, Expr to, Node body) {
+  require_defined(from, "Loop " + var);
+  require_defined(to, "Loop " + var);
+  if (from.type() != to.type() || !is_integer(from.type())) {
+    throw IRError(fmt::format("Loop {}: bounds must share one integer type, got {} and {}", var,
+                              to_string(from.type()), to_string(to.type())));
+  }
+  return Node(std::make_shared<Loop>(std::move(var), std::move(from), std::move(to), as_block(body)));
+}
+
+Node Block::make(std::vector<Node> stmts) {
+  for (const Node& stmt : stmts) {
+    if (!stmt.defined()) throw IRError("Block: undefined statement");
+  }
+  return Node(std::make_shared<Block>(std::move(stmts)));
+}
+
+Node Region::make(std::string op_id, Node body) {
+  return Node(std::make_shared<Region>(std::move(op_id), as_block(body)));
+}
+
+Node Barrier::make() { return Node(std::make_shared<Barrier>()); }
+
+Node Return::make() { return Node(std::make_shared<Return>()); }
+
+Node as_block(const Node& node) {
+  if (!node.defined()) return Block::make();
+  if (node.kind() == NodeKind::Block) return node;
+  return Block::make({node});
+}
+
+// --- Program ----------------------------------------------------------------------
+
+std::uint64_t BufferDecl::byte_size() const { return std::uint64_t{count} * ir::byte_size(element); }
+
+ByteRange BufferDecl::readable_range() const {
+  return output_byte_range.value_or(ByteRange{0, byte_size()});
+}
+
+const BufferDecl* Program::find_buffer(std::string_view name) const {
+  for (const BufferDecl& buffer : buffers) {
+    if (buffer.name == name) return &buffer;
+  }
+  return nullptr;
+}
+
+}  // namespace quantc::ir

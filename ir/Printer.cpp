@@ -1,0 +1,185 @@
+#include "ir/Printer.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+
+#include "ir/IRVisitor.h"
+
+namespace quantc::ir {
+namespace {
+
+std::string print_float(ScalarType type, double value, std::uint64_t bits) {
+  if (std::isnan(value)) return fmt::format("{}(nan {:#x})", to_string(type), bits);
+  if (std::isinf(value)) return fmt::format("{}({}inf)", to_string(type), value < 0 ? "-" : "");
+  // Shortest text that reads back to the same value of the literal's own precision.
+  std::string text = type == ScalarType::F64 ? fmt::format("{}", value) : fmt::format("{}", static_cast<float>(value));
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text + std::string(to_string(type));
+}
+
+std::string print_literal(const Literal& literal) {
+  if (literal.type == ScalarType::Bool) return literal.bits ? "true" : "false";
+  if (is_float(literal.type)) return print_float(literal.type, literal.as_double(), literal.bits);
+  if (is_signed(literal.type)) return fmt::format("{}{}", literal.as_int64(), to_string(literal.type));
+  return fmt::format("{}{}", literal.bits, to_string(literal.type));
+}
+
+constexpr char kAxisNames[] = "xyz";
+
+class ExprPrinter : public IRVisitor {
+ public:
+  std::string text;
+
+ protected:
+  void visit_Literal(const Literal& node) override { text += print_literal(node); }
+  void visit_Var(const Var& node) override { text += node.name; }
+  void visit_Load(const Load& node) override {
+    text += node.buffer + "[";
+    visit(node.index);
+    text += "]";
+  }
+  void visit_Binary(const Binary& node) override {
+    if (node.op == BinaryOp::Min || node.op == BinaryOp::Max) {
+      call(to_string(node.op), {node.lhs, node.rhs});
+      return;
+    }
+    text += "(";
+    visit(node.lhs);
+    text += fmt::format(" {} ", to_string(node.op));
+    visit(node.rhs);
+    text += ")";
+  }
+  void visit_Unary(const Unary& node) override { call(to_string(node.op), {node.operand}); }
+  void visit_Cast(const Cast& node) override {
+    call(fmt::format("cast<{}>", to_string(node.type)), {node.value});
+  }
+  void visit_Select(const Select& node) override { call("select", {node.cond, node.if_true, node.if_false}); }
+  void visit_Fma(const Fma& node) override { call("fma", {node.a, node.b, node.c}); }
+  void visit_BufferLength(const BufferLength& node) override { text += fmt::format("len({})", node.buffer); }
+  void visit_Builtin(const Builtin& node) override {
+    text += to_string(node.builtin);
+    if (node.builtin == BuiltinKind::InvocationId || node.builtin == BuiltinKind::WorkgroupId ||
+        node.builtin == BuiltinKind::LocalId) {
+      text += fmt::format(".{}", kAxisNames[node.axis]);
+    }
+  }
+  void visit_SubgroupShuffle(const SubgroupShuffle& node) override {
+    call("subgroup_shuffle", {node.value, node.lane});
+  }
+  void visit_SubgroupReduce(const SubgroupReduce& node) override {
+    call(fmt::format("subgroup_{}", to_string(node.op)), {node.value});
+  }
+  void visit_SubgroupBallot(const SubgroupBallot& node) override { call("subgroup_ballot", {node.cond}); }
+  void visit_Lookup(const Lookup& node) override {
+    text += fmt::format("lookup<{}>[", to_string(node.type));
+    for (std::size_t i = 0; i < node.table.size(); ++i) {
+      if (i) text += ", ";
+      text += print_literal(Literal(node.type, node.table[i]));
+    }
+    text += "](";
+    visit(node.index);
+    text += ")";
+  }
+
+ private:
+  void call(std::string_view name, std::initializer_list<Expr> args) {
+    text += name;
+    text += "(";
+    bool first = true;
+    for (const Expr& arg : args) {
+      if (!first) text += ", ";
+      first = false;
+      visit(arg);
+    }
+    text += ")";
+  }
+};
+
+class NodePrinter : public IRVisitor {
+ public:
+  explicit NodePrinter(int indent) : indent_(indent) {}
+  std::string text;
+
+ protected:
+  void visit_Let(const Let& node) override {
+    line(fmt::format("let {}: {} = {}", node.name, to_string(node.value.type()), print(node.value)));
+  }
+  void visit_Assign(const Assign& node) override { line(fmt::format("{} = {}", node.name, print(node.value))); }
+  void visit_Store(const Store& node) override {
+    line(fmt::format("{}[{}] = {}", node.buffer, print(node.index), print(node.value)));
+  }
+  void visit_If(const If& node) override {
+    line(fmt::format("if {} {{", print(node.cond)));
+    nested(node.then_body);
+    if (!node.else_body.as<Block>()->stmts.empty()) {
+      line("} else {");
+      nested(node.else_body);
+    }
+    line("}");
+  }
+  void visit_Loop(const Loop& node) override {
+    line(fmt::format("for {}: {} in {} .. {} {{", node.var, to_string(node.from.type()), print(node.from),
+                     print(node.to)));
+    nested(node.body);
+    line("}");
+  }
+  void visit_Region(const Region& node) override {
+    line(fmt::format("region \"{}\" {{", node.op_id));
+    nested(node.body);
+    line("}");
+  }
+  void visit_Barrier(const Barrier&) override { line("barrier"); }
+  void visit_Return(const Return&) override { line("return"); }
+
+ private:
+  void line(const std::string& content) {
+    text.append(static_cast<std::size_t>(indent_) * 2, ' ');
+    text += content;
+    text += '\n';
+  }
+  void nested(const Node& body) {
+    ++indent_;
+    visit(body);
+    --indent_;
+  }
+  int indent_;
+};
+
+}  // namespace
+
+std::string print(const Expr& expr) {
+  if (!expr.defined()) return "<undefined>";
+  ExprPrinter printer;
+  printer.visit(expr);
+  return printer.text;
+}
+
+std::string print(const Node& node, int indent) {
+  NodePrinter printer(indent);
+  printer.visit(node);
+  return printer.text;
+}
+
+std::string print_signature(const Program& program) {
+  std::string text = fmt::format("program \"{}\" workgroup_size({}, {}, {}) workgroup_count({}, {}, {})\n",
+                                 program.name, program.workgroup_size[0], program.workgroup_size[1],
+                                 program.workgroup_size[2], program.workgroup_count[0], program.workgroup_count[1],
+                                 program.workgroup_count[2]);
+  for (const BufferDecl& buffer : program.buffers) {
+    text += fmt::format("buffer @{} {}: {} {}[{}]", buffer.binding, buffer.name, to_string(buffer.access),
+                        to_string(buffer.element), buffer.count);
+    if (buffer.output_byte_range) {
+      text += fmt::format(" output_bytes({}, {})", buffer.output_byte_range->begin, buffer.output_byte_range->end);
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+std::string print(const Program& program) {
+  return print_signature(program) + "{\n" + print(program.entry, 1) + "}\n";
+}
+
+}  // namespace quantc::ir

@@ -1,0 +1,37 @@
+// The IR's text form. Stable (golden files depend on it) and parseable: the parser in
+// lower/ reads exactly what this writes. Grammar sketch:
+//
+//   program "name" workgroup_size(256, 1, 1) workgroup_count(16, 1, 1)
+//   buffer @0 x: read_only f32[256]
+//   buffer @5 out: read_write f32[4096] output_bytes(0, 16384)
+//   {
+//     let i: u32 = invocation_id.x
+//     if (i < 4u32) { ... } else { ... }
+//     for k: u32 in 0u32 .. 8u32 { ... }
+//     acc = (acc + x[k])            // assign
+//     out[i] = acc                  // store
+//     region "vyre-libs::nn::linear_4bit" { ... }
+//     barrier
+//     return
+//   }
+//
+// Binary operations are always parenthesised; literals carry their type as a suffix
+// (`8u32`, `-1i32`, `0.5f32`, `true`); non-finite floats print as `f32(inf)`,
+// `f32(-inf)` and `f32(nan 0x7fc00000)` (the NaN keeps its bits).
+#pragma once
+
+#include <string>
+
+#include "ir/Program.h"
+
+namespace quantc::ir {
+
+std::string print(const Expr& expr);
+/// Statements at the given indentation (two spaces a level), one per line, each line
+/// ending in '\n'.
+std::string print(const Node& node, int indent = 0);
+std::string print(const Program& program);
+/// The header line and buffer lines of `print(program)`, without the body.
+std::string print_signature(const Program& program);
+
+}  // namespace quantc::ir

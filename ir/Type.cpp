@@ -1,0 +1,105 @@
+#include "ir/Type.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace quantc::ir {
+
+std::string_view to_string(ScalarType type) {
+  switch (type) {
+#define QUANTC_CASE(name, text, bits) \
+  case ScalarType::name:              \
+    return text;
+    QUANTC_SCALAR_TYPES(QUANTC_CASE)
+#undef QUANTC_CASE
+  }
+  return "<invalid type>";
+}
+
+std::optional<ScalarType> parse_scalar_type(std::string_view text) {
+#define QUANTC_CASE(name, printed, bits) \
+  if (text == printed) return ScalarType::name;
+  QUANTC_SCALAR_TYPES(QUANTC_CASE)
+#undef QUANTC_CASE
+  return std::nullopt;
+}
+
+unsigned bit_width(ScalarType type) {
+  switch (type) {
+#define QUANTC_CASE(name, text, bits) \
+  case ScalarType::name:              \
+    return bits;
+    QUANTC_SCALAR_TYPES(QUANTC_CASE)
+#undef QUANTC_CASE
+  }
+  return 0;
+}
+
+unsigned byte_size(ScalarType type) {
+  if (is_storage_only(type)) {
+    throw std::invalid_argument(fmt::format(
+        "{} is a sub-byte storage type and cannot be a buffer element; store packed codes in u32 or u8 words",
+        to_string(type)));
+  }
+  return type == ScalarType::Bool ? 1 : bit_width(type) / 8;
+}
+
+bool is_float(ScalarType type) {
+  return type == ScalarType::F16 || type == ScalarType::F32 || type == ScalarType::F64;
+}
+
+bool is_integer(ScalarType type) {
+  return type != ScalarType::Bool && !is_float(type);
+}
+
+bool is_signed(ScalarType type) {
+  switch (type) {
+    case ScalarType::I8:
+    case ScalarType::I32:
+    case ScalarType::I64:
+    case ScalarType::I4:
+      return true;
+    default:
+      return is_float(type);
+  }
+}
+
+bool is_storage_only(ScalarType type) { return type == ScalarType::I4 || type == ScalarType::U4; }
+
+namespace {
+std::string scale_to_string(const QuantizationScale& scale) {
+  switch (scale.kind) {
+    case QuantizationScale::Kind::PerTensor:
+      return "per_tensor";
+    case QuantizationScale::Kind::PerChannel:
+      return "per_channel";
+    case QuantizationScale::Kind::PerGroup:
+      return fmt::format("per_group({})", scale.group_size);
+  }
+  return "?";
+}
+
+std::string zero_point_to_string(const QuantizationZeroPoint& zero_point) {
+  switch (zero_point.kind) {
+    case QuantizationZeroPoint::Kind::None:
+      return "none";
+    case QuantizationZeroPoint::Kind::PerTensor:
+      return "per_tensor";
+    case QuantizationZeroPoint::Kind::PerChannel:
+      return "per_channel";
+    case QuantizationZeroPoint::Kind::PerGroup:
+      return fmt::format("per_group({})", zero_point.group_size);
+  }
+  return "?";
+}
+}  // namespace
+
+std::string to_string(const DataType& type) {
+  if (!type.is_quantized()) return std::string(to_string(type.scalar()));
+  const QuantizedType& quantized = type.quantized_info();
+  return fmt::format("quantized<{}, scale={}, zero_point={}>", to_string(quantized.storage),
+                     scale_to_string(quantized.scale), zero_point_to_string(quantized.zero_point));
+}
+
+}  // namespace quantc::ir

@@ -1,0 +1,191 @@
+#include "ir/Verifier.h"
+
+#include <fmt/format.h>
+
+#include <set>
+#include <unordered_map>
+
+#include "ir/IRVisitor.h"
+
+namespace quantc::ir {
+namespace {
+
+struct Binding {
+  ScalarType type;
+  bool is_loop_variable;
+};
+
+class StatementChecker : public IRVisitor {
+ public:
+  StatementChecker(const Program& program, std::vector<std::string>& problems)
+      : program_(program), problems_(problems) {}
+
+ protected:
+  void visit_Var(const Var& node) override {
+    const Binding* binding = lookup(node.name);
+    if (binding == nullptr) {
+      report("use of undeclared variable '{}'", node.name);
+    } else if (binding->type != node.type) {
+      report("variable '{}' is used as {} but declared {}", node.name, to_string(node.type),
+             to_string(binding->type));
+    }
+  }
+
+  void visit_Load(const Load& node) override {
+    if (const BufferDecl* buffer = find_buffer(node.buffer, "load from")) {
+      if (buffer->element != node.type) {
+        report("load from '{}' has type {} but the buffer holds {}", node.buffer, to_string(node.type),
+               to_string(buffer->element));
+      }
+    }
+    IRVisitor::visit_Load(node);
+  }
+
+  void visit_BufferLength(const BufferLength& node) override { find_buffer(node.buffer, "length of"); }
+
+  void visit_Let(const Let& node) override {
+    IRVisitor::visit_Let(node);
+    declare(node.name, {node.value.type(), false});
+  }
+
+  void visit_Assign(const Assign& node) override {
+    IRVisitor::visit_Assign(node);
+    const Binding* binding = lookup(node.name);
+    if (binding == nullptr) {
+      report("assignment to undeclared variable '{}'", node.name);
+    } else if (binding->is_loop_variable) {
+      report("assignment to loop variable '{}'", node.name);
+    } else if (binding->type != node.value.type()) {
+      report("assignment of {} to '{}' declared {}", to_string(node.value.type()), node.name,
+             to_string(binding->type));
+    }
+  }
+
+  void visit_Store(const Store& node) override {
+    IRVisitor::visit_Store(node);
+    const BufferDecl* buffer = find_buffer(node.buffer, "store to");
+    if (buffer == nullptr) return;
+    if (buffer->access == BufferAccess::ReadOnly) report("store to read-only buffer '{}'", node.buffer);
+    if (buffer->element != node.value.type()) {
+      report("store of {} to '{}' which holds {}", to_string(node.value.type()), node.buffer,
+             to_string(buffer->element));
+    }
+  }
+
+  void visit_Loop(const Loop& node) override {
+    visit(node.from);
+    visit(node.to);
+    scopes_.emplace_back();
+    declare(node.var, {node.from.type(), true});
+    visit(node.body);
+    scopes_.pop_back();
+  }
+
+  void visit_Block(const Block& node) override {
+    scopes_.emplace_back();
+    IRVisitor::visit_Block(node);
+    scopes_.pop_back();
+  }
+
+ private:
+  template <class... Args>
+  void report(fmt::format_string<Args...> format, Args&&... args) {
+    problems_.push_back(fmt::format(format, std::forward<Args>(args)...));
+  }
+
+  const BufferDecl* find_buffer(const std::string& name, std::string_view what) {
+    const BufferDecl* buffer = program_.find_buffer(name);
+    if (buffer == nullptr) report("{} undeclared buffer '{}'", what, name);
+    return buffer;
+  }
+
+  const Binding* lookup(const std::string& name) const {
+    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
+      auto found = scope->find(name);
+      if (found != scope->end()) return &found->second;
+    }
+    return nullptr;
+  }
+
+  void declare(const std::string& name, Binding binding) {
+    if (lookup(name) != nullptr) {
+      report("variable '{}' is declared again while already in scope; choose a fresh name", name);
+    }
+    scopes_.back()[name] = binding;
+  }
+
+  const Program& program_;
+  std::vector<std::string>& problems_;
+  std::vector<std::unordered_map<std::string, Binding>> scopes_{1};
+};
+
+void check_buffers(const Program& program, std::vector<std::string>& problems) {
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < program.buffers.size(); ++i) {
+    const BufferDecl& buffer = program.buffers[i];
+    if (buffer.name.empty()) problems.push_back(fmt::format("buffer at position {} has an empty name", i));
+    if (!names.insert(buffer.name).second) problems.push_back(fmt::format("duplicate buffer name '{}'", buffer.name));
+    if (buffer.binding != i) {
+      problems.push_back(fmt::format("buffer '{}' has binding {} but is declared at position {}; bindings must be "
+                                     "0, 1, 2, ... in declaration order without gaps or duplicates",
+                                     buffer.name, buffer.binding, i));
+    }
+    if (buffer.count == 0) {
+      problems.push_back(fmt::format("buffer '{}' has zero elements; every buffer needs count >= 1", buffer.name));
+    }
+    if (is_storage_only(buffer.element)) {
+      problems.push_back(fmt::format("buffer '{}' has sub-byte element type {}; pack codes into u32 or u8 words",
+                                     buffer.name, to_string(buffer.element)));
+      continue;
+    }
+    if (buffer.output_byte_range) {
+      const ByteRange& range = *buffer.output_byte_range;
+      if (range.begin > range.end || range.end > buffer.byte_size()) {
+        problems.push_back(fmt::format("buffer '{}' output byte range [{}, {}) lies outside its {} bytes", buffer.name,
+                                       range.begin, range.end, buffer.byte_size()));
+      }
+    }
+  }
+}
+
+void check_launch(const Program& program, std::vector<std::string>& problems) {
+  static constexpr char kAxes[] = "xyz";
+  std::uint64_t invocations = 1;
+  for (int axis = 0; axis < 3; ++axis) {
+    if (program.workgroup_size[axis] == 0) {
+      problems.push_back(fmt::format("workgroup_size.{} is 0; every axis needs at least 1", kAxes[axis]));
+    }
+    if (program.workgroup_count[axis] == 0) {
+      problems.push_back(fmt::format("workgroup_count.{} is 0; every axis needs at least 1", kAxes[axis]));
+    }
+    invocations *= program.workgroup_size[axis];
+  }
+  if (invocations > 1024) {
+    problems.push_back(fmt::format("{} invocations per workgroup exceed the CUDA limit of 1024", invocations));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> verify(const Program& program) {
+  std::vector<std::string> problems;
+  check_buffers(program, problems);
+  check_launch(program, problems);
+  if (!program.entry.defined() || program.entry.kind() != NodeKind::Block) {
+    problems.push_back("program entry must be a Block");
+    return problems;
+  }
+  StatementChecker checker(program, problems);
+  checker.visit(program.entry);
+  return problems;
+}
+
+void verify_or_throw(const Program& program) {
+  std::vector<std::string> problems = verify(program);
+  if (problems.empty()) return;
+  std::string message = fmt::format("program '{}' failed verification:", program.name);
+  for (const std::string& problem : problems) message += "\n  - " + problem;
+  throw IRError(message);
+}
+
+}  // namespace quantc::ir

@@ -1,0 +1,26 @@
+// Structural and type checks on a whole Program. Run by ProgramBuilder::build, by the
+// pass manager after every pass with --verify-each, and before lowering.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/Program.h"
+
+namespace quantc::ir {
+
+/// Every problem found, one message each (empty when the program is well formed):
+/// - buffers: empty or duplicate names, bindings not 0..n-1 in declaration order,
+///   zero element counts, sub-byte element types, byte sizes over 2^32 elements' worth,
+///   output byte ranges outside the buffer;
+/// - launch: zero workgroup sizes or counts, more than 1024 invocations per workgroup;
+/// - statements: use of an undeclared variable or buffer, a Var whose type differs
+///   from its binding, re-declaring a name already in scope, assigning a loop variable
+///   or with a different type, loads whose type differs from the buffer's element,
+///   stores of the wrong type or to read-only buffers, an entry that is not a Block.
+std::vector<std::string> verify(const Program& program);
+
+/// Throws IRError whose message lists every problem `verify` found.
+void verify_or_throw(const Program& program);
+
+}  // namespace quantc::ir

@@ -1,0 +1,258 @@
+#include "ir/ops/Linear4Bit.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "ir/Builder.h"
+
+namespace quantc::ir::ops {
+namespace {
+
+constexpr std::uint32_t kWorkgroupInvocations = 256;
+constexpr std::uint32_t kLanesPerOutput = 32;  // one subgroup per output (grouped op)
+constexpr std::uint32_t kOutputsPerWorkgroup = kWorkgroupInvocations / kLanesPerOutput;
+constexpr char kLinear4BitId[] = "vyre-libs::nn::linear_4bit";
+constexpr char kAffineGroupedId[] = "vyre-libs::nn::linear_4bit_affine_grouped";
+constexpr float kOutputDriftAbsTolerance = 1.0e-4f;
+
+std::uint32_t checked_mul(std::uint64_t a, std::uint64_t b, const std::string& overflow_message) {
+  std::uint64_t product = a * b;  // both operands < 2^32, so no 64-bit overflow
+  if (product > std::numeric_limits<std::uint32_t>::max()) throw OpError(overflow_message);
+  return static_cast<std::uint32_t>(product);
+}
+
+void check_dims(const char* op, std::uint32_t in_dim, std::uint32_t out_dim) {
+  if (in_dim == 0) throw OpError(fmt::format("Fix: {} in_dim=0 is invalid: empty reduction", op));
+  if (out_dim == 0) throw OpError(fmt::format("Fix: {} out_dim=0 is invalid: empty output", op));
+}
+
+void check_divisible_by_8(const char* op, std::uint32_t in_dim) {
+  if (in_dim % 8 != 0) {
+    throw OpError(fmt::format("Fix: {} in_dim={} is not divisible by 8; pad weights to a multiple of 8.", op, in_dim));
+  }
+}
+
+/// The nibble of `word` for position `position_in_word` (0..7), as u32.
+Expr nibble(const Expr& word, const Expr& position_in_word) { return (word >> (position_in_word * 4u)) & 0xFu; }
+
+}  // namespace
+
+Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim) {
+  check_dims("linear_4bit", in_dim, out_dim);
+  check_divisible_by_8("linear_4bit", in_dim);
+  std::uint32_t packed_words =
+      checked_mul(in_dim / 8, out_dim, "Fix: linear_4bit in_dim/8 * out_dim overflows u32; reduce dimensions.");
+
+  ProgramBuilder program("linear_4bit");
+  BufferRef x = program.input("x", ScalarType::F32, in_dim);
+  BufferRef w = program.input("w", ScalarType::U32, packed_words);
+  BufferRef b = program.input("b", ScalarType::F32, out_dim);
+  BufferRef out = program.output("out", ScalarType::F32, out_dim);
+  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(out_dim, kWorkgroupInvocations), 1, 1});
+  program.body([&](Body& body) {
+    body.region(kLinear4BitId, [&](Body& region) {
+      Expr i = region.let("i", invocation_id(0));
+      region.if_then(i < out_dim, [&](Body& then) {
+        Expr acc = then.let("acc", b[i]);
+        then.loop("k", u32(0), u32(in_dim), [&](Body& loop, Expr k) {
+          Expr word = w[(k / 8u) * out_dim + i];
+          loop.assign(acc, acc + x[k] * cast(ScalarType::F32, nibble(word, k % 8u)));
+        });
+        then.store(out, i, acc);
+      });
+    });
+  });
+  return program.build();
+}
+
+Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size) {
+  const char* op = "linear_4bit_affine_grouped";
+  check_dims(op, in_dim, out_dim);
+  if (group_size == 0) {
+    throw OpError("Fix: linear_4bit_affine_grouped group_size=0 is invalid: group size must be > 0");
+  }
+  check_divisible_by_8(op, in_dim);
+  std::uint32_t packed_words = checked_mul(
+      in_dim / 8, out_dim, "Fix: linear_4bit_affine_grouped in_dim/8 * out_dim overflows u32; reduce dimensions.");
+  std::uint32_t group_count = ceil_div(in_dim, group_size);
+  std::uint32_t sidecar_count = checked_mul(
+      group_count, out_dim, "Fix: linear_4bit_affine_grouped group_count*out_dim overflows u32; reduce dimensions.");
+  std::uint32_t workgroups = ceil_div(out_dim, kOutputsPerWorkgroup);
+  std::uint32_t padded_outputs =
+      checked_mul(workgroups, kWorkgroupInvocations,
+                  "Fix: linear_4bit_affine_grouped output workgroups overflow u32; reduce dimensions.");
+  std::uint32_t chunks = ceil_div(in_dim, kLanesPerOutput);
+
+  ProgramBuilder program("linear_4bit_affine_grouped");
+  BufferRef x = program.input("x", ScalarType::F32, in_dim);
+  BufferRef w = program.input("w", ScalarType::U32, packed_words);
+  BufferRef scale = program.input("scale", ScalarType::F32, sidecar_count);
+  BufferRef zero_point = program.input("zero_point", ScalarType::U32, sidecar_count);
+  BufferRef b = program.input("b", ScalarType::F32, out_dim);
+  BufferRef out = program.output("out", ScalarType::F32, padded_outputs);
+  program.set_output_byte_range("out", ByteRange{0, std::uint64_t{out_dim} * 4});
+  program.launch({kWorkgroupInvocations, 1, 1}, {workgroups, 1, 1});
+  program.body([&](Body& body) {
+    body.region(kAffineGroupedId, [&](Body& region) {
+      Expr local = region.let("local", local_id(0));
+      Expr warp = region.let("warp", local / kLanesPerOutput);
+      Expr lane = region.let("lane", local % kLanesPerOutput);
+      Expr out_idx = region.let("out_idx", workgroup_id(0) * kOutputsPerWorkgroup + warp);
+      region.if_then(out_idx < out_dim, [&](Body& per_output) {
+        Expr local_acc = per_output.let("local_acc", f32(0.0f));
+        per_output.loop("chunk", u32(0), u32(chunks), [&](Body& loop, Expr chunk) {
+          Expr k = loop.let("k", chunk * kLanesPerOutput + lane);
+          Expr lane_in_word = loop.let("lane_in_word", lane & 7u);
+          Expr word_leader_lane = loop.let("word_leader_lane", lane & 0xFFFFFFF8u);
+          Expr word_leader_k = loop.let("word_leader_k", chunk * kLanesPerOutput + word_leader_lane);
+          Expr packed_word_lane = loop.let("packed_word_lane", u32(0));
+          loop.if_then(logical_and(eq(lane_in_word, u32(0)), word_leader_k < in_dim), [&](Body& leader) {
+            leader.assign(packed_word_lane, w[(word_leader_k / 8u) * out_dim + out_idx]);
+          });
+          Expr packed_word = loop.let("packed_word", subgroup_shuffle(packed_word_lane, word_leader_lane));
+          // Unlike the seed, the sidecar loads sit inside the k < in_dim guard: for the last
+          // chunk's lanes past in_dim, k / group_size can reach group_count and the seed's
+          // load would read past the sidecar buffers.
+          loop.if_then(k < in_dim, [&](Body& in_range) {
+            Expr sidecar_idx = in_range.let("sidecar_idx", (k / group_size) * out_dim + out_idx);
+            Expr group_scale = in_range.let("group_scale", scale[sidecar_idx]);
+            Expr group_zero_point = in_range.let("group_zero_point", zero_point[sidecar_idx]);
+            Expr weight = (cast(ScalarType::F32, nibble(packed_word, lane_in_word)) -
+                           cast(ScalarType::F32, group_zero_point)) *
+                          group_scale;
+            in_range.assign(local_acc, local_acc + x[k] * weight);
+          });
+        });
+        Expr warp_sum = per_output.let("warp_sum", subgroup_add(local_acc));
+        per_output.if_then(eq(lane, u32(0)), [&](Body& leader) { leader.store(out, out_idx, b[out_idx] + warp_sum); });
+      });
+    });
+  });
+  return program.build();
+}
+
+QuantizedLinear4BitSpec QuantizedLinear4BitSpec::affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim,
+                                                                 std::uint32_t group_size) {
+  return {in_dim, out_dim,
+          DataType::quantized(QuantizedType{ScalarType::I4, QuantizationScale::per_group(group_size),
+                                            QuantizationZeroPoint::per_group(group_size)})};
+}
+
+std::uint32_t QuantizedLinear4BitSpec::affine_group_size() const {
+  const auto fail = [&] {
+    return OpError(fmt::format("Fix: grouped INT4 linear requires DataType::Quantized<I4; PerGroup scale; PerGroup "
+                               "zero-point>, got {}.",
+                               to_string(weight_type)));
+  };
+  if (!weight_type.is_quantized()) throw fail();
+  const QuantizedType& quantized = weight_type.quantized_info();
+  if (quantized.scale.kind != QuantizationScale::Kind::PerGroup ||
+      quantized.zero_point.kind != QuantizationZeroPoint::Kind::PerGroup) {
+    throw fail();
+  }
+  if (quantized.storage != ScalarType::I4) {
+    throw OpError(fmt::format("Fix: grouped INT4 linear requires DataType::Quantized storage I4, got {}.",
+                              to_string(quantized.storage)));
+  }
+  if (quantized.scale.group_size != quantized.zero_point.group_size) {
+    throw OpError(fmt::format("Fix: grouped INT4 linear requires scale and zero-point group sizes to match, got "
+                              "scale={}, zero_point={}.",
+                              quantized.scale.group_size, quantized.zero_point.group_size));
+  }
+  if (quantized.scale.group_size == 0) throw OpError("Fix: grouped INT4 linear requires quantized group_size > 0.");
+  return quantized.scale.group_size;
+}
+
+Program linear_4bit_affine_grouped_typed(const QuantizedLinear4BitSpec& spec) {
+  return linear_4bit_affine_grouped(spec.in_dim, spec.out_dim, spec.affine_group_size());
+}
+
+QuantizedLinear4BitPlannerEvidence linear_4bit_affine_grouped_planner_evidence(const QuantizedLinear4BitSpec& spec) {
+  std::uint32_t group_size = spec.affine_group_size();
+  const std::uint32_t in_dim = spec.in_dim, out_dim = spec.out_dim;
+  const char* prefix = "Fix: linear_4bit_affine_grouped planner evidence";
+  if (in_dim == 0) throw OpError(fmt::format("{} requires in_dim > 0.", prefix));
+  if (out_dim == 0) throw OpError(fmt::format("{} requires out_dim > 0.", prefix));
+  if (in_dim % 8 != 0) throw OpError(fmt::format("{} in_dim={} is not divisible by 8.", prefix, in_dim));
+  std::uint32_t packed_words = checked_mul(in_dim / 8, out_dim, fmt::format("{} packed weights overflow u32.", prefix));
+  std::uint32_t group_count = ceil_div(in_dim, group_size);
+  std::uint32_t sidecars = checked_mul(group_count, out_dim, fmt::format("{} sidecars overflow u32.", prefix));
+  std::uint64_t dequantized = std::uint64_t{in_dim} * out_dim * sizeof(float);
+  std::uint64_t output_bytes = std::uint64_t{out_dim} * sizeof(float);
+  return QuantizedLinear4BitPlannerEvidence{
+      .in_dim = in_dim,
+      .out_dim = out_dim,
+      .group_size = group_size,
+      .group_count = group_count,
+      .packed_weight_bytes = std::uint64_t{packed_words} * sizeof(std::uint32_t),
+      .dequantized_weight_bytes = dequantized,
+      .sidecar_bytes = std::uint64_t{sidecars} * (sizeof(float) + sizeof(std::uint32_t)),
+      .bias_bytes = output_bytes,
+      .output_bytes = output_bytes,
+      .dequant_bytes_elided = dequantized,
+      .matmul_m = out_dim,
+      .matmul_k = in_dim,
+      .matmul_n = 1,
+      .matmul_tile = kLanesPerOutput,
+      .matmul_selected_path = "cooperative",
+      .matmul_candidate_path = std::nullopt,
+      .matmul_fallback_reason = "strict_f32_requested",
+      .tensor_core_eligible = false,
+      .output_drift_abs_tolerance = kOutputDriftAbsTolerance,
+  };
+}
+
+namespace {
+OpArgs shape(std::initializer_list<std::pair<const char*, std::uint32_t>> values) {
+  OpArgs args;
+  for (const auto& [name, value] : values) args.set(name, value);
+  return args;
+}
+}  // namespace
+
+std::vector<OpInfo> linear_4bit_ops() {
+  const std::string seed = "vyre-libs-0.6.3 nn::linear_4bit";
+  ParamSpec in_dim{"in_dim", ParamType::U32, "input features (reduction length)", "", "> 0, multiple of 8", {}};
+  ParamSpec out_dim{"out_dim", ParamType::U32, "output features", "", "> 0", {}};
+  ParamSpec group_size{"group_size", ParamType::U32, "input features per scale/zero-point group", "", "> 0", {}};
+  std::vector<OpInfo> ops;
+  ops.push_back(OpInfo{
+      .name = "linear_4bit",
+      .summary = "out[i] = b[i] + sum_k x[k] * w4[k, i] (unsigned nibbles, no scale)",
+      .layout = "w u32 word (k/8)*out_dim + i, nibble k%8 at bits 4*(k%8)",
+      .seed = seed,
+      .params = {in_dim, out_dim},
+      .buffers = {{"x", "input", ScalarType::F32, "in_dim"},
+                  {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim"},
+                  {"b", "bias", ScalarType::F32, "out_dim"},
+                  {"out", "output", ScalarType::F32, "out_dim"}},
+      .build = [](const OpArgs& args) { return linear_4bit(args.u32("in_dim"), args.u32("out_dim")); },
+      .test_shapes = {shape({{"in_dim", 8}, {"out_dim", 4}}), shape({{"in_dim", 64}, {"out_dim", 300}}),
+                      shape({{"in_dim", 256}, {"out_dim", 33}})},
+  });
+  ops.push_back(OpInfo{
+      .name = "linear_4bit_affine_grouped",
+      .summary = "out[i] = b[i] + sum_k x[k] * (w4[k, i] - zero_point[g, i]) * scale[g, i], g = k / group_size",
+      .layout = "w as linear_4bit; sidecars [ceil(in_dim/group_size), out_dim] (output fastest); one subgroup per output",
+      .seed = seed,
+      .params = {in_dim, out_dim, group_size},
+      .buffers = {{"x", "input", ScalarType::F32, "in_dim"},
+                  {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim"},
+                  {"scale", "sidecar", ScalarType::F32, "ceil(in_dim/group_size) * out_dim"},
+                  {"zero_point", "sidecar", ScalarType::U32, "ceil(in_dim/group_size) * out_dim"},
+                  {"b", "bias", ScalarType::F32, "out_dim"},
+                  {"out", "output", ScalarType::F32, "ceil(out_dim/8) * 256 (bytes [0, out_dim*4) are the result)"}},
+      .build =
+          [](const OpArgs& args) {
+            return linear_4bit_affine_grouped(args.u32("in_dim"), args.u32("out_dim"), args.u32("group_size"));
+          },
+      .test_shapes = {shape({{"in_dim", 8}, {"out_dim", 2}, {"group_size", 4}}),
+                      shape({{"in_dim", 32}, {"out_dim", 8}, {"group_size", 32}}),
+                      shape({{"in_dim", 256}, {"out_dim", 20}, {"group_size", 64}}),
+                      shape({{"in_dim", 72}, {"out_dim", 9}, {"group_size", 24}})},
+  });
+  return ops;
+}
+
+}  // namespace quantc::ir::ops

@@ -1,0 +1,89 @@
+// Fused 4-bit linear layers: unpack-on-demand INT4 weights inside the dot product.
+// Semantics, layouts, errors and fixtures follow vyre-libs 0.6.3 `nn::linear_4bit`
+// (../shared/seeds/vyre-libs-0.6.3_nn_linear_4bit.rs.txt).
+//
+// Packed weight layout (both ops): `w` is u32[in_dim/8 * out_dim]. Weight (k, i) —
+// input feature k, output feature i — lives in word `(k/8)*out_dim + i`, nibble `k%8`
+// at bits `4*(k%8) .. 4*(k%8)+3`. The output index i is fastest within a row of words,
+// so the eight nibbles of one word are eight consecutive k of one output column.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/Program.h"
+#include "ir/ops/Registry.h"
+
+namespace quantc::ir::ops {
+
+/// `out[i] = b[i] + sum_k x[k] * nibble(w, k, i)` with unsigned nibbles 0..15.
+/// Buffers (bindings in order): x f32[in_dim], w u32[in_dim/8*out_dim], b f32[out_dim]
+/// (all read-only), out f32[out_dim] (read-write). One invocation per output, 256 per
+/// workgroup, ceil(out_dim/256) workgroups; each invocation accumulates sequentially
+/// in f32 from k = 0 upward, starting from b[i] (the seed's order).
+/// Errors (OpError): in_dim == 0, out_dim == 0, in_dim % 8 != 0, in_dim/8*out_dim > 2^32-1.
+Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim);
+
+/// `out[i] = b[i] + sum_k x[k] * (nibble(w, k, i) - zero_point[g, i]) * scale[g, i]`
+/// with g = k / group_size. Sidecars scale f32 and zero_point u32 (values 0..15) are
+/// indexed `g*out_dim + i` (output fastest), group_count = ceil(in_dim/group_size).
+/// Buffers: x f32[in_dim], w u32[in_dim/8*out_dim], scale f32[group_count*out_dim],
+/// zero_point u32[group_count*out_dim], b f32[out_dim], out f32[ceil(out_dim/8)*256]
+/// whose output byte range [0, out_dim*4) trims the launch padding.
+/// Launch: 256-invocation workgroups = 8 subgroups, one subgroup of 32 lanes per
+/// output; ceil(out_dim/8) workgroups. Lane l handles k = chunk*32 + l; lane 8j loads
+/// packed word j of the chunk and a subgroup shuffle broadcasts it to lanes 8j..8j+7.
+/// Each lane accumulates its k in f32 in chunk order, the 32 partial sums are combined
+/// by subgroup_add (butterfly 16, 8, 4, 2, 1) and lane 0 stores b[i] + sum.
+/// The constructor always writes the per-chunk form (sidecars loaded per chunk); the
+/// sidecar-hoisting pass rewrites it into group loops when groups align to chunks.
+/// Errors (OpError): in_dim == 0, out_dim == 0, group_size == 0 (message contains
+/// "group_size=0"), in_dim % 8 != 0 ("not divisible by 8"), and overflow of the packed,
+/// sidecar or padded output counts.
+Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size);
+
+/// Typed metadata for the grouped op (vyre `QuantizedLinear4BitSpec`): the weight type
+/// must be Quantized<I4; PerGroup scale; PerGroup zero point> with equal group sizes.
+struct QuantizedLinear4BitSpec {
+  std::uint32_t in_dim = 0;
+  std::uint32_t out_dim = 0;
+  DataType weight_type;
+  static QuantizedLinear4BitSpec affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim,
+                                                std::uint32_t group_size);
+  /// The shared group size. Errors (OpError): not a quantized type, storage other than
+  /// I4 ("storage I4"), scale/zero-point group sizes that differ ("group sizes to
+  /// match"), group size 0.
+  std::uint32_t affine_group_size() const;
+};
+
+/// Builds linear_4bit_affine_grouped from typed metadata (errors as above).
+Program linear_4bit_affine_grouped_typed(const QuantizedLinear4BitSpec& spec);
+
+/// What the fused grouped kernel saves against dequantize-then-matmul; all byte counts
+/// are bytes. Numbers follow the seed (256x4096, group 64: packed 524,288 B,
+/// dequantized 4,194,304 B, sidecars 131,072 B).
+struct QuantizedLinear4BitPlannerEvidence {
+  std::uint32_t in_dim, out_dim, group_size, group_count;
+  std::uint64_t packed_weight_bytes;       // in_dim/8*out_dim u32 words
+  std::uint64_t dequantized_weight_bytes;  // in_dim*out_dim f32
+  std::uint64_t sidecar_bytes;             // group_count*out_dim * (f32 scale + u32 zero point)
+  std::uint64_t bias_bytes, output_bytes;  // out_dim f32 each
+  std::uint64_t dequant_bytes_elided;      // == dequantized_weight_bytes
+  std::uint32_t matmul_m, matmul_k, matmul_n, matmul_tile;  // (out_dim, in_dim, 1, 32)
+  std::string matmul_selected_path;        // "cooperative": quantc has no tensor-core path
+  std::optional<std::string> matmul_candidate_path;   // none
+  std::optional<std::string> matmul_fallback_reason;  // "strict_f32_requested"
+  bool tensor_core_eligible;                          // false
+  float output_drift_abs_tolerance;                   // 1e-4
+};
+
+/// Errors (OpError) as for the typed spec plus in_dim/out_dim == 0, in_dim % 8 != 0,
+/// overflow of packed or sidecar counts.
+QuantizedLinear4BitPlannerEvidence linear_4bit_affine_grouped_planner_evidence(const QuantizedLinear4BitSpec& spec);
+
+/// Registry entries for linear_4bit and linear_4bit_affine_grouped.
+std::vector<OpInfo> linear_4bit_ops();
+
+}  // namespace quantc::ir::ops

@@ -1,0 +1,84 @@
+// The op registry: every op constructor quantc ships, with its parameters and buffers.
+// The CLI (`quantc ops`, spec parsing) and the golden/ptxas/emulator test sweeps are
+// driven from it, so a newly registered op is tested everywhere without new test code.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ir/Program.h"
+
+namespace quantc::ir::ops {
+
+/// Raised by op constructors for invalid parameters; the message names the offending
+/// value and how to fix it (seed style: "Fix: linear_4bit in_dim=7 is not divisible by 8; ...").
+class OpError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+enum class ParamType : std::uint8_t { U32, Bool, Choice };
+
+struct ParamSpec {
+  std::string name;
+  ParamType type = ParamType::U32;
+  std::string description;
+  /// Default as JSON-like text ("64", "true", "\"e4m3\""); empty when required.
+  std::string default_value;
+  std::string constraint;            // human-readable, e.g. "> 0, multiple of 8"
+  std::vector<std::string> choices;  // for ParamType::Choice
+};
+
+struct BufferSpec {
+  std::string name;
+  std::string role;           // "input", "weight", "sidecar", "bias", "output"
+  ScalarType element = ScalarType::F32;
+  std::string count_formula;  // e.g. "in_dim/8 * out_dim"
+};
+
+using ParamValue = std::variant<std::uint32_t, bool, std::string>;
+
+/// Parameter values by name, already type-checked against the op's ParamSpecs.
+class OpArgs {
+ public:
+  void set(const std::string& name, ParamValue value) { values_[name] = std::move(value); }
+  bool has(const std::string& name) const { return values_.count(name) != 0; }
+  std::uint32_t u32(const std::string& name) const;       // throws OpError when absent or not u32
+  bool boolean(const std::string& name) const;            // likewise for bool
+  const std::string& choice(const std::string& name) const;  // likewise for a choice
+  const std::map<std::string, ParamValue>& values() const { return values_; }
+
+ private:
+  std::map<std::string, ParamValue> values_;
+};
+
+struct OpInfo {
+  std::string name;
+  std::string summary;  // one line: what it computes
+  std::string layout;   // one line: the key layout facts
+  std::string seed;     // the seed document the semantics follow
+  std::vector<ParamSpec> params;
+  std::vector<BufferSpec> buffers;
+  std::function<Program(const OpArgs&)> build;  // throws OpError on invalid parameters
+  /// Small parameter sets used by the golden, ptxas and emulator sweeps.
+  std::vector<OpArgs> test_shapes;
+};
+
+class OpRegistry {
+ public:
+  /// Every op quantc ships, in a stable order (by name).
+  static const OpRegistry& builtin();
+  const OpInfo* find(const std::string& name) const;
+  const std::vector<OpInfo>& all() const { return ops_; }
+  void add(OpInfo info);
+
+ private:
+  std::vector<OpInfo> ops_;
+};
+
+}  // namespace quantc::ir::ops

@@ -1,0 +1,121 @@
+#include "ir/ops/Spec.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace quantc::ir::ops {
+namespace {
+
+using nlohmann::json;
+
+std::string known_ops(const OpRegistry& registry) {
+  std::string names;
+  for (const OpInfo& op : registry.all()) names += (names.empty() ? "" : ", ") + op.name;
+  return names;
+}
+
+std::string known_keys(const OpInfo& op) {
+  std::string keys = "op, target, opt_level";
+  for (const ParamSpec& param : op.params) keys += ", " + param.name;
+  return keys;
+}
+
+ParamValue parse_value(const ParamSpec& param, const json& value, const std::string& where) {
+  switch (param.type) {
+    case ParamType::U32: {
+      if (!value.is_number_integer()) {
+        throw SpecError(fmt::format("{}: \"{}\" must be a non-negative integer, got {}", where, param.name,
+                                    value.dump()));
+      }
+      if (value.is_number_unsigned() && value.get<std::uint64_t>() <= std::numeric_limits<std::uint32_t>::max()) {
+        return value.get<std::uint32_t>();
+      }
+      throw SpecError(fmt::format("{}: \"{}\" = {} is outside 0..4294967295 (u32); use a smaller dimension", where,
+                                  param.name, value.dump()));
+    }
+    case ParamType::Bool:
+      if (!value.is_boolean()) {
+        throw SpecError(fmt::format("{}: \"{}\" must be true or false, got {}", where, param.name, value.dump()));
+      }
+      return value.get<bool>();
+    case ParamType::Choice: {
+      std::string options;
+      for (const std::string& choice : param.choices) options += (options.empty() ? "" : ", ") + choice;
+      if (value.is_string()) {
+        for (const std::string& choice : param.choices) {
+          if (choice == value.get<std::string>()) return choice;
+        }
+      }
+      throw SpecError(fmt::format("{}: \"{}\" must be one of {}, got {}", where, param.name, options, value.dump()));
+    }
+  }
+  throw SpecError("unreachable parameter type");
+}
+
+std::optional<std::string> optional_string(const json& object, const char* key, const std::string& where) {
+  if (!object.contains(key)) return std::nullopt;
+  if (!object[key].is_string()) {
+    throw SpecError(fmt::format("{}: \"{}\" must be a string, got {}", where, key, object[key].dump()));
+  }
+  return object[key].get<std::string>();
+}
+
+}  // namespace
+
+OpSpec parse_spec(const std::string& text, const std::string& source, const OpRegistry& registry) {
+  json object;
+  try {
+    object = json::parse(text);
+  } catch (const json::parse_error& error) {
+    throw SpecError(fmt::format("{}: malformed JSON: {}", source, error.what()));
+  }
+  if (!object.is_object()) throw SpecError(fmt::format("{}: a spec must be a JSON object, got {}", source, object.type_name()));
+  if (!object.contains("op") || !object["op"].is_string()) {
+    throw SpecError(fmt::format("{}: missing string key \"op\"; known ops: {}", source, known_ops(registry)));
+  }
+  OpSpec spec;
+  std::string name = object["op"].get<std::string>();
+  spec.op = registry.find(name);
+  if (spec.op == nullptr) {
+    throw SpecError(fmt::format("{}: unknown op \"{}\"; known ops: {}", source, name, known_ops(registry)));
+  }
+  spec.target = optional_string(object, "target", source);
+  spec.opt_level = optional_string(object, "opt_level", source);
+  for (const auto& [key, value] : object.items()) {
+    if (key == "op" || key == "target" || key == "opt_level") continue;
+    const ParamSpec* param = nullptr;
+    for (const ParamSpec& candidate : spec.op->params) {
+      if (candidate.name == key) param = &candidate;
+    }
+    if (param == nullptr) {
+      throw SpecError(fmt::format("{}: unknown key \"{}\" for op {}; known keys: {}", source, key, name,
+                                  known_keys(*spec.op)));
+    }
+    spec.args.set(key, parse_value(*param, value, source));
+  }
+  for (const ParamSpec& param : spec.op->params) {
+    if (spec.args.has(param.name)) continue;
+    if (param.default_value.empty()) {
+      throw SpecError(fmt::format("{}: op {} needs \"{}\" ({})", source, name, param.name, param.description));
+    }
+    spec.args.set(param.name, parse_value(param, json::parse(param.default_value), source));
+  }
+  return spec;
+}
+
+std::string OpSpec::canonical_json() const {
+  json object = json::object();
+  object["op"] = op->name;
+  for (const auto& [name, value] : args.values()) {
+    std::visit([&, key = name](const auto& v) { object[key] = v; }, value);
+  }
+  if (target) object["target"] = *target;
+  if (opt_level) object["opt_level"] = *opt_level;
+  return object.dump();  // nlohmann's object keys are sorted, so the text is canonical
+}
+
+Program build_program(const OpSpec& spec) { return spec.op->build(spec.args); }
+
+}  // namespace quantc::ir::ops

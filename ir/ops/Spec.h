@@ -1,0 +1,39 @@
+// JSON op specs: a flat object naming the op and its parameters, e.g.
+//   {"op": "linear_4bit_affine_grouped", "in_dim": 256, "out_dim": 4096,
+//    "group_size": 64, "target": "sm_90"}
+// Parsing checks the op name, every key and every value's type against the registry
+// and fills in defaults; it does not check dimension constraints (the op constructor
+// does, with the seed's messages).
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "ir/ops/Registry.h"
+
+namespace quantc::ir::ops {
+
+/// Raised for a malformed spec; the message names the key or value and the fix.
+class SpecError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct OpSpec {
+  const OpInfo* op = nullptr;
+  OpArgs args;
+  std::optional<std::string> target;    // "sm_90"; validated by the emitter, not here
+  std::optional<std::string> opt_level;  // "O0" | "O1" | "O2"; validated by the pass manager
+  /// Canonical JSON text (sorted keys, defaults filled): the kernel cache key's input.
+  std::string canonical_json() const;
+};
+
+/// Parses spec text. `source` names the file in error messages.
+OpSpec parse_spec(const std::string& text, const std::string& source = "<spec>",
+                  const OpRegistry& registry = OpRegistry::builtin());
+
+/// Builds the op's program: `spec.op->build(spec.args)`.
+Program build_program(const OpSpec& spec);
+
+}  // namespace quantc::ir::ops
