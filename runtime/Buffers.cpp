@@ -1,0 +1,77 @@
+#include "runtime/Buffers.h"
+
+#include <fmt/format.h>
+
+#include <random>
+
+namespace quantc::runtime {
+
+BufferSet allocate_buffers(const ir::Program& program) {
+  BufferSet buffers;
+  for (const ir::BufferDecl& decl : program.buffers) {
+    buffers[decl.name] = HostBuffer{decl.element, std::vector<std::uint8_t>(decl.byte_size())};
+  }
+  return buffers;
+}
+
+namespace {
+bool is_zero_point_name(const std::string& name) {
+  return name.rfind("zero_point", 0) == 0 || name.rfind("zp", 0) == 0;
+}
+
+template <class T>
+void fill(HostBuffer& buffer, auto&& generate) {
+  std::size_t count = buffer.bytes.size() / sizeof(T);
+  for (std::size_t i = 0; i < count; ++i) {
+    T value = static_cast<T>(generate());
+    std::memcpy(buffer.bytes.data() + i * sizeof(T), &value, sizeof(T));
+  }
+}
+}  // namespace
+
+BufferSet random_buffers(const ir::Program& program, std::uint64_t seed) {
+  BufferSet buffers = allocate_buffers(program);
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  for (const ir::BufferDecl& decl : program.buffers) {
+    if (decl.is_output()) continue;
+    HostBuffer& buffer = buffers[decl.name];
+    const bool zero_point = is_zero_point_name(decl.name);
+    switch (decl.element) {
+      case ir::ScalarType::F32:
+        fill<float>(buffer, [&] { return unit(engine); });
+        break;
+      case ir::ScalarType::F64:
+        fill<double>(buffer, [&] { return unit(engine); });
+        break;
+      default:
+        // Integers and f16 bit patterns: random bytes (zero points 0..15).
+        for (auto& byte : buffer.bytes) byte = static_cast<std::uint8_t>(engine());
+        if (zero_point && decl.element == ir::ScalarType::U32) fill<std::uint32_t>(buffer, [&] { return engine() & 15u; });
+        if (zero_point && decl.element == ir::ScalarType::F32) fill<float>(buffer, [&] { return double(engine() & 15u); });
+        break;
+    }
+  }
+  return buffers;
+}
+
+void check_buffers(const ir::Program& program, const BufferSet& buffers) {
+  for (const ir::BufferDecl& decl : program.buffers) {
+    auto found = buffers.find(decl.name);
+    if (found == buffers.end()) {
+      throw RuntimeError(fmt::format("buffer '{}' ({} x {}) was not provided", decl.name, decl.count,
+                                     ir::to_string(decl.element)));
+    }
+    const HostBuffer& buffer = found->second;
+    if (buffer.element != decl.element) {
+      throw RuntimeError(fmt::format("buffer '{}': expected element type {}, given {}", decl.name,
+                                     ir::to_string(decl.element), ir::to_string(buffer.element)));
+    }
+    if (buffer.bytes.size() != decl.byte_size()) {
+      throw RuntimeError(fmt::format("buffer '{}': expected {} elements ({} bytes), given {} bytes", decl.name,
+                                     decl.count, decl.byte_size(), buffer.bytes.size()));
+    }
+  }
+}
+
+}  // namespace quantc::runtime
