@@ -1,6 +1,11 @@
 #include "runtime/reference/Interpreter.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <numeric>
+
+#include "ir/Verifier.h"
 
 #include "runtime/reference/Compiled.h"
 
@@ -64,6 +69,12 @@ void report(const ir::Program& program, const Machine& machine, std::uint64_t wo
 
 void run(const ir::Program& program, BufferSet& buffers, const RunOptions& options) {
   check_buffers(program, buffers);
+  // Hand-assembled programs skip ProgramBuilder's verification; an ill-formed one
+  // (say, a store to a read-only buffer) must be rejected, not half executed.
+  if (std::vector<std::string> problems = ir::verify(program); !problems.empty()) {
+    throw RuntimeError(fmt::format("program '{}' is not well formed: {}; fix the IR (ir::verify lists every problem)",
+                                   program.name, fmt::join(problems, "; ")));
+  }
   Machine machine;
   machine.buffers = view_buffers(program, buffers);
   const CompiledProgram compiled = detail::compile(program, machine.buffers);

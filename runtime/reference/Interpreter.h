@@ -50,9 +50,9 @@ struct RunOptions {
 /// buffers are little-endian element arrays indexed in elements.
 /// Throws RuntimeError (nothing is rolled back: stores already done stay done) for:
 /// - a buffer mismatch (check_buffers' message);
-/// - a Load or BufferLength of a buffer the program does not declare, a variable used
-///   without a binding, or an expression kind/type the IR does not allow (raised before
-///   anything runs);
+/// - an ill-formed program (ir::verify's problems: undeclared buffers or variables,
+///   stores to read-only buffers, type mismatches...) or an expression kind/type the
+///   interpreter cannot run; both are raised before anything runs;
 /// - an out-of-bounds load or store: the message names the buffer, the index, the
 ///   count, the expression and the invocation;
 /// - a subgroup shuffle, reduction or ballot executed while some lane of its subgroup

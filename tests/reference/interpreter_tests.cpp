@@ -283,10 +283,16 @@ TEST_CASE("undeclared buffers, missing variables and mismatched buffers are erro
   program.name = "undeclared";
   program.buffers.push_back(BufferDecl{"out", 0, BufferAccess::ReadWrite, ScalarType::U32, 1, std::nullopt});
   program.entry = Block::make({Store::make("out", u32(0), Load::make(ScalarType::U32, "ghost", u32(0)))});
-  CHECK_THAT(error_of(program), Catch::Contains("buffer 'ghost', which program 'undeclared' does not declare"));
+  CHECK_THAT(error_of(program), Catch::Contains("program 'undeclared' is not well formed"));
+  CHECK_THAT(error_of(program), Catch::Contains("undeclared buffer 'ghost'"));
 
   program.entry = Block::make({Store::make("out", u32(0), Var::make(ScalarType::U32, "nowhere"))});
-  CHECK_THAT(error_of(program), Catch::Contains("variable 'nowhere'"));
+  CHECK_THAT(error_of(program), Catch::Contains("undeclared variable 'nowhere'"));
+
+  program.buffers[0].access = BufferAccess::ReadOnly;
+  program.entry = Block::make({Store::make("out", u32(0), u32(7))});
+  CHECK_THAT(error_of(program), Catch::Contains("not well formed"));
+  CHECK(error_of(program).find("out") != std::string::npos);
 
   BufferSet wrong{{"out", HostBuffer::from(ScalarType::U32, std::vector<std::uint32_t>{1, 2})}};
   CHECK_THROWS_WITH(reference::run(program, wrong), Catch::Contains("buffer 'out': expected 1 elements"));
@@ -556,4 +562,35 @@ TEST_CASE("multi-dimensional launches number invocations x fastest", "[reference
         std::uint32_t expected = gx / 2 * 1000 + gy / 3 * 100 + lz * 10 + (lx + 2 * ly + 6 * lz) % 32;
         CHECK(values[(gz * 6 + gy) * 4 + gx] == expected);
       }
+}
+
+TEST_CASE("byte-sized buffers of every type load and store their encodings", "[reference][types]") {
+  ProgramBuilder builder("byte_types");
+  BufferRef flags = builder.input("flags", ScalarType::Bool, 3);
+  BufferRef halves = builder.input("halves", ScalarType::U16, 2);
+  BufferRef longs = builder.input("longs", ScalarType::I64, 2);
+  BufferRef bytes = builder.input("bytes", ScalarType::I8, 2);
+  BufferRef out = builder.output("out", ScalarType::I64, 6);
+  BufferRef out_flags = builder.output("out_flags", ScalarType::Bool, 3);
+  builder.launch({1, 1, 1}, {1, 1, 1});
+  builder.body([&](Body& b) {
+    b.store(out, u32(0), cast(ScalarType::I64, flags[0u]) + cast(ScalarType::I64, flags[1u]) * 10.0 +
+                             cast(ScalarType::I64, flags[2u]) * 100.0);
+    b.store(out, u32(1), cast(ScalarType::I64, halves[0u] + halves[1u]));  // u16 wraps
+    b.store(out, u32(2), longs[0u] * longs[1u]);
+    b.store(out, u32(3), cast(ScalarType::I64, bytes[0u]));
+    b.store(out, u32(4), cast(ScalarType::I64, bytes[1u]));
+    b.store(out, u32(5), cast(ScalarType::I64, BufferLength::make("longs")));
+    b.store(out_flags, u32(0), !flags[1u]);
+    b.store(out_flags, u32(1), logical_and(flags[1u], flags[2u]));
+    b.store(out_flags, u32(2), flags[0u] ^ flags[1u]);
+  });
+  BufferSet inputs{
+      {"flags", HostBuffer::from(ScalarType::Bool, std::vector<std::uint8_t>{0, 2, 1})},  // byte 2 reads as true
+      {"halves", HostBuffer::from(ScalarType::U16, std::vector<std::uint16_t>{0xFFFF, 3})},
+      {"longs", HostBuffer::from(ScalarType::I64, std::vector<std::int64_t>{-3000000000, 5})},
+      {"bytes", HostBuffer::from(ScalarType::I8, std::vector<std::int8_t>{-7, 100})}};
+  BufferSet buffers = run_program(builder.build(), inputs);
+  CHECK(output<std::int64_t>(buffers, "out") == std::vector<std::int64_t>{110, 2, -15000000000, -7, 100, 2});
+  CHECK(output<std::uint8_t>(buffers, "out_flags") == std::vector<std::uint8_t>{0, 1, 1});
 }
