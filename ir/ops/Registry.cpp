@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "ir/ops/Linear4Bit.h"
+#include "ir/ops/Quantize.h"
 
 namespace quantc::ir::ops {
 
@@ -29,6 +30,7 @@ const OpRegistry& OpRegistry::builtin() {
     OpRegistry result;
     // One line per op family; each family's header documents its ops.
     for (OpInfo& info : linear_4bit_ops()) result.add(std::move(info));
+    for (OpInfo& info : quantize_ops()) result.add(std::move(info));
     return result;
   }();
   return registry;
