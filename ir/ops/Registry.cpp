@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "ir/ops/Linear4Bit.h"
+#include "ir/ops/Nf4Gemm.h"
 #include "ir/ops/Quantize.h"
 
 namespace quantc::ir::ops {
@@ -31,6 +32,7 @@ const OpRegistry& OpRegistry::builtin() {
     // One line per op family; each family's header documents its ops.
     for (OpInfo& info : linear_4bit_ops()) result.add(std::move(info));
     for (OpInfo& info : quantize_ops()) result.add(std::move(info));
+    for (OpInfo& info : nf4_gemm_ops()) result.add(std::move(info));
     return result;
   }();
   return registry;
