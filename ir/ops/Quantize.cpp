@@ -85,7 +85,10 @@ Expr is_finite(const Expr& value) { return abs(value) < kInfinity; }
 Expr round_half_even(Body& body, const std::string& name, const Expr& value) {
   Expr magnitude = body.let(name + "_magnitude", abs(value));
   Expr rounded = body.let(name + "_rounded_magnitude", (magnitude + kTwoPow23) - kTwoPow23);
-  return body.let(name, select(magnitude < kTwoPow23, select(value < 0.0, -rounded, rounded), value));
+  // Zeros (either sign) and values of magnitude >= 2^23 are already integers and pass
+  // through unchanged, so the sign of zero is kept as cvt.rni keeps it.
+  Expr in_range = logical_and(magnitude < kTwoPow23, magnitude > 0.0);
+  return body.let(name, select(in_range, select(value < 0.0, -rounded, rounded), value));
 }
 
 /// The per-group quantities every code of the group needs.
@@ -149,7 +152,10 @@ GroupParams group_params(Body& body, Scheme scheme, const GroupStats& stats, con
       Expr range = body.let("range" + suffix,
                             min(max(high - low, epsilon), f32(std::numeric_limits<float>::max())));
       Expr scale = body.let("scale" + suffix, range / 15.0);
-      Expr zero = round_half_even(body, "zero_point" + suffix, -low / scale);
+      Expr rounded_zero = round_half_even(body, "rounded_zero_point" + suffix, -low / scale);
+      // -0 (from a group whose minimum is +0) is stored as +0 so the zero point's bits
+      // do not depend on the sign of zero the min reduction happened to keep.
+      Expr zero = body.let("zero_point" + suffix, select(eq(rounded_zero, f32(0.0f)), f32(0.0f), rounded_zero));
       return {scale, zero};
     }
   }

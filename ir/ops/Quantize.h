@@ -39,7 +39,8 @@
 //
 // Special values (all quantizers): NaN and +-inf never enter a scale or zero point
 // (the reductions take finite values only). A NaN input gets the code that
-// dequantizes to zero (8 symmetric INT4, clamp(zero_point, 0, 15) asymmetric, 7 NF4);
+// dequantizes nearest to zero (8 symmetric INT4, 7 NF4, clamp(zero_point, 0, 15)
+// asymmetric, which is exactly zero whenever the zero point lies in 0..15);
 // +inf gets the largest code (15) and -inf the smallest (0). Every stored nibble is in
 // 0..15. A group with no finite element has scale from absmax = 0 (INT4 symmetric,
 // NF4) or min = max = 0 (asymmetric).

@@ -65,6 +65,7 @@ Quantized quantize_int4(const std::vector<float>& x, std::uint32_t group_size, b
       float range = std::min(std::max(high - low, epsilon), std::numeric_limits<float>::max());
       scale = range / 15.0f;
       zero = std::nearbyint(-low / scale);
+      if (zero == 0.0f) zero = 0.0f;  // +0, never -0
       q.zero_point.push_back(zero);
     }
     q.scale.push_back(scale);
