@@ -5,13 +5,16 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <sstream>
 
 #include "Oracles.h"
 #include "ir/Verifier.h"
 #include "ir/ops/Nf4Gemm.h"
 #include "ir/ops/Quantize.h"
 #include "ir/ops/Registry.h"
+#include "ir/ops/Spec.h"
 
 namespace quantc::tests::ops2 {
 namespace {
@@ -201,6 +204,27 @@ TEST_CASE("nf4_gemm f32 accumulation error on k = 11008", "[ops2][nf4_gemm]") {
   }
   CHECK(worst32 > worst64);       // f32 accumulation loses bits on long k ...
   CHECK(worst_relative < 1e-6);   // ... but stays far below the 1e-3 parity tolerance
+}
+
+}  // namespace
+}  // namespace quantc::tests::ops2
+
+namespace quantc::tests::ops2 {
+namespace {
+
+TEST_CASE("examples/specs for the part-2 ops parse and build", "[ops2][specs]") {
+  for (const char* op :
+       {"quantize_int4", "dequantize_int4", "quantize_nf4", "dequantize_nf4", "nf4_gemm", "nf4_gemm_transpose"}) {
+    std::string path = fmt::format("{}/examples/specs/{}.json", QUANTC_SOURCE_DIR, op);
+    std::ifstream file(path);
+    REQUIRE(file.good());
+    std::stringstream text;
+    text << file.rdbuf();
+    ir::ops::OpSpec spec = ir::ops::parse_spec(text.str(), path);
+    CHECK(spec.op->name == op);
+    ir::Program program = ir::ops::build_program(spec);
+    CHECK(ir::verify(program).empty());
+  }
 }
 
 }  // namespace
