@@ -58,16 +58,19 @@ struct DecodedEntry {
 
 DecodedEntry decode_entry(const std::string& contents) {
   DecodedEntry entry;
+  entry.header = json::object();
   const std::size_t newline = contents.find('\n');
   if (newline == std::string::npos) {
     entry.problem = "no header line (truncated)";
     return entry;
   }
-  entry.header = json::parse(contents.substr(0, newline), nullptr, /*allow_exceptions=*/false);
-  if (!entry.header.is_object() || entry.header.value("format", 0) != kEntryFormat ||
-      !entry.header.contains("size") || !entry.header.contains("sha256")) {
+  json header = json::parse(contents.substr(0, newline), nullptr, /*allow_exceptions=*/false);
+  const bool header_ok = header.is_object();
+  if (header_ok) entry.header = std::move(header);
+  if (!header_ok || entry.header.value("format", 0) != kEntryFormat ||
+      !entry.header.contains("size") || !entry.header["size"].is_number_unsigned() ||
+      !entry.header.contains("sha256") || !entry.header["sha256"].is_string()) {
     entry.problem = "unreadable header";
-    entry.header = json::object();
     return entry;
   }
   std::string payload = contents.substr(newline + 1);
