@@ -75,6 +75,15 @@ const Module& CudaBackend::module(const KernelImage& image) {
   return *modules_.emplace(image.digest(), std::move(loaded)).first->second;
 }
 
+const CudaBackend::LoadedFunction& CudaBackend::entry(const KernelImage& image, const std::string& name) {
+  const std::string key = image.digest() + '/' + name;
+  auto found = functions_.find(key);
+  if (found != functions_.end()) return found->second;
+  Function function = module(image).function(name);
+  const int max_threads = function.max_threads_per_block();
+  return functions_.emplace(key, LoadedFunction{function, max_threads}).first->second;
+}
+
 DeviceBufferSet CudaBackend::upload(const ir::Program& program, const BufferSet& buffers) {
   check_buffers(program, buffers);
   context_.make_current();
@@ -98,12 +107,12 @@ DeviceBufferSet CudaBackend::upload(const ir::Program& program, const BufferSet&
 void CudaBackend::launch(const ir::Program& program, const KernelImage& image, const DeviceBufferSet& device_buffers) {
   check_device_buffers(program, device_buffers);
   const LaunchPlan plan = plan_shape(program);
-  const Function function = module(image).function(program.name);
+  const LoadedFunction& loaded = entry(image, program.name);
   const unsigned threads = plan.block[0] * plan.block[1] * plan.block[2];
-  if (static_cast<int>(threads) > function.max_threads_per_block()) {
+  if (static_cast<int>(threads) > loaded.max_threads_per_block) {
     throw RuntimeError(fmt::format("program '{}': {} threads per CTA exceed the {} the compiled kernel allows "
                                    "(registers or .maxntid)",
-                                   program.name, threads, function.max_threads_per_block()));
+                                   program.name, threads, loaded.max_threads_per_block));
   }
   std::vector<CUdeviceptr> pointers;
   pointers.reserve(plan.parameters.size());
@@ -114,7 +123,7 @@ void CudaBackend::launch(const ir::Program& program, const KernelImage& image, c
 
   context_.make_current();
   context_.driver().check(
-      context_.driver().api().cuLaunchKernel(function.get(), plan.grid[0], plan.grid[1], plan.grid[2], plan.block[0],
+      context_.driver().api().cuLaunchKernel(loaded.function.get(), plan.grid[0], plan.grid[1], plan.grid[2], plan.block[0],
                                              plan.block[1], plan.block[2], /*sharedMemBytes=*/0, stream_.get(),
                                              arguments.data(), /*extra=*/nullptr),
       "cuLaunchKernel",

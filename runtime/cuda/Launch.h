@@ -94,7 +94,15 @@ class CudaBackend {
  private:
   Context context_;
   Stream stream_;
+  struct LoadedFunction {
+    Function function;
+    int max_threads_per_block;
+  };
+  /// The program's entry in `image`, resolved once (module load, lookup, limits).
+  const LoadedFunction& entry(const KernelImage& image, const std::string& name);
+
   std::unordered_map<std::string, std::unique_ptr<Module>> modules_;  // by image digest
+  std::unordered_map<std::string, LoadedFunction> functions_;         // by digest + '/' + entry name
 };
 
 }  // namespace quantc::runtime::cuda
