@@ -4,6 +4,7 @@
 #include <bit>
 #include <numeric>
 
+#include "ir/IRVisitor.h"
 #include "ir/analysis/Structure.h"
 
 namespace quantc::ir::analysis {
@@ -200,6 +201,34 @@ void RangeEnvironment::pop() { facts_.pop_back(); }
 
 ValueRange range_of(const Expr& expr, const RangeEnvironment& environment) {
   return RangeEvaluator(environment).evaluate(expr);
+}
+
+bool proven_safe(const Expr& expr, const RangeEnvironment& environment) {
+  struct Checker : IRVisitor {
+    explicit Checker(const RangeEnvironment& environment) : environment(environment) {}
+    const RangeEnvironment& environment;
+    bool safe = true;
+    void visit_Load(const Load& node) override {
+      const BufferDecl* buffer = environment.program().find_buffer(node.buffer);
+      if (buffer == nullptr || range_of(node.index, environment).max >= buffer->count) safe = false;
+      IRVisitor::visit_Load(node);
+    }
+    void visit_Binary(const Binary& node) override {
+      if (node.op == BinaryOp::Div || node.op == BinaryOp::Rem) {
+        if (!has_range(node.type) || node.type == ScalarType::Bool || range_of(node.rhs, environment).min == 0) safe = false;
+      }
+      IRVisitor::visit_Binary(node);
+    }
+    void visit_Lookup(const Lookup& node) override {
+      if (range_of(node.index, environment).max >= node.table.size()) safe = false;
+      IRVisitor::visit_Lookup(node);
+    }
+    void visit_SubgroupShuffle(const SubgroupShuffle&) override { safe = false; }
+    void visit_SubgroupReduce(const SubgroupReduce&) override { safe = false; }
+    void visit_SubgroupBallot(const SubgroupBallot&) override { safe = false; }
+  } checker(environment);
+  checker.visit(expr);
+  return checker.safe;
 }
 
 std::optional<bool> decide_comparison(BinaryOp op, const ValueRange& a, const ValueRange& b) {

@@ -60,6 +60,12 @@ class RangeEnvironment {
 /// unknown yields ValueRange::full(type).
 ValueRange range_of(const Expr& expr, const RangeEnvironment& environment);
 
+/// True when evaluating `expr` provably cannot fail given `environment`: every load's
+/// index is below its buffer's count, every Div/Rem divisor is an unsigned value
+/// proven non-zero, every Lookup index is within its table, and it holds no subgroup
+/// operation (those must stay where the subgroup runs them).
+bool proven_safe(const Expr& expr, const RangeEnvironment& environment);
+
 /// Three-valued comparison outcome from ranges: true/false when the ranges decide
 /// `lhs op rhs` for every invocation, nullopt otherwise. `op` must be a comparison on
 /// unsigned integers or bool.
