@@ -269,7 +269,17 @@ class Simplifier : public analysis::RangeTrackingMutator {
 
   Expr mutate_Binary(const Binary& node, const Expr& self) override {
     Expr lhs = mutate(node.lhs), rhs = mutate(node.rhs);
-    if (Expr simplified = simplify_binary(node.op, lhs, rhs); simplified.defined()) return simplified;
+    if (Expr simplified = simplify_binary(node.op, lhs, rhs); simplified.defined()) {
+      // A rewrite (commuting, div -> shift, ...) may enable further rules.
+      for (int step = 0; step < 8; ++step) {
+        const Binary* binary = simplified.as<Binary>();
+        if (binary == nullptr) break;
+        Expr again = simplify_binary(binary->op, binary->lhs, binary->rhs);
+        if (!again.defined()) break;
+        simplified = again;
+      }
+      return simplified;
+    }
     if (lhs.same_as(node.lhs) && rhs.same_as(node.rhs)) return self;
     return Binary::make(node.op, lhs, rhs);
   }
