@@ -7,6 +7,8 @@
 // its whole scope.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ir/IRMutator.h"
 #include "ir/IRVisitor.h"
 #include "ir/Printer.h"
@@ -131,26 +133,28 @@ class Eliminator : public IRMutator {
   }
 
  private:
-  /// New lets for expressions the statement evaluates twice or more (largest first).
+  /// New lets for expressions the statement evaluates twice or more: the largest
+  /// first, then recounting with it replaced (so its parts are not bound again).
   std::vector<Node> bind_repeated(const Node& stmt) {
-    Occurrences occurrences(program_, assigned_);
-    switch (stmt.kind()) {
-      case NodeKind::Let: occurrences.visit(Replacer(available_).mutate(stmt.as<Let>()->value)); break;
-      case NodeKind::Assign: occurrences.visit(Replacer(available_).mutate(stmt.as<Assign>()->value)); break;
-      case NodeKind::Store:
-        occurrences.visit(Replacer(available_).mutate(stmt.as<Store>()->index));
-        occurrences.visit(Replacer(available_).mutate(stmt.as<Store>()->value));
-        break;
-      case NodeKind::If: occurrences.visit(Replacer(available_).mutate(stmt.as<If>()->cond)); break;
-      default: return {};
-    }
     std::vector<Node> lets;
-    for (const auto& [expr, count] : occurrences.counts) {
-      if (count < 2) continue;
-      Expr bound = Replacer(available_).mutate(expr);
-      if (bound.kind() == ExprKind::Var) continue;  // already covered by a larger binding
+    for (int round = 0; round < 16; ++round) {
+      Occurrences occurrences(program_, assigned_);
+      switch (stmt.kind()) {
+        case NodeKind::Let: occurrences.visit(Replacer(available_).mutate(stmt.as<Let>()->value)); break;
+        case NodeKind::Assign: occurrences.visit(Replacer(available_).mutate(stmt.as<Assign>()->value)); break;
+        case NodeKind::Store:
+          occurrences.visit(Replacer(available_).mutate(stmt.as<Store>()->index));
+          occurrences.visit(Replacer(available_).mutate(stmt.as<Store>()->value));
+          break;
+        case NodeKind::If: occurrences.visit(Replacer(available_).mutate(stmt.as<If>()->cond)); break;
+        default: return lets;
+      }
+      auto repeated = std::find_if(occurrences.counts.begin(), occurrences.counts.end(),
+                                   [](const auto& entry) { return entry.second >= 2; });
+      if (repeated == occurrences.counts.end()) return lets;
+      const Expr& expr = repeated->first;
       std::string name = analysis::fresh_name("common", names_);
-      lets.push_back(Let::make(name, bound));
+      lets.push_back(Let::make(name, expr));
       available_.emplace_back(expr, Var::make(expr.type(), name));
     }
     return lets;
