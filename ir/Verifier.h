@@ -17,7 +17,10 @@ namespace quantc::ir {
 /// - statements: use of an undeclared variable or buffer, a Var whose type differs
 ///   from its binding, re-declaring a name already in scope, assigning a loop variable
 ///   or with a different type, loads whose type differs from the buffer's element,
-///   stores of the wrong type or to read-only buffers, an entry that is not a Block.
+///   stores of the wrong type or to read-only buffers, an entry that is not a Block;
+/// - subgroup operations under control flow that analysis::Uniformity cannot prove
+///   subgroup-uniform (naming the operation and the branch or loop that diverges);
+///   checked only when the statements are otherwise well formed.
 std::vector<std::string> verify(const Program& program);
 
 /// Throws IRError whose message lists every problem `verify` found.
