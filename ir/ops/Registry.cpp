@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "ir/ops/DequantMatmul.h"
+#include "ir/ops/Int4Packed.h"
 #include "ir/ops/Linear4Bit.h"
 
 namespace quantc::ir::ops {
@@ -29,6 +31,8 @@ const OpRegistry& OpRegistry::builtin() {
     OpRegistry result;
     // One line per op family; each family's header documents its ops.
     for (OpInfo& info : linear_4bit_ops()) result.add(std::move(info));
+    for (OpInfo& info : int4_packed_ops()) result.add(std::move(info));
+    for (OpInfo& info : dequant_matmul_ops()) result.add(std::move(info));
     return result;
   }();
   return registry;
