@@ -117,7 +117,8 @@ void emit_tiled_matmul(ProgramBuilder& program, const char* op_id, const MatmulD
 
 /// The unsigned nibble for linear element `element` of a two-per-byte u8 buffer:
 /// low nibble for even elements, high nibble for odd ones.
-Expr packed_nibble(Body& body, const BufferRef& bytes, const Expr& element) {
+Expr packed_nibble(Body& body, const BufferRef& bytes, const Expr& element_value) {
+  Expr element = body.let("element", element_value);
   Expr byte = body.let("byte", cast(ScalarType::U32, bytes[element >> 1.0]));
   return (byte >> ((element & 1.0) << 2.0)) & 15.0;
 }
@@ -169,26 +170,27 @@ std::optional<Fp8Format> parse_fp8_format(std::string_view text) {
   return std::nullopt;
 }
 
-Expr decode_fp8(Fp8Format format, Expr code) {
+Expr decode_fp8(Body& body, Fp8Format format, const Expr& code, const std::string& prefix) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  Expr negative = ne(code & 128.0, u32(0));
-  if (format == Fp8Format::E4M3) {
-    Expr exponent = (code >> 3.0) & 15.0;
-    Expr mantissa = code & 7.0;
-    Expr significand = mantissa + select(ne(exponent, u32(0)), u32(8), u32(0));
-    Expr magnitude = cast(ScalarType::F32, significand) *
-                     Lookup::make(ScalarType::F32, fp8_exponent_table(16, 7, 3), exponent);
+  const bool e4m3 = format == Fp8Format::E4M3;
+  const double mantissa_bits = e4m3 ? 3 : 2;
+  const std::uint32_t exponent_mask = e4m3 ? 15 : 31;
+  Expr exponent = body.let(prefix + "_exponent", (code >> mantissa_bits) & double(exponent_mask));
+  Expr mantissa = body.let(prefix + "_mantissa", code & double((1u << int(mantissa_bits)) - 1));
+  // The implicit leading 1 of normal numbers, as an integer significand.
+  Expr significand = mantissa + select(ne(exponent, u32(0)), u32(1u << int(mantissa_bits)), u32(0));
+  Expr finite = body.let(prefix + "_finite",
+                         cast(ScalarType::F32, significand) *
+                             Lookup::make(ScalarType::F32,
+                                          e4m3 ? fp8_exponent_table(16, 7, 3) : fp8_exponent_table(32, 15, 2),
+                                          exponent));
+  Expr sign = select(ne(code & 128.0, u32(0)), f32(-1.0f), f32(1.0f));
+  if (e4m3) {
     // S.1111.111 is the only NaN; E4M3 spends the other exponent-15 codes on 256..448.
-    return select(eq(code & 127.0, u32(127)), f32(nan), select(negative, -magnitude, magnitude));
+    return select(eq(code & 127.0, u32(127)), f32(nan), finite * sign);
   }
-  Expr exponent = (code >> 2.0) & 31.0;
-  Expr mantissa = code & 3.0;
-  Expr significand = mantissa + select(ne(exponent, u32(0)), u32(4), u32(0));
-  Expr finite = cast(ScalarType::F32, significand) *
-                Lookup::make(ScalarType::F32, fp8_exponent_table(32, 15, 2), exponent);
   Expr special = select(eq(mantissa, u32(0)), f32(std::numeric_limits<float>::infinity()), f32(nan));
-  Expr magnitude = select(eq(exponent, u32(31)), special, finite);
-  return select(negative, -magnitude, magnitude);
+  return select(eq(exponent, u32(31)), special, finite) * sign;
 }
 
 Expr decode_fp4_e2m1(Expr code) {
@@ -238,7 +240,7 @@ Program dequant_matmul_fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp
   decoder.prologue = [&](Body& body, const Expr& column) { column_scale = body.let("column_scale", scales[column]); };
   decoder.weight = [&](Body& k_body, const Expr& p, const Expr& column) {
     Expr code = k_body.let("code", cast(ScalarType::U32, w[p * double(n) + column]));
-    return decode_fp8(format, code);
+    return decode_fp8(k_body, format, code, "fp8");
   };
   // The seed multiplies the scale in after the activation: (x * w) * s.
   decoder.product = [&](const Expr& x_value, const Expr& weight) { return (x_value * weight) * column_scale; };
@@ -265,7 +267,7 @@ Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n) 
   decoder.prologue = [&](Body& body, const Expr&) { global = body.let("global", global_scale[0u]); };
   decoder.begin_block = [&](Body& block_body, const Expr& block, const Expr& column) {
     Expr scale_code = block_body.let("scale_code", cast(ScalarType::U32, scales[block * double(n) + column]));
-    block_scale = block_body.let("block_scale", decode_fp8(Fp8Format::E4M3, scale_code));
+    block_scale = block_body.let("block_scale", decode_fp8(block_body, Fp8Format::E4M3, scale_code, "scale"));
   };
   decoder.weight = [&](Body& k_body, const Expr& p, const Expr& column) {
     Expr code = k_body.let("code", packed_nibble(k_body, w, p * double(n) + column));

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/Builder.h"
 #include "ir/IR.h"
 #include "ir/Program.h"
 #include "ir/ops/Registry.h"
@@ -51,8 +52,10 @@ std::optional<Fp8Format> parse_fp8_format(std::string_view text);
 /// - E5M2 (bias 15): IEEE-like; exponent 31 is infinity (mantissa 0) or NaN; subnormals
 ///   m * 2^-16; largest finite 57344.
 /// Built from a 16/32-entry power-of-two Lookup (exponent) times the integer
-/// significand, so every value is exact; 0x80 decodes to -0.0.
-Expr decode_fp8(Fp8Format format, Expr code);
+/// significand, then times +-1 for the sign, so every value is exact; 0x80 decodes to
+/// -0.0. Binds its intermediates in `body` as lets named `<prefix>_exponent`,
+/// `<prefix>_magnitude`, ... (the prefix must be unused in that scope).
+Expr decode_fp8(Body& body, Fp8Format format, const Expr& code, const std::string& prefix);
 
 /// IR that decodes an FP4 E2M1 nibble (u32 holding 0..15) to f32 through a 16-entry
 /// Lookup: codes 0..7 are 0, 0.5, 1, 1.5, 2, 3, 4, 6; code 8+c is the negation of code c

@@ -34,8 +34,10 @@ Expr signed_nibble(const Expr& word, std::uint32_t position) {
   return cast(ScalarType::I32, word << double(28 - 4 * position)) >> 28.0;
 }
 
-/// Binds the first `values` signed nibbles of `word` to lets `<prefix>0`, `<prefix>1`, ...
-std::vector<Expr> unpack_word(Body& body, const Expr& word, std::uint32_t values, const std::string& prefix) {
+/// Binds `word` to `<prefix>_word` (one load) and its first `values` signed nibbles to
+/// lets `<prefix>0`, `<prefix>1`, ...
+std::vector<Expr> unpack_word(Body& body, const Expr& word_value, std::uint32_t values, const std::string& prefix) {
+  Expr word = body.let(prefix + "_word", word_value);
   std::vector<Expr> unpacked;
   for (std::uint32_t i = 0; i < values; ++i) {
     unpacked.push_back(body.let(fmt::format("{}{}", prefix, i), signed_nibble(word, i)));
@@ -43,8 +45,11 @@ std::vector<Expr> unpack_word(Body& body, const Expr& word, std::uint32_t values
   return unpacked;
 }
 
-/// sum_i lhs_values[i] * nibble(rhs_word, i) over the first lhs_values.size() nibbles (i32).
-Expr int4_word_dot(const std::vector<Expr>& lhs_values, const Expr& rhs_word) {
+/// sum_i lhs_values[i] * nibble(rhs_word, i) over the first lhs_values.size() nibbles
+/// (i32); binds the rhs word to the let `rhs_name` so it is loaded once.
+Expr int4_word_dot(Body& body, const std::vector<Expr>& lhs_values, const Expr& rhs_word_value,
+                   const std::string& rhs_name) {
+  Expr rhs_word = body.let(rhs_name, rhs_word_value);
   Expr sum = lhs_values[0] * signed_nibble(rhs_word, 0);
   for (std::uint32_t i = 1; i < lhs_values.size(); ++i) sum = sum + lhs_values[i] * signed_nibble(rhs_word, i);
   return sum;
@@ -101,7 +106,7 @@ Program dot_program(const char* name, const char* op_id, std::uint32_t lane_coun
       Expr partial = region.let("partial", i32(0));
       for_each_lane_word(region, lane, lane_count, [&](Body& word_body, const Expr& word, std::uint32_t values) {
         std::vector<Expr> lhs_values = unpack_word(word_body, lhs[word], values, "lhs_value");
-        word_body.assign(partial, partial + int4_word_dot(lhs_values, rhs[word]));
+        word_body.assign(partial, partial + int4_word_dot(word_body, lhs_values, rhs[word], "rhs_word"));
       });
       Expr total = region.let("total", subgroup_add(partial));
       region.if_then(eq(lane, u32(0)), [&](Body& leader) {
@@ -263,8 +268,9 @@ Program int4_batched_matmul_f32_scaled(std::uint32_t batch, std::uint32_t rows, 
         for_each_lane_word(per_row, layout.lane, cols, [&](Body& word_body, const Expr& word, std::uint32_t values) {
           std::vector<Expr> weight_values = unpack_word(word_body, in.weights[weight_base + word], values, "weight");
           for (std::uint32_t t = 0; t < tile; ++t) {
-            word_body.assign(partial[t],
-                             partial[t] + int4_word_dot(weight_values, in.activations[activation_base[t] + word]));
+            Expr dot = int4_word_dot(word_body, weight_values, in.activations[activation_base[t] + word],
+                                     fmt::format("activation_word{}", t));
+            word_body.assign(partial[t], partial[t] + dot);
           }
         });
         std::vector<Expr> dots;
@@ -324,7 +330,8 @@ Program int4_batched_matmul_top1_f32_scaled(std::uint32_t batch, std::uint32_t r
             auto add_word = [&](Body& word_body, const Expr& word, std::uint32_t values) {
               std::vector<Expr> weight_values =
                   unpack_word(word_body, in.weights[weight_base + word], values, "weight");
-              word_body.assign(dot, dot + int4_word_dot(weight_values, in.activations[activation_base + word]));
+              word_body.assign(dot, dot + int4_word_dot(word_body, weight_values, in.activations[activation_base + word],
+                                                          "activation_word"));
             };
             if (full_words > 0) {
               per_row.loop("word", u32(0), u32(full_words),
