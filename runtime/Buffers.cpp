@@ -37,6 +37,14 @@ BufferSet random_buffers(const ir::Program& program, std::uint64_t seed) {
     if (decl.is_output()) continue;
     HostBuffer& buffer = buffers[decl.name];
     const bool zero_point = is_zero_point_name(decl.name);
+    if (zero_point && decl.element == ir::ScalarType::U32) {
+      fill<std::uint32_t>(buffer, [&] { return engine() & 15u; });
+      continue;
+    }
+    if (zero_point && decl.element == ir::ScalarType::F32) {
+      fill<float>(buffer, [&] { return double(engine() & 15u); });
+      continue;
+    }
     switch (decl.element) {
       case ir::ScalarType::F32:
         fill<float>(buffer, [&] { return unit(engine); });
@@ -45,10 +53,8 @@ BufferSet random_buffers(const ir::Program& program, std::uint64_t seed) {
         fill<double>(buffer, [&] { return unit(engine); });
         break;
       default:
-        // Integers and f16 bit patterns: random bytes (zero points 0..15).
+        // Integers and f16 bit patterns: random bytes.
         for (auto& byte : buffer.bytes) byte = static_cast<std::uint8_t>(engine());
-        if (zero_point && decl.element == ir::ScalarType::U32) fill<std::uint32_t>(buffer, [&] { return engine() & 15u; });
-        if (zero_point && decl.element == ir::ScalarType::F32) fill<float>(buffer, [&] { return double(engine() & 15u); });
         break;
     }
   }

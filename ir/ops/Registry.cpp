@@ -7,6 +7,8 @@
 #include "ir/ops/DequantMatmul.h"
 #include "ir/ops/Int4Packed.h"
 #include "ir/ops/Linear4Bit.h"
+#include "ir/ops/Nf4Gemm.h"
+#include "ir/ops/Quantize.h"
 
 namespace quantc::ir::ops {
 
@@ -33,6 +35,8 @@ const OpRegistry& OpRegistry::builtin() {
     for (OpInfo& info : linear_4bit_ops()) result.add(std::move(info));
     for (OpInfo& info : int4_packed_ops()) result.add(std::move(info));
     for (OpInfo& info : dequant_matmul_ops()) result.add(std::move(info));
+    for (OpInfo& info : quantize_ops()) result.add(std::move(info));
+    for (OpInfo& info : nf4_gemm_ops()) result.add(std::move(info));
     return result;
   }();
   return registry;
