@@ -179,7 +179,7 @@ void check_subgroup_uniformity(const Program& program, std::vector<std::string>&
 
 }  // namespace
 
-std::vector<std::string> verify(const Program& program) {
+std::vector<std::string> verify(const Program& program, const VerifyOptions& options) {
   std::vector<std::string> problems;
   check_buffers(program, problems);
   check_launch(program, problems);
@@ -189,12 +189,12 @@ std::vector<std::string> verify(const Program& program) {
   }
   StatementChecker checker(program, problems);
   checker.visit(program.entry);
-  if (problems.empty()) check_subgroup_uniformity(program, problems);
+  if (problems.empty() && options.subgroup_uniformity) check_subgroup_uniformity(program, problems);
   return problems;
 }
 
-void verify_or_throw(const Program& program) {
-  std::vector<std::string> problems = verify(program);
+void verify_or_throw(const Program& program, const VerifyOptions& options) {
+  std::vector<std::string> problems = verify(program, options);
   if (problems.empty()) return;
   std::string message = fmt::format("program '{}' failed verification:", program.name);
   for (const std::string& problem : problems) message += "\n  - " + problem;

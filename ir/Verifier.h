@@ -21,9 +21,16 @@ namespace quantc::ir {
 /// - subgroup operations under control flow that analysis::Uniformity cannot prove
 ///   subgroup-uniform (naming the operation and the branch or loop that diverges);
 ///   checked only when the statements are otherwise well formed.
-std::vector<std::string> verify(const Program& program);
+struct VerifyOptions {
+  /// Reject subgroup operations under control flow that is not provably uniform. Off
+  /// only for tests of the interpreter's dynamic check, which stays as a second line
+  /// of defence behind this static one.
+  bool subgroup_uniformity = true;
+};
+
+std::vector<std::string> verify(const Program& program, const VerifyOptions& options = {});
 
 /// Throws IRError whose message lists every problem `verify` found.
-void verify_or_throw(const Program& program);
+void verify_or_throw(const Program& program, const VerifyOptions& options = {});
 
 }  // namespace quantc::ir

@@ -134,7 +134,7 @@ void run(const ir::Program& program, BufferSet& buffers, const RunOptions& optio
   check_buffers(program, buffers);
   // Hand-assembled programs skip ProgramBuilder's verification; an ill-formed one
   // (say, a store to a read-only buffer) must be rejected, not half executed.
-  if (std::vector<std::string> problems = ir::verify(program); !problems.empty()) {
+  if (std::vector<std::string> problems = ir::verify(program, options.verify); !problems.empty()) {
     throw RuntimeError(fmt::format("program '{}' is not well formed: {}; fix the IR (ir::verify lists every problem)",
                                    program.name, fmt::join(problems, "; ")));
   }

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "ir/Program.h"
+#include "ir/Verifier.h"
 #include "runtime/Buffers.h"
 
 namespace quantc::runtime::reference {
@@ -50,6 +51,9 @@ struct RunOptions {
   /// Errors are the same as with 1 thread: the failing workgroup lowest in linear
   /// order (x fastest) is reported, though later workgroups may already have stored.
   unsigned threads = 1;
+  /// Static check that subgroup operations sit under uniform control (ir::verify).
+  /// Tests of the dynamic inactive-lane check turn it off to reach that check.
+  ir::VerifyOptions verify;
 };
 
 /// Runs every workgroup of `program` over `buffers` and writes its stores into them.

@@ -38,7 +38,7 @@ Program optimize(Program program, lower::OptimizationLevel level = lower::Optimi
 
 }  // namespace
 
-TEST_CASE("-O2 hoists sidecars into group loops for aligned groups", "[structure]") {
+TEST_CASE("pipeline O2 hoists sidecars into group loops for aligned groups", "[structure]") {
   Program program = optimize(ops::linear_4bit_affine_grouped(256, 4096, 64));
   std::set<std::string> loops = loop_names(program);
   INFO(print(program));
@@ -53,7 +53,7 @@ TEST_CASE("-O2 hoists sidecars into group loops for aligned groups", "[structure
   CHECK(text.find(">> 6u32") == std::string::npos);
 }
 
-TEST_CASE("-O2 leaves one-chunk groups and unaligned groups in per-chunk form", "[structure]") {
+TEST_CASE("pipeline O2 leaves one-chunk groups and unaligned groups in per-chunk form", "[structure]") {
   for (auto [in_dim, out_dim, group_size] : {std::tuple{32u, 8u, 32u}, std::tuple{72u, 9u, 24u},
                                              std::tuple{64u, 4u, 16u}, std::tuple{96u, 4u, 48u}}) {
     Program program = optimize(ops::linear_4bit_affine_grouped(in_dim, out_dim, group_size));
@@ -64,7 +64,7 @@ TEST_CASE("-O2 leaves one-chunk groups and unaligned groups in per-chunk form", 
   }
 }
 
-TEST_CASE("-O0 changes nothing; -O1 and -O2 verify", "[structure]") {
+TEST_CASE("pipeline O0 changes nothing; O1 and O2 verify", "[structure]") {
   Program original = ops::linear_4bit_affine_grouped(256, 20, 64);
   CHECK(print(optimize(original, lower::OptimizationLevel::O0)) == print(original));
   CHECK(verify(optimize(original, lower::OptimizationLevel::O1)).empty());
