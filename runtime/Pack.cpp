@@ -339,13 +339,18 @@ PackResult pack_weight(const LinearWeight& weight, const PackOptions& options) {
       PackedNf4 packed = pack_nf4(weight, options.block);
       result.metadata["block"] = std::to_string(options.block);
       const std::uint64_t blocks = in_dim / options.block;
-      result.tensors = {{"b_nf4", Dtype::U8, {out_dim * blocks, options.block / 2}, to_bytes(packed.data)},
+      if (in_dim % 8 != 0) {
+        throw RuntimeError(fmt::format("pack nf4: in_dim={} is not divisible by 8 (nf4_gemm reads b_nf4 as u32 words)",
+                                       in_dim));
+      }
+      // nf4_gemm declares b_nf4 as u32[n * k/8]; the bytes are the same (little-endian).
+      result.tensors = {{"b_nf4", Dtype::U32, {out_dim, in_dim / 8}, packed.data},
                         {"b_scales", Dtype::F32, {out_dim, blocks}, to_bytes(packed.scales)}};
       break;
     }
     case Scheme::Int4Symmetric: {
       PackedInt4Symmetric packed = pack_int4_symmetric(weight);
-      result.tensors = {{"weights_packed", Dtype::U32, {out_dim, packed.words_per_row}, to_bytes(packed.w)},
+      result.tensors = {{"weights", Dtype::U32, {out_dim, packed.words_per_row}, to_bytes(packed.w)},
                         {"row_scales", Dtype::F32, {out_dim}, to_bytes(packed.row_scales)}};
       break;
     }

@@ -5,9 +5,10 @@
 //       w u32[in_dim/8 * out_dim], scale f32[group_count * out_dim],
 //       zero_point u32[group_count * out_dim]
 //   nf4                 -> nf4_gemm (issue 6 section 2, aprender-gpu nf4_gemm seed):
-//       b_nf4 u8[out_dim * in_dim/block * block/2], b_scales f32[out_dim * in_dim/block]
+//       b_nf4 u32[out_dim * in_dim/8] (the bytes below as little-endian words),
+//       b_scales f32[out_dim * in_dim/block]
 //   int4-symmetric      -> int4_matvec_f32_scaled (issue 5 section 1, vyre quant_int4):
-//       weights_packed u32[out_dim * ceil(in_dim/8)], row_scales f32[out_dim]
+//       weights u32[out_dim * ceil(in_dim/8)], row_scales f32[out_dim]
 //
 // Orientation. Every op computes out = x @ W with W[in_dim, out_dim]: in_dim (k) is the
 // reduction axis, out_dim (i, n, rows) indexes outputs. A PyTorch nn.Linear weight is
