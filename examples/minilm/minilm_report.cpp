@@ -400,7 +400,17 @@ int main(int argc, char** argv) {
           const std::vector<double> host = product_f64(dequantized, x);
           std::vector<float> measured(host.begin(), host.end());
           row.source = "host-dequantized";
-          if (have_reference) {
+          const bool op_registered =
+              ir::ops::OpRegistry::builtin().find(runtime::pack::op_for_scheme(scheme.scheme)) != nullptr;
+          if (!op_registered) {
+            if (!allow_missing_backends) {
+              fmt::print("\nSKIPPED: op {} is not registered in this build; pass --allow-missing-backends\n",
+                         runtime::pack::op_for_scheme(scheme.scheme));
+              return kSkipped;
+            }
+            row.source = "host-dequantized (op not built)";
+          }
+          if (have_reference && op_registered) {
             KernelRun run = run_kernel(scheme, weight, x);
             // Tolerance: the kernels accumulate in f32 (NF4 in f64) over in_dim terms, so
             // each output may differ from the exact sum by in_dim * 2^-24 * sum_k |w_k x_k|
