@@ -1,15 +1,34 @@
 #include "lower/Compiler.h"
 
+#include <fmt/format.h>
+
 #include "ir/Verifier.h"
 #include "lower/LowerToPtx.h"
 
 namespace quantc::lower {
 
-CompiledKernel compile(const ir::Program& program, const CompileOptions& options) {
+ir::Program optimize(const ir::Program& program, const PassOptions& options) {
   ir::verify_or_throw(program);
-  CompiledKernel kernel{program, {}};
+  return run_passes(program, options);
+}
+
+CompiledKernel compile(const ir::Program& program, const CompileOptions& options) {
+  CompiledKernel kernel{optimize(program, options.passes), {}};
   kernel.ptx = lower_to_ptx(kernel.program, options.target);
   return kernel;
+}
+
+std::string pipeline_name(const PassOptions& options) {
+  if (!options.passes.empty()) return fmt::format("passes={}", fmt::join(options.passes, ","));
+  switch (options.level) {
+    case OptimizationLevel::O0:
+      return "O0";
+    case OptimizationLevel::O1:
+      return "O1";
+    case OptimizationLevel::O2:
+      return "O2";
+  }
+  return "O2";
 }
 
 }  // namespace quantc::lower

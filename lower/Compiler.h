@@ -1,16 +1,20 @@
-// The compiler driver as a library call: program -> (passes) -> PTX. The CLI, the
+// The compiler driver as a library call: program -> pass pipeline -> PTX. The CLI, the
 // tests and embedders all compile through here so they cannot disagree.
 #pragma once
 
 #include <string>
 
 #include "ir/Program.h"
+#include "lower/PassManager.h"
 #include "ptx/Target.h"
 
 namespace quantc::lower {
 
 struct CompileOptions {
+  CompileOptions() = default;
+  CompileOptions(ptx::Target target, PassOptions passes = {}) : target(target), passes(std::move(passes)) {}  // NOLINT
   ptx::Target target = ptx::default_target();
+  PassOptions passes;  // default: the -O2 pipeline
 };
 
 struct CompiledKernel {
@@ -18,8 +22,16 @@ struct CompiledKernel {
   std::string ptx;      // lower_to_ptx(program, target)
 };
 
-/// Optimises `program` and lowers it to PTX for `options.target`. Throws ir::IRError
-/// when the program fails verification or cannot be lowered.
+/// Runs the pass pipeline on `program`; ir::IRError when it fails verification,
+/// PassError for an unknown pass or a pass that broke the program (with verify_each).
+ir::Program optimize(const ir::Program& program, const PassOptions& options);
+
+/// Optimises `program` and lowers it to PTX for `options.target`. Throws as optimize(),
+/// plus ir::IRError when the program cannot be lowered.
 CompiledKernel compile(const ir::Program& program, const CompileOptions& options);
+
+/// The pipeline's name for cache keys and logs: "O0", "O1", "O2", or
+/// "passes=a,b,c" for an explicit list.
+std::string pipeline_name(const PassOptions& options);
 
 }  // namespace quantc::lower

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 
 namespace quantc::tools {
@@ -49,6 +50,36 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
     fs::remove(temporary, error);
     throw CommandError(fmt::format("cannot write '{}': {}", path, error.message()));
   }
+}
+
+void PipelineFlags::add_to(CLI::App& command) {
+  command.add_option("-O", level, "Optimization level 0, 1 or 2 (-O0 none, -O1 fold+dce, -O2 everything; default 2)");
+  command.add_option("--passes", passes, "Run exactly these passes, comma-separated, instead of an -O pipeline");
+  command.add_flag("--print-ir-after-all", print_ir_after_all, "Print the IR to stderr after every pass that changed it");
+  command.add_option("--print-ir-after", print_ir_after, "Print the IR to stderr after pass NAME (repeatable)");
+  command.add_flag("--time-passes", time_passes, "Print per-pass wall time and IR size before/after to stderr");
+  command.add_flag("--verify-each", verify_each, "Run the IR verifier after every pass");
+}
+
+lower::PassOptions PipelineFlags::pass_options(const ir::ops::OpSpec* spec) const {
+  lower::PassOptions options;
+  try {
+    if (level) {
+      options.level = lower::parse_optimization_level(*level);
+    } else if (spec != nullptr && spec->opt_level) {
+      options.level = lower::parse_optimization_level(*spec->opt_level);
+    }
+    if (!passes.empty()) options.passes = lower::parse_pass_list(passes);
+    for (const std::string& name : print_ir_after) lower::parse_pass_list(name);  // validates the name
+  } catch (const lower::PassError& error) {
+    throw CommandError(error.what());
+  }
+  options.print_ir_after_all = print_ir_after_all;
+  options.print_ir_after = print_ir_after;
+  options.time_passes = time_passes;
+  options.verify_each = verify_each;
+  if (observes_pipeline()) options.log = &std::cerr;
+  return options;
 }
 
 std::pair<std::string, std::string> split_binding(const std::string& text, const std::string& option) {

@@ -6,7 +6,11 @@
 #include <stdexcept>
 #include <string>
 
+#include <CLI/CLI.hpp>
+#include <vector>
+
 #include "ir/ops/Spec.h"
+#include "lower/Compiler.h"
 #include "ptx/Target.h"
 
 namespace quantc::tools {
@@ -27,6 +31,25 @@ ptx::Target resolve_target(const std::optional<std::string>& command_line, const
 /// Writes `bytes` to `path` through a temporary file in the same folder and a rename,
 /// so `path` is either untouched or complete, never half-written.
 void write_file_atomically(const std::string& path, const std::string& bytes);
+
+/// The pipeline flags shared by emit, ir, check, run and opt (LLVM's spelling):
+/// -O0/-O1/-O2 (default: the spec's "opt_level", else 2), --passes=a,b,c,
+/// --print-ir-after-all, --print-ir-after=NAME, --time-passes, --verify-each.
+/// Printing and timing go to stderr so stdout stays the artifact.
+struct PipelineFlags {
+  std::optional<std::string> level;
+  std::string passes;
+  bool print_ir_after_all = false;
+  std::vector<std::string> print_ir_after;
+  bool time_passes = false;
+  bool verify_each = false;
+
+  void add_to(CLI::App& command);
+  /// The options for lower::run_passes; CommandError for a bad level or pass name.
+  lower::PassOptions pass_options(const ir::ops::OpSpec* spec = nullptr) const;
+  /// True when the user asked to watch the pipeline (printing or timing).
+  bool observes_pipeline() const { return print_ir_after_all || !print_ir_after.empty() || time_passes; }
+};
 
 /// Parses "NAME=PATH"; CommandError naming `option` when malformed.
 std::pair<std::string, std::string> split_binding(const std::string& text, const std::string& option);

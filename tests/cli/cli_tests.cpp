@@ -21,8 +21,9 @@ struct Result {
   std::string output;  // stdout and stderr together
 };
 
-Result run_quantc(const std::string& arguments) {
-  std::string command = std::string(QUANTC_CLI_PATH) + " " + arguments + " 2>&1";
+/// Runs quantc with `arguments`; `environment` ("NAME=value ") prefixes the command.
+Result run_quantc(const std::string& arguments, const std::string& environment = "") {
+  std::string command = environment + std::string(QUANTC_CLI_PATH) + " " + arguments + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string output;
@@ -183,6 +184,79 @@ TEST_CASE("quantc check assembles for each target and reports registers and spil
   }
   INFO(result.output);
   CHECK(result.exit_code == 0);
-  CHECK_THAT(result.output, Catch::Contains("sm_80: ok,") && Catch::Contains("sm_90: ok,") &&
+  CHECK_THAT(result.output, Catch::Contains("sm_80: ok (ptxas),") && Catch::Contains("sm_90: ok (ptxas),") &&
                                 Catch::Contains("0 bytes spill stores"));
+}
+
+TEST_CASE("quantc check --assembler nvjitlink reports the same resources as ptxas", "[cli][nvjitlink]") {
+  std::string spec = spec_path("linear_4bit.json");
+  Result linked = run_quantc("check " + spec + " --assembler nvjitlink --target sm_90");
+  INFO(linked.output);
+  REQUIRE(linked.exit_code == 0);
+  CHECK_THAT(linked.output, Catch::Contains("sm_90: ok (nvjitlink),"));
+  Result assembled = run_quantc("check " + spec + " --assembler ptxas --target sm_90");
+  if (assembled.exit_code == 0) {  // same registers either way
+    auto registers = [](const std::string& text) { return text.substr(text.find("),"), text.find(" registers") - text.find("),")); };
+    CHECK(registers(linked.output) == registers(assembled.output));
+  }
+}
+
+TEST_CASE("pipeline flags: -O levels, explicit passes, printing and errors", "[cli][passes]") {
+  std::string spec = spec_path("linear_4bit_affine_grouped.json");
+  Result unoptimized = run_quantc("ir " + spec + " -O0");
+  CHECK_THAT(unoptimized.output, Catch::Contains("for chunk: u32") && !Catch::Contains("group_idx"));
+  Result optimized = run_quantc("ir " + spec);  // -O2 is the default
+  CHECK_THAT(optimized.output, Catch::Contains("for group_idx: u32") && Catch::Contains("for group_chunk: u32") &&
+                                   !Catch::Contains("for chunk: u32"));
+  Result printed = run_quantc("emit " + spec + " --print-ir-after=hoist_sidecars -o /dev/null");
+  CHECK_THAT(printed.output, Catch::Contains("IR Dump After hoist_sidecars"));
+  Result timed = run_quantc("ir " + spec + " --time-passes --verify-each");
+  CHECK_THAT(timed.output, Catch::Contains("hoist_sidecars") && Catch::Contains("total"));
+  Result bogus = run_quantc("ir " + spec + " --passes=fold_constants,vectorize");
+  CHECK(bogus.exit_code == 1);
+  CHECK_THAT(bogus.output, Catch::StartsWith("error: ") && Catch::Contains("vectorize"));
+  CHECK(run_quantc("ir " + spec + " -O7").exit_code == 1);
+}
+
+TEST_CASE("quantc opt reads IR text and runs the named passes", "[cli][passes]") {
+  fs::path dir = scratch_dir();
+  fs::path input = dir / "grouped.qir";
+  REQUIRE(run_quantc("ir " + spec_path("linear_4bit_affine_grouped.json") + " -O0 -o " + input.string()).exit_code == 0);
+  Result hoisted = run_quantc("opt " + input.string() + " --passes=hoist_sidecars");
+  INFO(hoisted.output);
+  CHECK(hoisted.exit_code == 0);
+  CHECK_THAT(hoisted.output, Catch::Contains("for group_idx: u32"));
+  Result broken = run_quantc("opt " + write_text(dir / "broken.qir", "program \"p\" workgroup_size(1, 1, 1)\n{\n"));
+  CHECK(broken.exit_code == 1);
+  CHECK_THAT(broken.output, Catch::Contains("broken.qir:"));
+}
+
+TEST_CASE("quantc emit caches PTX and cubins on disk; quantc cache lists and clears them", "[cli][cache]") {
+  fs::path dir = scratch_dir() / "cache";
+  fs::remove_all(dir);
+  std::string environment = "QUANTC_CACHE_DIR=" + dir.string() + " ";
+  auto run_cached = [&](const std::string& arguments) {
+    return run_quantc(arguments.empty() ? "" : arguments, environment);
+  };
+  std::string spec = spec_path("linear_4bit.json");
+  Result first = run_cached("emit " + spec);
+  Result second = run_cached("emit " + spec);
+  REQUIRE(first.exit_code == 0);
+  CHECK(first.output == second.output);
+  fs::path cubin = scratch_dir() / "kernel.cubin";
+  REQUIRE(run_cached("emit " + spec + " --format cubin --target sm_90 -o " + cubin.string()).exit_code == 0);
+  CHECK(read_text(cubin).substr(0, 4) == "\x7f" "ELF");
+  CHECK_THAT(run_cached("emit " + spec + " --format cubin").output, Catch::Contains("-o OUT.cubin"));
+  Result listed = run_cached("cache ls");
+  CHECK_THAT(listed.output, Catch::Contains("ptx") && Catch::Contains("cubin") && Catch::Contains("linear_4bit"));
+  CHECK_THAT(run_cached("cache path").output, Catch::Contains(dir.string()));
+  CHECK_THAT(run_cached("cache clear").output, Catch::Contains("removed 3 entries"));
+  CHECK_THAT(run_quantc("cache path", "QUANTC_CACHE=0 ").output, Catch::Contains("disabled"));
+}
+
+TEST_CASE("quantc run --backend cuda fails clearly without a driver", "[cli][cuda]") {
+  Result result = run_quantc("run " + spec_path("linear_4bit.json") + " --backend cuda --random-inputs 1",
+                             "QUANTC_CUDA_DRIVER=/nonexistent/libcuda.so.1 ");
+  CHECK(result.exit_code == 1);
+  CHECK_THAT(result.output, Catch::StartsWith("error: ") && Catch::Contains("--backend reference"));
 }

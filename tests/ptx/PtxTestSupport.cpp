@@ -8,13 +8,19 @@
 #include <variant>
 
 #include "ir/Builder.h"
+#include "lower/Compiler.h"
 #include "lower/LowerToPtx.h"
 
 namespace quantc::testing {
 
 using namespace quantc::ir;
 
-ir::Program program_for_test(const ops::OpInfo& op, const ops::OpArgs& args) { return op.build(args); }
+// What `quantc emit` produces by default: the -O2 pipeline, verified after every pass.
+ir::Program program_for_test(const ops::OpInfo& op, const ops::OpArgs& args) {
+  lower::PassOptions options;
+  options.verify_each = true;
+  return lower::optimize(op.build(args), options);
+}
 
 std::string emit_for_test(const ir::Program& program, const ptx::Target& target) {
   return lower::lower_to_ptx(program, target);

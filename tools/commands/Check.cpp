@@ -1,10 +1,12 @@
-// quantc check SPEC.json [--target sm_XX]...: assemble the spec's PTX with `ptxas -v`
-// for each target (default: the spec's target, else sm_80) and report registers, spill
-// bytes and ptxas errors. Exits 1 when any target fails or spills.
+// quantc check SPEC.json [--target sm_XX]... [--assembler ptxas|nvjitlink] [pipeline flags]:
+// assemble the spec's PTX for each target (default: the spec's target, else sm_80) and
+// report registers, spill bytes and assembler errors, like `ptxas -v`. Exits 1 when any
+// target fails or spills.
 #include <fmt/format.h>
 
 #include "lower/Compiler.h"
 #include "ptx/Ptxas.h"
+#include "runtime/cuda/NvJitLink.h"
 #include "tools/CommandSupport.h"
 #include "tools/commands/Commands.h"
 
@@ -14,39 +16,73 @@ namespace {
 struct CheckOptions {
   std::string spec_path;
   std::vector<std::string> targets;
+  std::string assembler = "ptxas";
+  PipelineFlags pipeline;
 };
 
+struct Resources {
+  bool success = false;
+  std::int64_t registers = 0, spill_store_bytes = 0, spill_load_bytes = 0;
+  std::string log;
+};
+
+Resources assemble(const std::string& assembler, const std::string& ptx, const ptx::Target& target) {
+  if (assembler == "ptxas") {
+    ptx::PtxasResult result = ptx::run_ptxas(ptx, target);
+    return {result.success, result.registers, static_cast<std::int64_t>(result.spill_store_bytes),
+            static_cast<std::int64_t>(result.spill_load_bytes), result.log};
+  }
+  try {
+    runtime::cuda::LinkedCubin linked = runtime::cuda::link_cubin(ptx, target);
+    Resources resources{true, 0, 0, 0, linked.info_log};
+    for (const runtime::cuda::FunctionResources& function : linked.functions) {
+      resources.registers = std::max<std::int64_t>(resources.registers, function.registers);
+      resources.spill_store_bytes += function.spill_store_bytes;
+      resources.spill_load_bytes += function.spill_load_bytes;
+    }
+    return resources;
+  } catch (const runtime::cuda::LinkError& error) {
+    return {false, 0, 0, 0, error.what()};
+  }
+}
+
 /// Assembles for one target and prints one summary line; returns false on failure.
-bool check_target(const ir::Program& program, const ptx::Target& target) {
-  std::string ptx = lower::compile(program, {target}).ptx;
-  ptx::PtxasResult result = ptx::run_ptxas(ptx, target);
+bool check_target(const CheckOptions& options, const ir::Program& program, const ptx::Target& target,
+                  const lower::PassOptions& passes) {
+  std::string ptx = lower::compile(program, {target, passes}).ptx;
+  Resources result = assemble(options.assembler, ptx, target);
   if (!result.success) {
-    fmt::print("{}: FAILED (ptxas exit {})\n{}\n", target.name(), result.exit_status, result.log);
+    fmt::print("{}: FAILED ({})\n{}\n", target.name(), options.assembler, result.log);
     return false;
   }
-  fmt::print("{}: ok, {} registers, {} bytes spill stores, {} bytes spill loads\n", target.name(), result.registers,
-             result.spill_store_bytes, result.spill_load_bytes);
-  return result.spill_bytes() == 0;
+  fmt::print("{}: ok ({}), {} registers, {} bytes spill stores, {} bytes spill loads\n", target.name(),
+             options.assembler, result.registers, result.spill_store_bytes, result.spill_load_bytes);
+  return result.spill_store_bytes + result.spill_load_bytes == 0;
 }
 
 void check_command(const CheckOptions& options) {
   ir::ops::OpSpec spec = load_spec(options.spec_path);
   ir::Program program = ir::ops::build_program(spec);
+  lower::PassOptions passes = options.pipeline.pass_options(&spec);
   std::vector<ptx::Target> targets;
   for (const std::string& name : options.targets) targets.push_back(resolve_target(name, spec));
   if (targets.empty()) targets.push_back(resolve_target(std::nullopt, spec));
   int failures = 0;
-  for (const ptx::Target& target : targets) failures += check_target(program, target) ? 0 : 1;
-  if (failures) throw CommandError(fmt::format("{} of {} targets failed ptxas or spilled", failures, targets.size()));
+  for (const ptx::Target& target : targets) failures += check_target(options, program, target, passes) ? 0 : 1;
+  if (failures) throw CommandError(fmt::format("{} of {} targets failed to assemble or spilled", failures, targets.size()));
 }
 
 }  // namespace
 
 void add_check_command(CLI::App& app) {
   auto options = std::make_shared<CheckOptions>();
-  CLI::App* command = app.add_subcommand("check", "Assemble a spec's PTX with ptxas -v for each target");
+  CLI::App* command = app.add_subcommand("check", "Assemble a spec's PTX for each target and report registers and spills");
   command->add_option("spec", options->spec_path, "Op spec (JSON)")->required();
   command->add_option("--target", options->targets, "PTX target (repeatable); default: the spec's, else sm_80");
+  command->add_option("--assembler", options->assembler, "ptxas (spawned) or nvjitlink (in process, no driver needed)")
+      ->check(CLI::IsMember({"ptxas", "nvjitlink"}))
+      ->capture_default_str();
+  options->pipeline.add_to(*command);
   command->callback([options] { check_command(*options); });
 }
 

@@ -1,9 +1,16 @@
-// quantc emit SPEC.json [-o OUT.ptx] [--target sm_XX]: PTX text.
-// quantc ir SPEC.json [-o OUT.qir]: the IR text.
+// quantc emit SPEC.json [-o OUT] [--target sm_XX] [--format ptx|cubin] [pipeline flags]
+// quantc ir SPEC.json [-o OUT.qir] [pipeline flags]      (the IR after the pipeline)
+// quantc opt FILE.qir [-o OUT.qir] [pipeline flags]      (IR text in, IR text out)
 #include <fmt/format.h>
 
+#include <fstream>
+#include <iterator>
+
+#include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "lower/Compiler.h"
+#include "runtime/cache/KernelCache.h"
+#include "runtime/cuda/NvJitLink.h"
 #include "tools/CommandSupport.h"
 #include "tools/commands/Commands.h"
 
@@ -11,12 +18,14 @@ namespace quantc::tools {
 namespace {
 
 struct EmitOptions {
-  std::string spec_path;
+  std::string input_path;
   std::string output_path;
   std::optional<std::string> target;
+  std::string format = "ptx";
+  PipelineFlags pipeline;
 };
 
-void emit_text(const std::string& text, const std::string& output_path) {
+void write_output(const std::string& text, const std::string& output_path) {
   if (output_path.empty() || output_path == "-") {
     fmt::print("{}", text);
   } else {
@@ -24,27 +33,66 @@ void emit_text(const std::string& text, const std::string& output_path) {
   }
 }
 
+/// PTX or cubin for a spec, through the on-disk kernel cache (Triton-style: the key is
+/// the canonical spec, target, pipeline and compiler version). Watching the pipeline
+/// (--print-ir-*, --time-passes) bypasses the cache so the passes really run.
+std::string emit_artifact(const EmitOptions& options) {
+  ir::ops::OpSpec spec = load_spec(options.input_path);
+  lower::CompileOptions compile_options{resolve_target(options.target, spec), options.pipeline.pass_options(&spec)};
+  auto build_ptx = [&] { return lower::compile(ir::ops::build_program(spec), compile_options).ptx; };
+  runtime::cache::KernelCache cache = options.pipeline.observes_pipeline()
+                                          ? runtime::cache::KernelCache::disabled()
+                                          : runtime::cache::KernelCache::from_environment();
+  auto key = runtime::cache::CacheKey::for_spec(spec, compile_options.target.name(),
+                                                lower::pipeline_name(compile_options.passes));
+  std::string ptx = cache.get_or_build(key, runtime::cache::ArtifactKind::Ptx, build_ptx);
+  if (options.format == "ptx") return ptx;
+  if (options.output_path.empty() || options.output_path == "-") {
+    throw CommandError("--format cubin writes binary data; name the file with -o OUT.cubin");
+  }
+  return cache.get_or_build(key, runtime::cache::ArtifactKind::Cubin,
+                            [&] { return runtime::cuda::link_cubin(ptx, compile_options.target).cubin; });
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw CommandError(fmt::format("cannot read '{}'", path));
+  return std::string(std::istreambuf_iterator<char>(file), {});
+}
+
 }  // namespace
 
 void add_emit_commands(CLI::App& app) {
   auto emit = std::make_shared<EmitOptions>();
-  CLI::App* emit_command = app.add_subcommand("emit", "Compile a spec to PTX text");
-  emit_command->add_option("spec", emit->spec_path, "Op spec (JSON)")->required();
-  emit_command->add_option("-o,--output", emit->output_path, "Write PTX here (written atomically) instead of stdout");
+  CLI::App* emit_command = app.add_subcommand("emit", "Compile a spec to PTX text (or a cubin via nvJitLink)");
+  emit_command->add_option("spec", emit->input_path, "Op spec (JSON)")->required();
+  emit_command->add_option("-o,--output", emit->output_path, "Write here (atomically) instead of stdout");
   emit_command->add_option("--target", emit->target, "PTX target, e.g. sm_90 (overrides the spec's \"target\")");
-  emit_command->callback([emit] {
-    ir::ops::OpSpec spec = load_spec(emit->spec_path);
-    lower::CompileOptions options{resolve_target(emit->target, spec)};
-    emit_text(lower::compile(ir::ops::build_program(spec), options).ptx, emit->output_path);
-  });
+  emit_command->add_option("--format", emit->format, "ptx, or cubin (linked in process with nvJitLink; needs -o)")
+      ->check(CLI::IsMember({"ptx", "cubin"}))
+      ->capture_default_str();
+  emit->pipeline.add_to(*emit_command);
+  emit_command->callback([emit] { write_output(emit_artifact(*emit), emit->output_path); });
 
   auto ir_options = std::make_shared<EmitOptions>();
-  CLI::App* ir_command = app.add_subcommand("ir", "Print the IR an op constructor builds for a spec");
-  ir_command->add_option("spec", ir_options->spec_path, "Op spec (JSON)")->required();
+  CLI::App* ir_command = app.add_subcommand("ir", "Print a spec's IR after the pass pipeline (-O0: as constructed)");
+  ir_command->add_option("spec", ir_options->input_path, "Op spec (JSON)")->required();
   ir_command->add_option("-o,--output", ir_options->output_path, "Write the IR here instead of stdout");
+  ir_options->pipeline.add_to(*ir_command);
   ir_command->callback([ir_options] {
-    ir::ops::OpSpec spec = load_spec(ir_options->spec_path);
-    emit_text(ir::print(ir::ops::build_program(spec)), ir_options->output_path);
+    ir::ops::OpSpec spec = load_spec(ir_options->input_path);
+    ir::Program program = lower::optimize(ir::ops::build_program(spec), ir_options->pipeline.pass_options(&spec));
+    write_output(ir::print(program), ir_options->output_path);
+  });
+
+  auto opt = std::make_shared<EmitOptions>();
+  CLI::App* opt_command = app.add_subcommand("opt", "Run passes on IR text (.qir, as `quantc ir` prints) and print the result");
+  opt_command->add_option("file", opt->input_path, "IR text file")->required();
+  opt_command->add_option("-o,--output", opt->output_path, "Write the IR here instead of stdout");
+  opt->pipeline.add_to(*opt_command);
+  opt_command->callback([opt] {
+    ir::Program program = ir::parse_program(read_text_file(opt->input_path), opt->input_path);
+    write_output(ir::print(lower::optimize(program, opt->pipeline.pass_options())), opt->output_path);
   });
 }
 

@@ -1,5 +1,8 @@
-// quantc run SPEC.json --backend reference [--input NAME=FILE.npy]... [--random-inputs SEED]
-//                      [--output NAME=FILE.npy]... [--compare reference] [--tolerance T]
+// quantc run SPEC.json [--backend reference|cuda] [--input NAME=FILE.npy]...
+//                      [--random-inputs SEED] [--output NAME=FILE.npy]... [--compare reference]
+//                      [--tolerance T] [--threads N] [--stats] [pipeline flags]
+// Every backend runs the program after the pass pipeline (-O2 by default); --compare
+// reference runs the interpreter on the same inputs as the oracle.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +12,7 @@
 #include "ir/ops/Spec.h"
 #include "lower/Compiler.h"
 #include "runtime/Npy.h"
+#include "runtime/cuda/Launch.h"
 #include "runtime/reference/Interpreter.h"
 #include "tools/CommandSupport.h"
 #include "tools/commands/Commands.h"
@@ -25,6 +29,9 @@ struct RunOptions {
   std::optional<std::string> compare;
   std::optional<std::string> target;
   double tolerance = 1e-5;
+  unsigned threads = 1;
+  bool statistics = false;
+  PipelineFlags pipeline;
 };
 
 bool is_unsigned_integer(ir::ScalarType type) { return ir::is_integer(type) && !ir::is_signed(type); }
@@ -65,9 +72,48 @@ runtime::BufferSet prepare_buffers(const ir::Program& program, const RunOptions&
   return buffers;
 }
 
-void run_backend(const std::string& backend, const lower::CompiledKernel& kernel, runtime::BufferSet& buffers) {
-  if (backend == "reference") return runtime::reference::run(kernel.program, buffers);
-  throw CommandError(fmt::format("unknown backend '{}'; available: reference", backend));
+void print_statistics(const runtime::reference::RunStatistics& statistics, const ir::Program& program) {
+  std::uint64_t outputs = 0;
+  for (const ir::BufferDecl& decl : program.buffers) {
+    if (decl.is_output()) outputs += (decl.readable_range().end - decl.readable_range().begin) / ir::byte_size(decl.element);
+  }
+  const double per_output = outputs ? 1.0 / static_cast<double>(outputs) : 0.0;
+  auto scaled = [per_output](std::uint64_t count) { return static_cast<double>(count) * per_output; };
+  fmt::print("statistics ({} outputs): per output {:.1f} global loads, {:.1f} stores, {:.1f} shuffles, "
+             "{:.1f} subgroup reductions, {:.1f} arithmetic ops\n",
+             outputs, scaled(statistics.global_loads), scaled(statistics.global_stores), scaled(statistics.subgroup_shuffles),
+             scaled(statistics.subgroup_reductions), scaled(statistics.arithmetic_ops));
+  for (const auto& [buffer, loads] : statistics.loads_per_buffer) {
+    fmt::print("  loads from {}: {:.2f} per output\n", buffer, scaled(loads));
+  }
+}
+
+void run_backend(const RunOptions& options, const lower::CompiledKernel& kernel, runtime::BufferSet& buffers) {
+  if (options.backend == "reference") {
+    runtime::reference::RunStatistics statistics;
+    runtime::reference::RunOptions run_options;
+    run_options.threads = options.threads;
+    run_options.statistics = options.statistics ? &statistics : nullptr;
+    runtime::reference::run(kernel.program, buffers, run_options);
+    if (options.statistics) print_statistics(statistics, kernel.program);
+    return;
+  }
+  if (options.backend == "cuda") {
+    runtime::cuda::CudaBackend gpu;  // throws DriverUnavailable with the fix when no GPU/driver
+    return gpu.run(kernel.program, runtime::cuda::KernelImage::ptx(kernel.ptx), buffers);
+  }
+  throw CommandError(fmt::format("unknown backend '{}'; available: reference, cuda", options.backend));
+}
+
+/// Compiles for the backend: PTX backends need a target (the flag, else the spec's, else
+/// the GPU's own for cuda); the interpreter runs the optimised IR.
+lower::CompiledKernel compile_for_backend(const RunOptions& options, const ir::ops::OpSpec& spec) {
+  lower::PassOptions passes = options.pipeline.pass_options(&spec);
+  ir::Program program = ir::ops::build_program(spec);
+  if (options.backend == "reference") return {lower::optimize(program, passes), {}};
+  ptx::Target target = resolve_target(options.target, spec);
+  if (options.backend == "cuda" && !options.target && !spec.target) target = runtime::cuda::CudaBackend().target();
+  return lower::compile(program, {target, passes});
 }
 
 /// The logical part (output byte range) of an output buffer.
@@ -116,12 +162,11 @@ bool compare_outputs(const ir::Program& program, const runtime::BufferSet& actua
 
 void run_command(const RunOptions& options) {
   ir::ops::OpSpec spec = load_spec(options.spec_path);
-  lower::CompiledKernel kernel{ir::ops::build_program(spec), {}};
-  if (options.backend != "reference") kernel = lower::compile(kernel.program, {resolve_target(options.target, spec)});
+  lower::CompiledKernel kernel = compile_for_backend(options, spec);
   const ir::Program& program = kernel.program;
   runtime::BufferSet buffers = prepare_buffers(program, options);
   runtime::BufferSet inputs = buffers;
-  run_backend(options.backend, kernel, buffers);
+  run_backend(options, kernel, buffers);
 
   for (const ir::BufferDecl& decl : program.buffers) {
     if (decl.is_output()) print_output(decl.name, logical_output(decl, buffers.at(decl.name)));
@@ -129,7 +174,9 @@ void run_command(const RunOptions& options) {
   bool within_tolerance = true;
   if (options.compare) {
     if (*options.compare != "reference") throw CommandError(fmt::format("--compare supports 'reference', got '{}'", *options.compare));
-    runtime::reference::run(program, inputs);
+    runtime::reference::RunOptions oracle_options;
+    oracle_options.threads = options.threads;
+    runtime::reference::run(program, inputs, oracle_options);
     within_tolerance = compare_outputs(program, buffers, inputs, options.backend, options.tolerance);
   }
   // Outputs are written only after every run succeeded, each atomically.
@@ -148,13 +195,18 @@ void add_run_command(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* command = app.add_subcommand("run", "Run a spec's kernel on a backend and print its outputs");
   command->add_option("spec", options->spec_path, "Op spec (JSON)")->required();
-  command->add_option("--backend", options->backend, "reference (the IR interpreter)")->capture_default_str();
+  command->add_option("--backend", options->backend, "reference (the IR interpreter) or cuda (a GPU via the driver)")
+      ->check(CLI::IsMember({"reference", "cuda"}))
+      ->capture_default_str();
   command->add_option("--input", options->inputs, "NAME=FILE.npy for an input buffer (repeatable)");
   command->add_option("--random-inputs", options->random_seed, "Generate every input not given with --input from SEED");
   command->add_option("--output", options->outputs, "NAME=FILE.npy to save an output buffer's logical range (repeatable)");
   command->add_option("--compare", options->compare, "Also run 'reference' and report max abs/rel differences");
   command->add_option("--tolerance", options->tolerance, "Max abs or rel difference accepted by --compare")->capture_default_str();
   command->add_option("--target", options->target, "PTX target for PTX backends, e.g. sm_90");
+  command->add_option("--threads", options->threads, "Interpreter host threads (0: one per core)")->capture_default_str();
+  command->add_flag("--stats", options->statistics, "Print the interpreter's dynamic operation counts per output");
+  options->pipeline.add_to(*command);
   command->callback([options] { run_command(*options); });
 }
 

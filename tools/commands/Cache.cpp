@@ -1,0 +1,30 @@
+// quantc cache path|ls|clear: the on-disk kernel cache ($QUANTC_CACHE_DIR, else
+// $XDG_CACHE_HOME/quantc, else ~/.cache/quantc; QUANTC_CACHE=0 disables it).
+#include <fmt/format.h>
+
+#include "runtime/cache/KernelCache.h"
+#include "tools/commands/Commands.h"
+
+namespace quantc::tools {
+
+void add_cache_command(CLI::App& app) {
+  CLI::App* command = app.add_subcommand("cache", "Inspect or clear the on-disk kernel cache");
+  command->require_subcommand(1);
+  command->add_subcommand("path", "Print the cache directory (or 'disabled')")->callback([] {
+    auto directory = runtime::cache::cache_directory_from_environment();
+    fmt::print("{}\n", directory ? directory->string() : "disabled (QUANTC_CACHE=0 or no HOME)");
+  });
+  command->add_subcommand("ls", "List cached artifacts")->callback([] {
+    runtime::cache::KernelCache cache = runtime::cache::KernelCache::from_environment();
+    for (const runtime::cache::CacheEntryInfo& entry : cache.list()) {
+      fmt::print("{} {:<5} {:>9} B  {:<32} {:<7} {:<14} quantc {}{}\n", entry.digest.substr(0, 16), entry.kind,
+                 entry.payload_bytes, entry.op, entry.target, entry.opt_level, entry.compiler_version,
+                 entry.valid ? "" : "  (corrupt: rebuilt on next use)");
+    }
+  });
+  command->add_subcommand("clear", "Delete every cached artifact")->callback([] {
+    fmt::print("removed {} entries\n", runtime::cache::KernelCache::from_environment().clear());
+  });
+}
+
+}  // namespace quantc::tools
