@@ -196,7 +196,7 @@ std::string nf4_table_source() {
     auto word = static_cast<std::uint32_t>(bits);
     float value;
     std::memcpy(&value, &word, sizeof value);
-    text += fmt::format("{:.9g}f, ", value);
+    text += fmt::format("{:.9e}f, ", value);
   }
   return text + "};\n";
 }
@@ -208,11 +208,20 @@ constexpr std::uint32_t kGroupSizes[] = {32, 64, 128};
 // Small batch for the matmul ops: the decode-time regime these kernels target.
 constexpr std::uint32_t kMatmulRows = 4;
 
+BenchCase make_case(const char* op, std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size) {
+  BenchCase bench_case;
+  bench_case.op = op;
+  bench_case.in_dim = in_dim;
+  bench_case.out_dim = out_dim;
+  bench_case.group_size = group_size;
+  return bench_case;
+}
+
 std::vector<BenchCase> bench_cases() {
   std::vector<BenchCase> cases;
   for (const auto& [in_dim, out_dim] : kLayerShapes) {
     for (std::uint32_t group : kGroupSizes) {
-      BenchCase affine{.op = "linear_4bit_affine_grouped", .in_dim = in_dim, .out_dim = out_dim, .group_size = group};
+      BenchCase affine = make_case("linear_4bit_affine_grouped", in_dim, out_dim, group);
       affine.args = make_args({{"in_dim", in_dim}, {"out_dim", out_dim}, {"group_size", group}});
       affine.reduced_args = make_args({{"in_dim", in_dim}, {"out_dim", 64u}, {"group_size", group}});
       affine.reduced_outputs = 64;
@@ -220,14 +229,14 @@ std::vector<BenchCase> bench_cases() {
           constants({{"kInDim", in_dim}, {"kOutDim", out_dim}, {"kGroupSize", group}}) + kAffineGroupedCuda;
       cases.push_back(std::move(affine));
     }
-    BenchCase linear{.op = "linear_4bit", .in_dim = in_dim, .out_dim = out_dim};
+    BenchCase linear = make_case("linear_4bit", in_dim, out_dim, 0);
     linear.args = make_args({{"in_dim", in_dim}, {"out_dim", out_dim}});
     linear.reduced_args = make_args({{"in_dim", in_dim}, {"out_dim", 256u}});
     linear.reduced_outputs = 256;
     linear.cuda_source = constants({{"kInDim", in_dim}, {"kOutDim", out_dim}}) + kLinear4BitCuda;
     cases.push_back(std::move(linear));
 
-    BenchCase matvec{.op = "int4_matvec_f32_scaled", .in_dim = in_dim, .out_dim = out_dim};
+    BenchCase matvec = make_case("int4_matvec_f32_scaled", in_dim, out_dim, 0);
     matvec.args = make_args({{"rows", out_dim}, {"cols", in_dim}});
     matvec.reduced_args = make_args({{"rows", 64u}, {"cols", in_dim}});
     matvec.reduced_outputs = 64;
@@ -235,7 +244,7 @@ std::vector<BenchCase> bench_cases() {
     cases.push_back(std::move(matvec));
 
     // NF4 blocks are fixed at 64 by the format; accumulation in f64, the op's default.
-    BenchCase nf4{.op = "nf4_gemm", .in_dim = in_dim, .out_dim = out_dim, .group_size = 64};
+    BenchCase nf4 = make_case("nf4_gemm", in_dim, out_dim, 64);
     nf4.args = make_args({{"m", kMatmulRows}, {"n", out_dim}, {"k", in_dim}, {"accumulate", std::string("f64")}});
     // One invocation per output and no row tiling: per-output counts do not depend on m.
     nf4.reduced_args = make_args({{"m", 1u}, {"n", 256u}, {"k", in_dim}, {"accumulate", std::string("f64")}});
@@ -244,7 +253,7 @@ std::vector<BenchCase> bench_cases() {
     cases.push_back(std::move(nf4));
 
     for (std::uint32_t group : kGroupSizes) {
-      BenchCase dequant{.op = "dequant_matmul_int4", .in_dim = in_dim, .out_dim = out_dim, .group_size = group};
+      BenchCase dequant = make_case("dequant_matmul_int4", in_dim, out_dim, group);
       dequant.args = make_args(
           {{"m", kMatmulRows}, {"k", in_dim}, {"n", out_dim}, {"block_size", group}, {"asymmetric", true}});
       // m stays 4: the 4-row tile shares each weight decode, so m changes per-output counts.

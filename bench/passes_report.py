@@ -8,11 +8,12 @@ Reads the counters of the rows `quantc/<op>/<in>x<out>/g<group>/O<level>` and
 """
 import json
 import re
+import statistics
 import sys
 from collections import defaultdict
 
-QUANTC_ROW = re.compile(r"^quantc/(?P<op>[a-z0-9_]+)/(?P<in>\d+)x(?P<out>\d+)/g(?P<group>\d+)/(?P<level>O\d)$")
-NVRTC_ROW = re.compile(r"^nvrtc/(?P<op>[a-z0-9_]+)/(?P<in>\d+)x(?P<out>\d+)/g(?P<group>\d+)$")
+QUANTC_ROW = re.compile(r"^quantc/(?P<op>[a-z0-9_]+)/(?P<in>\d+)x(?P<out>\d+)/g(?P<group>\d+)/(?P<level>O\d)(/.*)?$")
+NVRTC_ROW = re.compile(r"^nvrtc/(?P<op>[a-z0-9_]+)/(?P<in>\d+)x(?P<out>\d+)/g(?P<group>\d+)(/.*)?$")
 
 OP_NOTES = {
     "linear_4bit_affine_grouped": "one warp per output, lanes over k (chunks of 32), "
@@ -61,8 +62,35 @@ def sidecar_summary(quantc):
         after = row.get("sidecar_loads_per_output")
         if not before:
             continue
-        lines.append(f"| {op} | {in_dim}x{out_dim} | {group} | {fmt(before)} | {fmt(after)} | "
+        group_text = str(group) if group else "—"
+        lines.append(f"| {op} | {in_dim}x{out_dim} | {group_text} | {fmt(before)} | {fmt(after)} | "
                      f"{before / after if after else float('inf'):.1f}x |")
+    return lines
+
+
+def headline(quantc, nvrtc):
+    """Medians over all cases: what compiling one kernel costs each way."""
+    def median(values):
+        values = [v for v in values if v is not None]
+        return statistics.median(values) if values else None
+
+    lines = ["## Headline (medians over all op/shape/group cases)", ""]
+    lines.append("| | quantc -O0 | quantc -O2 | NVRTC |")
+    lines.append("|---|---:|---:|---:|")
+    by_level = {level: [row for key, row in quantc.items() if key[4] == level] for level in ("O0", "O2")}
+    nvrtc_rows = list(nvrtc.values())
+
+    def row(label, quantc_counter, nvrtc_counter, digits=1):
+        cells = [fmt(median(r.get(quantc_counter) for r in by_level[level]), digits) for level in ("O0", "O2")]
+        cells.append(fmt(median(r.get(nvrtc_counter) for r in nvrtc_rows), digits) if nvrtc_counter else "—")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+
+    row("source -> PTX, ms", "emit_ms", "nvrtc_ms", 2)
+    row("ptxas -v sm_90, ms", "ptxas_ms", "ptxas_ms")
+    row("PTX lines", "ptx_lines", "ptx_lines", 0)
+    row("registers", "registers", "registers", 0)
+    row("NVRTC/quantc (source -> PTX)", "nvrtc_over_quantc", None)
+    lines.append("")
     return lines
 
 
@@ -97,6 +125,7 @@ def main(argv):
                "**NVRTC regs** = ptxas registers of NVRTC's PTX.")
     out.append("")
 
+    out.extend(headline(quantc, nvrtc))
     summary = sidecar_summary(quantc)
     if summary:
         out.append("## Sidecar loads per output, -O0 vs -O2")
