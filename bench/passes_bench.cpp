@@ -316,13 +316,13 @@ double count_lines(const std::string& text) {
   return lines;
 }
 
-void report_ptxas(benchmark::State& state, const std::string& ptx, const std::string& prefix) {
+void report_ptxas(benchmark::State& state, const std::string& ptx) {
   const auto start = Clock::now();
   ptx::PtxasResult result = ptx::run_ptxas(ptx, ptx::parse_target("sm_90"));
-  state.counters[prefix + "ptxas_ms"] = milliseconds_since(start);
-  state.counters[prefix + "ptxas_ok"] = result.success ? 1 : 0;
-  state.counters[prefix + "registers"] = result.registers;
-  state.counters[prefix + "spill_bytes"] = double(result.spill_bytes());
+  state.counters["ptxas_ms"] = milliseconds_since(start);
+  state.counters["ptxas_ok"] = result.success ? 1 : 0;
+  state.counters["registers"] = result.registers;
+  state.counters["spill_bytes"] = double(result.spill_bytes());
 }
 
 void run_nvrtc_case(benchmark::State& state, const BenchCase& bench_case) try {
@@ -340,7 +340,7 @@ void run_nvrtc_case(benchmark::State& state, const BenchCase& bench_case) try {
   nvrtc_milliseconds()[bench_case.label()] = milliseconds;
   state.counters["nvrtc_ms"] = milliseconds;
   state.counters["ptx_lines"] = count_lines(result.ptx);
-  report_ptxas(state, result.ptx, "");
+  report_ptxas(state, result.ptx);
 } catch (const std::exception& error) {
   state.SkipWithError(fmt::format("{}: {}", bench_case.label(), error.what()).c_str());
 }
@@ -404,7 +404,7 @@ void run_quantc_case(benchmark::State& state, const BenchCase& bench_case, lower
     const double emit_milliseconds = milliseconds_since(start) / double(state.iterations());
     state.counters["emit_ms"] = emit_milliseconds;
     state.counters["ptx_lines"] = count_lines(ptx_text);
-    report_ptxas(state, ptx_text, "");
+    report_ptxas(state, ptx_text);
     report_dynamic_counts(state, *info, bench_case, level);
     const double nvrtc = nvrtc_milliseconds_for(bench_case);
     state.counters["nvrtc_ms"] = nvrtc;
