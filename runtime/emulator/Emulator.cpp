@@ -69,8 +69,12 @@ class ScopedRounding {
     else if (rounding == Rounding::Up) mode = FE_UPWARD;
     changed_ = mode != FE_TONEAREST;
     if (changed_) std::fesetround(mode);
+    // Operands are loaded from the register file after this point and results stored
+    // to it before the destructor: the memory barriers pin the arithmetic in between.
+    asm volatile("" ::: "memory");
   }
   ~ScopedRounding() {
+    asm volatile("" ::: "memory");
     if (changed_) std::fesetround(FE_TONEAREST);
   }
   ScopedRounding(const ScopedRounding&) = delete;
@@ -1272,7 +1276,8 @@ class Launch {
           bool flush = in.ftz && to == ValueType::F32;
           return round_to_format(value, format_of(to), rounding, flush);
         }
-        return float_to_integer(round_integral(value, in.rounding), to);
+        std::uint64_t integer = float_to_integer(round_integral(value, in.rounding), to);
+        return is_signed_integer(to) ? static_cast<std::uint64_t>(sign_extend(integer, to_bits)) : integer;
       }
       if (to_float) {
         long double value = is_signed_integer(from) ? static_cast<long double>(sign_extend(a, from_bits))
@@ -1280,10 +1285,12 @@ class Launch {
         if (in.saturate) value = saturate_unit(value);
         return round_to_format(value, format_of(to), in.rounding, in.ftz && to == ValueType::F32);
       }
-      if (in.saturate) return saturate_integer(a, from, to);
-      std::uint64_t value = is_signed_integer(from) ? static_cast<std::uint64_t>(sign_extend(a, from_bits))
-                                                    : (a & width_mask(from_bits));
-      return value & width_mask(to_bits);
+      // A destination narrower than its register is sign- or zero-extended per the
+      // destination type (PTX ISA 9.7.9.21); consumers read only the bits they need.
+      std::uint64_t value = in.saturate ? saturate_integer(a, from, to)
+                                        : (is_signed_integer(from) ? static_cast<std::uint64_t>(sign_extend(a, from_bits))
+                                                                   : (a & width_mask(from_bits)));
+      return is_signed_integer(to) ? static_cast<std::uint64_t>(sign_extend(value, to_bits)) : value & width_mask(to_bits);
     });
   }
 

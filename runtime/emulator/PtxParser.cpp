@@ -199,6 +199,27 @@ std::optional<SpecialRegister> parse_special(std::string_view name) {
   return it->second;
 }
 
+const std::map<std::string_view, Opcode>& opcode_table() {
+  static const std::map<std::string_view, Opcode> table = {
+        {"add", Opcode::Add},   {"sub", Opcode::Sub},     {"mul", Opcode::Mul},     {"mad", Opcode::Mad},
+        {"div", Opcode::Div},   {"rem", Opcode::Rem},     {"abs", Opcode::Abs},     {"neg", Opcode::Neg},
+        {"min", Opcode::Min},   {"max", Opcode::Max},     {"popc", Opcode::Popc},   {"clz", Opcode::Clz},
+        {"brev", Opcode::Brev}, {"bfind", Opcode::Bfind}, {"shl", Opcode::Shl},     {"shr", Opcode::Shr},
+        {"and", Opcode::And},   {"or", Opcode::Or},       {"xor", Opcode::Xor},     {"not", Opcode::Not},
+        {"cnot", Opcode::Cnot}, {"lop3", Opcode::Lop3},   {"prmt", Opcode::Prmt},   {"bfe", Opcode::Bfe},
+        {"bfi", Opcode::Bfi},   {"shf", Opcode::Shf},     {"dp4a", Opcode::Dp4a},   {"dp2a", Opcode::Dp2a},
+        {"fma", Opcode::Fma},   {"rcp", Opcode::Rcp},     {"sqrt", Opcode::Sqrt},   {"rsqrt", Opcode::Rsqrt},
+        {"ex2", Opcode::Ex2},   {"lg2", Opcode::Lg2},     {"sin", Opcode::Sin},     {"cos", Opcode::Cos},
+        {"tanh", Opcode::Tanh}, {"copysign", Opcode::Copysign}, {"testp", Opcode::Testp},
+        {"setp", Opcode::Setp}, {"selp", Opcode::Selp},   {"set", Opcode::Set},     {"mov", Opcode::Mov},
+        {"cvt", Opcode::Cvt},   {"cvta", Opcode::Cvta},   {"ld", Opcode::Ld},       {"st", Opcode::St},
+        {"atom", Opcode::Atom}, {"red", Opcode::Red},     {"shfl", Opcode::Shfl},   {"vote", Opcode::Vote},
+        {"activemask", Opcode::Activemask}, {"bra", Opcode::Bra}, {"ret", Opcode::Ret}, {"exit", Opcode::Exit},
+        {"bar", Opcode::Bar},   {"barrier", Opcode::Bar}, {"membar", Opcode::Nop},  {"fence", Opcode::Nop},
+        {"ldu", Opcode::Ld}};
+  return table;
+}
+
 /// An operand before types are known (immediates need the instruction type).
 struct RawOperand {
   enum class Kind { Register, Literal, Vector, Address, Label, Sink } kind = Kind::Register;
@@ -546,6 +567,9 @@ class KernelParser {
       instruction.guard = static_cast<std::int32_t>(*reg);
     }
     const Token& opcode = next();
+    std::string_view base_name = std::string_view(opcode.text).substr(0, opcode.text.find('.'));
+    if (!opcode_table().count(base_name))
+      fail(opcode, fmt::format("unsupported instruction '{}' in '{}'", base_name, opcode.text));
     std::vector<RawOperand> operands;
     while (peek().text != ";") {
       operands.push_back(parse_operand());
@@ -634,23 +658,7 @@ class KernelParser {
     std::vector<std::string_view> modifiers(parts.begin() + 1, parts.end());
     std::vector<ValueType> types;
 
-    static const std::map<std::string_view, Opcode> simple = {
-        {"add", Opcode::Add},   {"sub", Opcode::Sub},     {"mul", Opcode::Mul},     {"mad", Opcode::Mad},
-        {"div", Opcode::Div},   {"rem", Opcode::Rem},     {"abs", Opcode::Abs},     {"neg", Opcode::Neg},
-        {"min", Opcode::Min},   {"max", Opcode::Max},     {"popc", Opcode::Popc},   {"clz", Opcode::Clz},
-        {"brev", Opcode::Brev}, {"bfind", Opcode::Bfind}, {"shl", Opcode::Shl},     {"shr", Opcode::Shr},
-        {"and", Opcode::And},   {"or", Opcode::Or},       {"xor", Opcode::Xor},     {"not", Opcode::Not},
-        {"cnot", Opcode::Cnot}, {"lop3", Opcode::Lop3},   {"prmt", Opcode::Prmt},   {"bfe", Opcode::Bfe},
-        {"bfi", Opcode::Bfi},   {"shf", Opcode::Shf},     {"dp4a", Opcode::Dp4a},   {"dp2a", Opcode::Dp2a},
-        {"fma", Opcode::Fma},   {"rcp", Opcode::Rcp},     {"sqrt", Opcode::Sqrt},   {"rsqrt", Opcode::Rsqrt},
-        {"ex2", Opcode::Ex2},   {"lg2", Opcode::Lg2},     {"sin", Opcode::Sin},     {"cos", Opcode::Cos},
-        {"tanh", Opcode::Tanh}, {"copysign", Opcode::Copysign}, {"testp", Opcode::Testp},
-        {"setp", Opcode::Setp}, {"selp", Opcode::Selp},   {"set", Opcode::Set},     {"mov", Opcode::Mov},
-        {"cvt", Opcode::Cvt},   {"cvta", Opcode::Cvta},   {"ld", Opcode::Ld},       {"st", Opcode::St},
-        {"atom", Opcode::Atom}, {"red", Opcode::Red},     {"shfl", Opcode::Shfl},   {"vote", Opcode::Vote},
-        {"activemask", Opcode::Activemask}, {"bra", Opcode::Bra}, {"ret", Opcode::Ret}, {"exit", Opcode::Exit},
-        {"bar", Opcode::Bar},   {"barrier", Opcode::Bar}, {"membar", Opcode::Nop},  {"fence", Opcode::Nop},
-        {"ldu", Opcode::Ld}};
+    const auto& simple = opcode_table();
     auto op_it = simple.find(base);
     if (op_it == simple.end()) unsupported(fmt::format("unsupported instruction '{}'", base));
     in.opcode = op_it->second;
