@@ -37,6 +37,14 @@ BufferSet random_buffers(const ir::Program& program, std::uint64_t seed) {
     if (decl.is_output()) continue;
     HostBuffer& buffer = buffers[decl.name];
     const bool zero_point = is_zero_point_name(decl.name);
+    if (zero_point && decl.element == ir::ScalarType::U32) {
+      fill<std::uint32_t>(buffer, [&] { return engine() & 15u; });
+      continue;
+    }
+    if (zero_point && decl.element == ir::ScalarType::F32) {
+      fill<float>(buffer, [&] { return double(engine() & 15u); });
+      continue;
+    }
     switch (decl.element) {
       case ir::ScalarType::F32:
         fill<float>(buffer, [&] { return unit(engine); });
@@ -45,14 +53,51 @@ BufferSet random_buffers(const ir::Program& program, std::uint64_t seed) {
         fill<double>(buffer, [&] { return unit(engine); });
         break;
       default:
-        // Integers and f16 bit patterns: random bytes (zero points 0..15).
+        // Integers and f16 bit patterns: random bytes.
         for (auto& byte : buffer.bytes) byte = static_cast<std::uint8_t>(engine());
-        if (zero_point && decl.element == ir::ScalarType::U32) fill<std::uint32_t>(buffer, [&] { return engine() & 15u; });
-        if (zero_point && decl.element == ir::ScalarType::F32) fill<float>(buffer, [&] { return double(engine() & 15u); });
         break;
     }
   }
   return buffers;
+}
+
+double element_as_double(const HostBuffer& buffer, std::size_t index) {
+  const std::size_t size = ir::byte_size(buffer.element);
+  if (index >= buffer.bytes.size() / size) {
+    throw RuntimeError(fmt::format("element {} is out of range for a buffer of {} elements", index, buffer.bytes.size() / size));
+  }
+  const std::uint8_t* at = buffer.bytes.data() + index * size;
+  auto read = [at]<class T>(T) {
+    T value;
+    std::memcpy(&value, at, sizeof value);
+    return value;
+  };
+  switch (buffer.element) {
+    case ir::ScalarType::Bool:
+      return *at != 0 ? 1.0 : 0.0;
+    case ir::ScalarType::U8:
+      return read(std::uint8_t{});
+    case ir::ScalarType::I8:
+      return read(std::int8_t{});
+    case ir::ScalarType::U16:
+      return read(std::uint16_t{});
+    case ir::ScalarType::U32:
+      return read(std::uint32_t{});
+    case ir::ScalarType::I32:
+      return read(std::int32_t{});
+    case ir::ScalarType::U64:
+      return static_cast<double>(read(std::uint64_t{}));
+    case ir::ScalarType::I64:
+      return static_cast<double>(read(std::int64_t{}));
+    case ir::ScalarType::F16:
+      return static_cast<double>(read(_Float16{}));
+    case ir::ScalarType::F32:
+      return read(float{});
+    case ir::ScalarType::F64:
+      return read(double{});
+    default:
+      throw RuntimeError(fmt::format("element type {} has no byte encoding", ir::to_string(buffer.element)));
+  }
 }
 
 void check_buffers(const ir::Program& program, const BufferSet& buffers) {

@@ -1,17 +1,65 @@
 // The reference interpreter: executes a Program on host buffers with GPU SIMT
 // semantics. The oracle every test compares against.
+//
+// Execution model (ir/IR.h documents the value semantics it follows):
+// - Workgroups run one after another in linear order (x fastest). Within a workgroup
+//   all invocations run in lockstep: every expression is evaluated for all active
+//   invocations at once, and If/Loop narrow the active set per invocation (a loop's
+//   bounds are evaluated once per invocation on entry; each invocation runs its own
+//   trip count). Return removes an invocation for the rest of the kernel.
+// - Invocations are numbered by linear local id (x fastest, then y, then z); subgroup
+//   s is invocations 32s .. 32s+31.
+// - The program is compiled once per run into a tree of lane kernels with every
+//   variable resolved to a register, so the hot path does no name lookups and no
+//   per-invocation allocation.
 #pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
 
 #include "ir/Program.h"
 #include "runtime/Buffers.h"
 
 namespace quantc::runtime::reference {
 
-/// Runs every workgroup of `program` over `buffers` (which must match the program's
-/// declarations, see check_buffers) and writes its stores into them. Throws
-/// RuntimeError for out-of-bounds accesses (naming buffer, index and count), subgroup
-/// operations with inactive lanes (naming the op and the lanes), division by zero and
-/// barriers reached by part of a workgroup.
-void run(const ir::Program& program, BufferSet& buffers);
+/// Dynamic operation counts of one run, summed over invocations: an operation executed
+/// by n active invocations counts n. Divide by the number of outputs for per-output
+/// figures (what a fused kernel costs per result).
+struct RunStatistics {
+  std::uint64_t workgroups = 0;
+  std::uint64_t invocations = 0;          // launched, including ones that do nothing
+  std::uint64_t global_loads = 0;         // element loads from any buffer
+  std::uint64_t global_stores = 0;        // element stores to any buffer
+  std::uint64_t subgroup_shuffles = 0;    // SubgroupShuffle, per invocation
+  std::uint64_t subgroup_reductions = 0;  // SubgroupReduce (one 5-step butterfly each), per invocation
+  std::uint64_t subgroup_ballots = 0;     // SubgroupBallot, per invocation
+  std::uint64_t arithmetic_ops = 0;       // Binary, Unary, Cast, Select, Fma and Lookup evaluations
+  std::map<std::string, std::uint64_t> loads_per_buffer;   // by buffer name (every declared buffer)
+  std::map<std::string, std::uint64_t> stores_per_buffer;  // likewise
+};
+
+struct RunOptions {
+  /// When set, receives the run's operation counts (overwritten, also on error).
+  RunStatistics* statistics = nullptr;
+};
+
+/// Runs every workgroup of `program` over `buffers` and writes its stores into them.
+/// `buffers` must match the program's declarations exactly (see check_buffers: every
+/// declared buffer present, same element type, byte size count * element size);
+/// buffers are little-endian element arrays indexed in elements.
+/// Throws RuntimeError (nothing is rolled back: stores already done stay done) for:
+/// - a buffer mismatch (check_buffers' message);
+/// - an ill-formed program (ir::verify's problems: undeclared buffers or variables,
+///   stores to read-only buffers, type mismatches...) or an expression kind/type the
+///   interpreter cannot run; both are raised before anything runs;
+/// - an out-of-bounds load or store: the message names the buffer, the index, the
+///   count, the expression and the invocation;
+/// - a subgroup shuffle, reduction or ballot executed while some lane of its subgroup
+///   is inactive (masked off by control flow, returned, or beyond the workgroup size):
+///   the message prints the operation and lists the inactive lanes;
+/// - integer division or remainder by zero; a Lookup index past the table's end;
+/// - a Barrier reached while part of the workgroup is inactive.
+void run(const ir::Program& program, BufferSet& buffers, const RunOptions& options = {});
 
 }  // namespace quantc::runtime::reference

@@ -1,0 +1,130 @@
+// Group-wise INT4 and NF4 quantization and dequantization of a flat f32 vector.
+// Semantics follow oxicuda-dnn 0.1.7 `quantize` (../shared/seeds/
+// oxicuda-dnn-0.1.7_quantize_int4_nf4.rs.txt) with the seed's defects corrected (see
+// "Deviations from the seed" below) and the definitions of quantc issue 6.
+//
+// Element layout (all ops): the input x is f32[n], element i fastest. Groups are the
+// runs of `group_size` consecutive elements [g*group_size, (g+1)*group_size); group g
+// has one f32 scale (and, asymmetric INT4 only, one f32 zero point) at index g; the
+// last group holds n - (group_count-1)*group_size elements when group_size does not
+// divide n. group_count = ceil(n / group_size).
+//
+// Packing: codes are 4-bit (0..15), two per byte in a u8 buffer of ceil(n/2) elements
+// (bytes): byte b holds element 2b in its low nibble (bits 0..3) and element 2b+1 in
+// its high nibble (bits 4..7). When n is odd the last byte's high nibble is 0. The
+// bytes are little-endian-compatible with the u32 words nf4_gemm reads: word w of a
+// u32 view is bytes 4w..4w+3, so element 8w+p sits at bits 4p..4p+3.
+//
+// Why each invocation writes whole bytes: PTX has no 8-bit registers and no 4-bit
+// stores, so a nibble store is a read-modify-write of its byte; two invocations
+// writing the two nibbles of one byte would race. Every quantizer invocation therefore
+// computes both codes of a byte and stores the byte once.
+//
+// Launch shape of the quantizers: 256-invocation workgroups = 8 subgroups of 32 lanes;
+// one subgroup per *pair* of groups (2p, 2p+1), ceil(ceil(n/group_size)/2 / 8)
+// workgroups. For each of its two groups the subgroup's lanes stride over the group
+// (lane l reads elements start + l, start + l + 32, ...), keep a lane-local max|v|
+// (or min and max), and combine the 32 lane values with one subgroup_max /
+// subgroup_min butterfly (16, 8, 4, 2, 1; every lane gets the same bits). Pairs are
+// used so that the span a subgroup owns, 2*group_size elements starting at the even
+// element 2p*group_size, is exactly group_size whole bytes even for odd group sizes;
+// lane l then packs bytes p*group_size + l, + l + 32, ... Subgroup operations sit
+// only under subgroup-uniform control flow (the pair bound and constant trip counts);
+// lane-dependent guards wrap the loads and stores only. Lane 0 stores the scales.
+//
+// Rounding: "round" is round-half-to-even (IEEE roundTiesToEven, PTX `cvt.rni`). The IR
+// has no rounding conversion, so the kernels compute it exactly as
+// |v| < 2^23 ? copysign((|v| + 2^23) - 2^23, v) : v (every f32 with |v| >= 2^23 is
+// already an integer; NaN and infinities pass through), bit-identical to cvt.rni.
+//
+// Special values (all quantizers): NaN and +-inf never enter a scale or zero point
+// (the reductions take finite values only). A NaN input gets the code that
+// dequantizes nearest to zero (8 symmetric INT4, 7 NF4, clamp(zero_point, 0, 15)
+// asymmetric, which is exactly zero whenever the zero point lies in 0..15);
+// +inf gets the largest code (15) and -inf the smallest (0). Every stored nibble is in
+// 0..15. A group with no finite element has scale from absmax = 0 (INT4 symmetric,
+// NF4) or min = max = 0 (asymmetric).
+//
+// Deviations from the seed (its defects are not copied):
+// - asymmetric INT4: the seed's quantizer never adds the zero point and its
+//   dequantizer never subtracts it, and its zero point -min/scale is not rounded; here
+//   zero = round(-min/scale), q = clamp(round(v/scale) + zero, 0, 15) and dequant is
+//   (q - zero) * scale.
+// - NF4: the seed reuses the INT4 scale kernel (absmax/7) although its doc says absmax;
+//   here scale = absmax.
+// - symmetric INT4: the seed's comment says absmax/8 where its code divides by 7; here
+//   scale = max(absmax, 1e-12) / 7 as the issue defines. The seed clamps before
+//   rounding and converts with an unspecified mode; here round half to even, then clamp.
+// - the seed computes scales with one thread per group looping serially, in a separate
+//   kernel; here one fused kernel reduces with subgroup butterflies.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "ir/Program.h"
+#include "ir/ops/Registry.h"
+
+namespace quantc::ir::ops {
+
+/// The 16 NF4 code values (normal-distribution quantiles, ascending, exactly
+/// representable in f32), from the seed's NF4_LOOKUP. Code c dequantizes to
+/// kNf4Table[c] * scale.
+extern const std::array<float, 16> kNf4Table;
+
+/// The smallest range the quantizers divide by, from the seed (1e-12).
+inline constexpr float kQuantizeEpsilon = 1e-12f;
+
+/// The 15 thresholds of NF4 encoding: threshold i separates codes i and i+1 and is the
+/// largest f32 <= (kNf4Table[i] + kNf4Table[i+1]) / 2 (the exact midpoint, computed in
+/// f64). Rounding down makes "x > threshold" equal "x > exact midpoint" for every f32
+/// x, so the chosen code is the nearest one with ties to the lower code.
+std::array<float, 15> nf4_thresholds();
+
+/// INT4 group quantizer. Buffers (bindings in order): x f32[n] (read-only),
+/// packed u8[ceil(n/2)], scale f32[group_count] and, when !symmetric,
+/// zero_point f32[group_count] (all read-write; the zero point holds an integer value).
+/// symmetric:  scale = max(absmax, 1e-12) / 7, q = clamp(round(v/scale), -8, 7) + 8.
+/// asymmetric: scale = max(max - min, eps) / 15 with eps = max(1e-12, 2^-20 *
+///   max(|min|, |max|)) (group-relative so zero stays an exact f32 integer below 2^24
+///   and a constant group round-trips to within an ulp), range capped at FLT_MAX;
+///   zero = round(-min/scale), q = clamp(round(v/scale) + zero, 0, 15).
+/// Round trip: |dequant(q) - v| <= scale/2 (plus f32 rounding) for finite v, except in
+/// asymmetric mode where the clamp engaged (v at the group's min or max with both
+/// roundings going outward): there <= scale. Launch and special values: file comment.
+/// Errors (OpError): n == 0, group_size == 0, n + 2*group_size > 2^32-1.
+Program quantize_int4(std::uint32_t n, std::uint32_t group_size, bool symmetric);
+
+/// INT4 dequantizer: y[i] = (q_i - 8) * scale[g] (symmetric) or (q_i - zero_point[g])
+/// * scale[g] (asymmetric), g = i / group_size, f32 arithmetic: the code converts
+/// exactly, one subtraction and one multiplication each rounded to nearest even.
+/// Buffers: packed u8[ceil(n/2)], scale f32[group_count], zero_point f32[group_count]
+/// (asymmetric only) read-only; y f32[n] read-write. One invocation per element, 256
+/// per workgroup, ceil(n/256) workgroups (invocations i >= n do nothing).
+/// Errors (OpError): n == 0, group_size == 0.
+Program dequantize_int4(std::uint32_t n, std::uint32_t group_size, bool symmetric);
+
+/// NF4 group quantizer: scale = absmax of the group's finite values; code = the NF4
+/// value nearest to v / scale (v / 1 when absmax == 0), ties to the lower code,
+/// chosen by counting the nf4_thresholds() that v/scale exceeds (15 compares).
+/// Buffers: x f32[n] (read-only), packed u8[ceil(n/2)], scale f32[group_count].
+/// Launch, packing and special values: file comment. Round trip: |dequant - v| is at
+/// most scale * (half the widest gap between NF4 neighbours, 0.1519) + f32 rounding.
+/// Errors (OpError): n == 0, group_size == 0, n + 2*group_size > 2^32-1.
+Program quantize_nf4(std::uint32_t n, std::uint32_t group_size);
+
+/// NF4 dequantizer: y[i] = kNf4Table[q_i] * scale[i / group_size], one f32
+/// multiplication; the table is an ir::Lookup constant (a selp tree in PTX, no memory).
+/// Buffers: packed u8[ceil(n/2)], scale f32[group_count] read-only; y f32[n]
+/// read-write. One invocation per element, 256 per workgroup, ceil(n/256) workgroups.
+/// Errors (OpError): n == 0, group_size == 0.
+Program dequantize_nf4(std::uint32_t n, std::uint32_t group_size);
+
+/// kNf4Table as Lookup table entries (f32 bit patterns), for other NF4 ops.
+std::vector<std::uint64_t> nf4_lookup_table();
+
+/// Registry entries: quantize_int4, dequantize_int4, quantize_nf4, dequantize_nf4.
+std::vector<OpInfo> quantize_ops();
+
+}  // namespace quantc::ir::ops

@@ -1,0 +1,129 @@
+#include "ptx/PtxWriter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace quantc::ptx {
+
+namespace {
+constexpr std::array<std::string_view, kRegisterClassCount> kPrefixes = {"%p", "%h", "%r", "%rd", "%f", "%fd"};
+constexpr std::array<std::string_view, kRegisterClassCount> kDeclaredTypes = {".pred", ".b16", ".b32",
+                                                                              ".b64",  ".f32", ".f64"};
+}  // namespace
+
+std::string_view register_prefix(RegisterClass register_class) {
+  return kPrefixes[static_cast<std::size_t>(register_class)];
+}
+
+std::string_view register_declared_type(RegisterClass register_class) {
+  return kDeclaredTypes[static_cast<std::size_t>(register_class)];
+}
+
+PtxWriter::PtxWriter(Target target) : target_(target), required_version_(target.min_ptx_version()) {}
+
+std::string PtxWriter::new_register(RegisterClass register_class) {
+  unsigned number = ++register_counts_[static_cast<std::size_t>(register_class)];
+  return fmt::format("{}{}", register_prefix(register_class), number);
+}
+
+std::string PtxWriter::new_label(std::string_view stem) { return fmt::format("$L__{}_{}", stem, ++label_count_); }
+
+namespace {
+std::string join_operands(const std::vector<std::string>& operands) {
+  std::string text;
+  for (const std::string& operand : operands) {
+    if (!text.empty()) text += ", ";
+    text += operand;
+  }
+  return text;
+}
+}  // namespace
+
+void PtxWriter::instruction(std::string_view opcode, const std::vector<std::string>& operands) {
+  if (operands.empty()) {
+    body_ += fmt::format("\t{};\n", opcode);
+  } else {
+    body_ += fmt::format("\t{} \t{};\n", opcode, join_operands(operands));
+  }
+}
+
+void PtxWriter::predicated(std::string_view predicate, bool negate, std::string_view opcode,
+                           const std::vector<std::string>& operands) {
+  body_ += fmt::format("\t@{}{} {} \t{};\n", negate ? "!" : "", predicate, opcode, join_operands(operands));
+}
+
+void PtxWriter::label(std::string_view name) { body_ += fmt::format("{}:\n", name); }
+
+void PtxWriter::comment(std::string_view text, int depth) {
+  std::string line(text);
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  body_ += fmt::format("\t// {}{}\n", std::string(static_cast<std::size_t>(std::max(depth, 0)) * 2, ' '), line);
+}
+
+void PtxWriter::blank_line() { body_ += "\n"; }
+
+void PtxWriter::require_version(PtxVersion version, std::string_view reason) {
+  if (version > required_version_) {
+    required_version_ = version;
+    version_reason_ = std::string(reason);
+  }
+}
+
+PtxVersion PtxWriter::version() const { return required_version_; }
+
+std::string PtxWriter::finish(const EntrySignature& entry, std::string_view header_comment) const {
+  std::string text;
+  text += "//\n";
+  text += fmt::format("// {}\n", header_comment);
+  text += "//\n\n";
+  text += fmt::format(".version {}\n", version().to_string());
+  text += fmt::format(".target {}\n", target_.name());
+  text += ".address_size 64\n\n";
+  text += fmt::format("\t// .globl\t{}\n", entry.name);
+  text += fmt::format(".visible .entry {}(\n", entry.name);
+  for (std::size_t i = 0; i < entry.parameter_names.size(); ++i) {
+    text += fmt::format("\t.param .u64 {}{}\n", entry.parameter_names[i],
+                        i + 1 < entry.parameter_names.size() ? "," : "");
+  }
+  text += ")\n";
+  // PTX ISA "Performance-Tuning Directives": .maxntid sits between the parameter list
+  // and the body, and takes no semicolon.
+  text += fmt::format(".maxntid {}, {}, {}\n", entry.max_threads[0], entry.max_threads[1], entry.max_threads[2]);
+  text += "{\n";
+  for (std::size_t i = 0; i < kRegisterClassCount; ++i) {
+    if (register_counts_[i] == 0) continue;
+    // Registers are numbered from 1, so `<count + 1>` declares %x0 .. %x<count>.
+    text += fmt::format("\t.reg {} \t{}<{}>;\n", kDeclaredTypes[i], kPrefixes[i], register_counts_[i] + 1);
+  }
+  text += "\n";
+  text += body_;
+  text += "}\n";
+  return text;
+}
+
+std::string f32_immediate(std::uint32_t bits) { return fmt::format("0f{:08X}", bits); }
+
+std::string f64_immediate(std::uint64_t bits) { return fmt::format("0d{:016X}", bits); }
+
+std::string integer_immediate(std::int64_t value) {
+  if (value >= -65536 && value < 65536) return fmt::format("{}", value);
+  if (value < 0) return fmt::format("{}", value);
+  return fmt::format("0x{:X}", value);
+}
+
+std::string unsigned_immediate(std::uint64_t value) {
+  if (value < 65536) return fmt::format("{}", value);
+  return fmt::format("0x{:X}", value);
+}
+
+bool is_ptx_identifier(std::string_view name) {
+  if (name.empty()) return false;
+  const auto is_letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  const auto is_follow = [&](char c) { return is_letter(c) || (c >= '0' && c <= '9') || c == '_' || c == '$'; };
+  if (!std::all_of(name.begin() + 1, name.end(), is_follow)) return false;
+  if (is_letter(name[0])) return true;
+  return (name[0] == '_' || name[0] == '$') && name.size() > 1;
+}
+
+}  // namespace quantc::ptx

@@ -1,0 +1,87 @@
+// Types, literals, node factories, the builder and the printer.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "ir/Builder.h"
+#include "ir/Printer.h"
+
+using namespace quantc::ir;
+
+TEST_CASE("scalar types have stable names, widths and sizes", "[ir][types]") {
+  CHECK(to_string(ScalarType::F32) == "f32");
+  CHECK(parse_scalar_type("u32") == ScalarType::U32);
+  CHECK_FALSE(parse_scalar_type("u31").has_value());
+  CHECK(bit_width(ScalarType::I4) == 4);
+  CHECK(byte_size(ScalarType::F64) == 8);
+  CHECK(byte_size(ScalarType::Bool) == 1);
+  CHECK_THROWS_WITH(byte_size(ScalarType::U4), Catch::Contains("sub-byte"));
+  CHECK(is_signed(ScalarType::I8));
+  CHECK_FALSE(is_signed(ScalarType::U64));
+}
+
+TEST_CASE("quantized data types print their sharing", "[ir][types]") {
+  DataType type = DataType::quantized(
+      {ScalarType::I4, QuantizationScale::per_group(64), QuantizationZeroPoint::per_group(64)});
+  CHECK(type.is_quantized());
+  CHECK(to_string(type) == "quantized<i4, scale=per_group(64), zero_point=per_group(64)>");
+  CHECK_FALSE(type == DataType(ScalarType::I4));
+}
+
+TEST_CASE("literals canonicalise their bits", "[ir][literal]") {
+  CHECK(Literal::make(ScalarType::U8, 0x1ff).as<Literal>()->bits == 0xff);
+  CHECK(Literal::i32(-1).as<Literal>()->as_int64() == -1);
+  CHECK(Literal::f32(0.5f).as<Literal>()->as_double() == 0.5);
+  CHECK(literal(ScalarType::F16, 1.5).as<Literal>()->bits == 0x3e00);
+  CHECK(literal(ScalarType::I32, -3.9).as<Literal>()->as_int64() == -3);
+}
+
+TEST_CASE("factories reject ill-typed operands with the operand types", "[ir][factory]") {
+  CHECK_THROWS_WITH(u32(1) + f32(1.0f), Catch::Contains("operand types differ (u32 vs f32)"));
+  CHECK_THROWS_WITH(f32(1.0f) % f32(2.0f), Catch::Contains("must be integers"));
+  CHECK_THROWS_WITH(Load::make(ScalarType::F32, "x", i32(0)), Catch::Contains("index must be u32"));
+  CHECK_THROWS_WITH(select(u32(1), u32(1), u32(2)), Catch::Contains("condition must be bool"));
+  CHECK_THROWS_WITH(fma(u32(1), u32(1), u32(1)), Catch::Contains("float"));
+  CHECK_THROWS_WITH(subgroup_shuffle(f64(1.0), u32(0)), Catch::Contains("32-bit"));
+  CHECK_THROWS_WITH(Var::make(ScalarType::I4, "nibble"), Catch::Contains("storage-only"));
+  CHECK_THROWS_WITH(Builtin::make(BuiltinKind::LocalId, 3), Catch::Contains("axis 3 out of range"));
+  CHECK((u32(1) < u32(2)).type() == ScalarType::Bool);
+}
+
+TEST_CASE("the printer writes typed literals, parenthesised binaries and nested blocks", "[ir][printer]") {
+  ProgramBuilder builder("print_me");
+  BufferRef x = builder.input("x", ScalarType::F32, 4);
+  BufferRef y = builder.output("y", ScalarType::F32, 8);
+  builder.set_output_byte_range("y", {0, 16});
+  builder.launch({32, 1, 1}, {1, 1, 1});
+  builder.body([&](Body& body) {
+    Expr i = body.let("i", invocation_id(0));
+    body.if_then_else(
+        i < 4u, [&](Body& then) { then.store(y, i, fma(x[i], f32(2.0f), f32(-0.25f))); },
+        [&](Body& otherwise) { otherwise.store(y, i, f32(std::numeric_limits<float>::infinity())); });
+    body.loop("k", u32(0), u32(2), [&](Body& loop, Expr k) {
+      loop.let("lane_sum", subgroup_add(cast(ScalarType::F32, k + subgroup_local_id())));
+    });
+  });
+  CHECK(print(builder.build()) ==
+        "program \"print_me\" workgroup_size(32, 1, 1) workgroup_count(1, 1, 1)\n"
+        "buffer @0 x: read_only f32[4]\n"
+        "buffer @1 y: read_write f32[8] output_bytes(0, 16)\n"
+        "{\n"
+        "  let i: u32 = invocation_id.x\n"
+        "  if (i < 4u32) {\n"
+        "    y[i] = fma(x[i], 2.0f32, -0.25f32)\n"
+        "  } else {\n"
+        "    y[i] = f32(inf)\n"
+        "  }\n"
+        "  for k: u32 in 0u32 .. 2u32 {\n"
+        "    let lane_sum: f32 = subgroup_add(cast<f32>((k + subgroup_local_id)))\n"
+        "  }\n"
+        "}\n");
+}
+
+TEST_CASE("NaN literals keep their bits in print", "[ir][printer]") {
+  CHECK(print(Literal::make(ScalarType::F32, 0x7fc00001)) == "f32(nan 0x7fc00001)");
+  CHECK(print(Lookup::make(ScalarType::F32, {0, 0x3f800000}, u32(1))) == "lookup<f32>[0.0f32, 1.0f32](1u32)");
+}

@@ -1,0 +1,98 @@
+// The verifier reports each class of ill-formed program with a message naming it.
+#include <catch2/catch.hpp>
+
+#include "ir/Builder.h"
+#include "ir/Verifier.h"
+
+using namespace quantc::ir;
+
+namespace {
+Program base_program() {
+  Program program;
+  program.name = "base";
+  program.buffers = {BufferDecl{"x", 0, BufferAccess::ReadOnly, ScalarType::F32, 4, std::nullopt},
+                     BufferDecl{"y", 1, BufferAccess::ReadWrite, ScalarType::F32, 4, std::nullopt}};
+  program.workgroup_size = {32, 1, 1};
+  program.entry = Block::make();
+  return program;
+}
+
+std::string problems_of(const Program& program) {
+  std::string all;
+  for (const std::string& problem : verify(program)) all += problem + "\n";
+  return all;
+}
+}  // namespace
+
+TEST_CASE("a well-formed program has no problems", "[verifier]") { CHECK(verify(base_program()).empty()); }
+
+TEST_CASE("undeclared variables and buffers are reported", "[verifier]") {
+  Program program = base_program();
+  program.entry = Block::make({Store::make("y", Var::make(ScalarType::U32, "i"), Load::make(ScalarType::F32, "z", u32(0)))});
+  std::string problems = problems_of(program);
+  CHECK_THAT(problems, Catch::Contains("use of undeclared variable 'i'"));
+  CHECK_THAT(problems, Catch::Contains("load from undeclared buffer 'z'"));
+}
+
+TEST_CASE("type mismatches against declarations are reported", "[verifier]") {
+  Program program = base_program();
+  program.entry = Block::make({Let::make("i", u32(0)), Store::make("y", Var::make(ScalarType::U32, "i"), u32(1)),
+                               Assign::make("i", f32(1.0f)), Let::make("v", Load::make(ScalarType::U32, "x", u32(0))),
+                               Let::make("w", Var::make(ScalarType::F32, "i"))});
+  std::string problems = problems_of(program);
+  CHECK_THAT(problems, Catch::Contains("store of u32 to 'y' which holds f32"));
+  CHECK_THAT(problems, Catch::Contains("assignment of f32 to 'i' declared u32"));
+  CHECK_THAT(problems, Catch::Contains("load from 'x' has type u32 but the buffer holds f32"));
+  CHECK_THAT(problems, Catch::Contains("variable 'i' is used as f32 but declared u32"));
+}
+
+TEST_CASE("stores to read-only buffers are reported", "[verifier]") {
+  Program program = base_program();
+  program.entry = Block::make({Store::make("x", u32(0), f32(1.0f))});
+  CHECK_THAT(problems_of(program), Catch::Contains("store to read-only buffer 'x'"));
+}
+
+TEST_CASE("bindings out of order, duplicated names and zero-sized buffers are reported", "[verifier]") {
+  Program program = base_program();
+  program.buffers[1].binding = 0;
+  program.buffers.push_back(BufferDecl{"x", 2, BufferAccess::ReadOnly, ScalarType::U32, 0, std::nullopt});
+  std::string problems = problems_of(program);
+  CHECK_THAT(problems, Catch::Contains("buffer 'y' has binding 0 but is declared at position 1"));
+  CHECK_THAT(problems, Catch::Contains("duplicate buffer name 'x'"));
+  CHECK_THAT(problems, Catch::Contains("buffer 'x' has zero elements"));
+}
+
+TEST_CASE("launch shapes and output ranges are checked", "[verifier]") {
+  Program program = base_program();
+  program.workgroup_size = {64, 32, 1};
+  program.workgroup_count = {0, 1, 1};
+  program.buffers[1].output_byte_range = ByteRange{0, 17};
+  std::string problems = problems_of(program);
+  CHECK_THAT(problems, Catch::Contains("2048 invocations per workgroup exceed the CUDA limit of 1024"));
+  CHECK_THAT(problems, Catch::Contains("workgroup_count.x is 0"));
+  CHECK_THAT(problems, Catch::Contains("output byte range [0, 17) lies outside its 16 bytes"));
+}
+
+TEST_CASE("redeclaration in scope and assignment to loop variables are reported", "[verifier]") {
+  Program program = base_program();
+  program.entry = Block::make({Let::make("i", u32(0)), Let::make("i", u32(1)),
+                               Loop::make("k", u32(0), u32(4), Block::make({Assign::make("k", u32(2))}))});
+  std::string problems = problems_of(program);
+  CHECK_THAT(problems, Catch::Contains("variable 'i' is declared again"));
+  CHECK_THAT(problems, Catch::Contains("assignment to loop variable 'k'"));
+}
+
+TEST_CASE("a let inside a loop body is one declaration, and sibling scopes may reuse names", "[verifier]") {
+  Program program = base_program();
+  program.entry = Block::make({Loop::make("k", u32(0), u32(4), Block::make({Let::make("t", u32(1))})),
+                               If::make(boolean(true), Block::make({Let::make("t", u32(2))}))});
+  CHECK(verify(program).empty());
+}
+
+TEST_CASE("ProgramBuilder::build throws with every problem listed", "[verifier]") {
+  ProgramBuilder builder("broken");
+  BufferRef x = builder.input("x", ScalarType::F32, 4);
+  builder.body([&](Body& body) { body.store(x, u32(0), f32(0.0f)); });
+  CHECK_THROWS_WITH(builder.build(), Catch::Contains("program 'broken' failed verification") &&
+                                         Catch::Contains("store to read-only buffer 'x'"));
+}

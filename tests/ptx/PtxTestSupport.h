@@ -1,0 +1,42 @@
+// Shared helpers for the PTX emitter tests: the one emission entry point, the ptxas
+// skip/require policy and a hand-built program that covers every IR node kind and type.
+#pragma once
+
+#include <string>
+
+#include "ir/Program.h"
+#include "ir/ops/Registry.h"
+#include "ptx/Ptxas.h"
+#include "ptx/Target.h"
+
+namespace quantc::testing {
+
+/// The program the golden and ptxas tests emit for an op spec: exactly what the op
+/// constructor builds. When the pass pipeline lands, this is the one line to change.
+ir::Program program_for_test(const ir::ops::OpInfo& op, const ir::ops::OpArgs& args);
+
+/// PTX for `program` on `target` (lower::lower_to_ptx).
+std::string emit_for_test(const ir::Program& program, const ptx::Target& target);
+
+/// True when ptxas can be run. When it cannot: fails the test if QUANTC_REQUIRE_PTXAS=1,
+/// otherwise prints a visible WARN and returns false (the caller skips).
+bool ptxas_or_skip();
+
+/// "linear_4bit__in_dim-8__out_dim-4": op name and its arguments sorted by name.
+std::string spec_stem(const ir::ops::OpInfo& op, const ir::ops::OpArgs& args);
+
+/// A program with one region per value type (u8, i8, u16, u32, i32, u64, i64, f16, f32,
+/// f64, bool) exercising every binary, unary and cast form, Select, Fma, Lookup, loads
+/// and stores, plus loops, if/else, builtins, buffer lengths, subgroup shuffle/reduce/
+/// ballot, a barrier and a return. One workgroup of 64 invocations (two full subgroups).
+ir::Program every_construct_program();
+
+/// Number of non-overlapping occurrences of `needle` in `text`.
+std::size_t count_occurrences(const std::string& text, const std::string& needle);
+
+/// Assembles `ptx` for `target` and fails the test (printing the ptxas log and the PTX)
+/// unless ptxas succeeds (with zero spill bytes when `require_no_spills`).
+void require_assembles(const std::string& ptx, const ptx::Target& target, const std::string& what,
+                       bool require_no_spills = true);
+
+}  // namespace quantc::testing

@@ -1,0 +1,47 @@
+// ptxas acceptance: every registered op at every test shape assembles for sm_75, sm_80,
+// sm_90 and sm_100 with zero errors and zero spill bytes. Skips with a WARN when ptxas
+// is absent, unless QUANTC_REQUIRE_PTXAS=1.
+#include <catch2/catch.hpp>
+
+#include "ir/ops/Registry.h"
+#include "ptx/Ptxas.h"
+#include "tests/ptx/PtxTestSupport.h"
+
+using namespace quantc;
+
+TEST_CASE("every registered op assembles with ptxas, no spills", "[ptxas]") {
+  if (!testing::ptxas_or_skip()) return;
+  for (const ir::ops::OpInfo& op : ir::ops::OpRegistry::builtin().all()) {
+    REQUIRE_FALSE(op.test_shapes.empty());
+    for (const ir::ops::OpArgs& args : op.test_shapes) {
+      ir::Program program = testing::program_for_test(op, args);
+      for (int sm : {75, 80, 90, 100}) {
+        ptx::Target target{sm};
+        testing::require_assembles(testing::emit_for_test(program, target), target, testing::spec_stem(op, args));
+      }
+    }
+  }
+}
+
+TEST_CASE("run_ptxas reports failure and the log for invalid PTX", "[ptxas]") {
+  if (!testing::ptxas_or_skip()) return;
+  ptx::PtxasResult result = ptx::run_ptxas(".version 7.0\n.target sm_80\n.address_size 64\nthis is not ptx\n",
+                                           ptx::Target{80});
+  CHECK_FALSE(result.success);
+  CHECK(result.log.find("error") != std::string::npos);
+  CHECK(result.command.find("--gpu-name sm_80") != std::string::npos);
+}
+
+TEST_CASE("parse_ptxas_log reads registers and spill bytes", "[ptxas][parse]") {
+  ptx::PtxasResult result;
+  ptx::parse_ptxas_log(
+      "ptxas info    : Compiling entry function 'k' for 'sm_80'\n"
+      "ptxas info    : Function properties for k\n"
+      "    8 bytes stack frame, 12 bytes spill stores, 16 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 0 barriers, 384 bytes cmem[0]\n",
+      result);
+  CHECK(result.registers == 40);
+  CHECK(result.spill_store_bytes == 12);
+  CHECK(result.spill_load_bytes == 16);
+  CHECK(result.spill_bytes() == 28);
+}

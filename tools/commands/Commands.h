@@ -1,0 +1,13 @@
+// One function per quantc subcommand; each adds itself to the application.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace quantc::tools {
+
+void add_ops_command(CLI::App& app);      // quantc ops [--json]
+void add_emit_commands(CLI::App& app);    // quantc emit / ir
+void add_check_command(CLI::App& app);    // quantc check
+void add_run_command(CLI::App& app);      // quantc run
+
+}  // namespace quantc::tools
