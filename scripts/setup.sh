@@ -11,6 +11,7 @@ packages=(
   llvm-14-dev           # ADT headers: SmallVector, ArrayRef, StringRef, DenseMap
   libfmt-dev            # text formatting
   libbenchmark-dev      # bench/
+  libssl-dev            # SHA-256 (OpenSSL) for kernel cache keys and entries
   python3-numpy python3-matplotlib  # .npy cross-checks and the report plot
 )
 

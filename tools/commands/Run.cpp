@@ -27,6 +27,8 @@ struct RunOptions {
   double tolerance = 1e-5;
 };
 
+bool is_unsigned_integer(ir::ScalarType type) { return ir::is_integer(type) && !ir::is_signed(type); }
+
 runtime::BufferSet prepare_buffers(const ir::Program& program, const RunOptions& options) {
   runtime::BufferSet buffers = options.random_seed ? runtime::random_buffers(program, *options.random_seed)
                                                    : runtime::allocate_buffers(program);
@@ -36,6 +38,12 @@ runtime::BufferSet prepare_buffers(const ir::Program& program, const RunOptions&
     const ir::BufferDecl* decl = program.find_buffer(name);
     if (decl == nullptr) throw CommandError(fmt::format("--input {}: the program has no buffer named '{}'", binding, name));
     runtime::NpyArray array = runtime::read_npy(path);
+    // Packed codes are raw bytes: a u8 file may feed a u32 word buffer (and back) when
+    // the byte sizes agree, e.g. quantize_nf4's `packed` into nf4_gemm's `b_nf4`.
+    if (is_unsigned_integer(array.buffer.element) && is_unsigned_integer(decl->element) &&
+        array.buffer.bytes.size() == decl->byte_size()) {
+      array.buffer.element = decl->element;
+    }
     if (array.buffer.element != decl->element || array.buffer.count() != decl->count) {
       throw CommandError(fmt::format("--input {}: buffer '{}' expects {} x {}, the file holds {} x {}", binding, name,
                                      decl->count, ir::to_string(decl->element), array.buffer.count(),

@@ -1,0 +1,121 @@
+// The on-disk kernel cache: compiled artifacts (PTX text, cubins) keyed by everything
+// that changes them (Triton's runtime/cache.py design).
+//
+// Location: $QUANTC_CACHE_DIR, else $XDG_CACHE_HOME/quantc, else $HOME/.cache/quantc.
+// QUANTC_CACHE=0 disables the cache (every lookup misses, nothing is written).
+//
+// One entry is one file `<key digest>.<kind>` ("ptx" or "cubin"): a one-line JSON header
+// (format, kind, payload size, payload SHA-256, and the key's fields for `quantc cache
+// ls`) followed by the payload bytes. Entries are written to a unique temporary file in
+// the cache directory and renamed into place, so several processes compiling the same
+// kernel at once never expose a partial file (rename is atomic within a file system; the
+// last writer wins with identical bytes). A truncated or corrupt entry (size or SHA-256
+// mismatch, unreadable header) is reported at verbose level and treated as a miss, so
+// the caller rebuilds and overwrites it; it is never returned.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/ops/Spec.h"
+
+namespace quantc::runtime::cache {
+
+/// quantc's version string (CMake's QUANTC_VERSION_STRING), part of every key.
+std::string_view quantc_version();
+
+enum class ArtifactKind : std::uint8_t { Ptx, Cubin };
+std::string_view to_string(ArtifactKind kind);  // "ptx", "cubin" (also the file extension)
+
+/// Everything a compiled artifact depends on. Two keys with equal fields name the same
+/// entry; changing any field (spec text, full target "sm_120" vs "sm_121", optimisation
+/// level, compiler version) names a different one.
+struct CacheKey {
+  std::string canonical_spec;  // ir::ops::OpSpec::canonical_json() (sorted keys, defaults filled)
+  std::string target;          // "sm_90"
+  std::string opt_level;       // "O0" | "O1" | "O2"
+  std::string compiler_version = std::string(quantc_version());
+
+  /// The key for a parsed spec; `target`/`opt_level` are the resolved values (the spec's
+  /// own fields, when present, are already inside the canonical text).
+  static CacheKey for_spec(const ir::ops::OpSpec& spec, std::string target, std::string opt_level);
+  /// SHA-256 (hex) of the fields' canonical JSON serialisation; the entry's file stem.
+  std::string digest() const;
+};
+
+enum class Severity : std::uint8_t { Verbose, Warning };
+/// Receives the cache's diagnostics. The default handler prints warnings to stderr and
+/// verbose messages only when the environment sets QUANTC_VERBOSE to a non-zero value.
+using DiagnosticHandler = std::function<void(Severity, const std::string&)>;
+
+/// One entry as `quantc cache ls` shows it. `valid` is false for a truncated or corrupt
+/// entry (its other fields are then whatever the header held, possibly empty).
+struct CacheEntryInfo {
+  std::filesystem::path path;
+  std::string digest;
+  std::string kind;
+  std::uint64_t payload_bytes = 0;
+  std::string op;  // the spec's "op" field, when the spec text is JSON with one
+  std::string target;
+  std::string opt_level;
+  std::string compiler_version;
+  bool valid = false;
+};
+
+/// The directory the environment selects (see the file comment), whether or not it
+/// exists; nullopt when QUANTC_CACHE=0 or no variable names a location (no HOME).
+std::optional<std::filesystem::path> cache_directory_from_environment();
+
+class KernelCache {
+ public:
+  /// A cache at cache_directory_from_environment(), or a disabled cache.
+  static KernelCache from_environment(DiagnosticHandler diagnostics = {});
+  /// A cache that never hits and never writes.
+  static KernelCache disabled(DiagnosticHandler diagnostics = {});
+  /// A cache in `directory` (created on the first store). An empty handler selects the
+  /// default one.
+  explicit KernelCache(std::filesystem::path directory, DiagnosticHandler diagnostics = {});
+
+  bool enabled() const { return enabled_; }
+  /// The cache directory; empty for a disabled cache.
+  const std::filesystem::path& directory() const { return directory_; }
+  /// False once a store failed because the directory cannot be created or written (a
+  /// warning naming the directory and the system error was issued, once); loads still work.
+  bool writable() const { return writable_; }
+
+  /// The cached payload, or nullopt on a miss, a disabled cache, or a corrupt entry
+  /// (reported at verbose level, left for the next store to overwrite).
+  std::optional<std::string> load(const CacheKey& key, ArtifactKind kind) const;
+  /// Stores `payload` atomically. Returns false (never throws) when the cache is disabled
+  /// or not writable; the first write failure emits a warning and marks it not writable.
+  bool store(const CacheKey& key, ArtifactKind kind, std::string_view payload);
+  /// load(), else `build()` then store(). `hit`, when given, says whether it was a hit.
+  /// Exceptions from `build` propagate and nothing is stored.
+  std::string get_or_build(const CacheKey& key, ArtifactKind kind, const std::function<std::string()>& build,
+                           bool* hit = nullptr);
+
+  /// Every entry in the directory, sorted by file name (empty when disabled or absent).
+  std::vector<CacheEntryInfo> list() const;
+  /// Removes every entry and leftover temporary file; returns how many files were removed.
+  /// Throws std::filesystem::filesystem_error when a file cannot be removed.
+  std::size_t clear();
+
+  /// The file an entry lives in (whether or not it exists).
+  std::filesystem::path entry_path(const CacheKey& key, ArtifactKind kind) const;
+
+ private:
+  KernelCache(bool enabled, std::filesystem::path directory, DiagnosticHandler diagnostics);
+  void report(Severity severity, const std::string& message) const;
+
+  bool enabled_ = false;
+  bool writable_ = true;
+  std::filesystem::path directory_;
+  DiagnosticHandler diagnostics_;
+};
+
+}  // namespace quantc::runtime::cache

@@ -1,0 +1,135 @@
+#include "runtime/cuda/NvJitLink.h"
+
+#include <nvJitLink.h>
+
+#include <regex>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace quantc::runtime::cuda {
+
+namespace {
+
+/// Owns an nvJitLinkHandle.
+class LinkHandle {
+ public:
+  explicit LinkHandle(const std::vector<std::string>& options) {
+    std::vector<const char*> pointers;
+    for (const std::string& option : options) pointers.push_back(option.c_str());
+    const nvJitLinkResult result =
+        nvJitLinkCreate(&handle_, static_cast<std::uint32_t>(pointers.size()), pointers.data());
+    if (result != NVJITLINK_SUCCESS) {
+      throw LinkError(fmt::format("nvJitLinkCreate failed (nvJitLinkResult {}) for options {}",
+                                  static_cast<int>(result), fmt::join(options, " ")));
+    }
+  }
+  ~LinkHandle() { nvJitLinkDestroy(&handle_); }
+  LinkHandle(const LinkHandle&) = delete;
+  LinkHandle& operator=(const LinkHandle&) = delete;
+
+  nvJitLinkHandle get() const { return handle_; }
+
+  std::string error_log() const {
+    size_t size = 0;
+    if (nvJitLinkGetErrorLogSize(handle_, &size) != NVJITLINK_SUCCESS || size == 0) return {};
+    std::string log(size, '\0');
+    if (nvJitLinkGetErrorLog(handle_, log.data()) != NVJITLINK_SUCCESS) return {};
+    return trim(log);
+  }
+  std::string info_log() const {
+    size_t size = 0;
+    if (nvJitLinkGetInfoLogSize(handle_, &size) != NVJITLINK_SUCCESS || size == 0) return {};
+    std::string log(size, '\0');
+    if (nvJitLinkGetInfoLog(handle_, log.data()) != NVJITLINK_SUCCESS) return {};
+    return trim(log);
+  }
+  void check(nvJitLinkResult result, const char* call) const {
+    if (result == NVJITLINK_SUCCESS) return;
+    const std::string log = error_log();
+    throw LinkError(fmt::format("{} failed (nvJitLinkResult {}){}{}", call, static_cast<int>(result),
+                                log.empty() ? "" : ":\n", log));
+  }
+
+ private:
+  static std::string trim(std::string log) {
+    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    return log;
+  }
+  nvJitLinkHandle handle_ = nullptr;
+};
+
+FunctionResources& find_or_add(std::vector<FunctionResources>& functions, const std::string& name) {
+  for (FunctionResources& function : functions) {
+    if (function.function == name) return function;
+  }
+  FunctionResources added;
+  added.function = name;
+  functions.push_back(std::move(added));
+  return functions.back();
+}
+
+}  // namespace
+
+std::vector<FunctionResources> parse_ptxas_report(std::string_view log) {
+  static const std::regex compiling(R"(Compiling entry function '([^']+)' for '([^']+)')");
+  static const std::regex properties(R"(Function properties for (\S+))");
+  static const std::regex stack(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex used(R"(Used (\d+) registers)");
+  std::vector<FunctionResources> functions;
+  std::string current;     // the entry being compiled ("Used N registers" belongs to it)
+  std::string properties_of;  // the function whose stack line comes next
+  std::size_t begin = 0;
+  while (begin <= log.size()) {
+    std::size_t end = log.find('\n', begin);
+    if (end == std::string_view::npos) end = log.size();
+    const std::string line(log.substr(begin, end - begin));
+    begin = end + 1;
+    std::smatch match;
+    if (std::regex_search(line, match, compiling)) {
+      current = match[1];
+      find_or_add(functions, current).target = match[2];
+    } else if (std::regex_search(line, match, properties)) {
+      properties_of = match[1];
+      find_or_add(functions, properties_of);
+    } else if (std::regex_search(line, match, stack) && !properties_of.empty()) {
+      FunctionResources& function = find_or_add(functions, properties_of);
+      function.stack_frame_bytes = std::stoi(match[1]);
+      function.spill_store_bytes = std::stoi(match[2]);
+      function.spill_load_bytes = std::stoi(match[3]);
+    } else if (std::regex_search(line, match, used) && !current.empty()) {
+      find_or_add(functions, current).registers = std::stoi(match[1]);
+    }
+  }
+  return functions;
+}
+
+LinkedCubin link_cubin(std::string_view ptx, const ptx::Target& target, int optimization_level) {
+  if (optimization_level < 0 || optimization_level > 3) {
+    throw std::invalid_argument(
+        fmt::format("nvJitLink optimization level {} is out of range; use 0, 1, 2 or 3", optimization_level));
+  }
+  LinkHandle link({fmt::format("-arch={}", target.name()), fmt::format("-O{}", optimization_level), "-Xptxas=-v"});
+  const std::string text(ptx);  // nvJitLink reads PTX as a NUL-terminated string
+  link.check(nvJitLinkAddData(link.get(), NVJITLINK_INPUT_PTX, text.c_str(), text.size() + 1, "quantc.ptx"),
+             "nvJitLinkAddData");
+  link.check(nvJitLinkComplete(link.get()), "nvJitLinkComplete");
+  size_t size = 0;
+  link.check(nvJitLinkGetLinkedCubinSize(link.get(), &size), "nvJitLinkGetLinkedCubinSize");
+  LinkedCubin linked;
+  linked.cubin.resize(size);
+  link.check(nvJitLinkGetLinkedCubin(link.get(), linked.cubin.data()), "nvJitLinkGetLinkedCubin");
+  linked.info_log = link.info_log();
+  linked.functions = parse_ptxas_report(linked.info_log);
+  return linked;
+}
+
+std::string nvjitlink_version() {
+  unsigned major = 0;
+  unsigned minor = 0;
+  if (nvJitLinkVersion(&major, &minor) != NVJITLINK_SUCCESS) return "unknown";
+  return fmt::format("{}.{}", major, minor);
+}
+
+}  // namespace quantc::runtime::cuda
