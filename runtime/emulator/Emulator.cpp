@@ -53,8 +53,14 @@ constexpr std::int64_t sign_extend(std::uint64_t value, unsigned bits) {
   return static_cast<std::int64_t>(value << shift) >> shift;
 }
 
+/// Calls f(lane) for every set bit of `mask`; a full warp takes a plain counted loop
+/// the compiler can unroll and vectorize.
 template <class F>
 inline void for_each_lane(std::uint32_t mask, F&& f) {
+  if (mask == 0xffffffffu) {
+    for (unsigned lane = 0; lane < 32; ++lane) f(lane);
+    return;
+  }
   for (std::uint32_t m = mask; m; m &= m - 1) f(static_cast<unsigned>(std::countr_zero(m)));
 }
 

@@ -45,4 +45,11 @@ RooflineEstimate estimate_roofline(const LaunchCounters& counters, const Rooflin
 std::string format_profile(const std::string& kernel_name, const std::string& target, const LaunchCounters& counters,
                            std::uint64_t output_elements);
 
+/// Everything `quantc profile` prints for one kernel: runs `ptx_text` for `program` in
+/// the emulator on runtime::random_buffers(program, seed) and formats the counters with
+/// format_profile; output elements = the readable bytes of every written buffer divided
+/// by its element size. Throws what run() throws (parse errors, out-of-bounds accesses...).
+std::string profile_program(const ir::Program& program, const std::string& ptx_text, const std::string& target,
+                            std::uint64_t seed = 1);
+
 }  // namespace quantc::runtime::emulator

@@ -44,3 +44,40 @@ TEST_CASE("profile report prints counters per kernel and per output element with
   CHECK_THAT(report, Catch::Contains("model assumptions") && Catch::Contains("3.35 TB/s") &&
                          Catch::Contains("132 SMs x 4 schedulers x 1.98 GHz"));
 }
+
+TEST_CASE("profile_program runs the kernel on generated inputs and counts outputs from the readable ranges",
+          "[emulator][profile]") {
+  // out[tid] = in[tid] * 2 for 64 threads; the program declares the same two buffers.
+  quantc::ir::Program program;
+  program.name = "twice";
+  program.buffers = {{"in", 0, quantc::ir::BufferAccess::ReadOnly, quantc::ir::ScalarType::F32, 64, std::nullopt},
+                     {"out", 1, quantc::ir::BufferAccess::WriteOnly, quantc::ir::ScalarType::F32, 64,
+                      quantc::ir::ByteRange{0, 40 * 4}}};
+  program.workgroup_size = {64, 1, 1};
+  const std::string ptx = R"(
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry twice(.param .u64 in, .param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<6>;
+  .reg .f32 %f<3>;
+  ld.param.u64 %rd1, [in];
+  ld.param.u64 %rd2, [out];
+  cvta.to.global.u64 %rd1, %rd1;
+  cvta.to.global.u64 %rd2, %rd2;
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.nc.f32 %f1, [%rd4];
+  add.rn.f32 %f2, %f1, %f1;
+  add.s64 %rd5, %rd2, %rd3;
+  st.global.f32 [%rd5], %f2;
+  ret;
+}
+)";
+  std::string report = profile_program(program, ptx, "sm_80");
+  CHECK_THAT(report, Catch::Contains("kernel twice (target sm_80): 1 CTAs, 64 threads, 40 output elements"));
+  CHECK_THAT(report, Catch::Contains("unique bytes read                               256"));
+}
