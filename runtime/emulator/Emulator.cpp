@@ -387,7 +387,6 @@ class Launch {
         active = guard_mask;
       }
       counters_.thread_instructions += static_cast<unsigned>(std::popcount(active));
-      current_pc_ = group.pc;
       switch (in.opcode) {
         case Opcode::Bra: {
           warp.groups.pop_back();
@@ -883,11 +882,9 @@ class Launch {
           return (a & mask) % (b & mask);
         });
       case Opcode::Abs:
-        if (floating)
+        if (floating)  // clears the sign bit (of the flushed value with .ftz); NaN payloads kept
           return unary(in, active, warp, [&](std::uint64_t a) -> std::uint64_t {
-            if (in.type == ValueType::F32) return store_f32(load_f32(a, in.ftz), in.ftz) == 0x7fffffffu
-                                                      ? (a & 0x7fffffffu)
-                                                      : (std::bit_cast<std::uint32_t>(load_f32(a, in.ftz)) & 0x7fffffffu);
+            if (in.type == ValueType::F32) return std::bit_cast<std::uint32_t>(load_f32(a, in.ftz)) & 0x7fffffffu;
             return a & ~(1ull << 63);
           });
         return unary(in, active, warp, [&](std::uint64_t a) {
@@ -1018,8 +1015,7 @@ class Launch {
         });
       case Opcode::Rcp:
         require_float(in, warp, active);
-        if (in.approx && in.type == ValueType::F32)
-          return float_unary(in, active, warp, [](auto a) { return decltype(a)(1) / a; });
+        // rcp.approx is computed correctly rounded (within the ISA's approximation bound).
         return float_unary(in, active, warp, [](auto a) { return decltype(a)(1) / a; });
       case Opcode::Sqrt:
         require_float(in, warp, active);
@@ -1052,8 +1048,7 @@ class Launch {
         require_float(in, warp, active);
         return unary(in, active, warp, [&](std::uint64_t a) {
           double v = in.type == ValueType::F32 ? double(load_f32(a, false)) : load_f64(a, false);
-          int kind = std::fpclassify(v);
-          if (in.type == ValueType::F32) kind = std::fpclassify(load_f32(a, false));
+          int kind = in.type == ValueType::F32 ? std::fpclassify(load_f32(a, false)) : std::fpclassify(v);
           bool result = false;
           switch (static_cast<TestProperty>(in.mode)) {
             case TestProperty::Finite: result = std::isfinite(v); break;
@@ -1313,7 +1308,6 @@ class Launch {
   std::vector<std::uint8_t> dynamic_shared_;
   std::vector<std::uint8_t> local_;
   std::vector<std::uint64_t> registers_;
-  std::uint32_t current_pc_ = 0;
   LaunchCounters counters_;
 };
 

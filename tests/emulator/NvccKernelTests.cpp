@@ -326,3 +326,38 @@ TEST_CASE("nvcc float_conversions: rounding intrinsics, conversions, half, NaN m
     else CHECK(h[i] == half_bits);
   }
 }
+
+TEST_CASE("nvcc memory_spaces: local arrays, dynamic shared memory, barrier", "[emulator][nvcc]") {
+  std::string ptx = compile("memory_spaces");
+  if (ptx.empty()) return;
+  const unsigned block = 96, grid = 3, n = block * grid;
+  std::mt19937 random(6);
+  std::uniform_real_distribution<float> distribution(-1.0f, 1.0f);
+  std::vector<int> index(n);
+  std::vector<float> x(n);
+  for (unsigned i = 0; i < n; ++i) {
+    index[i] = static_cast<int>(random());
+    x[i] = distribution(random);
+  }
+  Module module = parse_ptx(ptx);
+  INFO(ptx);
+  REQUIRE(module.kernels.at(0).local_bytes > 0);  // the array really lives in local memory
+  std::vector<DeviceBuffer> buffers = {buffer_of("index", index), buffer_of("x", x), buffer_of("out", std::vector<float>(n))};
+  LaunchConfig config;
+  config.grid = {grid, 1, 1};
+  config.block = {block, 1, 1};
+  config.dynamic_shared_bytes = block * 4;
+  launch(module, "memory_spaces", config, buffers, {PointerArgument{0, 0}, PointerArgument{1, 0}, PointerArgument{2, 0}});
+  auto out = values_of<float>(buffers[2]);
+  for (unsigned b = 0; b < grid; ++b)
+    for (unsigned t = 0; t < block; ++t) {
+      unsigned mirror = b * block + (block - 1 - t);
+      float expected = x[mirror] * static_cast<float>(index[mirror] & 15) + 1.0f;
+      REQUIRE(out[b * block + t] == expected);
+    }
+  // Too little dynamic shared memory is reported, not silently read past.
+  config.dynamic_shared_bytes = block * 2;
+  CHECK_THROWS_WITH(launch(module, "memory_spaces", config, buffers,
+                           {PointerArgument{0, 0}, PointerArgument{1, 0}, PointerArgument{2, 0}}),
+                    Catch::Contains("out-of-bounds dynamic shared"));
+}
