@@ -20,16 +20,18 @@ void report_per_output(benchmark::State& state, const runtime::reference::RunSta
 }
 
 /// linear_4bit_affine_grouped(in_dim, out_dim, group_size) on random inputs; args are
-/// (in_dim, out_dim, group_size).
+/// (in_dim, out_dim, group_size, host threads; 0 = one per hardware thread).
 void BM_AffineGrouped(benchmark::State& state) {
   const auto in_dim = static_cast<std::uint32_t>(state.range(0));
   const auto out_dim = static_cast<std::uint32_t>(state.range(1));
   const auto group_size = static_cast<std::uint32_t>(state.range(2));
+  const auto threads = static_cast<unsigned>(state.range(3));
   ir::Program program = ir::ops::linear_4bit_affine_grouped(in_dim, out_dim, group_size);
   runtime::BufferSet buffers = runtime::random_buffers(program, 42);
   runtime::reference::RunStatistics statistics;
   runtime::reference::RunOptions options;
   options.statistics = &statistics;
+  options.threads = threads;
   for (auto _ : state) {
     runtime::reference::run(program, buffers, options);
     benchmark::DoNotOptimize(buffers.at("out").bytes.data());
@@ -39,8 +41,10 @@ void BM_AffineGrouped(benchmark::State& state) {
       benchmark::Counter(double(in_dim) * out_dim, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_AffineGrouped)
-    ->Args({4096, 4096, 128})
-    ->Args({256, 4096, 64})
+    ->ArgNames({"in_dim", "out_dim", "group_size", "threads"})
+    ->Args({4096, 4096, 128, 1})
+    ->Args({4096, 4096, 128, 0})
+    ->Args({256, 4096, 64, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -148,10 +148,10 @@ void ProgramBuilder::launch(std::array<std::uint32_t, 3> workgroup_size,
 
 void ProgramBuilder::body(const Body::Builder& builder) { builder(body_); }
 
-Program ProgramBuilder::build() const {
+Program ProgramBuilder::build(const VerifyOptions& options) const {
   Program program = program_;
   program.entry = body_.build();
-  verify_or_throw(program);
+  verify_or_throw(program, options);
   return program;
 }
 

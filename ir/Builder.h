@@ -22,6 +22,7 @@
 
 #include "ir/IR.h"
 #include "ir/Program.h"
+#include "ir/Verifier.h"
 
 namespace quantc::ir {
 
@@ -129,7 +130,7 @@ class ProgramBuilder {
   void launch(std::array<std::uint32_t, 3> workgroup_size, std::array<std::uint32_t, 3> workgroup_count);
   void body(const Body::Builder& builder);
   /// Verifies and returns the program; throws IRError listing every problem.
-  Program build() const;
+  Program build(const VerifyOptions& options = {}) const;
 
  private:
   Program program_;

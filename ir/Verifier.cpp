@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "ir/IRVisitor.h"
+#include "ir/analysis/Uniformity.h"
 
 namespace quantc::ir {
 namespace {
@@ -165,9 +166,20 @@ void check_launch(const Program& program, std::vector<std::string>& problems) {
   }
 }
 
+/// shfl.sync/vote.sync with a full member mask under a divergent branch is undefined
+/// behaviour on hardware, so subgroup operations must sit under provably uniform control.
+void check_subgroup_uniformity(const Program& program, std::vector<std::string>& problems) {
+  analysis::Uniformity uniformity(program);
+  for (const analysis::DivergentSubgroupOp& op : uniformity.divergent_subgroup_ops()) {
+    problems.push_back(fmt::format("subgroup operation `{}` may run with part of the subgroup inactive: {}; move it "
+                                   "out of the divergent control flow or make the condition subgroup-uniform",
+                                   op.op, op.reason));
+  }
+}
+
 }  // namespace
 
-std::vector<std::string> verify(const Program& program) {
+std::vector<std::string> verify(const Program& program, const VerifyOptions& options) {
   std::vector<std::string> problems;
   check_buffers(program, problems);
   check_launch(program, problems);
@@ -177,11 +189,12 @@ std::vector<std::string> verify(const Program& program) {
   }
   StatementChecker checker(program, problems);
   checker.visit(program.entry);
+  if (problems.empty() && options.subgroup_uniformity) check_subgroup_uniformity(program, problems);
   return problems;
 }
 
-void verify_or_throw(const Program& program) {
-  std::vector<std::string> problems = verify(program);
+void verify_or_throw(const Program& program, const VerifyOptions& options) {
+  std::vector<std::string> problems = verify(program, options);
   if (problems.empty()) return;
   std::string message = fmt::format("program '{}' failed verification:", program.name);
   for (const std::string& problem : problems) message += "\n  - " + problem;

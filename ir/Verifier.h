@@ -17,10 +17,20 @@ namespace quantc::ir {
 /// - statements: use of an undeclared variable or buffer, a Var whose type differs
 ///   from its binding, re-declaring a name already in scope, assigning a loop variable
 ///   or with a different type, loads whose type differs from the buffer's element,
-///   stores of the wrong type or to read-only buffers, an entry that is not a Block.
-std::vector<std::string> verify(const Program& program);
+///   stores of the wrong type or to read-only buffers, an entry that is not a Block;
+/// - subgroup operations under control flow that analysis::Uniformity cannot prove
+///   subgroup-uniform (naming the operation and the branch or loop that diverges);
+///   checked only when the statements are otherwise well formed.
+struct VerifyOptions {
+  /// Reject subgroup operations under control flow that is not provably uniform. Off
+  /// only for tests of the interpreter's dynamic check, which stays as a second line
+  /// of defence behind this static one.
+  bool subgroup_uniformity = true;
+};
+
+std::vector<std::string> verify(const Program& program, const VerifyOptions& options = {});
 
 /// Throws IRError whose message lists every problem `verify` found.
-void verify_or_throw(const Program& program);
+void verify_or_throw(const Program& program, const VerifyOptions& options = {});
 
 }  // namespace quantc::ir

@@ -8,7 +8,7 @@ build_dir=${BUILD_DIR:-build}
 spec=${1:-examples/specs/linear_4bit_affine_grouped.json}
 
 bash scripts/setup.sh
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQUANTC_BUILD_TESTS=OFF
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$build_dir" -j2 --target quantc_cli
 quantc="$build_dir/bin/quantc"
 

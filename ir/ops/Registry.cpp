@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "ir/ops/DequantMatmul.h"
+#include "ir/ops/Int4Packed.h"
 #include "ir/ops/Linear4Bit.h"
 #include "ir/ops/Nf4Gemm.h"
 #include "ir/ops/Quantize.h"
@@ -31,6 +33,8 @@ const OpRegistry& OpRegistry::builtin() {
     OpRegistry result;
     // One line per op family; each family's header documents its ops.
     for (OpInfo& info : linear_4bit_ops()) result.add(std::move(info));
+    for (OpInfo& info : int4_packed_ops()) result.add(std::move(info));
+    for (OpInfo& info : dequant_matmul_ops()) result.add(std::move(info));
     for (OpInfo& info : quantize_ops()) result.add(std::move(info));
     for (OpInfo& info : nf4_gemm_ops()) result.add(std::move(info));
     return result;

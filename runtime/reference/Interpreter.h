@@ -2,7 +2,8 @@
 // semantics. The oracle every test compares against.
 //
 // Execution model (ir/IR.h documents the value semantics it follows):
-// - Workgroups run one after another in linear order (x fastest). Within a workgroup
+// - Workgroups run in linear order (x fastest), on RunOptions::threads host threads
+//   that each take the next workgroup not yet started. Within a workgroup
 //   all invocations run in lockstep: every expression is evaluated for all active
 //   invocations at once, and If/Loop narrow the active set per invocation (a loop's
 //   bounds are evaluated once per invocation on entry; each invocation runs its own
@@ -19,6 +20,7 @@
 #include <string>
 
 #include "ir/Program.h"
+#include "ir/Verifier.h"
 #include "runtime/Buffers.h"
 
 namespace quantc::runtime::reference {
@@ -42,6 +44,16 @@ struct RunStatistics {
 struct RunOptions {
   /// When set, receives the run's operation counts (overwritten, also on error).
   RunStatistics* statistics = nullptr;
+  /// Host threads that run workgroups concurrently; 0 means one per hardware thread.
+  /// Results do not depend on it for well-formed kernels (workgroups are independent
+  /// on a GPU). A kernel whose workgroups write the same element races on a GPU, and
+  /// then its result here is as undefined as there; keep 1 to debug such a kernel.
+  /// Errors are the same as with 1 thread: the failing workgroup lowest in linear
+  /// order (x fastest) is reported, though later workgroups may already have stored.
+  unsigned threads = 1;
+  /// Static check that subgroup operations sit under uniform control (ir::verify).
+  /// Tests of the dynamic inactive-lane check turn it off to reach that check.
+  ir::VerifyOptions verify;
 };
 
 /// Runs every workgroup of `program` over `buffers` and writes its stores into them.

@@ -26,6 +26,9 @@ BufferSet run_program(const Program& program, const BufferSet& inputs = {},
   for (const auto& [name, buffer] : inputs) buffers[name] = buffer;
   reference::RunOptions options;
   options.statistics = statistics;
+  // These tests exercise the interpreter's own dynamic checks, so the verifier's static
+  // subgroup-uniformity check (tested in tests/passes) must not reject the program first.
+  options.verify.subgroup_uniformity = false;
   reference::run(program, buffers, options);
   return buffers;
 }
@@ -54,7 +57,7 @@ Program one_workgroup(const std::string& name, std::uint32_t lanes, ScalarType e
     Expr lane = b.let("lane", local_id(0));
     body(b, out, lane);
   });
-  return builder.build();
+  return builder.build({.subgroup_uniformity = false});
 }
 
 }  // namespace
@@ -593,4 +596,32 @@ TEST_CASE("byte-sized buffers of every type load and store their encodings", "[r
   BufferSet buffers = run_program(builder.build(), inputs);
   CHECK(output<std::int64_t>(buffers, "out") == std::vector<std::int64_t>{110, 2, -15000000000, -7, 100, 2});
   CHECK(output<std::uint8_t>(buffers, "out_flags") == std::vector<std::uint8_t>{0, 1, 1});
+}
+
+TEST_CASE("with several threads the reported error is the sequential run's first one", "[reference][threads]") {
+  // Workgroups 2..7 all fail; whichever thread gets there first, workgroup 2's error wins.
+  ProgramBuilder builder("fails_everywhere");
+  BufferRef data = builder.input("data", ScalarType::U32, 4);
+  BufferRef out = builder.output("out", ScalarType::U32, 64);
+  builder.launch({8, 1, 1}, {8, 1, 1});
+  builder.body([&](Body& b) {
+    Expr i = b.let("i", invocation_id(0));
+    b.if_then(workgroup_id(0) >= 2u, [&](Body& then) { then.store(out, i, data[i]); });
+  });
+  Program failing = builder.build();
+  auto error_with = [&](unsigned threads) {
+    BufferSet buffers = runtime::allocate_buffers(failing);
+    reference::RunOptions run_options;
+    run_options.threads = threads;
+    try {
+      reference::run(failing, buffers, run_options);
+    } catch (const runtime::RuntimeError& error) {
+      return std::string(error.what());
+    }
+    return std::string("(no error)");
+  };
+  std::string sequential = error_with(1);
+  CHECK_THAT(sequential, Catch::Contains("index 16 >= count 4"));
+  CHECK_THAT(sequential, Catch::Contains("workgroup (2, 0, 0)"));
+  CHECK(error_with(4) == sequential);
 }

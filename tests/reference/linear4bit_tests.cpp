@@ -381,3 +381,22 @@ TEST_CASE("every registered op's test shapes run in the interpreter without erro
     }
   }
 }
+
+TEST_CASE("running workgroups on several threads gives the same bits and counts", "[linear4bit][threads]") {
+  Program program = linear_4bit_affine_grouped(256, 100, 24);
+  BufferSet serial = runtime::random_buffers(program, 11);
+  BufferSet parallel = serial;
+  reference::RunStatistics serial_statistics, parallel_statistics;
+  reference::RunOptions options;
+  options.statistics = &serial_statistics;
+  reference::run(program, serial, options);
+  options.statistics = &parallel_statistics;
+  options.threads = 3;
+  reference::run(program, parallel, options);
+  CHECK(serial.at("out").bytes == parallel.at("out").bytes);
+  CHECK(serial_statistics.workgroups == 13);
+  CHECK(parallel_statistics.workgroups == 13);
+  CHECK(serial_statistics.global_loads == parallel_statistics.global_loads);
+  CHECK(serial_statistics.arithmetic_ops == parallel_statistics.arithmetic_ops);
+  CHECK(serial_statistics.loads_per_buffer == parallel_statistics.loads_per_buffer);
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Draws report.png from results.csv (written by minilm_report).
+
+Relative Frobenius error per linear layer (x axis: layer.linear) for each scheme, plus
+the bytes of packed weights + sidecars relative to f32. Uses Debian's matplotlib:
+run with /usr/bin/python3 (examples/minilm/run.sh does).
+    /usr/bin/python3 examples/minilm/plot.py examples/minilm/report
+"""
+import csv
+import pathlib
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+SHORT = {"attention.self.query": "q", "attention.self.key": "k", "attention.self.value": "v",
+         "attention.output.dense": "attn_out", "intermediate.dense": "ffn_up", "output.dense": "ffn_down"}
+
+
+def key_of(row):
+    return f"{row['layer']}.{SHORT.get(row['linear'], row['linear'])}"
+
+
+def main(report_dir):
+    report_dir = pathlib.Path(report_dir)
+    with open(report_dir / "results.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    if not rows:
+        sys.exit(f"{report_dir}/results.csv has no rows")
+    layers = []
+    for row in rows:
+        key = key_of(row)
+        if key not in layers:
+            layers.append(key)
+    schemes = list(dict.fromkeys(row["scheme"] for row in rows))
+    figure, (errors, sizes) = plt.subplots(
+        2, 1, figsize=(max(8, 0.35 * len(layers) + 3), 8), gridspec_kw={"height_ratios": [3, 1]})
+    for scheme in schemes:
+        points = {key_of(r): float(r["relative_frobenius"]) for r in rows if r["scheme"] == scheme}
+        errors.plot([layers.index(k) for k in points], list(points.values()), marker="o", markersize=3,
+                    linewidth=1, label=scheme)
+    errors.set_xticks(range(len(layers)))
+    errors.set_xticklabels(layers, rotation=90, fontsize=7)
+    errors.set_ylabel("relative Frobenius error vs f64")
+    errors.set_title("all-MiniLM-L6-v2 linear layers through quantc 4-bit kernels (real token activations)")
+    errors.grid(alpha=0.3)
+    errors.legend(fontsize=8)
+    ratios = {}
+    for row in rows:
+        ratios.setdefault(row["scheme"], (int(row["packed_bytes"]) + int(row["sidecar_bytes"])) / int(row["f32_bytes"]))
+    sizes.bar(list(ratios), list(ratios.values()), color="tab:gray")
+    sizes.set_ylabel("bytes vs f32")
+    for index, value in enumerate(ratios.values()):
+        sizes.text(index, value, f"{value:.3f}", ha="center", va="bottom", fontsize=8)
+    figure.tight_layout()
+    figure.savefig(report_dir / "report.png", dpi=110)
+    print(f"wrote {report_dir / 'report.png'}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "examples/minilm/report")

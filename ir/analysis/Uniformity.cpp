@@ -1,0 +1,235 @@
+#include "ir/analysis/Uniformity.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "ir/IRVisitor.h"
+#include "ir/Printer.h"
+
+namespace quantc::ir::analysis {
+
+namespace {
+constexpr std::uint32_t kSubgroupSize = 32;
+}
+
+/// One walk over the program with the variable shapes of the previous iteration.
+class UniformityWalker : public IRVisitor {
+ public:
+  UniformityWalker(const Uniformity& analysis, bool record) : analysis_(analysis), record_(record) {}
+
+  std::map<std::string, Uniformity::Shape> shapes;  // shapes found by this walk
+  std::vector<DivergentSubgroupOp> divergent_ops;
+
+ protected:
+  using Shape = Uniformity::Shape;
+
+  void visit_Let(const Let& node) override {
+    check_subgroup_ops(node.value);
+    bind(node.name, analysis_.shape_of(node.value));
+  }
+  void visit_Assign(const Assign& node) override {
+    check_subgroup_ops(node.value);
+    bind(node.name, control_.empty() ? analysis_.shape_of(node.value) : Shape::Divergent);
+  }
+  void visit_Store(const Store& node) override {
+    check_subgroup_ops(node.index);
+    check_subgroup_ops(node.value);
+  }
+  void visit_If(const If& node) override {
+    check_subgroup_ops(node.cond);
+    bool divergent = analysis_.shape_of(node.cond) != Shape::Uniform;
+    if (divergent) {
+      control_.push_back(fmt::format("it sits under `if {}` whose condition is not subgroup-uniform", print(node.cond)));
+    }
+    visit(node.then_body);
+    visit(node.else_body);
+    if (divergent) control_.pop_back();
+  }
+  void visit_Loop(const Loop& node) override {
+    check_subgroup_ops(node.from);
+    check_subgroup_ops(node.to);
+    bool divergent = analysis_.shape_of(node.from) != Shape::Uniform || analysis_.shape_of(node.to) != Shape::Uniform;
+    bind(node.var, divergent ? Shape::Divergent : Shape::Uniform);
+    if (divergent) {
+      control_.push_back(fmt::format("it sits in loop `{}` whose bounds {} .. {} are not subgroup-uniform", node.var,
+                                     print(node.from), print(node.to)));
+    }
+    // A lane that returned in an earlier iteration makes the whole body divergent.
+    std::size_t exits_before = divergent_exits_;
+    visit(node.body);
+    if (divergent_exits_ > exits_before && !loop_reason_pushed_.count(&node)) {
+      loop_reason_pushed_.insert(&node);
+      control_.push_back(fmt::format("a lane may have returned early in loop `{}`", node.var));
+      visit(node.body);  // revisit the body under divergent control
+      control_.pop_back();
+    }
+    if (divergent) control_.pop_back();
+  }
+  void visit_Return(const Return&) override {
+    if (control_.empty()) return;
+    // Lanes that did not return continue alone: everything after is divergent.
+    ++divergent_exits_;
+    control_.insert(control_.begin(), "a lane may have returned earlier under divergent control");
+  }
+
+ private:
+  void bind(const std::string& name, Shape shape) {
+    auto [entry, inserted] = shapes.emplace(name, shape);
+    if (!inserted && entry->second != shape) entry->second = Shape::Divergent;
+  }
+
+  void check_subgroup_ops(const Expr& expr) {
+    if (!record_ || control_.empty() || !expr.defined()) return;
+    struct Finder : IRVisitor {
+      std::vector<Expr> found;
+      void visit_SubgroupShuffle(const SubgroupShuffle& node) override {
+        found.push_back(SubgroupShuffle::make(node.value, node.lane));
+        IRVisitor::visit_SubgroupShuffle(node);
+      }
+      void visit_SubgroupReduce(const SubgroupReduce& node) override {
+        found.push_back(SubgroupReduce::make(node.op, node.value));
+        IRVisitor::visit_SubgroupReduce(node);
+      }
+      void visit_SubgroupBallot(const SubgroupBallot& node) override {
+        found.push_back(SubgroupBallot::make(node.cond));
+        IRVisitor::visit_SubgroupBallot(node);
+      }
+    } finder;
+    finder.visit(expr);
+    for (const Expr& op : finder.found) divergent_ops.push_back({print(op), control_.back()});
+  }
+
+  const Uniformity& analysis_;
+  bool record_;
+  std::vector<std::string> control_;  // why control is divergent, innermost last
+  std::size_t divergent_exits_ = 0;
+  std::set<const Loop*> loop_reason_pushed_;
+};
+
+Uniformity::Uniformity(const Program& program) : workgroup_size_(program.workgroup_size) {
+  for (const BufferDecl& buffer : program.buffers) {
+    if (!buffer.is_output()) read_only_.insert(buffer.name);
+  }
+  if (!program.entry.defined()) return;
+  // Greatest fixed point: start with every variable uniform, demote until stable.
+  std::map<std::string, Shape> previous;
+  for (int iteration = 0; iteration < 64; ++iteration) {
+    UniformityWalker walker(*this, false);
+    walker.visit(program.entry);
+    if (walker.shapes == previous) break;
+    previous = walker.shapes;
+    shapes_ = previous;
+  }
+  UniformityWalker recorder(*this, true);
+  recorder.visit(program.entry);
+  divergent_ops_ = recorder.divergent_ops;
+}
+
+bool Uniformity::is_uniform(const Expr& expr) const { return shape_of(expr) == Shape::Uniform; }
+
+bool Uniformity::is_uniform_variable(const std::string& name) const {
+  auto found = shapes_.find(name);
+  return found == shapes_.end() || found->second == Shape::Uniform;
+}
+
+namespace {
+
+bool is_multiple_of_subgroup(const Expr& expr) {
+  const Literal* literal = expr.as<Literal>();
+  return literal != nullptr && literal->bits % kSubgroupSize == 0;
+}
+
+}  // namespace
+
+Uniformity::Shape Uniformity::shape_of(const Expr& expr) const {
+  auto all_uniform = [&](std::initializer_list<Expr> operands) {
+    for (const Expr& operand : operands) {
+      if (shape_of(operand) != Shape::Uniform) return Shape::Divergent;
+    }
+    return Shape::Uniform;
+  };
+  switch (expr.kind()) {
+    case ExprKind::Literal:
+    case ExprKind::BufferLength:
+    case ExprKind::SubgroupReduce:
+    case ExprKind::SubgroupBallot:
+      return Shape::Uniform;
+    case ExprKind::Var: {
+      auto found = shapes_.find(expr.as<Var>()->name);
+      return found == shapes_.end() ? Shape::Uniform : found->second;
+    }
+    case ExprKind::Builtin: {
+      const Builtin& node = *expr.as<Builtin>();
+      const auto [x, y, z] = workgroup_size_;
+      switch (node.builtin) {
+        case BuiltinKind::WorkgroupId:
+        case BuiltinKind::SubgroupSize:
+          return Shape::Uniform;
+        case BuiltinKind::SubgroupLocalId:
+          return Shape::LaneBlocked;
+        case BuiltinKind::LocalId:
+        case BuiltinKind::InvocationId: {
+          // Subgroups are 32 consecutive invocations of the linearised workgroup.
+          bool rows_hold_whole_subgroups = x % kSubgroupSize == 0;
+          if (node.axis == 0) {
+            if (x == 1) return Shape::Uniform;
+            if (rows_hold_whole_subgroups) return Shape::LaneBlocked;
+            if (node.builtin == BuiltinKind::LocalId && y == 1 && z == 1) return Shape::LaneBlocked;
+            return Shape::Divergent;
+          }
+          if (node.axis == 1) return rows_hold_whole_subgroups ? Shape::Uniform : Shape::Divergent;
+          return (x * y) % kSubgroupSize == 0 ? Shape::Uniform : Shape::Divergent;
+        }
+      }
+      return Shape::Divergent;
+    }
+    case ExprKind::Load: {
+      const Load& node = *expr.as<Load>();
+      if (!read_only_.count(node.buffer)) return Shape::Divergent;
+      return all_uniform({node.index});
+    }
+    case ExprKind::Binary: {
+      const Binary& node = *expr.as<Binary>();
+      Shape lhs = shape_of(node.lhs), rhs = shape_of(node.rhs);
+      if (lhs == Shape::Uniform && rhs == Shape::Uniform) return Shape::Uniform;
+      const Literal* literal = node.rhs.as<Literal>();
+      if (lhs == Shape::LaneBlocked && literal != nullptr) {
+        // 32*q + lane with q uniform: dividing by / masking to multiples of 32 drops the lane.
+        if (node.op == BinaryOp::Div && literal->bits % kSubgroupSize == 0 && literal->bits != 0) return Shape::Uniform;
+        if (node.op == BinaryOp::Shr && literal->bits >= 5) return Shape::Uniform;
+        if (node.op == BinaryOp::BitAnd && literal->bits % kSubgroupSize == 0) return Shape::Uniform;
+      }
+      if (node.op == BinaryOp::Add) {
+        auto uniform_multiple = [&](const Expr& operand) {
+          if (is_multiple_of_subgroup(operand)) return true;
+          const Binary* product = operand.as<Binary>();
+          return product != nullptr && product->op == BinaryOp::Mul && shape_of(operand) == Shape::Uniform &&
+                 (is_multiple_of_subgroup(product->lhs) || is_multiple_of_subgroup(product->rhs));
+        };
+        if (lhs == Shape::LaneBlocked && rhs == Shape::Uniform && uniform_multiple(node.rhs)) return Shape::LaneBlocked;
+        if (rhs == Shape::LaneBlocked && lhs == Shape::Uniform && uniform_multiple(node.lhs)) return Shape::LaneBlocked;
+      }
+      return Shape::Divergent;
+    }
+    case ExprKind::Unary:
+      return all_uniform({expr.as<Unary>()->operand});
+    case ExprKind::Cast:
+      return all_uniform({expr.as<Cast>()->value});
+    case ExprKind::Select: {
+      const Select& node = *expr.as<Select>();
+      return all_uniform({node.cond, node.if_true, node.if_false});
+    }
+    case ExprKind::Fma: {
+      const Fma& node = *expr.as<Fma>();
+      return all_uniform({node.a, node.b, node.c});
+    }
+    case ExprKind::SubgroupShuffle:
+      return all_uniform({expr.as<SubgroupShuffle>()->lane});
+    case ExprKind::Lookup:
+      return all_uniform({expr.as<Lookup>()->index});
+  }
+  return Shape::Divergent;
+}
+
+}  // namespace quantc::ir::analysis

@@ -1,0 +1,479 @@
+#include "ir/ops/Int4Packed.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "ir/Builder.h"
+#include "ir/ops/Checks.h"
+
+namespace quantc::ir::ops {
+namespace {
+
+constexpr std::uint32_t kSubgroupLanes = 32;
+constexpr std::uint32_t kWorkgroupInvocations = 256;
+constexpr std::uint32_t kSubgroupsPerWorkgroup = kWorkgroupInvocations / kSubgroupLanes;
+constexpr std::uint32_t kValuesPerWord = 8;
+// Batches per subgroup in the batched ops: each unpacked weight word feeds this many
+// accumulators, so weight traffic drops 4x while a lane holds only 4 partial sums.
+constexpr std::uint32_t kBatchTile = 4;
+constexpr std::uint32_t kMaxExactF32Index = 1u << 24;
+
+constexpr char kDotId[] = "vyre-libs::quant::int4_dot_i32";
+constexpr char kDotScaledId[] = "vyre-libs::quant::int4_dot_f32_scaled";
+constexpr char kMatvecId[] = "vyre-libs::quant::int4_matvec_f32_scaled";
+constexpr char kBatchedMatvecId[] = "vyre-libs::quant::int4_batched_matvec_f32_scaled";
+constexpr char kBatchedMatmulId[] = "vyre-libs::quant::int4_batched_matmul_f32_scaled";
+constexpr char kTop1Id[] = "vyre-libs::quant::int4_batched_matmul_top1_f32_scaled";
+
+/// Value `position` (0..7) of a packed word, sign-extended to i32: shift the nibble to
+/// the top of the word, then shift it back arithmetically.
+Expr signed_nibble(const Expr& word, std::uint32_t position) {
+  return cast(ScalarType::I32, word << double(28 - 4 * position)) >> 28.0;
+}
+
+/// Binds `word` to `<prefix>_word` (one load) and its first `values` signed nibbles to
+/// lets `<prefix>0`, `<prefix>1`, ...
+std::vector<Expr> unpack_word(Body& body, const Expr& word_value, std::uint32_t values, const std::string& prefix) {
+  Expr word = body.let(prefix + "_word", word_value);
+  std::vector<Expr> unpacked;
+  for (std::uint32_t i = 0; i < values; ++i) {
+    unpacked.push_back(body.let(fmt::format("{}{}", prefix, i), signed_nibble(word, i)));
+  }
+  return unpacked;
+}
+
+/// sum_i lhs_values[i] * nibble(rhs_word, i) over the first lhs_values.size() nibbles
+/// (i32); binds the rhs word to the let `rhs_name` so it is loaded once.
+Expr int4_word_dot(Body& body, const std::vector<Expr>& lhs_values, const Expr& rhs_word_value,
+                   const std::string& rhs_name) {
+  Expr rhs_word = body.let(rhs_name, rhs_word_value);
+  Expr sum = lhs_values[0] * signed_nibble(rhs_word, 0);
+  for (std::uint32_t i = 1; i < lhs_values.size(); ++i) sum = sum + lhs_values[i] * signed_nibble(rhs_word, i);
+  return sum;
+}
+
+/// Emits the work for one packed word: `word_index` within the row and the number of
+/// valid values in it (8, or cols%8 for a row's last, partial word).
+using WordVisitor = std::function<void(Body&, const Expr& word_index, std::uint32_t values)>;
+
+/// Walks a row's words the way one lane of a subgroup owns them: full words lane,
+/// lane+32, lane+64, ... in increasing order, then the partial tail word (if cols%8 != 0)
+/// on the lane that owns word index cols/8. Visiting in this order keeps every lane's
+/// partial sum in increasing column order, the order the oracle reproduces.
+void for_each_lane_word(Body& body, const Expr& lane, std::uint32_t cols, const WordVisitor& visit) {
+  const std::uint32_t full_words = cols / kValuesPerWord;
+  const std::uint32_t tail_values = cols % kValuesPerWord;
+  if (full_words > 0) {
+    body.loop("word_step", u32(0), u32(ceil_div(full_words, kSubgroupLanes)), [&](Body& loop, Expr step) {
+      Expr word = loop.let("word", step * double(kSubgroupLanes) + lane);
+      loop.if_then(word < double(full_words), [&](Body& in_range) { visit(in_range, word, kValuesPerWord); });
+    });
+  }
+  if (tail_values > 0) {
+    body.if_then(eq(lane, u32(full_words % kSubgroupLanes)),
+                 [&](Body& owner) { visit(owner, u32(full_words), tail_values); });
+  }
+}
+
+void check_int4_dims(const char* op, std::uint32_t batch, std::uint32_t rows, std::uint32_t cols) {
+  require_nonzero(op, "batch", batch, "no activation vectors; pass batch >= 1");
+  require_nonzero(op, "rows", rows, "empty output; pass rows >= 1");
+  require_nonzero(op, "cols", cols, "empty reduction; pass cols >= 1");
+}
+
+// --- dot products -----------------------------------------------------------------
+
+/// The shared dot kernel: one subgroup sums lane partials, `finish` stores lane 0's result.
+Program dot_program(const char* name, const char* op_id, std::uint32_t lane_count, bool scaled) {
+  require_nonzero(name, "lane_count", lane_count, "empty dot product; pass lane_count >= 1");
+  const std::uint32_t words = int4_packed_words(lane_count);
+  ProgramBuilder program(name);
+  BufferRef lhs = program.input("lhs", ScalarType::U32, words);
+  BufferRef rhs = program.input("rhs", ScalarType::U32, words);
+  BufferRef lhs_scale, rhs_scale;
+  if (scaled) {
+    lhs_scale = program.input("lhs_scale", ScalarType::F32, 1);
+    rhs_scale = program.input("rhs_scale", ScalarType::F32, 1);
+  }
+  BufferRef out = program.output("out", scaled ? ScalarType::F32 : ScalarType::I32, 1);
+  program.launch({kSubgroupLanes, 1, 1}, {1, 1, 1});
+  program.body([&](Body& body) {
+    body.region(op_id, [&](Body& region) {
+      Expr lane = region.let("lane", local_id(0));
+      Expr partial = region.let("partial", i32(0));
+      for_each_lane_word(region, lane, lane_count, [&](Body& word_body, const Expr& word, std::uint32_t values) {
+        std::vector<Expr> lhs_values = unpack_word(word_body, lhs[word], values, "lhs_value");
+        word_body.assign(partial, partial + int4_word_dot(word_body, lhs_values, rhs[word], "rhs_word"));
+      });
+      Expr total = region.let("total", subgroup_add(partial));
+      region.if_then(eq(lane, u32(0)), [&](Body& leader) {
+        if (scaled) {
+          leader.store(out, u32(0), cast(ScalarType::F32, total) * (lhs_scale[0u] * rhs_scale[0u]));
+        } else {
+          leader.store(out, u32(0), total);
+        }
+      });
+    });
+  });
+  return program.build();
+}
+
+// --- row-per-subgroup products ----------------------------------------------------
+
+struct RowSubgroupLayout {
+  Expr lane, row, batch_begin;
+};
+
+/// Launch and index setup shared by the batched kernels: one subgroup per row, 8 rows
+/// per workgroup along x, `tile` batches per workgroup along y.
+RowSubgroupLayout row_subgroup_layout(Body& region, std::uint32_t tile) {
+  Expr local = region.let("local", local_id(0));
+  Expr subgroup = region.let("subgroup", local / double(kSubgroupLanes));
+  Expr lane = region.let("lane", local % double(kSubgroupLanes));
+  Expr row = region.let("row", workgroup_id(0) * double(kSubgroupsPerWorkgroup) + subgroup);
+  Expr batch_begin = region.let("batch_begin", workgroup_id(1) * double(tile));
+  return {lane, row, batch_begin};
+}
+
+/// Float matvec for `batch` activation vectors (batch 1 is the plain matvec).
+Program batched_matvec_program(const char* name, const char* op_id, std::uint32_t batch, std::uint32_t rows,
+                               std::uint32_t cols) {
+  check_int4_dims(name, batch, rows, cols);
+  const std::uint32_t words_per_row = int4_packed_words(cols);
+  const std::uint32_t weight_words = checked_count(name, "rows*ceil(cols/8)", rows, words_per_row);
+  const std::uint32_t x_count = checked_count(name, "batch*cols", batch, cols);
+  const std::uint32_t out_count = checked_count(name, "batch*rows", batch, rows);
+  const std::uint32_t tile = std::min(batch, kBatchTile);
+  const std::uint32_t batch_workgroups = ceil_div(batch, tile);
+  require_grid_yz(name, "y (ceil(batch/4))", batch_workgroups, "split the batch into launches of <= 262140");
+
+  ProgramBuilder program(name);
+  BufferRef weights = program.input("weights", ScalarType::U32, weight_words);
+  BufferRef x = program.input("x", ScalarType::F32, x_count);
+  BufferRef row_scales = program.input("row_scales", ScalarType::F32, rows);
+  BufferRef out = program.output("out", ScalarType::F32, out_count);
+  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(rows, kSubgroupsPerWorkgroup), batch_workgroups, 1});
+  program.body([&](Body& body) {
+    body.region(op_id, [&](Body& region) {
+      RowSubgroupLayout layout = row_subgroup_layout(region, tile);
+      // The row is the same for all 32 lanes, so the subgroup_add below stays in
+      // subgroup-uniform control flow.
+      region.if_then(layout.row < double(rows), [&](Body& per_row) {
+        std::vector<Expr> x_base, acc;
+        for (std::uint32_t t = 0; t < tile; ++t) {
+          // Batches past the end (last tile) read the last batch; their stores are skipped.
+          Expr batch_index = min(layout.batch_begin + double(t), u32(batch - 1));
+          x_base.push_back(per_row.let(fmt::format("x_base{}", t), batch_index * double(cols)));
+          acc.push_back(per_row.let(fmt::format("acc{}", t), f32(0.0f)));
+        }
+        Expr weight_base = per_row.let("weight_base", layout.row * double(words_per_row));
+        for_each_lane_word(per_row, layout.lane, cols, [&](Body& word_body, const Expr& word, std::uint32_t values) {
+          std::vector<Expr> weight_values = unpack_word(word_body, weights[weight_base + word], values, "weight");
+          Expr column_base = word_body.let("column_base", word * double(kValuesPerWord));
+          for (std::uint32_t v = 0; v < values; ++v) {
+            Expr weight = cast(ScalarType::F32, weight_values[v]);
+            for (std::uint32_t t = 0; t < tile; ++t) {
+              word_body.assign(acc[t], acc[t] + weight * x[x_base[t] + column_base + double(v)]);
+            }
+          }
+        });
+        std::vector<Expr> sums;
+        for (std::uint32_t t = 0; t < tile; ++t) sums.push_back(per_row.let(fmt::format("sum{}", t), subgroup_add(acc[t])));
+        per_row.if_then(eq(layout.lane, u32(0)), [&](Body& leader) {
+          Expr scale = leader.let("row_scale", row_scales[layout.row]);
+          for (std::uint32_t t = 0; t < tile; ++t) {
+            Expr batch_index = layout.batch_begin + double(t);
+            leader.if_then(batch_index < double(batch), [&](Body& store) {
+              store.store(out, batch_index * double(rows) + layout.row, scale * sums[t]);
+            });
+          }
+        });
+      });
+    });
+  });
+  return program.build();
+}
+
+struct PackedMatmulBuffers {
+  BufferRef weights, activations, row_scales, batch_scales;
+};
+
+PackedMatmulBuffers declare_packed_matmul_inputs(ProgramBuilder& program, const char* name, std::uint32_t batch,
+                                                 std::uint32_t rows, std::uint32_t cols) {
+  const std::uint32_t words_per_row = int4_packed_words(cols);
+  const std::uint32_t weight_words = checked_count(name, "rows*ceil(cols/8)", rows, words_per_row);
+  const std::uint32_t activation_words = checked_count(name, "batch*ceil(cols/8)", batch, words_per_row);
+  return {program.input("weights", ScalarType::U32, weight_words),
+          program.input("activations", ScalarType::U32, activation_words),
+          program.input("row_scales", ScalarType::F32, rows), program.input("batch_scales", ScalarType::F32, batch)};
+}
+
+/// `better(a, b)`: (score_a, row_a) ranks above (score_b, row_b): numbers above NaN,
+/// then the higher score, then (equal scores or both NaN) the lower row. A strict total
+/// order on distinct rows, so the best pair does not depend on the combining order.
+Expr ranks_above(const Expr& score_a, const Expr& row_a, const Expr& score_b, const Expr& row_b) {
+  Expr a_is_number = eq(score_a, score_a);
+  Expr b_is_number = eq(score_b, score_b);
+  Expr tie = logical_or(eq(score_a, score_b), logical_and(!a_is_number, !b_is_number));
+  return logical_or(logical_and(a_is_number, !b_is_number),
+                    logical_or(score_a > score_b, logical_and(tie, row_a < row_b)));
+}
+
+}  // namespace
+
+std::uint32_t int4_packed_words(std::uint32_t values) { return ceil_div(values, kValuesPerWord); }
+
+Program int4_dot_i32(std::uint32_t lane_count) { return dot_program("int4_dot_i32", kDotId, lane_count, false); }
+
+Program int4_dot_f32_scaled(std::uint32_t lane_count) {
+  return dot_program("int4_dot_f32_scaled", kDotScaledId, lane_count, true);
+}
+
+Program int4_matvec_f32_scaled(std::uint32_t rows, std::uint32_t cols) {
+  return batched_matvec_program("int4_matvec_f32_scaled", kMatvecId, 1, rows, cols);
+}
+
+Program int4_batched_matvec_f32_scaled(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols) {
+  return batched_matvec_program("int4_batched_matvec_f32_scaled", kBatchedMatvecId, batch, rows, cols);
+}
+
+Program int4_batched_matmul_f32_scaled(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols) {
+  const char* name = "int4_batched_matmul_f32_scaled";
+  check_int4_dims(name, batch, rows, cols);
+  const std::uint32_t words_per_row = int4_packed_words(cols);
+  const std::uint32_t out_count = checked_count(name, "batch*rows", batch, rows);
+  const std::uint32_t tile = std::min(batch, kBatchTile);
+  const std::uint32_t batch_workgroups = ceil_div(batch, tile);
+  require_grid_yz(name, "y (ceil(batch/4))", batch_workgroups, "split the batch into launches of <= 262140");
+
+  ProgramBuilder program(name);
+  PackedMatmulBuffers in = declare_packed_matmul_inputs(program, name, batch, rows, cols);
+  BufferRef out = program.output("out", ScalarType::F32, out_count);
+  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(rows, kSubgroupsPerWorkgroup), batch_workgroups, 1});
+  program.body([&](Body& body) {
+    body.region(kBatchedMatmulId, [&](Body& region) {
+      RowSubgroupLayout layout = row_subgroup_layout(region, tile);
+      region.if_then(layout.row < double(rows), [&](Body& per_row) {
+        std::vector<Expr> activation_base, partial;
+        for (std::uint32_t t = 0; t < tile; ++t) {
+          Expr batch_index = min(layout.batch_begin + double(t), u32(batch - 1));
+          activation_base.push_back(
+              per_row.let(fmt::format("activation_base{}", t), batch_index * double(words_per_row)));
+          partial.push_back(per_row.let(fmt::format("partial{}", t), i32(0)));
+        }
+        Expr weight_base = per_row.let("weight_base", layout.row * double(words_per_row));
+        for_each_lane_word(per_row, layout.lane, cols, [&](Body& word_body, const Expr& word, std::uint32_t values) {
+          std::vector<Expr> weight_values = unpack_word(word_body, in.weights[weight_base + word], values, "weight");
+          for (std::uint32_t t = 0; t < tile; ++t) {
+            Expr dot = int4_word_dot(word_body, weight_values, in.activations[activation_base[t] + word],
+                                     fmt::format("activation_word{}", t));
+            word_body.assign(partial[t], partial[t] + dot);
+          }
+        });
+        std::vector<Expr> dots;
+        for (std::uint32_t t = 0; t < tile; ++t) {
+          dots.push_back(per_row.let(fmt::format("dot{}", t), subgroup_add(partial[t])));
+        }
+        per_row.if_then(eq(layout.lane, u32(0)), [&](Body& leader) {
+          Expr row_scale = leader.let("row_scale", in.row_scales[layout.row]);
+          for (std::uint32_t t = 0; t < tile; ++t) {
+            Expr batch_index = layout.batch_begin + double(t);
+            leader.if_then(batch_index < double(batch), [&](Body& store) {
+              store.store(out, batch_index * double(rows) + layout.row,
+                          (cast(ScalarType::F32, dots[t]) * row_scale) * in.batch_scales[batch_index]);
+            });
+          }
+        });
+      });
+    });
+  });
+  return program.build();
+}
+
+Program int4_batched_matmul_top1_f32_scaled(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols) {
+  const char* name = "int4_batched_matmul_top1_f32_scaled";
+  check_int4_dims(name, batch, rows, cols);
+  if (rows > kMaxExactF32Index) {
+    throw OpError(fmt::format("Fix: {} rows={} exceeds 16777216: row indices are returned as f32 and would not "
+                              "be exact; split the rows into chunks of <= 16777216.",
+                              name, rows));
+  }
+  const std::uint32_t words_per_row = int4_packed_words(cols);
+  const std::uint32_t full_words = cols / kValuesPerWord;
+  const std::uint32_t tail_values = cols % kValuesPerWord;
+  const std::uint32_t out_count = checked_count(name, "2*batch", 2, batch);
+
+  ProgramBuilder program(name);
+  PackedMatmulBuffers in = declare_packed_matmul_inputs(program, name, batch, rows, cols);
+  BufferRef out = program.output("out", ScalarType::F32, out_count);
+  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(batch, kSubgroupsPerWorkgroup), 1, 1});
+  program.body([&](Body& body) {
+    body.region(kTop1Id, [&](Body& region) {
+      Expr local = region.let("local", local_id(0));
+      Expr lane = region.let("lane", local % double(kSubgroupLanes));
+      Expr batch_index =
+          region.let("batch_index", workgroup_id(0) * double(kSubgroupsPerWorkgroup) + local / double(kSubgroupLanes));
+      // Uniform per subgroup: the shuffles below run with all 32 lanes active.
+      region.if_then(batch_index < double(batch), [&](Body& per_batch) {
+        Expr best_score = per_batch.let("best_score", f32(std::numeric_limits<float>::quiet_NaN()));
+        Expr best_row = per_batch.let("best_row", u32(0xFFFFFFFFu));  // ranks below every real row
+        Expr batch_scale = per_batch.let("batch_scale", in.batch_scales[batch_index]);
+        Expr activation_base = per_batch.let("activation_base", batch_index * double(words_per_row));
+        per_batch.loop("row_step", u32(0), u32(ceil_div(rows, kSubgroupLanes)), [&](Body& rows_loop, Expr step) {
+          Expr row = rows_loop.let("row", step * double(kSubgroupLanes) + lane);
+          rows_loop.if_then(row < double(rows), [&](Body& per_row) {
+            Expr weight_base = per_row.let("weight_base", row * double(words_per_row));
+            Expr dot = per_row.let("dot", i32(0));
+            auto add_word = [&](Body& word_body, const Expr& word, std::uint32_t values) {
+              std::vector<Expr> weight_values =
+                  unpack_word(word_body, in.weights[weight_base + word], values, "weight");
+              word_body.assign(dot, dot + int4_word_dot(word_body, weight_values, in.activations[activation_base + word],
+                                                          "activation_word"));
+            };
+            if (full_words > 0) {
+              per_row.loop("word", u32(0), u32(full_words),
+                           [&](Body& words_loop, Expr word) { add_word(words_loop, word, kValuesPerWord); });
+            }
+            if (tail_values > 0) add_word(per_row, u32(full_words), tail_values);
+            Expr score = per_row.let("score", (cast(ScalarType::F32, dot) * in.row_scales[row]) * batch_scale);
+            Expr take = per_row.let("take", ranks_above(score, row, best_score, best_row));
+            per_row.assign(best_score, select(take, score, best_score));
+            per_row.assign(best_row, select(take, row, best_row));
+          });
+        });
+        for (std::uint32_t offset = kSubgroupLanes / 2; offset >= 1; offset /= 2) {
+          Expr partner = lane ^ double(offset);
+          Expr other_score = per_batch.let(fmt::format("other_score{}", offset), subgroup_shuffle(best_score, partner));
+          Expr other_row = per_batch.let(fmt::format("other_row{}", offset), subgroup_shuffle(best_row, partner));
+          Expr take = per_batch.let(fmt::format("take{}", offset), ranks_above(other_score, other_row, best_score, best_row));
+          per_batch.assign(best_score, select(take, other_score, best_score));
+          per_batch.assign(best_row, select(take, other_row, best_row));
+        }
+        per_batch.if_then(eq(lane, u32(0)), [&](Body& leader) {
+          leader.store(out, batch_index, best_score);
+          leader.store(out, batch_index + double(batch), cast(ScalarType::F32, best_row));
+        });
+      });
+    });
+  });
+  return program.build();
+}
+
+namespace {
+OpArgs shape(std::initializer_list<std::pair<const char*, std::uint32_t>> values) {
+  OpArgs args;
+  for (const auto& [name, value] : values) args.set(name, value);
+  return args;
+}
+}  // namespace
+
+std::vector<OpInfo> int4_packed_ops() {
+  const std::string seed = "vyre-libs-0.6.2 quant::int4";
+  const std::string packing = "8 signed nibbles per u32, value i at bits 4i..4i+3; row of cols = ceil(cols/8) words";
+  ParamSpec lane_count{"lane_count", ParamType::U32, "INT4 values in each operand", "", "> 0", {}};
+  ParamSpec batch{"batch", ParamType::U32, "activation vectors", "", "> 0, ceil(batch/4) <= 65535", {}};
+  ParamSpec rows{"rows", ParamType::U32, "weight rows (outputs per batch)", "", "> 0", {}};
+  ParamSpec cols{"cols", ParamType::U32, "values per row (reduction length)", "", "> 0", {}};
+  ParamSpec top1_rows = rows;
+  top1_rows.constraint = "> 0, <= 16777216";
+  ParamSpec top1_batch = batch;
+  top1_batch.constraint = "> 0";
+  const BufferSpec weights{"weights", "weight", ScalarType::U32, "rows * ceil(cols/8)"};
+  const BufferSpec row_scales{"row_scales", "sidecar", ScalarType::F32, "rows"};
+  const BufferSpec activations{"activations", "input", ScalarType::U32, "batch * ceil(cols/8)"};
+  const BufferSpec batch_scales{"batch_scales", "sidecar", ScalarType::F32, "batch"};
+
+  std::vector<OpInfo> ops;
+  ops.push_back(OpInfo{
+      .name = "int4_dot_i32",
+      .summary = "out[0] = sum_i lhs[i] * rhs[i] over packed signed INT4 values, as i32",
+      .layout = packing,
+      .seed = seed,
+      .params = {lane_count},
+      .buffers = {{"lhs", "input", ScalarType::U32, "ceil(lane_count/8)"},
+                  {"rhs", "input", ScalarType::U32, "ceil(lane_count/8)"},
+                  {"out", "output", ScalarType::I32, "1"}},
+      .build = [](const OpArgs& args) { return int4_dot_i32(args.u32("lane_count")); },
+      .test_shapes = {shape({{"lane_count", 8}}), shape({{"lane_count", 9}}), shape({{"lane_count", 300}})},
+  });
+  ops.push_back(OpInfo{
+      .name = "int4_dot_f32_scaled",
+      .summary = "out[0] = f32(int4 dot) * (lhs_scale[0] * rhs_scale[0])",
+      .layout = packing,
+      .seed = seed,
+      .params = {lane_count},
+      .buffers = {{"lhs", "input", ScalarType::U32, "ceil(lane_count/8)"},
+                  {"rhs", "input", ScalarType::U32, "ceil(lane_count/8)"},
+                  {"lhs_scale", "sidecar", ScalarType::F32, "1"},
+                  {"rhs_scale", "sidecar", ScalarType::F32, "1"},
+                  {"out", "output", ScalarType::F32, "1"}},
+      .build = [](const OpArgs& args) { return int4_dot_f32_scaled(args.u32("lane_count")); },
+      .test_shapes = {shape({{"lane_count", 8}}), shape({{"lane_count", 7}}), shape({{"lane_count", 264}})},
+  });
+  ops.push_back(OpInfo{
+      .name = "int4_matvec_f32_scaled",
+      .summary = "out[r] = row_scales[r] * sum_c w[r][c] * x[c]",
+      .layout = packing + "; one subgroup per row",
+      .seed = seed,
+      .params = {rows, cols},
+      .buffers = {weights,
+                  {"x", "input", ScalarType::F32, "cols"},
+                  row_scales,
+                  {"out", "output", ScalarType::F32, "rows"}},
+      .build = [](const OpArgs& args) { return int4_matvec_f32_scaled(args.u32("rows"), args.u32("cols")); },
+      .test_shapes = {shape({{"rows", 2}, {"cols", 8}}), shape({{"rows", 3}, {"cols", 9}}),
+                      shape({{"rows", 9}, {"cols", 263}})},
+  });
+  ops.push_back(OpInfo{
+      .name = "int4_batched_matvec_f32_scaled",
+      .summary = "out[b, r] = row_scales[r] * sum_c w[r][c] * x[b, c]",
+      .layout = packing + "; x [batch, cols], out [batch, rows] (row fastest); subgroup per row x 4 batches",
+      .seed = seed,
+      .params = {batch, rows, cols},
+      .buffers = {weights,
+                  {"x", "input", ScalarType::F32, "batch * cols"},
+                  row_scales,
+                  {"out", "output", ScalarType::F32, "batch * rows"}},
+      .build =
+          [](const OpArgs& args) {
+            return int4_batched_matvec_f32_scaled(args.u32("batch"), args.u32("rows"), args.u32("cols"));
+          },
+      .test_shapes = {shape({{"batch", 2}, {"rows", 2}, {"cols", 8}}), shape({{"batch", 2}, {"rows", 3}, {"cols", 9}}),
+                      shape({{"batch", 5}, {"rows", 9}, {"cols", 71}})},
+  });
+  ops.push_back(OpInfo{
+      .name = "int4_batched_matmul_f32_scaled",
+      .summary = "out[b, r] = (f32(dot_i32(w[r], a[b])) * row_scales[r]) * batch_scales[b]",
+      .layout = packing + " (weights and activations); out [batch, rows] (row fastest)",
+      .seed = seed,
+      .params = {batch, rows, cols},
+      .buffers = {weights, activations, row_scales, batch_scales, {"out", "output", ScalarType::F32, "batch * rows"}},
+      .build =
+          [](const OpArgs& args) {
+            return int4_batched_matmul_f32_scaled(args.u32("batch"), args.u32("rows"), args.u32("cols"));
+          },
+      .test_shapes = {shape({{"batch", 2}, {"rows", 2}, {"cols", 8}}), shape({{"batch", 2}, {"rows", 3}, {"cols", 9}}),
+                      shape({{"batch", 6}, {"rows", 10}, {"cols", 300}})},
+  });
+  ops.push_back(OpInfo{
+      .name = "int4_batched_matmul_top1_f32_scaled",
+      .summary = "per batch the best row of int4_batched_matmul_f32_scaled (ties -> lowest row); "
+                 "out = batch scores then batch row indices as f32",
+      .layout = packing + " (weights and activations); one subgroup per batch",
+      .seed = seed,
+      .params = {top1_batch, top1_rows, cols},
+      .buffers = {weights, activations, row_scales, batch_scales, {"out", "output", ScalarType::F32, "2 * batch"}},
+      .build =
+          [](const OpArgs& args) {
+            return int4_batched_matmul_top1_f32_scaled(args.u32("batch"), args.u32("rows"), args.u32("cols"));
+          },
+      .test_shapes = {shape({{"batch", 2}, {"rows", 2}, {"cols", 8}}), shape({{"batch", 2}, {"rows", 3}, {"cols", 9}}),
+                      shape({{"batch", 9}, {"rows", 70}, {"cols", 17}})},
+  });
+  return ops;
+}
+
+}  // namespace quantc::ir::ops

@@ -1,0 +1,491 @@
+// Constant folding and algebraic simplification (see Passes.h). Folding follows the
+// SEMANTICS block of ir/IR.h exactly; where the host's result could differ from the
+// interpreter's bits (f16 arithmetic, NaN payloads, signed zeros in min/max, double
+// rounding into f16) the expression is left alone.
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "ir/analysis/Structure.h"
+#include "ir/analysis/ValueRange.h"
+#include "lower/passes/Passes.h"
+
+namespace quantc::lower {
+namespace {
+
+using namespace ir;
+using analysis::may_trap;
+using analysis::range_of;
+using analysis::ValueRange;
+
+bool is_unsigned_integer(ScalarType type) { return is_integer(type) && !is_signed(type); }
+
+std::uint64_t all_ones(ScalarType type) { return Literal::make(type, ~std::uint64_t{0}).as<Literal>()->bits; }
+
+bool is_power_of_two(std::uint64_t value) { return value != 0 && (value & (value - 1)) == 0; }
+
+// --- literal evaluation -------------------------------------------------------------
+
+std::optional<Expr> fold_float_binary(BinaryOp op, const Literal& a, const Literal& b) {
+  ScalarType type = a.type;
+  double x = a.as_double(), y = b.as_double();
+  if (std::isnan(x) || std::isnan(y)) {
+    if (is_comparison(op)) return Literal::boolean(op == BinaryOp::Ne);
+    return std::nullopt;  // NaN payloads are the interpreter's business
+  }
+  switch (op) {
+    case BinaryOp::Eq: return Literal::boolean(x == y);
+    case BinaryOp::Ne: return Literal::boolean(x != y);
+    case BinaryOp::Lt: return Literal::boolean(x < y);
+    case BinaryOp::Le: return Literal::boolean(x <= y);
+    case BinaryOp::Gt: return Literal::boolean(x > y);
+    case BinaryOp::Ge: return Literal::boolean(x >= y);
+    default: break;
+  }
+  if (type == ScalarType::F16) return std::nullopt;
+  if ((op == BinaryOp::Min || op == BinaryOp::Max) && x == 0 && y == 0 && std::signbit(x) != std::signbit(y)) {
+    return std::nullopt;
+  }
+  double result = 0;
+  if (type == ScalarType::F32) {
+    float p = static_cast<float>(x), q = static_cast<float>(y), r = 0;
+    switch (op) {
+      case BinaryOp::Add: r = p + q; break;
+      case BinaryOp::Sub: r = p - q; break;
+      case BinaryOp::Mul: r = p * q; break;
+      case BinaryOp::Div: if (q == 0) return std::nullopt; r = p / q; break;
+      case BinaryOp::Min: r = p < q ? p : q; break;
+      case BinaryOp::Max: r = p > q ? p : q; break;
+      default: return std::nullopt;
+    }
+    if (std::isnan(r)) return std::nullopt;
+    return Literal::f32(r);
+  }
+  switch (op) {
+    case BinaryOp::Add: result = x + y; break;
+    case BinaryOp::Sub: result = x - y; break;
+    case BinaryOp::Mul: result = x * y; break;
+    case BinaryOp::Div: if (y == 0) return std::nullopt; result = x / y; break;
+    case BinaryOp::Min: result = x < y ? x : y; break;
+    case BinaryOp::Max: result = x > y ? x : y; break;
+    default: return std::nullopt;
+  }
+  if (std::isnan(result)) return std::nullopt;
+  return Literal::f64(result);
+}
+
+std::optional<Expr> fold_integer_binary(BinaryOp op, const Literal& a, const Literal& b) {
+  ScalarType type = a.type;
+  bool is_signed_type = is_signed(type);
+  std::uint64_t x = a.bits, y = b.bits;
+  std::int64_t sx = static_cast<std::int64_t>(x), sy = static_cast<std::int64_t>(y);
+  unsigned width = bit_width(type);
+  auto make = [&](std::uint64_t bits) { return Literal::make(type, bits); };
+  auto less = [&](std::uint64_t p, std::uint64_t q) {
+    return is_signed_type ? static_cast<std::int64_t>(p) < static_cast<std::int64_t>(q) : p < q;
+  };
+  switch (op) {
+    case BinaryOp::Add: return make(x + y);
+    case BinaryOp::Sub: return make(x - y);
+    case BinaryOp::Mul: return make(x * y);
+    case BinaryOp::Div:
+    case BinaryOp::Rem:
+      if (y == 0 || (is_signed_type && sy == -1)) return std::nullopt;
+      if (is_signed_type) return make(static_cast<std::uint64_t>(op == BinaryOp::Div ? sx / sy : sx % sy));
+      return make(op == BinaryOp::Div ? x / y : x % y);
+    case BinaryOp::Min: return make(less(y, x) ? y : x);
+    case BinaryOp::Max: return make(less(x, y) ? y : x);
+    case BinaryOp::BitAnd: return make(x & y);
+    case BinaryOp::BitOr: return make(x | y);
+    case BinaryOp::BitXor: return make(x ^ y);
+    case BinaryOp::Shl:
+    case BinaryOp::Shr:
+      if (is_signed_type && sy < 0) return std::nullopt;
+      if (y >= width) return make(op == BinaryOp::Shr && is_signed_type && sx < 0 ? ~std::uint64_t{0} : 0);
+      if (op == BinaryOp::Shl) return make(x << y);
+      return make(is_signed_type ? static_cast<std::uint64_t>(sx >> y) : x >> y);
+    case BinaryOp::Eq: return Literal::boolean(x == y);
+    case BinaryOp::Ne: return Literal::boolean(x != y);
+    case BinaryOp::Lt: return Literal::boolean(less(x, y));
+    case BinaryOp::Le: return Literal::boolean(!less(y, x));
+    case BinaryOp::Gt: return Literal::boolean(less(y, x));
+    case BinaryOp::Ge: return Literal::boolean(!less(x, y));
+    case BinaryOp::LogicalAnd: return Literal::boolean(x && y);
+    case BinaryOp::LogicalOr: return Literal::boolean(x || y);
+  }
+  return std::nullopt;
+}
+
+std::optional<Expr> fold_binary(BinaryOp op, const Literal& a, const Literal& b) {
+  return is_float(a.type) ? fold_float_binary(op, a, b) : fold_integer_binary(op, a, b);
+}
+
+std::optional<Expr> fold_unary(UnaryOp op, const Literal& a) {
+  ScalarType type = a.type;
+  if (is_float(type)) {
+    std::uint64_t sign = std::uint64_t{1} << (bit_width(type) - 1);
+    if (op == UnaryOp::Neg) return Literal::make(type, a.bits ^ sign);
+    if (op == UnaryOp::Abs) return Literal::make(type, a.bits & ~sign);
+    return std::nullopt;
+  }
+  switch (op) {
+    case UnaryOp::Neg: return Literal::make(type, 0 - a.bits);
+    case UnaryOp::Not: return Literal::make(type, type == ScalarType::Bool ? !a.bits : ~a.bits);
+    case UnaryOp::Abs:
+      return Literal::make(type, is_signed(type) && static_cast<std::int64_t>(a.bits) < 0 ? 0 - a.bits : a.bits);
+  }
+  return std::nullopt;
+}
+
+std::optional<Expr> fold_cast(ScalarType target, const Literal& a) {
+  ScalarType source = a.type;
+  if (target == source) return Literal::make(target, a.bits);
+  if (target == ScalarType::Bool) return Literal::boolean(is_float(source) ? a.as_double() != 0 : a.bits != 0);
+  if (!is_float(source)) {
+    if (!is_float(target)) return Literal::make(target, a.bits);
+    bool negative = is_signed(source) && static_cast<std::int64_t>(a.bits) < 0;
+    if (target == ScalarType::F64) {
+      return Literal::f64(negative ? static_cast<double>(static_cast<std::int64_t>(a.bits)) : static_cast<double>(a.bits));
+    }
+    float value = negative ? static_cast<float>(static_cast<std::int64_t>(a.bits)) : static_cast<float>(a.bits);
+    if (target == ScalarType::F32) return Literal::f32(value);
+    // f16: only when the float step is exact, so there is a single rounding.
+    if (std::fabs(value) > 16777216.0f) return std::nullopt;
+    return Literal::from_double(ScalarType::F16, value);
+  }
+  double value = a.as_double();
+  if (std::isnan(value)) return is_float(target) ? std::nullopt : std::optional<Expr>(Literal::make(target, 0));
+  if (is_float(target)) {
+    if (target == ScalarType::F64) return Literal::f64(value);
+    if (target == ScalarType::F32) return Literal::f32(static_cast<float>(value));
+    if (source == ScalarType::F64) return std::nullopt;  // double rounding through f32
+    return Literal::from_double(ScalarType::F16, value);
+  }
+  // float -> integer: truncate toward zero, saturate (cvt.rzi.sat).
+  double truncated = std::trunc(value);
+  if (is_signed(target)) {
+    double low = -std::ldexp(1.0, static_cast<int>(bit_width(target)) - 1);
+    double high = std::ldexp(1.0, static_cast<int>(bit_width(target)) - 1);
+    if (truncated < low) return Literal::make(target, static_cast<std::uint64_t>(static_cast<std::int64_t>(low)));
+    if (truncated >= high) return Literal::make(target, (std::uint64_t{1} << (bit_width(target) - 1)) - 1);
+    return Literal::make(target, static_cast<std::uint64_t>(static_cast<std::int64_t>(truncated)));
+  }
+  double high = std::ldexp(1.0, static_cast<int>(bit_width(target)));
+  if (truncated <= 0) return Literal::make(target, 0);
+  if (truncated >= high) return Literal::make(target, all_ones(target));
+  return Literal::make(target, static_cast<std::uint64_t>(truncated));
+}
+
+// --- the simplifier -------------------------------------------------------------------
+
+class Simplifier : public analysis::RangeTrackingMutator {
+ public:
+  using RangeTrackingMutator::RangeTrackingMutator;
+  using IRMutator::mutate;
+
+  Expr simplify(const Expr& expr) { return mutate(expr); }
+
+ protected:
+  Expr mutate_Var(const Var& node, const Expr& self) override {
+    for (auto entry = substitutions_.rbegin(); entry != substitutions_.rend(); ++entry) {
+      if (entry->first == node.name) return entry->second;
+    }
+    return self;
+  }
+
+  Expr mutate_BufferLength(const BufferLength& node, const Expr& self) override {
+    const BufferDecl* buffer = ranges_.program().find_buffer(node.buffer);
+    return buffer ? Literal::u32(buffer->count) : self;
+  }
+
+  Expr mutate_Builtin(const Builtin& node, const Expr& self) override {
+    const Program& program = ranges_.program();
+    switch (node.builtin) {
+      case BuiltinKind::SubgroupSize:
+        return Literal::u32(32);
+      case BuiltinKind::LocalId:
+        return program.workgroup_size[node.axis] == 1 ? Literal::u32(0) : self;
+      case BuiltinKind::WorkgroupId:
+        return program.workgroup_count[node.axis] == 1 ? Literal::u32(0) : self;
+      default:
+        return self;
+    }
+  }
+
+  Expr mutate_Unary(const Unary& node, const Expr& self) override {
+    Expr operand = mutate(node.operand);
+    if (const Literal* literal = operand.as<Literal>()) {
+      if (auto folded = fold_unary(node.op, *literal)) return *folded;
+    }
+    if (const Unary* inner = operand.as<Unary>(); inner && inner->op == node.op && !is_float(node.type) &&
+                                                  (node.op == UnaryOp::Not || node.op == UnaryOp::Neg)) {
+      return inner->operand;
+    }
+    return operand.same_as(node.operand) ? self : Unary::make(node.op, operand);
+  }
+
+  Expr mutate_Cast(const Cast& node, const Expr& self) override {
+    Expr value = mutate(node.value);
+    if (value.type() == node.type) return value;
+    if (const Literal* literal = value.as<Literal>()) {
+      if (auto folded = fold_cast(node.type, *literal)) return *folded;
+    }
+    return value.same_as(node.value) ? self : Cast::make(node.type, value);
+  }
+
+  Expr mutate_Select(const Select& node, const Expr& self) override {
+    Expr cond = mutate(node.cond), if_true = mutate(node.if_true), if_false = mutate(node.if_false);
+    if (const Literal* literal = cond.as<Literal>()) return literal->bits ? if_true : if_false;
+    if (analysis::structurally_equal(if_true, if_false) && !may_trap(cond)) return if_true;
+    if (cond.same_as(node.cond) && if_true.same_as(node.if_true) && if_false.same_as(node.if_false)) return self;
+    return Select::make(cond, if_true, if_false);
+  }
+
+  Expr mutate_Fma(const Fma& node, const Expr& self) override {
+    Expr a = mutate(node.a), b = mutate(node.b), c = mutate(node.c);
+    const Literal *x = a.as<Literal>(), *y = b.as<Literal>(), *z = c.as<Literal>();
+    if (x && y && z && node.type != ScalarType::F16) {
+      double result = node.type == ScalarType::F32
+                          ? std::fma(static_cast<float>(x->as_double()), static_cast<float>(y->as_double()),
+                                     static_cast<float>(z->as_double()))
+                          : std::fma(x->as_double(), y->as_double(), z->as_double());
+      if (!std::isnan(result) && !std::isnan(x->as_double()) && !std::isnan(y->as_double()) &&
+          !std::isnan(z->as_double())) {
+        return node.type == ScalarType::F32 ? Literal::f32(static_cast<float>(result)) : Literal::f64(result);
+      }
+    }
+    if (a.same_as(node.a) && b.same_as(node.b) && c.same_as(node.c)) return self;
+    return Fma::make(a, b, c);
+  }
+
+  Expr mutate_Lookup(const Lookup& node, const Expr& self) override {
+    Expr index = mutate(node.index);
+    if (const Literal* literal = index.as<Literal>(); literal && literal->bits < node.table.size()) {
+      return Literal::make(node.type, node.table[literal->bits]);
+    }
+    return index.same_as(node.index) ? self : Lookup::make(node.type, node.table, index);
+  }
+
+  Expr mutate_Binary(const Binary& node, const Expr& self) override {
+    Expr lhs = mutate(node.lhs), rhs = mutate(node.rhs);
+    if (Expr simplified = simplify_binary(node.op, lhs, rhs); simplified.defined()) {
+      // A rewrite (commuting, div -> shift, ...) may enable further rules.
+      for (int step = 0; step < 8; ++step) {
+        const Binary* binary = simplified.as<Binary>();
+        if (binary == nullptr) break;
+        Expr again = simplify_binary(binary->op, binary->lhs, binary->rhs);
+        if (!again.defined()) break;
+        simplified = again;
+      }
+      return simplified;
+    }
+    if (lhs.same_as(node.lhs) && rhs.same_as(node.rhs)) return self;
+    return Binary::make(node.op, lhs, rhs);
+  }
+
+  Node mutate_Let(const Let& node, const Node& self) override {
+    Expr value = mutate(node.value);
+    // Constant and copy propagation: uses of a never-assigned name see the value.
+    if (!ranges_.is_assigned(node.name)) {
+      const Var* alias = value.as<Var>();
+      if (value.as<Literal>() || (alias && !ranges_.is_assigned(alias->name))) substitutions_.emplace_back(node.name, value);
+    }
+    return value.same_as(node.value) ? self : Let::make(node.name, value);
+  }
+
+  Node mutate_Loop(const Loop& node, const Node& self) override {
+    Node result = RangeTrackingMutator::mutate_Loop(node, self);
+    const Loop* loop = result.as<Loop>();
+    if (is_unsigned_integer(loop->from.type()) && !analysis::has_subgroup_op(loop->from)) {
+      ValueRange from = range_of(loop->from, ranges_), to = range_of(loop->to, ranges_);
+      if (to.max <= from.min && !may_trap(loop->from) && !may_trap(loop->to)) return Node();  // never runs
+    }
+    return result;
+  }
+
+  Node mutate_Block(const Block& node, const Node& self) override {
+    std::size_t substitutions = substitutions_.size();
+    Node result = RangeTrackingMutator::mutate_Block(node, self);
+    substitutions_.resize(substitutions);
+    return splice_constant_ifs(result);
+  }
+
+ private:
+  /// `if true { A } else { B }` -> A's statements in place (likewise for false), when
+  /// A's top-level names do not clash with names declared later in the block.
+  static Node splice_constant_ifs(const Node& block_node) {
+    const Block& block = *block_node.as<Block>();
+    std::vector<Node> stmts;
+    bool changed = false;
+    for (std::size_t i = 0; i < block.stmts.size(); ++i) {
+      const If* branch = block.stmts[i].as<If>();
+      const Literal* cond = branch ? branch->cond.as<Literal>() : nullptr;
+      if (cond == nullptr) {
+        stmts.push_back(block.stmts[i]);
+        continue;
+      }
+      const Block& taken = *(cond->bits ? branch->then_body : branch->else_body).as<Block>();
+      std::set<std::string> later;
+      for (std::size_t j = i + 1; j < block.stmts.size(); ++j) {
+        std::set<std::string> names = analysis::declared_names(block.stmts[j]);
+        later.insert(names.begin(), names.end());
+      }
+      bool clash = false;
+      for (const Node& stmt : taken.stmts) {
+        if (const Let* let = stmt.as<Let>(); let && later.count(let->name)) clash = true;
+      }
+      if (clash) {
+        stmts.push_back(block.stmts[i]);
+        continue;
+      }
+      changed = true;
+      stmts.insert(stmts.end(), taken.stmts.begin(), taken.stmts.end());
+    }
+    return changed ? Block::make(std::move(stmts)) : block_node;
+  }
+
+  /// The simplified `lhs op rhs`, or undefined when no rule applies.
+  Expr simplify_binary(BinaryOp op, Expr lhs, Expr rhs) {
+    ScalarType type = lhs.type();
+    const Literal* a = lhs.as<Literal>();
+    const Literal* b = rhs.as<Literal>();
+    if (a && b) {
+      if (auto folded = fold_binary(op, *a, *b)) return *folded;
+      return Expr();
+    }
+    if (is_float(type)) return Expr();  // float identities are not bit-exact (x+0 with x=-0, NaN payloads)
+    if (a && is_commutative(op)) {      // canonical order: literal on the right
+      return Binary::make(op, rhs, lhs);
+    }
+    if (Expr identity = apply_identity(op, lhs, rhs); identity.defined()) return identity;
+    if (Expr chain = reassociate(op, lhs, rhs); chain.defined()) return chain;
+    if (Expr decided = decide_by_range(op, lhs, rhs); decided.defined()) return decided;
+    return Expr();
+  }
+
+  Expr apply_identity(BinaryOp op, const Expr& lhs, const Expr& rhs) {
+    ScalarType type = lhs.type();
+    const Literal* b = rhs.as<Literal>();
+    if (type == ScalarType::Bool && (op == BinaryOp::LogicalAnd || op == BinaryOp::LogicalOr)) {
+      if (!b) return Expr();
+      bool absorbing = op == BinaryOp::LogicalAnd ? b->bits == 0 : b->bits == 1;
+      if (!absorbing) return lhs;
+      return may_trap(lhs) ? Expr() : rhs;
+    }
+    if (!b) return Expr();
+    std::uint64_t ones = all_ones(type);
+    bool zero = b->bits == 0, one = b->bits == 1, full = b->bits == ones;
+    auto constant = [&](std::uint64_t bits) { return may_trap(lhs) ? Expr() : Literal::make(type, bits); };
+    switch (op) {
+      case BinaryOp::Add:
+      case BinaryOp::Sub:
+      case BinaryOp::BitOr:
+      case BinaryOp::BitXor:
+      case BinaryOp::Shl:
+      case BinaryOp::Shr:
+        if (zero) return lhs;
+        if (op == BinaryOp::BitOr && full) return constant(ones);
+        break;
+      case BinaryOp::Mul:
+        if (one) return lhs;
+        if (zero) return constant(0);
+        break;
+      case BinaryOp::Div:
+        if (one) return lhs;
+        if (is_unsigned_integer(type) && is_power_of_two(b->bits)) {
+          return Binary::make(BinaryOp::Shr, lhs, Literal::make(type, std::countr_zero(b->bits)));
+        }
+        break;
+      case BinaryOp::Rem:
+        if (one) return constant(0);
+        if (is_unsigned_integer(type) && is_power_of_two(b->bits)) {
+          return Binary::make(BinaryOp::BitAnd, lhs, Literal::make(type, b->bits - 1));
+        }
+        break;
+      case BinaryOp::BitAnd:
+        if (full) return lhs;
+        if (zero) return constant(0);
+        break;
+      default:
+        break;
+    }
+    return Expr();
+  }
+
+  /// (x op c1) op c2 -> x op (c1 op c2) for associative integer ops; +/- chains too.
+  Expr reassociate(BinaryOp op, const Expr& lhs, const Expr& rhs) {
+    const Literal* c2 = rhs.as<Literal>();
+    const Binary* inner = lhs.as<Binary>();
+    if (!c2 || !inner || !inner->rhs.as<Literal>() || lhs.type() == ScalarType::Bool) return Expr();
+    const Literal& c1 = *inner->rhs.as<Literal>();
+    auto fold = [&](BinaryOp fold_op, BinaryOp result_op) -> Expr {
+      auto folded = fold_integer_binary(fold_op, c1, *c2);
+      return folded ? Binary::make(result_op, inner->lhs, *folded) : Expr();
+    };
+    bool chainable = op == BinaryOp::Add || op == BinaryOp::Mul || op == BinaryOp::BitAnd || op == BinaryOp::BitOr ||
+                     op == BinaryOp::BitXor;
+    if (chainable && inner->op == op) return fold(op, op);
+    if (op == BinaryOp::Add && inner->op == BinaryOp::Sub) return fold(BinaryOp::Sub, BinaryOp::Sub);  // x-c1+c2 = x-(c1-c2)
+    if (op == BinaryOp::Sub && inner->op == BinaryOp::Add) return fold(BinaryOp::Sub, BinaryOp::Add);  // x+c1-c2 = x+(c1-c2)
+    if (op == BinaryOp::Sub && inner->op == BinaryOp::Sub) return fold(BinaryOp::Add, BinaryOp::Sub);
+    return Expr();
+  }
+
+  Expr decide_by_range(BinaryOp op, const Expr& lhs, const Expr& rhs) {
+    ScalarType type = lhs.type();
+    if (!is_unsigned_integer(type)) return Expr();
+    if (may_trap(lhs) || may_trap(rhs)) return Expr();
+    ValueRange a = range_of(lhs, ranges_), b = range_of(rhs, ranges_);
+    if (is_comparison(op)) {
+      if (auto decided = analysis::decide_comparison(op, a, b)) return Literal::boolean(*decided);
+      return Expr();
+    }
+    const Literal* literal = rhs.as<Literal>();
+    switch (op) {
+      case BinaryOp::Rem:
+        if (literal && a.max < literal->bits) return lhs;
+        break;
+      case BinaryOp::Div:
+      case BinaryOp::Shr:
+        if (literal && op == BinaryOp::Div && a.max < literal->bits) return Literal::make(type, 0);
+        if (literal && op == BinaryOp::Shr && literal->bits < 64 && (a.max >> literal->bits) == 0) {
+          return Literal::make(type, 0);
+        }
+        break;
+      case BinaryOp::BitAnd:
+        // x & (2^k - 1) with x < 2^k is x.
+        if (literal && is_power_of_two(literal->bits + 1) && a.max <= literal->bits) return lhs;
+        break;
+      case BinaryOp::Min:
+        if (a.max <= b.min) return lhs;
+        if (b.max <= a.min) return rhs;
+        break;
+      case BinaryOp::Max:
+        if (a.min >= b.max) return lhs;
+        if (b.min >= a.max) return rhs;
+        break;
+      default:
+        break;
+    }
+    return Expr();
+  }
+
+  std::vector<std::pair<std::string, Expr>> substitutions_;
+};
+
+}  // namespace
+
+ir::Program fold_constants(ir::Program program) {
+  Simplifier simplifier(program);
+  ir::Node entry = simplifier.mutate(program.entry);
+  program.entry = entry;
+  return program;
+}
+
+ir::Expr simplify_expr(const ir::Expr& expr, const ir::Program& context) {
+  Simplifier simplifier(context);
+  return simplifier.simplify(expr);
+}
+
+}  // namespace quantc::lower

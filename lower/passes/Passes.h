@@ -1,0 +1,64 @@
+// The optimization passes, one file each (lower/passes/*.cpp), each a plain function
+// Program -> Program built on ir::IRMutator. Every pass keeps the program's results
+// bit-for-bit identical on the reference interpreter (ir/IR.h SEMANTICS) and returns
+// the input's `entry` handle unchanged (same_as) when it has nothing to do, so the pass
+// manager can tell whether a pass changed the IR. Inputs must pass ir::verify; outputs
+// do too.
+#pragma once
+
+#include <cstddef>
+
+#include "ir/Program.h"
+
+namespace quantc::lower {
+
+/// Constant folding and algebraic simplification: folds literal operations exactly as
+/// the interpreter computes them (floats only when the result is bit-identical: never
+/// f16 arithmetic, NaN results, x*0 or x+0 on floats), integer identities (x*1, x+0,
+/// x&~0, ...), reassociation of constant chains ((x+1)+2 -> x+3), select/if with
+/// constant conditions, unsigned div/rem by powers of two -> shifts/masks, comparisons
+/// decided by ir::analysis value ranges, and propagation of constant and copy lets.
+ir::Program fold_constants(ir::Program program);
+
+/// fold_constants' expression rewriter on one expression, with ranges from
+/// `context`'s launch shape and buffers only (no variable facts). For unit tests.
+ir::Expr simplify_expr(const ir::Expr& expr, const ir::Program& context);
+
+/// Common-subexpression elimination on pure expressions (no loads from writable
+/// buffers, no subgroup operations): reuses an earlier `let` of the same expression in
+/// scope, and binds an expression used twice within one statement to a new `let`.
+ir::Program eliminate_common_subexpressions(ir::Program program);
+
+/// Loop-invariant code motion: moves Lets whose values do not change inside a loop
+/// (including loads from read-only buffers) in front of the loop. A value that may fail
+/// (a load, a division by a variable) moves only when the range analysis proves it
+/// cannot fail, or when it ran unconditionally in every iteration of a loop that
+/// provably runs at least once.
+ir::Program hoist_loop_invariants(ir::Program program);
+
+/// Dead-code elimination: lets and assignments of variables nobody reads, ifs with two
+/// empty bodies, loops with empty bodies or no iterations, statements after a Return.
+ir::Program eliminate_dead_code(ir::Program program);
+
+struct UnrollOptions {
+  /// Loops with literal bounds running at most this many iterations are unrolled ...
+  std::size_t max_trip_count = 8;
+  /// ... when the unrolled statements hold at most this many IR nodes (so large bodies,
+  /// such as the INT4 chunk loops, stay loops and keep register pressure down).
+  std::size_t max_unrolled_nodes = 48;
+};
+/// Replaces small constant-trip-count loops by copies of their body with the loop
+/// variable bound to each literal; copies' lets are renamed `<name>_iteration<i>`.
+ir::Program unroll_loops(ir::Program program, const UnrollOptions& options);
+ir::Program unroll_loops(ir::Program program);
+
+/// Sidecar hoisting (issue 4 §2): a loop `for c in 0 .. N` whose read-only loads index a
+/// buffer through `(c*S + L) / C` (L provably in [0, S), C a multiple of S and larger)
+/// is rewritten into `for group_idx in 0 .. ceil(N/(C/S))` holding the group's loads
+/// once, around `for group_chunk in 0 .. C/S` running the original body with
+/// c = group_idx*(C/S) + group_chunk and `(c*S + L) / C` replaced by group_idx.
+/// Recognises the shape, never an op name. Loads under a guard inside the loop move
+/// only when the range analysis proves their hoisted index in bounds.
+ir::Program hoist_sidecars(ir::Program program);
+
+}  // namespace quantc::lower

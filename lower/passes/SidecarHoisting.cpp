@@ -1,0 +1,370 @@
+// Sidecar hoisting (see Passes.h and issue 4 §2).
+//
+// The per-chunk form of a grouped-quantization kernel reloads the group's scale and
+// zero point in every chunk although they change only every C/S chunks. The pass finds
+// that shape structurally:
+//
+//   for c in 0 .. N {                       // S = lanes per chunk, e.g. 32
+//     let k = c*S + L                       // L provably in [0, S)
+//     ... buffer[f((k / C))] ...            // read-only buffer, C a multiple of S, C > S
+//   }
+//
+// and rewrites it into
+//
+//   for group_idx in 0 .. ceil(N / q) {     // q = C / S chunks per group
+//     let buffer_group = buffer[f(group_idx)]
+//     for group_chunk in 0 .. q {           // min(q, N - group_idx*q) when q does not divide N
+//       let c = group_idx*q + group_chunk
+//       ... buffer_group ...                // and k / C -> group_idx elsewhere
+//     }
+//   }
+//
+// because (c*S + L) / (q*S) == c / q whenever L < S. Every lane loads the group's value
+// at the same (subgroup-uniform) address instead of lane 0 loading and a shuffle
+// broadcasting it: a warp-wide load of one address is a single broadcast transaction
+// on NVIDIA hardware, so the shuffle would only add an instruction and a divergent
+// `if lane == 0` around the load. A load that sat under a guard inside the loop (the
+// `if k < in_dim` of linear_4bit_affine_grouped) is hoisted only when the range
+// analysis proves its new index in bounds; an unguarded one is safe anyway, since the
+// original loop evaluated the same index in the group's first chunk.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "ir/IRMutator.h"
+#include "ir/IRVisitor.h"
+#include "ir/analysis/Structure.h"
+#include "ir/analysis/ValueRange.h"
+#include "lower/passes/Passes.h"
+
+namespace quantc::lower {
+namespace {
+
+using namespace ir;
+using analysis::ValueRange;
+
+/// `(c*S + L) / C` recognised: the loop's stride S and the group divisor C.
+struct GroupDivision {
+  std::uint64_t stride = 0;
+  std::uint64_t divisor = 0;
+  std::uint64_t chunks_per_group() const { return divisor / stride; }
+};
+
+/// Let definitions inside the loop body (never-assigned names declared once).
+using Definitions = std::map<std::string, Expr>;
+
+class DefinitionCollector : public IRVisitor {
+ public:
+  DefinitionCollector(const std::set<std::string>& assigned, Definitions& definitions)
+      : assigned_(assigned), definitions_(definitions) {}
+
+ protected:
+  void visit_Let(const Let& node) override {
+    if (!assigned_.count(node.name)) {
+      if (!definitions_.emplace(node.name, node.value).second) duplicates_.insert(node.name);
+    }
+    IRVisitor::visit_Let(node);
+  }
+
+ public:
+  std::set<std::string> duplicates_;
+
+ private:
+  const std::set<std::string>& assigned_;
+  Definitions& definitions_;
+};
+
+class Matcher {
+ public:
+  Matcher(const std::string& loop_var, const Definitions& definitions, const analysis::RangeEnvironment& ranges,
+          const std::set<std::string>& body_names)
+      : loop_var_(loop_var), definitions_(definitions), ranges_(ranges), body_names_(body_names) {}
+
+  /// The division `expr` performs on `c*S + L`, when it has the shape.
+  std::optional<GroupDivision> match(const Expr& expr) const {
+    const Binary* binary = expr.as<Binary>();
+    if (binary == nullptr || binary->type != ScalarType::U32) return std::nullopt;
+    const Literal* literal = binary->rhs.as<Literal>();
+    if (literal == nullptr) return std::nullopt;
+    std::uint64_t divisor = 0;
+    if (binary->op == BinaryOp::Div) divisor = literal->bits;
+    if (binary->op == BinaryOp::Shr && literal->bits < 32) divisor = std::uint64_t{1} << literal->bits;
+    if (divisor == 0) return std::nullopt;
+    std::optional<std::uint64_t> stride = stride_of(resolve(binary->lhs));
+    if (!stride || divisor % *stride != 0 || divisor / *stride < 2) return std::nullopt;
+    return GroupDivision{*stride, divisor};
+  }
+
+ private:
+  Expr resolve(const Expr& expr) const {
+    if (const Var* var = expr.as<Var>()) {
+      auto found = definitions_.find(var->name);
+      if (found != definitions_.end()) return found->second;
+    }
+    return expr;
+  }
+
+  bool is_loop_var(const Expr& expr) const {
+    const Var* var = expr.as<Var>();
+    return var != nullptr && var->name == loop_var_;
+  }
+
+  /// S for `c*S + L`, `L + c*S`, `c*S` or `c` (S = 1), with L provably below S and
+  /// independent of the loop.
+  std::optional<std::uint64_t> stride_of(const Expr& expr) const {
+    if (is_loop_var(expr)) return 1;
+    if (std::optional<std::uint64_t> product = scaled(expr)) return product;
+    const Binary* sum = expr.as<Binary>();
+    if (sum == nullptr || sum->op != BinaryOp::Add) return std::nullopt;
+    for (auto [scaled_part, offset] : {std::pair{sum->lhs, sum->rhs}, std::pair{sum->rhs, sum->lhs}}) {
+      std::optional<std::uint64_t> stride = is_loop_var(scaled_part) ? std::optional<std::uint64_t>(1) : scaled(scaled_part);
+      if (!stride) continue;
+      for (const std::string& name : analysis::used_variables(offset)) {
+        if (body_names_.count(name)) return std::nullopt;  // the offset must not vary with the loop
+      }
+      if (analysis::range_of(offset, ranges_).max < *stride) return stride;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<std::uint64_t> scaled(const Expr& expr) const {
+    const Binary* product = expr.as<Binary>();
+    if (product == nullptr) return std::nullopt;
+    if (product->op == BinaryOp::Mul) {
+      if (is_loop_var(product->lhs) && product->rhs.as<Literal>()) return product->rhs.as<Literal>()->bits;
+      if (is_loop_var(product->rhs) && product->lhs.as<Literal>()) return product->lhs.as<Literal>()->bits;
+    }
+    if (product->op == BinaryOp::Shl && is_loop_var(product->lhs) && product->rhs.as<Literal>() &&
+        product->rhs.as<Literal>()->bits < 32) {
+      return std::uint64_t{1} << product->rhs.as<Literal>()->bits;
+    }
+    return std::nullopt;
+  }
+
+  const std::string& loop_var_;
+  const Definitions& definitions_;
+  const analysis::RangeEnvironment& ranges_;
+  const std::set<std::string>& body_names_;
+};
+
+/// Replaces the recognised division by the group variable; with `inline_definitions`,
+/// also expands body-local lets (to see a load's index in terms of outer values).
+class GroupRewriter : public IRMutator {
+ public:
+  GroupRewriter(const Matcher& matcher, const GroupDivision& division, Expr group, const Definitions& definitions,
+                bool inline_definitions)
+      : matcher_(matcher), division_(division), group_(std::move(group)), definitions_(definitions),
+        inline_(inline_definitions) {}
+  using IRMutator::mutate;
+
+ protected:
+  Expr mutate_Binary(const Binary& node, const Expr& self) override {
+    std::optional<GroupDivision> found = matcher_.match(self);
+    if (found && found->stride == division_.stride && found->divisor == division_.divisor) return group_;
+    return IRMutator::mutate_Binary(node, self);
+  }
+  Expr mutate_Var(const Var& node, const Expr& self) override {
+    if (!inline_) return self;
+    auto found = definitions_.find(node.name);
+    return found == definitions_.end() ? self : mutate(found->second);
+  }
+
+ private:
+  const Matcher& matcher_;
+  GroupDivision division_;
+  Expr group_;
+  const Definitions& definitions_;
+  bool inline_;
+};
+
+/// A read-only load found in the loop body, and whether the body always evaluates it.
+struct LoadSite {
+  Expr load;
+  bool unconditional;
+};
+
+class LoadCollector : public IRVisitor {
+ public:
+  explicit LoadCollector(const Program& program) : program_(program) {}
+  std::vector<LoadSite> sites;
+
+  void visit_body(const Node& body) {
+    const Block& block = *body.as<Block>();
+    for (const Node& stmt : block.stmts) {
+      visit(stmt);
+      if (analysis::contains_return(stmt)) guarded_ = 1;  // later statements may not run
+    }
+  }
+
+ protected:
+  void visit_Load(const Load& node) override {
+    const BufferDecl* buffer = program_.find_buffer(node.buffer);
+    if (buffer && !buffer->is_output()) sites.push_back({Load::make(node.type, node.buffer, node.index), guarded_ == 0});
+    IRVisitor::visit_Load(node);
+  }
+  void visit_Binary(const Binary& node) override {
+    if (node.op != BinaryOp::LogicalAnd && node.op != BinaryOp::LogicalOr) {
+      IRVisitor::visit_Binary(node);
+      return;
+    }
+    visit(node.lhs);
+    ++guarded_;
+    visit(node.rhs);
+    --guarded_;
+  }
+  void visit_If(const If& node) override {
+    visit(node.cond);
+    ++guarded_;
+    visit(node.then_body);
+    visit(node.else_body);
+    --guarded_;
+  }
+  void visit_Loop(const Loop& node) override {
+    visit(node.from);
+    visit(node.to);
+    ++guarded_;
+    visit(node.body);
+    --guarded_;
+  }
+
+ private:
+  const Program& program_;
+  int guarded_ = 0;
+};
+
+/// Replaces hoisted loads (compared after inlining and group rewriting) by variables.
+class LoadReplacer : public IRMutator {
+ public:
+  LoadReplacer(const GroupRewriter& normaliser, const std::vector<std::pair<Expr, Expr>>& hoisted)
+      : normaliser_(normaliser), hoisted_(hoisted) {}
+
+ protected:
+  Expr mutate_Load(const Load& node, const Expr& self) override {
+    Expr normal = const_cast<GroupRewriter&>(normaliser_).mutate(self);
+    for (const auto& [load, variable] : hoisted_) {
+      if (analysis::structurally_equal(load, normal)) return variable;
+    }
+    return IRMutator::mutate_Load(node, self);
+  }
+
+ private:
+  const GroupRewriter& normaliser_;
+  const std::vector<std::pair<Expr, Expr>>& hoisted_;
+};
+
+class DivisionFinder : public IRVisitor {
+ public:
+  explicit DivisionFinder(const Matcher& matcher) : matcher_(matcher) {}
+  std::optional<GroupDivision> found;
+
+ protected:
+  void visit_Binary(const Binary& node) override {
+    if (!found) found = matcher_.match(Binary::make(node.op, node.lhs, node.rhs));
+    IRVisitor::visit_Binary(node);
+  }
+
+ private:
+  const Matcher& matcher_;
+};
+
+class SidecarHoister : public analysis::RangeTrackingMutator {
+ public:
+  explicit SidecarHoister(const Program& program)
+      : RangeTrackingMutator(program), program_(program), names_(analysis::all_names(program)),
+        assigned_(analysis::assigned_variables(program.entry)) {}
+
+ protected:
+  Node mutate_Loop(const Loop& node, const Node& self) override {
+    Node result = RangeTrackingMutator::mutate_Loop(node, self);
+    const Loop& loop = *result.as<Loop>();
+    Node rewritten = rewrite(loop);
+    return rewritten.defined() ? rewritten : result;
+  }
+
+ private:
+  Node rewrite(const Loop& loop) {
+    const Literal* from = loop.from.as<Literal>();
+    const Literal* to = loop.to.as<Literal>();
+    if (loop.from.type() != ScalarType::U32 || !from || !to || from->bits != 0 || to->bits == 0) return Node();
+    Definitions definitions;
+    DefinitionCollector collector(assigned_, definitions);
+    collector.visit(loop.body);
+    for (const std::string& name : collector.duplicates_) definitions.erase(name);
+    std::set<std::string> body_names = analysis::declared_names(loop.body);
+    std::set<std::string> body_assigned = analysis::assigned_variables(loop.body);
+    body_names.insert(body_assigned.begin(), body_assigned.end());
+    body_names.insert(loop.var);
+    Matcher matcher(loop.var, definitions, ranges_, body_names);
+
+    DivisionFinder finder(matcher);
+    finder.visit(loop.body);
+    if (!finder.found) return Node();
+    GroupDivision division = *finder.found;
+    std::uint64_t chunks = to->bits, per_group = division.chunks_per_group();
+    if (chunks * division.stride > 0xffffffffull) return Node();  // c*S must not wrap
+    std::uint64_t groups = (chunks + per_group - 1) / per_group;
+
+    std::set<std::string> names = names_;
+    Expr group = Var::make(ScalarType::U32, analysis::fresh_name("group_idx", names));
+    Expr group_chunk = Var::make(ScalarType::U32, analysis::fresh_name("group_chunk", names));
+    GroupRewriter normaliser(matcher, division, group, definitions, true);
+
+    // Loads whose index, seen through the group, no longer depends on the loop.
+    LoadCollector loads(program_);
+    loads.visit_body(loop.body);
+    std::vector<std::pair<Expr, Expr>> hoisted;  // normalised load -> variable
+    std::vector<Node> group_lets;
+    analysis::RangeScope group_fact(ranges_, {{group.as<Var>()->name, ValueRange{0, groups - 1, 1}}});
+    for (const LoadSite& site : loads.sites) {
+      Expr normal = normaliser.mutate(site.load);
+      std::set<std::string> used = analysis::used_variables(normal);
+      if (!used.count(group.as<Var>()->name)) continue;
+      bool invariant = true;
+      for (const std::string& name : used) invariant &= !body_names.count(name);
+      if (!invariant || analysis::has_subgroup_op(normal)) continue;
+      bool known = false;
+      for (const auto& [load, variable] : hoisted) known |= analysis::structurally_equal(load, normal);
+      if (known) continue;
+      if (!site.unconditional && !analysis::proven_safe(normal, ranges_)) continue;
+      std::string name = analysis::fresh_name(normal.as<Load>()->buffer + "_group", names);
+      group_lets.push_back(Let::make(name, normal));
+      hoisted.emplace_back(normal, Var::make(normal.type(), name));
+    }
+    if (hoisted.empty()) return Node();
+    names_ = names;
+
+    Node body = LoadReplacer(normaliser, hoisted).mutate(loop.body);
+    body = GroupRewriter(matcher, division, group, definitions, false).mutate(body);
+    std::vector<Node> chunk_stmts{
+        Let::make(loop.var, Binary::make(BinaryOp::Add, Binary::make(BinaryOp::Mul, group, Literal::u32(per_group)),
+                                         group_chunk))};
+    const Block& original = *body.as<Block>();
+    chunk_stmts.insert(chunk_stmts.end(), original.stmts.begin(), original.stmts.end());
+    Expr chunk_count = Literal::u32(static_cast<std::uint32_t>(per_group));
+    if (chunks % per_group != 0) {
+      chunk_count = Binary::make(
+          BinaryOp::Min, chunk_count,
+          Binary::make(BinaryOp::Sub, Literal::u32(static_cast<std::uint32_t>(chunks)),
+                       Binary::make(BinaryOp::Mul, group, Literal::u32(static_cast<std::uint32_t>(per_group)))));
+    }
+    group_lets.push_back(
+        Loop::make(group_chunk.as<Var>()->name, Literal::u32(0), chunk_count, Block::make(std::move(chunk_stmts))));
+    return Loop::make(group.as<Var>()->name, Literal::u32(0), Literal::u32(static_cast<std::uint32_t>(groups)),
+                      Block::make(std::move(group_lets)));
+  }
+
+  const Program& program_;
+  std::set<std::string> names_;
+  std::set<std::string> assigned_;
+};
+
+}  // namespace
+
+ir::Program hoist_sidecars(ir::Program program) {
+  SidecarHoister hoister(program);
+  ir::Node entry = hoister.mutate(program.entry);
+  program.entry = entry;
+  return program;
+}
+
+}  // namespace quantc::lower

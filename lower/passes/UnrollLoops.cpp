@@ -1,0 +1,134 @@
+// Loop unrolling for small constant trip counts (see Passes.h). The PTX emitter then
+// sees straight-line code with the loop variable folded into addresses.
+#include <fmt/format.h>
+
+#include "ir/IRMutator.h"
+#include "ir/IRVisitor.h"
+#include "ir/analysis/Structure.h"
+#include "lower/passes/Passes.h"
+
+namespace quantc::lower {
+namespace {
+
+using namespace ir;
+
+/// Renames the Lets a body copy declares (and their uses) so that the copies can sit
+/// side by side in one block.
+class LetRenamer : public IRMutator {
+ public:
+  explicit LetRenamer(std::map<std::string, Expr> renames) : renames_(std::move(renames)) {}
+
+ protected:
+  Expr mutate_Var(const Var& node, const Expr& self) override {
+    auto found = renames_.find(node.name);
+    return found == renames_.end() ? self : found->second;
+  }
+  Node mutate_Let(const Let& node, const Node& self) override {
+    Expr value = mutate(node.value);
+    auto found = renames_.find(node.name);
+    if (found != renames_.end()) return Let::make(found->second.as<Var>()->name, value);
+    return value.same_as(node.value) ? self : Let::make(node.name, value);
+  }
+  Node mutate_Assign(const Assign& node, const Node& self) override {
+    Expr value = mutate(node.value);
+    auto found = renames_.find(node.name);
+    if (found != renames_.end()) return Assign::make(found->second.as<Var>()->name, value);
+    return value.same_as(node.value) ? self : Assign::make(node.name, value);
+  }
+  Node mutate_Loop(const Loop& node, const Node& self) override {
+    Expr from = mutate(node.from), to = mutate(node.to);
+    Node body = mutate(node.body);
+    auto found = renames_.find(node.var);
+    std::string var = found != renames_.end() ? found->second.as<Var>()->name : node.var;
+    if (var == node.var && from.same_as(node.from) && to.same_as(node.to) && body.same_as(node.body)) return self;
+    return Loop::make(var, from, to, body);
+  }
+
+ private:
+  std::map<std::string, Expr> renames_;
+};
+
+/// The Let and Loop variables `node` declares, with their types.
+class Declarations : public IRVisitor {
+ public:
+  std::map<std::string, ScalarType> types;
+
+ protected:
+  void visit_Let(const Let& node) override {
+    types[node.name] = node.value.type();
+    IRVisitor::visit_Let(node);
+  }
+  void visit_Loop(const Loop& node) override {
+    types[node.var] = node.from.type();
+    IRVisitor::visit_Loop(node);
+  }
+};
+
+class Unroller : public IRMutator {
+ public:
+  Unroller(const UnrollOptions& options, std::set<std::string> names) : options_(options), names_(std::move(names)) {}
+
+ protected:
+  Node mutate_Loop(const Loop& node, const Node& self) override {
+    Node result = IRMutator::mutate_Loop(node, self);  // innermost loops first
+    const Loop& loop = *result.as<Loop>();
+    const Literal* from = loop.from.as<Literal>();
+    const Literal* to = loop.to.as<Literal>();
+    if (!from || !to || analysis::contains_return(loop.body)) return result;
+    bool is_signed_loop = is_signed(loop.from.type());
+    std::int64_t first = from->as_int64(), last = to->as_int64();
+    if (!is_signed_loop) {
+      if (to->bits <= from->bits) return Block::make();  // no iterations
+      if (to->bits - from->bits > options_.max_trip_count) return result;
+    } else {
+      if (last <= first) return Block::make();
+      if (static_cast<std::uint64_t>(last - first) > options_.max_trip_count) return result;
+    }
+    std::uint64_t trips = is_signed_loop ? static_cast<std::uint64_t>(last - first) : to->bits - from->bits;
+    if (trips * analysis::node_size(loop.body) > options_.max_unrolled_nodes) return result;
+    Declarations declarations;
+    declarations.visit(loop.body);
+    std::vector<Node> stmts;
+    for (std::uint64_t i = 0; i < trips; ++i) {
+      std::map<std::string, Expr> renames;
+      for (const auto& [name, type] : declarations.types) {
+        renames[name] = Var::make(type, analysis::fresh_name(fmt::format("{}_iteration{}", name, i), names_));
+      }
+      Node copy = LetRenamer(renames).mutate(loop.body);
+      copy = analysis::substitute(copy, {{loop.var, Literal::make(loop.from.type(), from->bits + i)}});
+      const Block& block = *copy.as<Block>();
+      stmts.insert(stmts.end(), block.stmts.begin(), block.stmts.end());
+    }
+    return Block::make(std::move(stmts));  // spliced into the enclosing block
+  }
+
+  Node mutate_Block(const Block& node, const Node& self) override {
+    std::vector<Node> stmts;
+    bool changed = false;
+    for (const Node& stmt : node.stmts) {
+      Node mutated = mutate(stmt);
+      changed |= !mutated.same_as(stmt);
+      if (const Block* spliced = mutated.as<Block>()) {
+        stmts.insert(stmts.end(), spliced->stmts.begin(), spliced->stmts.end());
+      } else if (mutated.defined()) {
+        stmts.push_back(mutated);
+      }
+    }
+    return changed ? Block::make(std::move(stmts)) : self;
+  }
+
+ private:
+  UnrollOptions options_;
+  std::set<std::string> names_;
+};
+
+}  // namespace
+
+ir::Program unroll_loops(ir::Program program, const UnrollOptions& options) {
+  program.entry = Unroller(options, analysis::all_names(program)).mutate(program.entry);
+  return program;
+}
+
+ir::Program unroll_loops(ir::Program program) { return unroll_loops(std::move(program), UnrollOptions{}); }
+
+}  // namespace quantc::lower

@@ -1,0 +1,148 @@
+// Op construction: every registered shape builds and declares the registry's buffers;
+// every invalid parameter is rejected with the value and the fix; every shipped spec
+// in examples/specs/ parses and builds.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "ir/ops/DequantMatmul.h"
+#include "ir/ops/Int4Packed.h"
+#include "ir/ops/Registry.h"
+#include "ir/ops/Spec.h"
+
+using namespace quantc::ir;
+using namespace quantc::ir::ops;
+
+namespace {
+const std::vector<std::string> kOps = {
+    "int4_dot_i32",          "int4_dot_f32_scaled",           "int4_matvec_f32_scaled",
+    "int4_batched_matvec_f32_scaled", "int4_batched_matmul_f32_scaled", "int4_batched_matmul_top1_f32_scaled",
+    "dequant_matmul_int8",   "dequant_matmul_int4",           "dequant_matmul_fp8",
+    "dequant_matmul_nvfp4"};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Runs `build` and checks that it throws OpError whose message contains every fragment.
+template <class Build>
+void require_op_error(Build build, std::initializer_list<const char*> fragments) {
+  try {
+    build();
+    FAIL("expected OpError");
+  } catch (const OpError& error) {
+    std::string message = error.what();
+    INFO(message);
+    CHECK(message.rfind("Fix:", 0) == 0);
+    for (const char* fragment : fragments) CHECK(message.find(fragment) != std::string::npos);
+  }
+}
+}  // namespace
+
+TEST_CASE("every op of part 1 is registered with parameters, buffers and test shapes", "[ops1][registry]") {
+  for (const std::string& name : kOps) {
+    INFO(name);
+    const OpInfo* op = OpRegistry::builtin().find(name);
+    REQUIRE(op != nullptr);
+    CHECK(!op->summary.empty());
+    CHECK(!op->layout.empty());
+    CHECK(!op->seed.empty());
+    CHECK(op->test_shapes.size() >= 3);
+    for (const OpArgs& shape : op->test_shapes) {
+      Program program = op->build(shape);
+      CHECK(program.name == name);
+      // Every declared buffer is described in the registry with the same element type.
+      for (const BufferDecl& decl : program.buffers) {
+        auto spec = std::find_if(op->buffers.begin(), op->buffers.end(),
+                                 [&](const BufferSpec& buffer) { return buffer.name == decl.name; });
+        REQUIRE(spec != op->buffers.end());
+        CHECK(spec->element == decl.element);
+      }
+    }
+  }
+}
+
+TEST_CASE("dequant params: asymmetric is a bool, format a choice of e4m3/e5m2", "[ops1][registry]") {
+  const OpInfo* int8 = OpRegistry::builtin().find("dequant_matmul_int8");
+  auto asymmetric = std::find_if(int8->params.begin(), int8->params.end(),
+                                 [](const ParamSpec& param) { return param.name == "asymmetric"; });
+  REQUIRE(asymmetric != int8->params.end());
+  CHECK(asymmetric->type == ParamType::Bool);
+  const OpInfo* fp8 = OpRegistry::builtin().find("dequant_matmul_fp8");
+  auto format = std::find_if(fp8->params.begin(), fp8->params.end(),
+                             [](const ParamSpec& param) { return param.name == "format"; });
+  REQUIRE(format != fp8->params.end());
+  CHECK(format->type == ParamType::Choice);
+  CHECK(format->choices == std::vector<std::string>{"e4m3", "e5m2"});
+}
+
+TEST_CASE("buffer counts follow the documented layouts", "[ops1][layout]") {
+  Program matvec = int4_matvec_f32_scaled(3, 9);
+  CHECK(matvec.find_buffer("weights")->count == 6);  // 3 rows x ceil(9/8) words
+  CHECK(matvec.find_buffer("x")->count == 9);
+  CHECK(matvec.find_buffer("out")->count == 3);
+  Program top1 = int4_batched_matmul_top1_f32_scaled(5, 3, 17);
+  CHECK(top1.find_buffer("activations")->count == 15);
+  CHECK(top1.find_buffer("out")->count == 10);
+  Program int4 = dequant_matmul_int4(2, 9, 7, 4, true);
+  CHECK(int4.find_buffer("w")->element == ScalarType::U8);
+  CHECK(int4.find_buffer("w")->count == 32);  // ceil(63 / 2)
+  CHECK(int4.find_buffer("scales")->count == 21);  // ceil(9/4) * 7
+  CHECK(int4.find_buffer("zero_points")->count == 21);
+  CHECK(dequant_matmul_int8(2, 9, 7, 4, false).find_buffer("zero_points") == nullptr);
+  CHECK(dequant_matmul_int8(2, 9, 7, 4, false).find_buffer("w")->element == ScalarType::I8);
+  Program nvfp4 = dequant_matmul_nvfp4(2, 20, 3);
+  CHECK(nvfp4.find_buffer("scales")->count == 6);  // ceil(20/16) * 3
+  CHECK(nvfp4.find_buffer("global_scale")->count == 1);
+  // Tile: min(m, 4) rows per invocation, 128 columns per workgroup.
+  Program fp8 = dequant_matmul_fp8(9, 4, 300, Fp8Format::E5M2);
+  CHECK(fp8.workgroup_size == std::array<std::uint32_t, 3>{128, 1, 1});
+  CHECK(fp8.workgroup_count == std::array<std::uint32_t, 3>{3, 3, 1});
+  CHECK(dequant_matmul_fp8(3, 4, 5, Fp8Format::E4M3).workgroup_count == std::array<std::uint32_t, 3>{1, 1, 1});
+}
+
+TEST_CASE("invalid parameters are rejected with the value and the fix", "[ops1][errors]") {
+  require_op_error([] { int4_dot_i32(0); }, {"int4_dot_i32", "lane_count=0"});
+  require_op_error([] { int4_dot_f32_scaled(0); }, {"lane_count=0"});
+  require_op_error([] { int4_matvec_f32_scaled(0, 8); }, {"rows=0"});
+  require_op_error([] { int4_matvec_f32_scaled(8, 0); }, {"cols=0"});
+  require_op_error([] { int4_batched_matvec_f32_scaled(0, 8, 8); }, {"batch=0"});
+  require_op_error([] { int4_batched_matvec_f32_scaled(1u << 20, 8, 1u << 13); }, {"batch*cols", "overflows"});
+  require_op_error([] { int4_batched_matvec_f32_scaled(300000, 1, 1); }, {"65535", "split the batch"});
+  require_op_error([] { int4_batched_matmul_f32_scaled(2, 1u << 30, 64); }, {"rows*ceil(cols/8)", "overflows"});
+  require_op_error([] { int4_batched_matmul_top1_f32_scaled(2, (1u << 24) + 1, 8); }, {"rows=16777217", "f32"});
+  require_op_error([] { int4_batched_matmul_top1_f32_scaled(2, 8, 0); }, {"cols=0"});
+  require_op_error([] { dequant_matmul_int8(0, 8, 8, 4, false); }, {"dequant_matmul_int8", "m=0"});
+  require_op_error([] { dequant_matmul_int8(1, 0, 8, 4, false); }, {"k=0"});
+  require_op_error([] { dequant_matmul_int4(1, 8, 0, 4, true); }, {"n=0"});
+  require_op_error([] { dequant_matmul_int4(1, 8, 8, 0, true); }, {"block_size=0"});
+  require_op_error([] { dequant_matmul_int8(1, 1u << 16, 1u << 16, 8, false); }, {"k*n", "4294967296", "overflows"});
+  require_op_error([] { dequant_matmul_fp8(1u << 17, 1u << 15, 1, Fp8Format::E4M3); }, {"m*k", "overflows"});
+  require_op_error([] { dequant_matmul_nvfp4(300000, 1, 1); }, {"65535", "split m"});
+  require_op_error([] { dequant_matmul_nvfp4(0, 16, 16); }, {"dequant_matmul_nvfp4", "m=0"});
+}
+
+TEST_CASE("a bad fp8 format in a spec is rejected", "[ops1][errors]") {
+  CHECK_THROWS_AS(parse_spec(R"({"op": "dequant_matmul_fp8", "m": 1, "k": 1, "n": 1, "format": "e3m4"})"),
+                  SpecError);
+  CHECK(parse_fp8_format("e5m2") == Fp8Format::E5M2);
+  CHECK(!parse_fp8_format("E4M3").has_value());
+}
+
+TEST_CASE("examples/specs has one spec per op that parses and builds", "[ops1][specs]") {
+  for (const std::string& name : kOps) {
+    INFO(name);
+    std::string path = std::string(QUANTC_SOURCE_DIR) + "/examples/specs/" + name + ".json";
+    OpSpec spec = parse_spec(read_file(path), path);
+    CHECK(spec.op->name == name);
+    CHECK(spec.target == "sm_90");
+    Program program = build_program(spec);
+    CHECK(program.name == name);
+  }
+}

@@ -1,0 +1,54 @@
+// Hand-built programs shared by the pass tests.
+#pragma once
+
+#include <limits>
+
+#include "ir/Builder.h"
+
+namespace quantc::testing {
+
+/// A program touching every expression and statement kind the printer knows.
+inline ir::Program every_construct_program() {
+  using namespace ir;
+  ProgramBuilder program("every_construct");
+  BufferRef x = program.input("x", ScalarType::F32, 64);
+  BufferRef h = program.input("h", ScalarType::F16, 64);
+  BufferRef bytes = program.input("bytes", ScalarType::U8, 64);
+  BufferRef out = program.output("out", ScalarType::F32, 64);
+  BufferRef words = program.output("words", ScalarType::U32, 64, BufferAccess::WriteOnly);
+  program.set_output_byte_range("out", ByteRange{0, 128});
+  program.launch({64, 1, 1}, {1, 1, 1});
+  program.body([&](Body& body) {
+    body.region("test::every_construct", [&](Body& region) {
+      Expr i = region.let("i", invocation_id(0));
+      Expr lane = region.let("lane", subgroup_local_id() + subgroup_size() * 0u + local_id(0) * 0u + workgroup_id(0));
+      Expr value = region.let("value", x[i]);
+      Expr acc = region.let("acc", f32(0.0f));
+      region.loop("k", u32(0), u32(4), [&](Body& loop, Expr k) {
+        loop.assign(acc, fma(acc, value, cast(ScalarType::F32, k)));
+      });
+      region.if_then_else(
+          logical_and(i < 32u, ne(lane, u32(3))),
+          [&](Body& then) {
+            then.store(out, i, select(value < 0.0f, -value, abs(value)) + Literal::f32(std::numeric_limits<float>::infinity()) * 0.0f);
+          },
+          [&](Body& otherwise) {
+            otherwise.store(out, i, min(max(acc, f32(-0.0f)), Literal::make(ScalarType::F32, 0x7fc00001u)));
+          });
+      region.store(words, i,
+                   Lookup::make(ScalarType::U32, {1, 2, 3, 0xffffffffu}, i & 3u) ^ subgroup_ballot(value > 0.5f) |
+                       cast(ScalarType::U32, bytes[i]) << 1u);
+      region.store(words, i, cast(ScalarType::U32, subgroup_add(value) + cast(ScalarType::F32, h[i])) +
+                                 cast(ScalarType::U32, subgroup_max(cast(ScalarType::I32, value) - i32(-7))) +
+                                 subgroup_shuffle(i, u32(0)) + cast(ScalarType::U32, f64(1e300) > f64(-2.5)) +
+                                 cast(ScalarType::U32, Literal::u64(~0ull) % Literal::u64(7)) +
+                                 cast(ScalarType::U32, literal(ScalarType::I64, -9.0)) + BufferLength::make("x") +
+                                 cast(ScalarType::U32, !(i >= 5u)) + cast(ScalarType::U32, literal(ScalarType::F16, 1.5)));
+      region.barrier();
+      region.if_then(eq(i, u32(63)), [&](Body& then) { then.return_(); });
+    });
+  });
+  return program.build();
+}
+
+}  // namespace quantc::testing

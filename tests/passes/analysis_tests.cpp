@@ -1,0 +1,140 @@
+// The value-range and uniformity analyses, and the verifier's uniformity check.
+#include <catch2/catch.hpp>
+
+#include "ir/Builder.h"
+#include "ir/Parser.h"
+#include "ir/Verifier.h"
+#include "ir/analysis/Uniformity.h"
+#include "ir/analysis/ValueRange.h"
+#include "ir/ops/Registry.h"
+
+using namespace quantc;
+using namespace quantc::ir;
+
+namespace {
+Program launch_only(std::array<std::uint32_t, 3> size, std::array<std::uint32_t, 3> count) {
+  ProgramBuilder program("launch");
+  program.input("x", ScalarType::F32, 64);
+  program.output("out", ScalarType::F32, 64);
+  program.launch(size, count);
+  program.body([](Body&) {});
+  return program.build();
+}
+}  // namespace
+
+TEST_CASE("value ranges of launch builtins and arithmetic", "[analysis]") {
+  Program program = launch_only({256, 1, 1}, {10, 1, 1});
+  analysis::RangeEnvironment environment(program);
+  auto range = [&](const Expr& expr) { return analysis::range_of(expr, environment); };
+  CHECK(range(local_id(0)) == analysis::ValueRange{0, 255, 1});
+  CHECK(range(workgroup_id(0)) == analysis::ValueRange{0, 9, 1});
+  CHECK(range(invocation_id(0)).max == 2559);
+  CHECK(range(local_id(0) % 32u).max == 31);
+  CHECK(range(local_id(0) / 32u).max == 7);
+  CHECK(range(workgroup_id(0) * 8u + local_id(0) / 32u).max == 79);
+  CHECK(range(workgroup_id(0) * 32u).multiple_of == 32);
+  CHECK(range(local_id(0) & 0xFFFFFFF8u).multiple_of == 8);
+  CHECK(range(local_id(0) - 1u) == analysis::ValueRange::full(ScalarType::U32));  // may wrap
+  CHECK(range(u32(0xffffffffu) * local_id(0)) == analysis::ValueRange::full(ScalarType::U32));
+  environment.push("lane", analysis::ValueRange{0, 31, 1});
+  CHECK(range(Var::make(ScalarType::U32, "lane") + 1u).max == 32);
+}
+
+TEST_CASE("guards and loop bounds give facts", "[analysis]") {
+  Program program = launch_only({256, 1, 1}, {10, 1, 1});
+  analysis::RangeEnvironment environment(program);
+  Expr v = Var::make(ScalarType::U32, "v");
+  environment.push("v", analysis::ValueRange{0, 1000, 1});
+  auto facts = analysis::guard_facts(logical_and(v < 20u, local_id(0) < 3u), environment);
+  REQUIRE(facts.size() == 1);
+  CHECK(facts[0].second.max == 19);
+  Loop loop("k", u32(2), u32(9), Block::make());
+  auto loop_facts = analysis::loop_facts(loop, environment);
+  REQUIRE(loop_facts.size() == 1);
+  CHECK(loop_facts[0].second == analysis::ValueRange{2, 8, 1});
+}
+
+TEST_CASE("uniformity of expressions", "[analysis]") {
+  Program wide = launch_only({256, 1, 1}, {4, 1, 1});
+  analysis::Uniformity uniformity(wide);
+  CHECK(uniformity.is_uniform(workgroup_id(0) * 8u + local_id(0) / 32u));
+  CHECK(uniformity.is_uniform(local_id(0) >> 5u));
+  CHECK(uniformity.is_uniform(invocation_id(0) / 64u));
+  CHECK_FALSE(uniformity.is_uniform(local_id(0) / 16u));
+  CHECK_FALSE(uniformity.is_uniform(local_id(0) % 32u));
+  CHECK(uniformity.is_uniform(Load::make(ScalarType::F32, "x", workgroup_id(0))));
+  CHECK_FALSE(uniformity.is_uniform(Load::make(ScalarType::F32, "out", workgroup_id(0))));  // writable
+  CHECK_FALSE(uniformity.is_uniform(Load::make(ScalarType::F32, "x", local_id(0))));
+  CHECK(uniformity.is_uniform(subgroup_add(Load::make(ScalarType::F32, "x", local_id(0) % 64u))));
+  CHECK(uniformity.is_uniform(subgroup_shuffle(local_id(0), u32(0))));
+  CHECK(uniformity.is_uniform(local_id(1)));
+  Program odd = launch_only({48, 2, 1}, {1, 1, 1});  // subgroups straddle rows
+  analysis::Uniformity odd_uniformity(odd);
+  CHECK_FALSE(odd_uniformity.is_uniform(local_id(0) / 32u));
+  CHECK_FALSE(odd_uniformity.is_uniform(local_id(1)));
+}
+
+TEST_CASE("variables: uniform lets, divergent assignments, loop-carried values", "[analysis]") {
+  ProgramBuilder builder("vars");
+  BufferRef x = builder.input("x", ScalarType::F32, 64);
+  BufferRef out = builder.output("out", ScalarType::F32, 64);
+  builder.launch({64, 1, 1}, {1, 1, 1});
+  builder.body([&](Body& body) {
+    Expr warp = body.let("warp", local_id(0) / 32u);
+    Expr counter = body.let("counter", u32(0));
+    Expr mixed = body.let("mixed", u32(0));
+    body.loop("k", u32(0), u32(4), [&](Body& loop, Expr k) {
+      loop.assign(counter, counter + k);
+      loop.if_then(local_id(0) < 3u, [&](Body& then) { then.assign(mixed, u32(1)); });
+    });
+    body.store(out, local_id(0), x[warp] + cast(ScalarType::F32, counter + mixed));
+  });
+  Program program = builder.build();
+  analysis::Uniformity uniformity(program);
+  CHECK(uniformity.is_uniform_variable("warp"));
+  CHECK(uniformity.is_uniform_variable("counter"));
+  CHECK(uniformity.is_uniform_variable("k"));
+  CHECK_FALSE(uniformity.is_uniform_variable("mixed"));
+}
+
+TEST_CASE("every registered op passes the verifier's uniformity check", "[analysis]") {
+  for (const ops::OpInfo& op : ops::OpRegistry::builtin().all()) {
+    for (const ops::OpArgs& args : op.test_shapes) {
+      Program program = op.build(args);
+      analysis::Uniformity uniformity(program);
+      CHECK(uniformity.divergent_subgroup_ops().empty());
+      CHECK(verify(program).empty());
+    }
+  }
+}
+
+TEST_CASE("the verifier rejects subgroup operations under divergent control, naming op and reason", "[analysis]") {
+  const char* text = R"(program "p" workgroup_size(64, 1, 1) workgroup_count(1, 1, 1)
+buffer @0 x: read_only f32[64]
+buffer @1 out: read_write f32[64]
+{
+  let lane: u32 = (local_id.x % 32u32)
+  if (lane < 16u32) {
+    out[local_id.x] = subgroup_add(x[lane])
+  }
+  for k: u32 in 0u32 .. lane {
+    out[k] = subgroup_shuffle(x[k], 0u32)
+  }
+  if (lane == 3u32) {
+    return
+  }
+  let total: u32 = subgroup_ballot(true)
+}
+)";
+  Program program = parse_program(text);
+  std::vector<std::string> problems = verify(program);
+  REQUIRE(problems.size() == 3);
+  CHECK(problems[0] ==
+        "subgroup operation `subgroup_add(x[lane])` may run with part of the subgroup inactive: it sits under `if "
+        "(lane < 16u32)` whose condition is not subgroup-uniform; move it out of the divergent control flow or make "
+        "the condition subgroup-uniform");
+  CHECK(problems[1].find("`subgroup_shuffle(x[k], 0u32)`") != std::string::npos);
+  CHECK(problems[1].find("loop `k` whose bounds 0u32 .. lane are not subgroup-uniform") != std::string::npos);
+  CHECK(problems[2].find("`subgroup_ballot(true)`") != std::string::npos);
+  CHECK(problems[2].find("a lane may have returned earlier") != std::string::npos);
+}

@@ -1,0 +1,71 @@
+// The parser reads exactly what the printer writes.
+#include <catch2/catch.hpp>
+
+#include "TestPrograms.h"
+#include "ir/Parser.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+#include "ir/ops/Registry.h"
+
+using namespace quantc;
+using namespace quantc::ir;
+
+namespace {
+void check_round_trip(const Program& program) {
+  std::string text = print(program);
+  Program parsed = parse_program(text, program.name);
+  INFO(text);
+  CHECK(print(parsed) == text);
+  CHECK(verify(parsed).empty());
+  CHECK(parsed.buffers == program.buffers);
+}
+}  // namespace
+
+TEST_CASE("every registered op's test shapes round-trip through the printer and parser", "[parser]") {
+  for (const ops::OpInfo& op : ops::OpRegistry::builtin().all()) {
+    for (const ops::OpArgs& args : op.test_shapes) check_round_trip(op.build(args));
+  }
+}
+
+TEST_CASE("a program using every construct round-trips", "[parser]") {
+  Program program = testing::every_construct_program();
+  check_round_trip(program);
+  std::string text = print(program);
+  CHECK(text.find("f32(inf)") != std::string::npos);
+  CHECK(text.find("f32(nan 0x7fc00001)") != std::string::npos);
+  CHECK(text.find("lookup<u32>[1u32, 2u32, 3u32, 4294967295u32]") != std::string::npos);
+}
+
+TEST_CASE("literals of every type parse to the same bits", "[parser]") {
+  for (Expr literal : {Literal::i32(-2147483647 - 1), Literal::u64(~0ull), Literal::make(ScalarType::I64, 1ull << 63),
+                       Literal::f32(1e-45f), Literal::f32(-0.0f), Literal::f32(3.4028235e38f), Literal::f64(0.1),
+                       Literal::f64(-1e-308), Literal::from_double(ScalarType::F16, 65504.0),
+                       Literal::make(ScalarType::F32, 0xff800000u), Literal::make(ScalarType::F64, 0x7ff8000000000123ull),
+                       Literal::make(ScalarType::U8, 255), Literal::make(ScalarType::I8, 0x80), Literal::boolean(true)}) {
+    Expr parsed = parse_expr(print(literal));
+    INFO(print(literal));
+    CHECK(parsed.type() == literal.type());
+    CHECK(parsed.as<Literal>()->bits == literal.as<Literal>()->bits);
+  }
+}
+
+TEST_CASE("parse errors name line, column and the problem", "[parser]") {
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_program(text, "case.qir");
+    } catch (const ParseError& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  std::string header = "program \"p\" workgroup_size(32, 1, 1) workgroup_count(1, 1, 1)\nbuffer @0 x: read_only f32[4]\n";
+  CHECK(error_of(header + "{\n  let a: u32 = b\n}\n") == "case.qir:4:16: error: use of undeclared variable 'b'");
+  CHECK(error_of(header + "{\n  let a: u32 = 5\n}\n").find("case.qir:4:16: error: literal '5' lacks its type suffix") == 0);
+  CHECK(error_of(header + "{\n  let a: u32 = (1u32 + 1.0f32)\n}\n").find("case.qir:4:16: error: Binary '+': operand types differ") == 0);
+  CHECK(error_of(header + "{\n  let a: f32 = y[0u32]\n}\n") == "case.qir:4:16: error: use of undeclared buffer 'y'");
+  CHECK(error_of(header + "{\n  let a: u8 = 300u8\n}\n") == "case.qir:4:15: error: literal '300u8' is out of range for u8");
+  CHECK(error_of(header + "{\n  let a: u32 = 1u32\n") == "case.qir:5:1: error: expected '}' before the end of input");
+  CHECK(error_of("program \"p\" workgroup_size(32, 1) workgroup_count(1, 1, 1)\n{\n}\n") ==
+        "case.qir:1:33: error: expected ',', found ')'");
+  CHECK(error_of(header + "{\n  let a: i32 = 1u32\n}\n") == "case.qir:4:10: error: let a is declared i32 but its value has type u32");
+}
