@@ -548,3 +548,23 @@ TEST_CASE("counters: classes, requests, sectors per request for strided access",
   CHECK(unit.integer_instructions == 2 * 8);
   CHECK(unit.thread_instructions == 64 * 14);
 }
+
+TEST_CASE("launch errors: unknown kernel, argument mismatch, runaway loops", "[emulator][launch]") {
+  Module module = parse_ptx(wrap_kernel("LOOP:\n bra LOOP;", false));
+  std::vector<DeviceBuffer> buffers = {{"out", std::vector<std::uint8_t>(8)}, {"a", std::vector<std::uint8_t>(8)},
+                                       {"b", std::vector<std::uint8_t>(8)}, {"c", std::vector<std::uint8_t>(8)}};
+  std::vector<KernelArgument> arguments = {PointerArgument{0, 0}, PointerArgument{1, 0}, PointerArgument{2, 0},
+                                           PointerArgument{3, 0}};
+  LaunchConfig config;
+  CHECK_THROWS_WITH(launch(module, "missing", config, buffers, arguments),
+                    Catch::Contains("no kernel 'missing'") && Catch::Contains("snippet"));
+  CHECK_THROWS_WITH(launch(module, "snippet", config, buffers, {PointerArgument{0, 0}}),
+                    Catch::Contains("takes 4 parameters but 1 arguments"));
+  config.block = {2048, 1, 1};
+  CHECK_THROWS_WITH(launch(module, "snippet", config, buffers, arguments), Catch::Contains("1..1024"));
+  config.block = {1, 1, 1};
+  LaunchOptions options;
+  options.max_warp_instructions = 10000;
+  CHECK_THROWS_WITH(launch(module, "snippet", config, buffers, arguments, options),
+                    Catch::Contains("exceeded 10000 warp instructions") && Catch::Contains("bra LOOP"));
+}
