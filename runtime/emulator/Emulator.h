@@ -1,0 +1,117 @@
+// The PTX emulator backend: runs PTX text on the CPU with the PTX ISA's SIMT
+// semantics and counts what the kernel does.
+//
+// Execution model (PTX ISA 8.x, chapter 3 "Parallel Thread Execution Machine Model"):
+// the grid's CTAs run one after another; a CTA's threads are split into warps of 32
+// by linear thread index (x fastest, then y, then z); each warp executes one
+// instruction at a time for its active lanes. Divergent branches are handled by
+// minimum-PC scheduling: the warp always runs the group of threads with the lowest
+// program counter, and groups that reach the same PC merge. For the structured,
+// topologically laid out control flow that nvcc and quantc produce this reconverges at
+// the immediate post-dominator, like a SIMT stack. `bar.sync` parks the arriving
+// threads until every non-exited thread of the CTA has arrived.
+//
+// Errors (all RuntimeError, each naming the PTX line and instruction, the thread as
+// ctaid=(x,y,z) tid=(x,y,z), and the address where one is involved):
+//  - out-of-bounds or misaligned global/shared/local/param access;
+//  - shfl.sync / vote.sync / bar.warp.sync executed by a set of threads different from
+//    the non-exited threads named by the member mask, or reading an inactive lane;
+//  - a kernel that exceeds LaunchOptions::max_warp_instructions (runaway loop).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ir/Program.h"
+#include "runtime/Buffers.h"
+#include "runtime/emulator/PtxModule.h"
+
+namespace quantc::runtime::emulator {
+
+/// What one launch executed. "Warp instruction" = one instruction issued for one warp
+/// (whatever its active mask); "request" = one warp-level global ld/st instruction;
+/// a sector is an aligned 32-byte chunk of global memory (Nsight Compute's
+/// l1tex__t_sectors / l1tex__t_requests measure).
+struct LaunchCounters {
+  std::uint64_t warp_instructions = 0;
+  std::uint64_t integer_instructions = 0;     // integer arithmetic, logic, moves, address math
+  std::uint64_t float_instructions = 0;       // f32/f64 arithmetic and comparisons
+  std::uint64_t conversion_instructions = 0;  // cvt
+  std::uint64_t memory_instructions = 0;      // ld/st/atom/red, every state space
+  std::uint64_t shuffle_instructions = 0;     // shfl.sync, vote.sync, activemask
+  std::uint64_t control_instructions = 0;     // bra, ret, exit, bar, membar
+  std::uint64_t thread_instructions = 0;      // sum over warp instructions of active lanes
+  std::uint64_t global_load_requests = 0;
+  std::uint64_t global_store_requests = 0;    // atomics count as loads and stores
+  std::uint64_t global_load_sectors = 0;      // summed over requests
+  std::uint64_t global_store_sectors = 0;
+  std::uint64_t shared_load_requests = 0;
+  std::uint64_t shared_store_requests = 0;
+  std::uint64_t unique_global_bytes_read = 0;     // distinct bytes, over all buffers
+  std::uint64_t unique_global_bytes_written = 0;
+  std::uint64_t barriers = 0;                 // CTA-wide barrier releases
+  std::uint64_t ctas = 0;
+  std::uint64_t threads = 0;                  // launched threads, all CTAs
+
+  double sectors_per_load_request() const {
+    return global_load_requests ? double(global_load_sectors) / double(global_load_requests) : 0.0;
+  }
+  double sectors_per_store_request() const {
+    return global_store_requests ? double(global_store_sectors) / double(global_store_requests) : 0.0;
+  }
+  LaunchCounters& operator+=(const LaunchCounters& other);
+};
+
+/// A device allocation: `bytes` is the whole buffer; any access outside it is an
+/// error. `name` only labels error messages.
+struct DeviceBuffer {
+  std::string name;
+  std::vector<std::uint8_t> bytes;
+};
+
+/// A kernel argument: a pointer to the start of device buffer `buffer` (an index into
+/// the launch's buffer list) plus `byte_offset`, or a scalar whose low bytes are
+/// copied into the parameter (its size comes from the kernel's `.param` declaration).
+struct PointerArgument {
+  std::size_t buffer = 0;
+  std::uint64_t byte_offset = 0;
+};
+struct ScalarArgument {
+  std::uint64_t bits = 0;
+};
+using KernelArgument = std::variant<PointerArgument, ScalarArgument>;
+
+struct LaunchConfig {
+  std::array<std::uint32_t, 3> grid{1, 1, 1};   // CTAs per dimension
+  std::array<std::uint32_t, 3> block{1, 1, 1};  // threads per CTA per dimension
+  std::uint32_t dynamic_shared_bytes = 0;       // size of the `.extern .shared` window
+};
+
+struct LaunchOptions {
+  /// A launch issuing more warp instructions than this is stopped with an error.
+  std::uint64_t max_warp_instructions = 1ull << 34;
+};
+
+/// Runs `kernel_name` from `module` over `config`'s grid. `arguments` match the
+/// kernel's `.param` list in order (a pointer parameter must be .u64/.b64). Global
+/// addresses handed to the kernel are synthetic (buffer i lives at (i+1) << 32), so
+/// pointers computed by a kernel can be checked against the buffer they belong to.
+/// `buffers` are read and written in place. Throws RuntimeError for a missing kernel,
+/// an argument/parameter mismatch, a block larger than .maxntid/1024 threads, and the
+/// execution errors listed at the top of this file.
+LaunchCounters launch(const Module& module, const std::string& kernel_name, const LaunchConfig& config,
+                      std::vector<DeviceBuffer>& buffers, const std::vector<KernelArgument>& arguments,
+                      const LaunchOptions& options = {});
+
+/// quantc's calling convention: kernel `program.name`, one `.param .u64` pointer per
+/// buffer in binding order, grid = program.workgroup_count, block =
+/// program.workgroup_size. `buffers` must match the program (check_buffers); every
+/// written buffer (BufferAccess other than ReadOnly) is copied back into `buffers`.
+/// Throws PtxParseError for PTX outside the supported subset and RuntimeError as launch().
+LaunchCounters run(const std::string& ptx_text, const ir::Program& program, BufferSet& buffers,
+                   const LaunchOptions& options = {});
+
+}  // namespace quantc::runtime::emulator
