@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   quantc::tools::add_emit_commands(app);
   quantc::tools::add_check_command(app);
   quantc::tools::add_run_command(app);
+  quantc::tools::add_profile_command(app);
   quantc::tools::add_cache_command(app);
   quantc::tools::add_pack_command(app);
   try {

@@ -260,3 +260,18 @@ TEST_CASE("quantc run --backend cuda fails clearly without a driver", "[cli][cud
   CHECK(result.exit_code == 1);
   CHECK_THAT(result.output, Catch::StartsWith("error: ") && Catch::Contains("--backend reference"));
 }
+
+TEST_CASE("quantc run --backend emulator agrees with the reference; quantc profile prints counters", "[cli][emulator]") {
+  std::string spec = spec_path("linear_4bit_affine_grouped.json");
+  Result compared = run_quantc("run " + spec + " --backend emulator --random-inputs 5 --compare reference");
+  INFO(compared.output);
+  CHECK(compared.exit_code == 0);
+  CHECK_THAT(compared.output, Catch::Contains("compare emulator vs reference: out: max abs diff 0, max rel diff 0 (ok)"));
+  Result unoptimized = run_quantc("run " + spec + " --backend emulator -O0 --random-inputs 5 --compare reference");
+  CHECK_THAT(unoptimized.output, Catch::Contains("max abs diff 0"));
+  Result profile = run_quantc("profile " + spec + " --target sm_90");
+  CHECK(profile.exit_code == 0);
+  CHECK_THAT(profile.output, Catch::Contains("4096 output elements") && Catch::Contains("sectors per load request") &&
+                                 Catch::Contains("H100 SXM") && Catch::Contains("H200") &&
+                                 Catch::Contains("model assumptions"));
+}

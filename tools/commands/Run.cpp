@@ -1,4 +1,4 @@
-// quantc run SPEC.json [--backend reference|cuda] [--input NAME=FILE.npy]...
+// quantc run SPEC.json [--backend reference|emulator|cuda] [--input NAME=FILE.npy]...
 //                      [--random-inputs SEED] [--output NAME=FILE.npy]... [--compare reference]
 //                      [--tolerance T] [--threads N] [--stats] [pipeline flags]
 // Every backend runs the program after the pass pipeline (-O2 by default); --compare
@@ -13,6 +13,7 @@
 #include "lower/Compiler.h"
 #include "runtime/Npy.h"
 #include "runtime/cuda/Launch.h"
+#include "runtime/emulator/Emulator.h"
 #include "runtime/reference/Interpreter.h"
 #include "tools/CommandSupport.h"
 #include "tools/commands/Commands.h"
@@ -98,11 +99,15 @@ void run_backend(const RunOptions& options, const lower::CompiledKernel& kernel,
     if (options.statistics) print_statistics(statistics, kernel.program);
     return;
   }
+  if (options.backend == "emulator") {
+    runtime::emulator::run(kernel.ptx, kernel.program, buffers);
+    return;
+  }
   if (options.backend == "cuda") {
     runtime::cuda::CudaBackend gpu;  // throws DriverUnavailable with the fix when no GPU/driver
     return gpu.run(kernel.program, runtime::cuda::KernelImage::ptx(kernel.ptx), buffers);
   }
-  throw CommandError(fmt::format("unknown backend '{}'; available: reference, cuda", options.backend));
+  throw CommandError(fmt::format("unknown backend '{}'; available: reference, emulator, cuda", options.backend));
 }
 
 /// Compiles for the backend: PTX backends need a target (the flag, else the spec's, else
@@ -195,8 +200,8 @@ void add_run_command(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* command = app.add_subcommand("run", "Run a spec's kernel on a backend and print its outputs");
   command->add_option("spec", options->spec_path, "Op spec (JSON)")->required();
-  command->add_option("--backend", options->backend, "reference (the IR interpreter) or cuda (a GPU via the driver)")
-      ->check(CLI::IsMember({"reference", "cuda"}))
+  command->add_option("--backend", options->backend, "reference (the IR interpreter), emulator (the PTX on the CPU) or cuda (a GPU)")
+      ->check(CLI::IsMember({"reference", "emulator", "cuda"}))
       ->capture_default_str();
   command->add_option("--input", options->inputs, "NAME=FILE.npy for an input buffer (repeatable)");
   command->add_option("--random-inputs", options->random_seed, "Generate every input not given with --input from SEED");
