@@ -127,7 +127,18 @@ void parse_ptxas_log(std::string_view log, PtxasResult& result) {
   }
 }
 
-PtxasResult run_ptxas(std::string_view ptx, const Target& target) {
+std::vector<std::string> ptxas_options(int optimization_level) {
+  if (optimization_level < 0 || optimization_level > 3) {
+    throw std::invalid_argument(
+        fmt::format("ptxas optimization level {} is out of range; use 0, 1, 2 or 3", optimization_level));
+  }
+  // --compile-only: nvJitLink always assembles PTX as a relocatable object, and ptxas's
+  // whole-program mode allocates registers differently; see the docstring.
+  return {"-v", fmt::format("-O{}", optimization_level), "--compile-only"};
+}
+
+PtxasResult run_ptxas(std::string_view ptx, const Target& target, int optimization_level) {
+  std::vector<std::string> argv = ptxas_options(optimization_level);  // checks the level before any work
   std::optional<std::string> ptxas = find_ptxas();
   if (!ptxas) {
     std::string toolkit_directory = "(none configured)";
@@ -141,11 +152,11 @@ PtxasResult run_ptxas(std::string_view ptx, const Target& target) {
   }
   TemporaryDirectory directory;
   const fs::path ptx_path = directory.path() / "kernel.ptx";
-  const fs::path cubin_path = directory.path() / "kernel.cubin";
+  const fs::path object_path = directory.path() / "kernel.o";
   const fs::path log_path = directory.path() / "ptxas.log";
   write_file(ptx_path, ptx);
-  std::vector<std::string> argv = {*ptxas,           "-v",          "--gpu-name", target.name(), ptx_path.string(),
-                                   "-o",             cubin_path.string()};
+  argv.insert(argv.begin(), *ptxas);
+  argv.insert(argv.end(), {"--gpu-name", target.name(), ptx_path.string(), "-o", object_path.string()});
   PtxasResult result;
   for (const std::string& argument : argv) result.command += (result.command.empty() ? "" : " ") + argument;
   result.exit_status = spawn_and_wait(argv, log_path);

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ptx/Target.h"
 
@@ -40,10 +41,35 @@ struct PtxasResult {
 std::optional<std::string> find_ptxas();
 bool ptxas_available();
 
-/// Assembles `ptx` for `target` with `ptxas -v --gpu-name <target> <file> -o <cubin>`.
-/// Throws PtxasError when ptxas is not found (the message says where it looked and how
-/// to install it) or cannot be started.
-PtxasResult run_ptxas(std::string_view ptx, const Target& target);
+/// The ptxas options quantc assembles PTX with: the one list shared by both assemblers,
+/// `ptxas` (run_ptxas passes them as arguments) and nvJitLink (runtime/cuda/NvJitLink.cpp
+/// passes each as "-Xptxas=<option>"), so that `quantc check --assembler ptxas|nvjitlink`
+/// report the same registers and spills for the same PTX. In order:
+///   -v              the verbose resource report (registers, stack frame, spills per entry).
+///   -O<level>       ptxas's optimization level, 0..3 (3 is ptxas's default).
+///   --compile-only  relocatable (separate-compilation) mode. nvJitLink is a linker: it
+///                   compiles every PTX input with its embedded ptxas in --compile-only
+///                   mode and then links the objects; no nvJitLink option turns that off
+///                   (with -Xptxas=--extensible-whole-program its ptxas warns "Conflicting
+///                   options '--compile-only' and '--extensible-whole-program' specified"
+///                   and ignores the latter). ptxas's default whole-program mode allocates
+///                   registers differently (CUDA 13.0: dequant_matmul_fp8 on sm_80 uses
+///                   25 registers whole-program and 30 relocatable; linear_4bit with
+///                   `.maxntid 256` 32 against 165), so the standalone ptxas must be in
+///                   the same mode for the counts to be comparable. The count reported is
+///                   then the one the nvJitLink cubin (`quantc emit --format cubin`) has.
+///                   Loading the PTX itself with cuModuleLoadDataEx JIT-compiles it whole-
+///                   program, which may use fewer registers than reported here.
+/// Throws std::invalid_argument naming the level when it is outside 0..3.
+std::vector<std::string> ptxas_options(int optimization_level = 3);
+
+/// Assembles `ptx` for `target` with
+/// `ptxas <ptxas_options(optimization_level)> --gpu-name <target> <file> -o <object>`.
+/// In --compile-only mode a call to an undefined function is left for a link to resolve,
+/// not reported; quantc's kernels make no calls. Throws std::invalid_argument for an
+/// optimization level outside 0..3, PtxasError when ptxas is not found (the message says
+/// where it looked and how to install it) or cannot be started.
+PtxasResult run_ptxas(std::string_view ptx, const Target& target, int optimization_level = 3);
 
 /// Parses a `ptxas -v` log into `result`'s registers and spill fields.
 void parse_ptxas_log(std::string_view log, PtxasResult& result);

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "ptx/Ptxas.h"
+
 namespace quantc::runtime::cuda {
 
 namespace {
@@ -105,12 +107,19 @@ std::vector<FunctionResources> parse_ptxas_report(std::string_view log) {
   return functions;
 }
 
-LinkedCubin link_cubin(std::string_view ptx, const ptx::Target& target, int optimization_level) {
-  if (optimization_level < 0 || optimization_level > 3) {
-    throw std::invalid_argument(
-        fmt::format("nvJitLink optimization level {} is out of range; use 0, 1, 2 or 3", optimization_level));
+std::vector<std::string> link_options(const ptx::Target& target, int optimization_level) {
+  std::vector<std::string> options = {fmt::format("-arch={}", target.name())};
+  // The embedded ptxas gets exactly the options `ptxas` gets (ptx::ptxas_options, which
+  // also checks the level), so both report the same registers. The level goes through
+  // -Xptxas=-O<n>, not nvJitLink's own -O<n>: that one accepts only 0 and 3.
+  for (const std::string& option : ptx::ptxas_options(optimization_level)) {
+    options.push_back("-Xptxas=" + option);
   }
-  LinkHandle link({fmt::format("-arch={}", target.name()), fmt::format("-O{}", optimization_level), "-Xptxas=-v"});
+  return options;
+}
+
+LinkedCubin link_cubin(std::string_view ptx, const ptx::Target& target, int optimization_level) {
+  LinkHandle link(link_options(target, optimization_level));
   const std::string text(ptx);  // nvJitLink reads PTX as a NUL-terminated string
   link.check(nvJitLinkAddData(link.get(), NVJITLINK_INPUT_PTX, text.c_str(), text.size() + 1, "quantc.ptx"),
              "nvJitLinkAddData");

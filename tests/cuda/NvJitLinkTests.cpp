@@ -1,56 +1,39 @@
 // Ahead-of-time cubins with nvJitLink, checked against `ptxas -v` for the same PTX.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <memory>
 #include <string>
-
-#include <fmt/format.h>
+#include <vector>
 
 #include "TestKernels.h"
 #include "ir/ops/Registry.h"
 #include "lower/LowerToPtx.h"
+#include "ptx/Ptxas.h"
 #include "runtime/cuda/Cubin.h"
 #include "runtime/cuda/NvJitLink.h"
 
 using namespace quantc;
 using namespace quantc::runtime::cuda;
-namespace fs = std::filesystem;
 
 namespace {
 
-/// Runs `ptxas -v` on `ptx` for `target`; returns its combined output, or nullopt when
-/// ptxas is not installed.
-std::optional<std::string> ptxas_report(const std::string& ptx, const ptx::Target& target) {
-  if (!fs::exists(QUANTC_PTXAS)) return std::nullopt;
-  const fs::path directory = fs::temp_directory_path();
-  const fs::path input = directory / fmt::format("quantc-nvjitlink-{}-{}.ptx", ::getpid(), target.sm);
-  std::ofstream(input) << ptx;
-  const std::string command =
-      fmt::format("{} -v -O3 -arch={} {} -o /dev/null 2>&1", QUANTC_PTXAS, target.name(), input.string());
-  std::unique_ptr<FILE, decltype(&::pclose)> pipe(::popen(command.c_str(), "r"), &::pclose);
-  std::string output;
-  char chunk[4096];
-  while (pipe && std::fgets(chunk, sizeof chunk, pipe.get())) output += chunk;
-  fs::remove(input);
-  return output;
-}
-
-/// Links `ptx` for `target` and checks registers and spills against ptxas for each entry.
-void check_against_ptxas(const std::string& ptx, const ptx::Target& target) {
-  const LinkedCubin linked = link_cubin(ptx, target);
+/// Links `ptx` for `target` and checks registers and spills per entry against `ptxas` run
+/// through ptx::run_ptxas (the `quantc check --assembler ptxas` path) at the same level.
+/// Both assemble with ptx::ptxas_options; without its --compile-only, standalone ptxas
+/// compiles whole-program and reports fewer registers for many ops than nvJitLink, which
+/// always compiles PTX as a relocatable object.
+void check_against_ptxas(const std::string& ptx, const ptx::Target& target, int optimization_level = 3) {
+  const LinkedCubin linked = link_cubin(ptx, target, optimization_level);
   INFO("nvJitLink info log:\n" << linked.info_log);
   CHECK(cubin_architecture(linked.cubin) == target.sm);
   REQUIRE_FALSE(linked.functions.empty());
-  const std::optional<std::string> report = ptxas_report(ptx, target);
-  if (!report) {
-    WARN("SKIPPED ptxas comparison: " << QUANTC_PTXAS << " not found");
+  if (!ptx::ptxas_available()) {
+    WARN("SKIPPED ptxas comparison: ptxas not found on PATH nor in the CUDA toolkit bin directory");
     return;
   }
-  INFO("ptxas -v:\n" << *report);
-  const std::vector<FunctionResources> expected = parse_ptxas_report(*report);
+  const ptx::PtxasResult assembled = ptx::run_ptxas(ptx, target, optimization_level);
+  INFO("$ " << assembled.command << "\n" << assembled.log);
+  REQUIRE(assembled.success);
+  const std::vector<FunctionResources> expected = parse_ptxas_report(assembled.log);
   REQUIRE(expected.size() == linked.functions.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
     CHECK(linked.functions[i].function == expected[i].function);
@@ -91,8 +74,12 @@ TEST_CASE("the ptxas report parser reads registers, stack and spills per entry",
 
 TEST_CASE("a hand-written kernel links for sm_80 and sm_90 with ptxas's register count", "[nvjitlink]") {
   for (int sm : {80, 90}) {
-    INFO("target sm_" << sm);
-    check_against_ptxas(test::scale_by_two_ptx(sm), ptx::Target{sm});
+    // Every ptxas level, 1 and 2 included: nvJitLink's own -O accepts only 0 and 3, so
+    // the level must reach its ptxas through -Xptxas.
+    for (int level : {0, 1, 2, 3}) {
+      INFO("target sm_" << sm << ", -O" << level);
+      check_against_ptxas(test::scale_by_two_ptx(sm), ptx::Target{sm}, level);
+    }
   }
   CHECK_FALSE(nvjitlink_version().empty());
 }
