@@ -127,18 +127,20 @@ void parse_ptxas_log(std::string_view log, PtxasResult& result) {
   }
 }
 
-std::vector<std::string> ptxas_options(int optimization_level) {
+std::vector<std::string> ptxas_options(int optimization_level, AssemblyMode mode) {
   if (optimization_level < 0 || optimization_level > 3) {
     throw std::invalid_argument(
         fmt::format("ptxas optimization level {} is out of range; use 0, 1, 2 or 3", optimization_level));
   }
   // --compile-only: nvJitLink always assembles PTX as a relocatable object, and ptxas's
   // whole-program mode allocates registers differently; see the docstring.
-  return {"-v", fmt::format("-O{}", optimization_level), "--compile-only"};
+  std::vector<std::string> options = {"-v", fmt::format("-O{}", optimization_level)};
+  if (mode == AssemblyMode::Relocatable) options.push_back("--compile-only");
+  return options;
 }
 
-PtxasResult run_ptxas(std::string_view ptx, const Target& target, int optimization_level) {
-  std::vector<std::string> argv = ptxas_options(optimization_level);  // checks the level before any work
+PtxasResult run_ptxas(std::string_view ptx, const Target& target, int optimization_level, AssemblyMode mode) {
+  std::vector<std::string> argv = ptxas_options(optimization_level, mode);  // checks the level before any work
   std::optional<std::string> ptxas = find_ptxas();
   if (!ptxas) {
     std::string toolkit_directory = "(none configured)";

@@ -41,13 +41,19 @@ struct PtxasResult {
 std::optional<std::string> find_ptxas();
 bool ptxas_available();
 
+/// How ptxas compiles a PTX file. WholeProgram is ptxas's default and what the CUDA
+/// driver does when it JIT-loads PTX (cuModuleLoadDataEx), so it is what `quantc check`
+/// reports by default. Relocatable (--compile-only) is what nvJitLink always does (see
+/// ptxas_options), so it is the mode to compare nvJitLink's numbers against.
+enum class AssemblyMode : std::uint8_t { WholeProgram, Relocatable };
+
 /// The ptxas options quantc assembles PTX with: the one list shared by both assemblers,
 /// `ptxas` (run_ptxas passes them as arguments) and nvJitLink (runtime/cuda/NvJitLink.cpp
-/// passes each as "-Xptxas=<option>"), so that `quantc check --assembler ptxas|nvjitlink`
-/// report the same registers and spills for the same PTX. In order:
+/// passes each as "-Xptxas=<option>" with AssemblyMode::Relocatable), so that for the same
+/// PTX and mode both report the same registers and spills. In order:
 ///   -v              the verbose resource report (registers, stack frame, spills per entry).
 ///   -O<level>       ptxas's optimization level, 0..3 (3 is ptxas's default).
-///   --compile-only  relocatable (separate-compilation) mode. nvJitLink is a linker: it
+///   --compile-only  (AssemblyMode::Relocatable only) separate-compilation mode. nvJitLink is a linker: it
 ///                   compiles every PTX input with its embedded ptxas in --compile-only
 ///                   mode and then links the objects; no nvJitLink option turns that off
 ///                   (with -Xptxas=--extensible-whole-program its ptxas warns "Conflicting
@@ -61,15 +67,17 @@ bool ptxas_available();
 ///                   Loading the PTX itself with cuModuleLoadDataEx JIT-compiles it whole-
 ///                   program, which may use fewer registers than reported here.
 /// Throws std::invalid_argument naming the level when it is outside 0..3.
-std::vector<std::string> ptxas_options(int optimization_level = 3);
+std::vector<std::string> ptxas_options(int optimization_level = 3,
+                                       AssemblyMode mode = AssemblyMode::WholeProgram);
 
 /// Assembles `ptx` for `target` with
-/// `ptxas <ptxas_options(optimization_level)> --gpu-name <target> <file> -o <object>`.
+/// `ptxas <ptxas_options(optimization_level, mode)> --gpu-name <target> <file> -o <object>`.
 /// In --compile-only mode a call to an undefined function is left for a link to resolve,
 /// not reported; quantc's kernels make no calls. Throws std::invalid_argument for an
 /// optimization level outside 0..3, PtxasError when ptxas is not found (the message says
 /// where it looked and how to install it) or cannot be started.
-PtxasResult run_ptxas(std::string_view ptx, const Target& target, int optimization_level = 3);
+PtxasResult run_ptxas(std::string_view ptx, const Target& target, int optimization_level = 3,
+                      AssemblyMode mode = AssemblyMode::WholeProgram);
 
 /// Parses a `ptxas -v` log into `result`'s registers and spill fields.
 void parse_ptxas_log(std::string_view log, PtxasResult& result);

@@ -109,10 +109,11 @@ std::vector<FunctionResources> parse_ptxas_report(std::string_view log) {
 
 std::vector<std::string> link_options(const ptx::Target& target, int optimization_level) {
   std::vector<std::string> options = {fmt::format("-arch={}", target.name())};
-  // The embedded ptxas gets exactly the options `ptxas` gets (ptx::ptxas_options, which
-  // also checks the level), so both report the same registers. The level goes through
-  // -Xptxas=-O<n>, not nvJitLink's own -O<n>: that one accepts only 0 and 3.
-  for (const std::string& option : ptx::ptxas_options(optimization_level)) {
+  // The embedded ptxas gets exactly the options `ptxas` gets in relocatable mode (which
+  // nvJitLink always uses; ptx::ptxas_options also checks the level), so both report the
+  // same registers. The level goes through -Xptxas=-O<n>, not nvJitLink's own -O<n>: that
+  // one accepts only 0 and 3.
+  for (const std::string& option : ptx::ptxas_options(optimization_level, ptx::AssemblyMode::Relocatable)) {
     options.push_back("-Xptxas=" + option);
   }
   return options;

@@ -44,15 +44,15 @@ struct LinkedCubin {
 };
 
 /// nvJitLink's options for link_cubin: "-arch=sm_NN", then "-Xptxas=<option>" for each of
-/// ptx::ptxas_options(optimization_level) ("-v", "-O<level>", "--compile-only"), so that
-/// the link's ptxas report matches `ptx::run_ptxas` on the same PTX (see ptxas_options
-/// for why both assemble in relocatable mode). Throws std::invalid_argument for an
-/// optimization level outside 0..3.
+/// ptx::ptxas_options(optimization_level, Relocatable) ("-v", "-O<level>",
+/// "--compile-only": nvJitLink always compiles relocatably, see ptxas_options), so that
+/// the link's ptxas report matches `ptx::run_ptxas` in relocatable mode on the same PTX.
+/// Throws std::invalid_argument for an optimization level outside 0..3.
 std::vector<std::string> link_options(const ptx::Target& target, int optimization_level = 3);
 
 /// Links one PTX text into a cubin for `target` with link_options(target,
 /// optimization_level); the registers and spills in `functions` are those of
-/// `ptx::run_ptxas(ptx, target, optimization_level)`. Throws std::invalid_argument for an
+/// `ptx::run_ptxas(ptx, target, optimization_level, ptx::AssemblyMode::Relocatable)`. Throws std::invalid_argument for an
 /// optimization level outside 0..3, LinkError (with nvJitLink's error log) for PTX it
 /// rejects, e.g. a `.target` higher than `target`.
 LinkedCubin link_cubin(std::string_view ptx, const ptx::Target& target, int optimization_level = 3);

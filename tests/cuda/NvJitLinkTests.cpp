@@ -17,10 +17,9 @@ using namespace quantc::runtime::cuda;
 namespace {
 
 /// Links `ptx` for `target` and checks registers and spills per entry against `ptxas` run
-/// through ptx::run_ptxas (the `quantc check --assembler ptxas` path) at the same level.
-/// Both assemble with ptx::ptxas_options; without its --compile-only, standalone ptxas
-/// compiles whole-program and reports fewer registers for many ops than nvJitLink, which
-/// always compiles PTX as a relocatable object.
+/// through ptx::run_ptxas at the same level in relocatable mode. nvJitLink always
+/// compiles PTX as a relocatable object; standalone ptxas in its default whole-program
+/// mode reports fewer registers for many ops, so the comparison must name the mode.
 void check_against_ptxas(const std::string& ptx, const ptx::Target& target, int optimization_level = 3) {
   const LinkedCubin linked = link_cubin(ptx, target, optimization_level);
   INFO("nvJitLink info log:\n" << linked.info_log);
@@ -30,7 +29,8 @@ void check_against_ptxas(const std::string& ptx, const ptx::Target& target, int 
     WARN("SKIPPED ptxas comparison: ptxas not found on PATH nor in the CUDA toolkit bin directory");
     return;
   }
-  const ptx::PtxasResult assembled = ptx::run_ptxas(ptx, target, optimization_level);
+  const ptx::PtxasResult assembled =
+      ptx::run_ptxas(ptx, target, optimization_level, ptx::AssemblyMode::Relocatable);
   INFO("$ " << assembled.command << "\n" << assembled.log);
   REQUIRE(assembled.success);
   const std::vector<FunctionResources> expected = parse_ptxas_report(assembled.log);

@@ -1,7 +1,9 @@
 // quantc check SPEC.json [--target sm_XX]... [--assembler ptxas|nvjitlink] [pipeline flags]:
 // assemble the spec's PTX for each target (default: the spec's target, else sm_80) and
-// report registers, spill bytes and assembler errors, like `ptxas -v`. Exits 1 when any
-// target fails or spills.
+// report registers, spill bytes and assembler errors. `ptxas` compiles whole-program
+// (`ptxas -v -O3`), as the driver does when it JIT-loads PTX; `nvjitlink` links a cubin
+// in process, which always compiles relocatably (what `emit --format cubin` ships).
+// Exits 1 when any target fails or spills.
 #include <fmt/format.h>
 
 #include "lower/Compiler.h"
@@ -55,8 +57,8 @@ bool check_target(const CheckOptions& options, const ir::Program& program, const
     fmt::print("{}: FAILED ({})\n{}\n", target.name(), options.assembler, result.log);
     return false;
   }
-  fmt::print("{}: ok ({}), {} registers, {} bytes spill stores, {} bytes spill loads\n", target.name(),
-             options.assembler, result.registers, result.spill_store_bytes, result.spill_load_bytes);
+  fmt::print("{}: ok ({}, {}), {} registers, {} bytes spill stores, {} bytes spill loads\n", target.name(),
+             options.assembler, options.assembler == "ptxas" ? "whole program" : "relocatable", result.registers, result.spill_store_bytes, result.spill_load_bytes);
   return result.spill_store_bytes + result.spill_load_bytes == 0;
 }
 
