@@ -113,13 +113,16 @@ TEST_CASE("every registered op: emulated PTX equals the reference interpreter bi
       for (const ptx::Target& target : ptx::supported_targets()) {
         std::string context = op.name + " " + describe(args) + "on " + target.name();
         INFO(context);
-        // Unoptimized lowering and the compiler driver's pipeline.
-        std::string direct_ptx = lower::lower_to_ptx(program, target);
-        lower::CompiledKernel compiled = lower::compile(program, lower::CompileOptions{target});
-        for (const auto* variant : {&direct_ptx, &compiled.ptx}) {
+        // Every optimization level the compiler offers, each verified after every pass.
+        for (lower::OptimizationLevel level :
+             {lower::OptimizationLevel::O0, lower::OptimizationLevel::O1, lower::OptimizationLevel::O2}) {
+          lower::PassOptions passes;
+          passes.level = level;
+          passes.verify_each = true;
+          lower::CompiledKernel compiled = lower::compile(program, {target, passes});
+          INFO("at -O" << static_cast<int>(level));
           runtime::BufferSet actual = inputs;
-          const ir::Program& launched = variant == &direct_ptx ? program : compiled.program;
-          runtime::emulator::LaunchCounters counters = runtime::emulator::run(*variant, launched, actual);
+          runtime::emulator::LaunchCounters counters = runtime::emulator::run(compiled.ptx, compiled.program, actual);
           require_same_outputs(program, expected, actual, context);
           CHECK(counters.warp_instructions > 0);
           ++runs;
