@@ -279,11 +279,7 @@ Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n) 
 
 namespace {
 OpArgs dims_shape(std::uint32_t m, std::uint32_t k, std::uint32_t n) {
-  OpArgs args;
-  args.set("m", m);
-  args.set("k", k);
-  args.set("n", n);
-  return args;
+  return OpArgs::dims({{"m", m}, {"k", k}, {"n", n}});
 }
 OpArgs block_shape(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size, bool asymmetric) {
   OpArgs args = dims_shape(m, k, n);

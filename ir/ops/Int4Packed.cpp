@@ -362,14 +362,6 @@ Program int4_batched_matmul_top1_f32_scaled(std::uint32_t batch, std::uint32_t r
   return program.build();
 }
 
-namespace {
-OpArgs shape(std::initializer_list<std::pair<const char*, std::uint32_t>> values) {
-  OpArgs args;
-  for (const auto& [name, value] : values) args.set(name, value);
-  return args;
-}
-}  // namespace
-
 std::vector<OpInfo> int4_packed_ops() {
   const std::string seed = "vyre-libs-0.6.2 quant::int4";
   const std::string packing = "8 signed nibbles per u32, value i at bits 4i..4i+3; row of cols = ceil(cols/8) words";
@@ -397,7 +389,7 @@ std::vector<OpInfo> int4_packed_ops() {
                   {"rhs", "input", ScalarType::U32, "ceil(lane_count/8)"},
                   {"out", "output", ScalarType::I32, "1"}},
       .build = [](const OpArgs& args) { return int4_dot_i32(args.u32("lane_count")); },
-      .test_shapes = {shape({{"lane_count", 8}}), shape({{"lane_count", 9}}), shape({{"lane_count", 300}})},
+      .test_shapes = {OpArgs::dims({{"lane_count", 8}}), OpArgs::dims({{"lane_count", 9}}), OpArgs::dims({{"lane_count", 300}})},
   });
   ops.push_back(OpInfo{
       .name = "int4_dot_f32_scaled",
@@ -411,7 +403,7 @@ std::vector<OpInfo> int4_packed_ops() {
                   {"rhs_scale", "sidecar", ScalarType::F32, "1"},
                   {"out", "output", ScalarType::F32, "1"}},
       .build = [](const OpArgs& args) { return int4_dot_f32_scaled(args.u32("lane_count")); },
-      .test_shapes = {shape({{"lane_count", 8}}), shape({{"lane_count", 7}}), shape({{"lane_count", 264}})},
+      .test_shapes = {OpArgs::dims({{"lane_count", 8}}), OpArgs::dims({{"lane_count", 7}}), OpArgs::dims({{"lane_count", 264}})},
   });
   ops.push_back(OpInfo{
       .name = "int4_matvec_f32_scaled",
@@ -424,8 +416,8 @@ std::vector<OpInfo> int4_packed_ops() {
                   row_scales,
                   {"out", "output", ScalarType::F32, "rows"}},
       .build = [](const OpArgs& args) { return int4_matvec_f32_scaled(args.u32("rows"), args.u32("cols")); },
-      .test_shapes = {shape({{"rows", 2}, {"cols", 8}}), shape({{"rows", 3}, {"cols", 9}}),
-                      shape({{"rows", 9}, {"cols", 263}})},
+      .test_shapes = {OpArgs::dims({{"rows", 2}, {"cols", 8}}), OpArgs::dims({{"rows", 3}, {"cols", 9}}),
+                      OpArgs::dims({{"rows", 9}, {"cols", 263}})},
   });
   ops.push_back(OpInfo{
       .name = "int4_batched_matvec_f32_scaled",
@@ -441,8 +433,8 @@ std::vector<OpInfo> int4_packed_ops() {
           [](const OpArgs& args) {
             return int4_batched_matvec_f32_scaled(args.u32("batch"), args.u32("rows"), args.u32("cols"));
           },
-      .test_shapes = {shape({{"batch", 2}, {"rows", 2}, {"cols", 8}}), shape({{"batch", 2}, {"rows", 3}, {"cols", 9}}),
-                      shape({{"batch", 5}, {"rows", 9}, {"cols", 71}})},
+      .test_shapes = {OpArgs::dims({{"batch", 2}, {"rows", 2}, {"cols", 8}}), OpArgs::dims({{"batch", 2}, {"rows", 3}, {"cols", 9}}),
+                      OpArgs::dims({{"batch", 5}, {"rows", 9}, {"cols", 71}})},
   });
   ops.push_back(OpInfo{
       .name = "int4_batched_matmul_f32_scaled",
@@ -455,8 +447,8 @@ std::vector<OpInfo> int4_packed_ops() {
           [](const OpArgs& args) {
             return int4_batched_matmul_f32_scaled(args.u32("batch"), args.u32("rows"), args.u32("cols"));
           },
-      .test_shapes = {shape({{"batch", 2}, {"rows", 2}, {"cols", 8}}), shape({{"batch", 2}, {"rows", 3}, {"cols", 9}}),
-                      shape({{"batch", 6}, {"rows", 10}, {"cols", 300}})},
+      .test_shapes = {OpArgs::dims({{"batch", 2}, {"rows", 2}, {"cols", 8}}), OpArgs::dims({{"batch", 2}, {"rows", 3}, {"cols", 9}}),
+                      OpArgs::dims({{"batch", 6}, {"rows", 10}, {"cols", 300}})},
   });
   ops.push_back(OpInfo{
       .name = "int4_batched_matmul_top1_f32_scaled",
@@ -470,8 +462,8 @@ std::vector<OpInfo> int4_packed_ops() {
           [](const OpArgs& args) {
             return int4_batched_matmul_top1_f32_scaled(args.u32("batch"), args.u32("rows"), args.u32("cols"));
           },
-      .test_shapes = {shape({{"batch", 2}, {"rows", 2}, {"cols", 8}}), shape({{"batch", 2}, {"rows", 3}, {"cols", 9}}),
-                      shape({{"batch", 9}, {"rows", 70}, {"cols", 17}})},
+      .test_shapes = {OpArgs::dims({{"batch", 2}, {"rows", 2}, {"cols", 8}}), OpArgs::dims({{"batch", 2}, {"rows", 3}, {"cols", 9}}),
+                      OpArgs::dims({{"batch", 9}, {"rows", 70}, {"cols", 17}})},
   });
   return ops;
 }

@@ -203,14 +203,6 @@ QuantizedLinear4BitPlannerEvidence linear_4bit_affine_grouped_planner_evidence(c
   };
 }
 
-namespace {
-OpArgs shape(std::initializer_list<std::pair<const char*, std::uint32_t>> values) {
-  OpArgs args;
-  for (const auto& [name, value] : values) args.set(name, value);
-  return args;
-}
-}  // namespace
-
 std::vector<OpInfo> linear_4bit_ops() {
   const std::string seed = "vyre-libs-0.6.3 nn::linear_4bit";
   ParamSpec in_dim{"in_dim", ParamType::U32, "input features (reduction length)", "", "> 0, multiple of 8", {}};
@@ -228,8 +220,8 @@ std::vector<OpInfo> linear_4bit_ops() {
                   {"b", "bias", ScalarType::F32, "out_dim"},
                   {"out", "output", ScalarType::F32, "out_dim"}},
       .build = [](const OpArgs& args) { return linear_4bit(args.u32("in_dim"), args.u32("out_dim")); },
-      .test_shapes = {shape({{"in_dim", 8}, {"out_dim", 4}}), shape({{"in_dim", 64}, {"out_dim", 300}}),
-                      shape({{"in_dim", 256}, {"out_dim", 33}})},
+      .test_shapes = {OpArgs::dims({{"in_dim", 8}, {"out_dim", 4}}), OpArgs::dims({{"in_dim", 64}, {"out_dim", 300}}),
+                      OpArgs::dims({{"in_dim", 256}, {"out_dim", 33}})},
   });
   ops.push_back(OpInfo{
       .name = "linear_4bit_affine_grouped",
@@ -247,10 +239,10 @@ std::vector<OpInfo> linear_4bit_ops() {
           [](const OpArgs& args) {
             return linear_4bit_affine_grouped(args.u32("in_dim"), args.u32("out_dim"), args.u32("group_size"));
           },
-      .test_shapes = {shape({{"in_dim", 8}, {"out_dim", 2}, {"group_size", 4}}),
-                      shape({{"in_dim", 32}, {"out_dim", 8}, {"group_size", 32}}),
-                      shape({{"in_dim", 256}, {"out_dim", 20}, {"group_size", 64}}),
-                      shape({{"in_dim", 72}, {"out_dim", 9}, {"group_size", 24}})},
+      .test_shapes = {OpArgs::dims({{"in_dim", 8}, {"out_dim", 2}, {"group_size", 4}}),
+                      OpArgs::dims({{"in_dim", 32}, {"out_dim", 8}, {"group_size", 32}}),
+                      OpArgs::dims({{"in_dim", 256}, {"out_dim", 20}, {"group_size", 64}}),
+                      OpArgs::dims({{"in_dim", 72}, {"out_dim", 9}, {"group_size", 24}})},
   });
   return ops;
 }

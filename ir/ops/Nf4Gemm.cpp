@@ -136,13 +136,7 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
 }
 
 namespace {
-OpArgs shape(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
-  OpArgs args;
-  args.set("m", m);
-  args.set("n", n);
-  args.set("k", k);
-  return args;
-}
+OpArgs shape(std::uint32_t m, std::uint32_t n, std::uint32_t k) { return OpArgs::dims({{"m", m}, {"n", n}, {"k", k}}); }
 OpArgs shape(std::uint32_t m, std::uint32_t n, std::uint32_t k, const char* accumulate) {
   OpArgs args = shape(m, n, k);
   args.set("accumulate", std::string(accumulate));

@@ -310,12 +310,7 @@ Program dequantize_nf4(std::uint32_t n, std::uint32_t group_size) {
 }
 
 namespace {
-OpArgs shape(std::uint32_t n, std::uint32_t group_size) {
-  OpArgs args;
-  args.set("n", n);
-  args.set("group_size", group_size);
-  return args;
-}
+OpArgs shape(std::uint32_t n, std::uint32_t group_size) { return OpArgs::dims({{"n", n}, {"group_size", group_size}}); }
 OpArgs shape(std::uint32_t n, std::uint32_t group_size, bool symmetric) {
   OpArgs args = shape(n, group_size);
   args.set("symmetric", symmetric);

@@ -46,6 +46,12 @@ using ParamValue = std::variant<std::uint32_t, bool, std::string>;
 /// Parameter values by name, already type-checked against the op's ParamSpecs.
 class OpArgs {
  public:
+  /// Unsigned parameters by name, for test shapes: OpArgs::dims({{"in_dim", 8}, {"out_dim", 4}}).
+  static OpArgs dims(std::initializer_list<std::pair<const char*, std::uint32_t>> values) {
+    OpArgs args;
+    for (const auto& [name, value] : values) args.set(name, value);
+    return args;
+  }
   void set(const std::string& name, ParamValue value) { values_[name] = std::move(value); }
   bool has(const std::string& name) const { return values_.count(name) != 0; }
   std::uint32_t u32(const std::string& name) const;       // throws OpError when absent or not u32
