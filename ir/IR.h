@@ -125,6 +125,28 @@ std::string_view to_string(NodeKind kind);
 bool is_comparison(BinaryOp op);
 bool is_commutative(BinaryOp op);
 
+/// Shared handle to an immutable node (ExprBase or NodeBase). Copying is cheap; the
+/// pointee's identity is stable, so passes may key maps on `get()` within one program
+/// and tell "unchanged" by `same_as`.
+template <class Base>
+class NodeHandle {
+ public:
+  NodeHandle() = default;
+  explicit NodeHandle(std::shared_ptr<const Base> node) : node_(std::move(node)) {}
+  bool defined() const { return node_ != nullptr; }
+  auto kind() const { return node_->kind; }
+  const Base* get() const { return node_.get(); }
+  /// The node as kind T, or nullptr when it is another kind (or undefined).
+  template <class T>
+  const T* as() const {
+    return defined() && node_->kind == T::kKind ? static_cast<const T*>(node_.get()) : nullptr;
+  }
+  bool same_as(const NodeHandle& other) const { return node_ == other.node_; }
+
+ protected:
+  std::shared_ptr<const Base> node_;
+};
+
 // ---------------------------------------------------------------------------------
 // Expressions
 
@@ -135,25 +157,11 @@ struct ExprBase {
   const ScalarType type;
 };
 
-/// Shared handle to an immutable expression node. Copying is cheap; identity of the
-/// pointee is stable, so passes may key maps on `get()` within one program.
-class Expr {
+/// Handle to an immutable expression node; every expression has a value type.
+class Expr : public NodeHandle<ExprBase> {
  public:
-  Expr() = default;
-  explicit Expr(std::shared_ptr<const ExprBase> node) : node_(std::move(node)) {}
-  bool defined() const { return node_ != nullptr; }
-  ExprKind kind() const { return node_->kind; }
+  using NodeHandle::NodeHandle;
   ScalarType type() const { return node_->type; }
-  const ExprBase* get() const { return node_.get(); }
-  /// The node as kind T, or nullptr when it is another kind.
-  template <class T>
-  const T* as() const {
-    return defined() && node_->kind == T::kKind ? static_cast<const T*>(node_.get()) : nullptr;
-  }
-  bool same_as(const Expr& other) const { return node_ == other.node_; }
-
- private:
-  std::shared_ptr<const ExprBase> node_;
 };
 
 /// A constant. `bits` holds the value in the type's own encoding: integers zero- or
@@ -305,22 +313,10 @@ struct NodeBase {
   const NodeKind kind;
 };
 
-/// Shared handle to an immutable statement node.
-class Node {
+/// Handle to an immutable statement node.
+class Node : public NodeHandle<NodeBase> {
  public:
-  Node() = default;
-  explicit Node(std::shared_ptr<const NodeBase> node) : node_(std::move(node)) {}
-  bool defined() const { return node_ != nullptr; }
-  NodeKind kind() const { return node_->kind; }
-  const NodeBase* get() const { return node_.get(); }
-  template <class T>
-  const T* as() const {
-    return defined() && node_->kind == T::kKind ? static_cast<const T*>(node_.get()) : nullptr;
-  }
-  bool same_as(const Node& other) const { return node_ == other.node_; }
-
- private:
-  std::shared_ptr<const NodeBase> node_;
+  using NodeHandle::NodeHandle;
 };
 
 /// Introduces variable `name`, visible to the rest of the enclosing block. A Let inside
