@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "ir/IRVisitor.h"
+#include "ir/ScopedTable.h"
 #include "ir/analysis/Uniformity.h"
 
 namespace quantc::ir {
@@ -76,16 +77,14 @@ class StatementChecker : public IRVisitor {
   void visit_Loop(const Loop& node) override {
     visit(node.from);
     visit(node.to);
-    scopes_.emplace_back();
+    ScopedTable<Binding>::Scope scope(bindings_);
     declare(node.var, {node.from.type(), true});
     visit(node.body);
-    scopes_.pop_back();
   }
 
   void visit_Block(const Block& node) override {
-    scopes_.emplace_back();
+    ScopedTable<Binding>::Scope scope(bindings_);
     IRVisitor::visit_Block(node);
-    scopes_.pop_back();
   }
 
  private:
@@ -100,24 +99,18 @@ class StatementChecker : public IRVisitor {
     return buffer;
   }
 
-  const Binding* lookup(const std::string& name) const {
-    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
-      auto found = scope->find(name);
-      if (found != scope->end()) return &found->second;
-    }
-    return nullptr;
-  }
+  const Binding* lookup(const std::string& name) const { return bindings_.lookup(name); }
 
   void declare(const std::string& name, Binding binding) {
     if (lookup(name) != nullptr) {
       report("variable '{}' is declared again while already in scope; choose a fresh name", name);
     }
-    scopes_.back()[name] = binding;
+    bindings_.declare(name, binding);
   }
 
   const Program& program_;
   std::vector<std::string>& problems_;
-  std::vector<std::unordered_map<std::string, Binding>> scopes_{1};
+  ScopedTable<Binding> bindings_;
 };
 
 void check_buffers(const Program& program, std::vector<std::string>& problems) {

@@ -19,6 +19,7 @@
 
 #include "ir/IRVisitor.h"
 #include "ir/Printer.h"
+#include "ir/ScopedTable.h"
 #include "ir/Verifier.h"
 #include "ptx/PtxWriter.h"
 
@@ -485,7 +486,7 @@ class PtxLowering : public ir::IRVisitor {
       register_name = writer_.new_register(register_class_of(value.type));
       writer_.instruction(fmt::format("mov.{}", move_suffix(value.type)), {register_name, value.text});
     }
-    scopes_.back()[node.name] = Variable{register_name, value.type};
+    variables_.declare(node.name, Variable{register_name, value.type});
   }
 
   void visit_Assign(const ir::Assign& node) override {
@@ -547,10 +548,11 @@ class PtxLowering : public ir::IRVisitor {
     writer_.label(head);
     writer_.instruction(fmt::format("setp.ge.{}", integer_suffix(type)), {done, counter, end});
     writer_.predicated(done, false, "bra", {exit});
-    scopes_.emplace_back();
-    scopes_.back()[node.var] = Variable{counter, type};
-    nested(node.body);
-    scopes_.pop_back();
+    {
+      ir::ScopedTable<Variable>::Scope scope(variables_);
+      variables_.declare(node.var, Variable{counter, type});
+      nested(node.body);
+    }
     // counter < end <= max of the type, so the increment never leaves the type's range.
     writer_.instruction(fmt::format("add.{}", integer_suffix(type)), {counter, counter, "1"});
     writer_.instruction("bra", {head});
@@ -558,9 +560,8 @@ class PtxLowering : public ir::IRVisitor {
   }
 
   void visit_Block(const ir::Block& node) override {
-    scopes_.emplace_back();
+    ir::ScopedTable<Variable>::Scope scope(variables_);
     for (const ir::Node& stmt : node.stmts) visit(stmt);
-    scopes_.pop_back();
   }
 
   void visit_Region(const ir::Region& node) override {
@@ -893,10 +894,7 @@ class PtxLowering : public ir::IRVisitor {
   }
 
   const Variable& lookup(const std::string& name) const {
-    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
-      auto found = scope->find(name);
-      if (found != scope->end()) return found->second;
-    }
+    if (const Variable* variable = variables_.lookup(name)) return *variable;
     throw ir::IRError(fmt::format("lower_to_ptx: undeclared variable '{}'", name));
   }
 
@@ -918,7 +916,7 @@ class PtxLowering : public ir::IRVisitor {
   const ir::Program& program_;
   ptx::PtxWriter writer_;
   std::map<std::string, std::string> buffer_addresses_;
-  std::vector<std::map<std::string, Variable>> scopes_;
+  ir::ScopedTable<Variable> variables_;
   Operand result_;
   int depth_ = 0;
 };

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <string>
-#include <unordered_map>
 
 #include "ir/Printer.h"
+#include "ir/ScopedTable.h"
 #include "runtime/reference/Compiled.h"
 
 namespace quantc::runtime::reference::detail {
@@ -175,10 +175,7 @@ class Compiler {
   }
 
   const Binding& lookup(const std::string& name, const ir::Expr* use) const {
-    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
-      auto found = scope->find(name);
-      if (found != scope->end()) return found->second;
-    }
+    if (const Binding* binding = bindings_.lookup(name)) return *binding;
     throw RuntimeError(fmt::format("variable '{}' is used{} without a binding in scope; bind it with let first",
                                    name, use ? fmt::format(" in `{}`", ir::print(*use)) : std::string()));
   }
@@ -283,13 +280,14 @@ class Compiler {
   std::unique_ptr<StmtNode> compile_block(const ir::Node& node) {
     auto block = std::make_unique<BlockStmt>();
     if (!node.defined()) return block;
-    scopes_.emplace_back();
-    if (const auto* ir_block = node.as<ir::Block>()) {
-      for (const ir::Node& stmt : ir_block->stmts) block->stmts.push_back(compile_stmt(stmt));
-    } else {
-      block->stmts.push_back(compile_stmt(node));
+    {
+      ir::ScopedTable<Binding>::Scope scope(bindings_);
+      if (const auto* ir_block = node.as<ir::Block>()) {
+        for (const ir::Node& stmt : ir_block->stmts) block->stmts.push_back(compile_stmt(stmt));
+      } else {
+        block->stmts.push_back(compile_stmt(node));
+      }
     }
-    scopes_.pop_back();
     for (const auto& stmt : block->stmts) block->may_return |= stmt->may_return;
     return block;
   }
@@ -306,7 +304,7 @@ class Compiler {
         auto stmt = std::make_unique<BindStmt>();
         stmt->value = compile_expr(let->value);  // before the name comes into scope
         stmt->reg = new_register();
-        scopes_.back()[let->name] = Binding{stmt->reg, let->value.type()};
+        bindings_.declare(let->name, Binding{stmt->reg, let->value.type()});
         return stmt;
       }
       case NodeKind::Assign: {
@@ -342,10 +340,11 @@ class Compiler {
         stmt->kernels = loop_kernels(loop->from.type());
         stmt->counter = new_register();
         stmt->limit = new_register();
-        scopes_.emplace_back();
-        scopes_.back()[loop->var] = Binding{stmt->counter, loop->from.type()};
-        stmt->body = compile_block(loop->body);
-        scopes_.pop_back();
+        {
+          ir::ScopedTable<Binding>::Scope scope(bindings_);
+          bindings_.declare(loop->var, Binding{stmt->counter, loop->from.type()});
+          stmt->body = compile_block(loop->body);
+        }
         stmt->may_return = stmt->body->may_return;
         return stmt;
       }
@@ -360,7 +359,7 @@ class Compiler {
   const ir::Program& program_;
   const std::vector<BufferView>& buffers_;
   CompiledProgram compiled_;
-  std::vector<std::unordered_map<std::string, Binding>> scopes_{1};
+  ir::ScopedTable<Binding> bindings_;
   std::uint32_t next_register_ = 0;
 };
 
