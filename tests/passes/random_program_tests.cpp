@@ -4,7 +4,7 @@
 // divisors are non-zero literals) and put subgroup operations only under uniform control
 // (conditions and loop bounds built from workgroup_id, literals and uniform variables).
 // On a mismatch the failing program and configuration are printed.
-// QUANTC_RANDOM_PROGRAMS=N changes the number of programs (default 2000).
+// QUANTC_RANDOM_PROGRAMS=N changes the number of programs (default 5000).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -245,7 +245,7 @@ std::vector<lower::PassOptions> configurations() {
 }  // namespace
 
 TEST_CASE("random programs keep their results through every pass and pipeline", "[random]") {
-  int programs = 2000;
+  int programs = 5000;
   if (const char* count = std::getenv("QUANTC_RANDOM_PROGRAMS")) programs = std::atoi(count);
   std::vector<lower::PassOptions> options_list = configurations();
   int checked = 0;
