@@ -99,13 +99,17 @@ class RandomProgram {
         std::uint32_t from = pick(2);
         body.loop(name(), u32(from), max(to, u32(from)), [&](Body& loop, Expr var) {
           uniform_u_.push_back(var);
+          ++loop_depth_;
           statements(loop, depth + 1, uniform, 1 + pick(3));
+          --loop_depth_;
           uniform_u_.pop_back();
         });
         break;
       }
       case 8:
-        if (depth > 0 && chance(30) && !uniform) {
+        // Never inside a loop: the next iteration would run the loop's earlier subgroup
+        // operations with the returned lanes missing (the verifier rejects that).
+        if (depth > 0 && chance(30) && !uniform && loop_depth_ == 0) {
           body.return_();
           returned_ = true;
         } else {
@@ -223,6 +227,7 @@ class RandomProgram {
   Expr invocation_, lane_, accumulator_u_, accumulator_f_;
   std::vector<Expr> uniform_u_, any_u_, any_f_;
   bool returned_ = false;
+  int loop_depth_ = 0;  // loops around the statement being generated
   int counter_ = 0;
 };
 
