@@ -9,6 +9,7 @@
 
 #include "runtime/Npy.h"
 #include "runtime/Pack.h"
+#include "tests/pack/ModelData.h"
 
 using namespace quantc::runtime;
 using namespace quantc::runtime::pack;
@@ -250,12 +251,9 @@ TEST_CASE("pack_file writes the op's buffer names, metadata and .npy files; --tr
 }
 
 TEST_CASE("real MiniLM weight: every scheme round-trips within its bound") {
-  const fs::path model = fs::path(QUANTC_SOURCE_DIR) / "data/models/all-MiniLM-L6-v2/model.safetensors";
-  if (!fs::exists(model)) {
-    WARN("SKIPPED: " << model << " absent; run scripts/fetch_model.sh");
-    return;
-  }
-  auto file = SafetensorsFile::open(model.string());
+  const auto model = quantc::test::minilm_model_path();
+  if (!model) return;
+  auto file = SafetensorsFile::open(model->string());
   auto weight = linear_weight_from_tensor(file, "encoder.layer.0.intermediate.dense.weight", true);
   REQUIRE(weight.in_dim == 384);
   REQUIRE(weight.out_dim == 1536);
