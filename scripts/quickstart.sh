@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Quick-start command 1 (the main job): install dependencies, build quantc, emit PTX for
 # a shipped spec, assemble it with ptxas, and run the kernel on the reference
-# interpreter with generated inputs.
+# interpreter with generated inputs; then the real-model run (examples/minilm/run.sh):
+# every linear layer of all-MiniLM-L6-v2 quantized five ways, run as emitted PTX on the
+# emulator against the interpreter and the f64 product, reported in examples/minilm/report/.
+# Set QUANTC_QUICKSTART_SKIP_MODEL=1 to stop after the spec demo (no 84 MB download).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build}
@@ -21,3 +24,10 @@ echo "== quantc check $spec (ptxas -v)"
 "$quantc" check "$spec"
 echo "== quantc run $spec --backend reference --random-inputs 1"
 "$quantc" run "$spec" --backend reference --random-inputs 1
+echo "== quantc run $spec --backend emulator --compare reference"
+"$quantc" run "$spec" --backend emulator --random-inputs 1 --compare reference | tail -n 1
+
+if [[ ${QUANTC_QUICKSTART_SKIP_MODEL:-0} != 1 ]]; then
+  echo "== examples/minilm/run.sh (real weights; a few minutes)"
+  BUILD_DIR="$build_dir" examples/minilm/run.sh
+fi

@@ -37,6 +37,7 @@
 #include "runtime/Buffers.h"
 #include "runtime/Pack.h"
 #include "runtime/Safetensors.h"
+#include "runtime/cuda/Launch.h"
 #include "runtime/emulator/Emulator.h"
 #include "runtime/reference/Interpreter.h"
 
@@ -128,6 +129,7 @@ struct Counters {
 struct KernelRun {
   std::vector<float> reference;  // interpreter output, [tokens][out_dim]
   std::vector<float> emulator;   // emulator output, same layout
+  std::vector<float> cuda;       // GPU output, same layout; empty where no GPU exists
   Counters counters;
 };
 
@@ -154,6 +156,12 @@ void launch(const lower::CompiledKernel& kernel, const runtime::BufferSet& input
   counters += runtime::emulator::run(kernel.ptx, kernel.program, emulator_buffers);
   const auto emulated = emulator_buffers.at(output).as<float>();
   run.emulator.insert(run.emulator.end(), emulated.begin(), emulated.begin() + std::ptrdiff_t(output_count));
+  if (!runtime::cuda::gpu_available()) return;
+  static runtime::cuda::CudaBackend gpu;  // one context and module cache for the whole report
+  runtime::BufferSet gpu_buffers = buffers;
+  gpu.run(kernel.program, runtime::cuda::KernelImage::ptx(kernel.ptx), gpu_buffers);
+  const auto on_gpu = gpu_buffers.at(output).as<float>();
+  run.cuda.insert(run.cuda.end(), on_gpu.begin(), on_gpu.begin() + std::ptrdiff_t(output_count));
 }
 
 /// Builds the scheme's op for `weight`, feeds it the packed buffers and every token row:
@@ -409,6 +417,12 @@ Row measure(int layer, const std::string& linear, const SchemeRun& scheme, const
     // Both backends execute the same optimised program with the same f32 operation
     // order (the emulator rounds every PTX instruction as the ISA defines), so they must
     // agree in every bit; any difference is a lowering or emulator bug.
+    // The GPU runs the same PTX: with .rn on every float operation (no contraction) and
+    // the same butterfly order it must agree in every bit too.
+    if (!run.cuda.empty() && !same_bits(run.cuda[e], run.reference[e])) {
+      failures.push_back(fmt::format("layer {} {} {}: GPU {:.9g} != interpreter {:.9g} at output {}", layer, linear,
+                                     scheme.label(), run.cuda[e], run.reference[e], e));
+    }
     if (!same_bits(run.emulator[e], run.reference[e])) {
       if (row.backend_mismatches == 0) {
         failures.push_back(fmt::format("layer {} {} {}: emulator {:.9g} != interpreter {:.9g} at output {} (token {}, "
