@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 
+#include "ir/ops/Quantize.h"
 #include "runtime/Npy.h"
 
 namespace quantc::runtime::pack {
@@ -102,39 +103,13 @@ std::uint32_t affine_int4_code(float value, const AffineParams& params) {
   return static_cast<std::uint32_t>(clamp_float(rounded + params.zero_point, 0.0f, 15.0f));
 }
 
-const std::array<float, 16> kNf4Values = {
-    -1.0f,
-    -0.6961928009986877f,
-    -0.5250730514526367f,
-    -0.39491748809814453f,
-    -0.28444138169288635f,
-    -0.18477343022823334f,
-    -0.09105003625154495f,
-    0.0f,
-    0.07958029955625534f,
-    0.16093020141124725f,
-    0.24611230194568634f,
-    0.33791524171829224f,
-    0.44070982933044434f,
-    0.5626170039176941f,
-    0.7229568362236023f,
-    1.0f,
-};
-
+namespace {
+/// Computed once: the thresholds decide every NF4 code the packer writes.
 const std::array<float, 15>& nf4_thresholds() {
-  static const std::array<float, 15> thresholds = [] {
-    std::array<float, 15> result{};
-    for (std::size_t t = 0; t < result.size(); ++t) {
-      // Exact in f64: both operands are f32, their sum needs at most 25 bits.
-      const double midpoint = (double{kNf4Values[t]} + double{kNf4Values[t + 1]}) / 2.0;
-      float rounded = static_cast<float>(midpoint);
-      if (double{rounded} > midpoint) rounded = std::nextafter(rounded, -std::numeric_limits<float>::infinity());
-      result[t] = rounded;
-    }
-    return result;
-  }();
+  static const std::array<float, 15> thresholds = ir::ops::nf4_thresholds();
   return thresholds;
 }
+}  // namespace
 
 float nf4_block_scale(std::span<const float> block) {
   float absmax = 0.0f;
@@ -249,7 +224,7 @@ LinearWeight dequantize(const PackedNf4& packed) {
       const std::size_t index = std::size_t{column} * blocks_per_column + k / packed.block;
       const std::uint32_t e = k % packed.block;
       const std::uint32_t code = (packed.data[index * (packed.block / 2) + e / 2] >> (4 * (e % 2))) & 0xFu;
-      weight.values[std::size_t{column} * packed.in_dim + k] = kNf4Values[code] * packed.scales[index];
+      weight.values[std::size_t{column} * packed.in_dim + k] = ir::ops::kNf4Table[code] * packed.scales[index];
     }
   }
   return weight;

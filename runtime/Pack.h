@@ -78,11 +78,9 @@ AffineParams affine_int4_params(std::span<const float> group);
 /// The code 0..15 of `value` under `params` (zero point used as given).
 std::uint32_t affine_int4_code(float value, const AffineParams& params);
 
-/// The 16 NF4 values (QLoRA normal-distribution quantiles, oxicuda-dnn NF4_LOOKUP).
-extern const std::array<float, 16> kNf4Values;
-/// The 15 NF4 decision thresholds: threshold t is the largest f32 <= (kNf4Values[t] +
-/// kNf4Values[t+1]) / 2 computed exactly in f64.
-const std::array<float, 15>& nf4_thresholds();
+/// The NF4 code book and its 15 decision thresholds are the device ops' own
+/// (ir::ops::kNf4Table, ir::ops::nf4_thresholds in ir/ops/Quantize.h): one table, so the
+/// host packer and the kernels cannot disagree on the format.
 /// NF4 scale of one block: absmax of its finite values (0 for an all-zero block).
 float nf4_block_scale(std::span<const float> block);
 /// The NF4 code 0..15 of `value` in a block with `scale`.

@@ -7,12 +7,14 @@
 #include <limits>
 #include <random>
 
+#include "ir/ops/Quantize.h"
 #include "runtime/Npy.h"
 #include "runtime/Pack.h"
 #include "tests/pack/ModelData.h"
 
 using namespace quantc::runtime;
 using namespace quantc::runtime::pack;
+using quantc::ir::ops::kNf4Table;
 namespace fs = std::filesystem;
 
 namespace {
@@ -126,9 +128,9 @@ TEST_CASE("affine special values: NaN gets the zero code, infinities saturate") 
 }
 
 TEST_CASE("nf4: thresholds, hand-checked codes, ties to the lower code, brute-force nearest") {
-  const auto& thresholds = nf4_thresholds();
+  const auto thresholds = quantc::ir::ops::nf4_thresholds();
   for (std::size_t t = 0; t < 15; ++t) {
-    const double midpoint = (double{kNf4Values[t]} + kNf4Values[t + 1]) / 2;
+    const double midpoint = (double{kNf4Table[t]} + kNf4Table[t + 1]) / 2;
     CHECK(double{thresholds[t]} <= midpoint);
     CHECK(double{std::nextafter(thresholds[t], 2.0f)} > midpoint);
   }
@@ -140,8 +142,8 @@ TEST_CASE("nf4: thresholds, hand-checked codes, ties to the lower code, brute-fo
   CHECK(nf4_code(std::numeric_limits<float>::quiet_NaN(), 1.0f) == 7);
   // A value exactly on a representable midpoint goes to the lower code.
   CHECK(nf4_code(0.5f, 1.0f) == 12);
-  const float exact_midpoint = (kNf4Values[0] + kNf4Values[1]) / 2;  // -0.8480964 (exact in f32)
-  if (double{exact_midpoint} == (double{kNf4Values[0]} + kNf4Values[1]) / 2) CHECK(nf4_code(exact_midpoint, 1.0f) == 0);
+  const float exact_midpoint = (kNf4Table[0] + kNf4Table[1]) / 2;  // -0.8480964 (exact in f32)
+  if (double{exact_midpoint} == (double{kNf4Table[0]} + kNf4Table[1]) / 2) CHECK(nf4_code(exact_midpoint, 1.0f) == 0);
   std::mt19937 generator(3);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (int trial = 0; trial < 20000; ++trial) {
@@ -149,7 +151,7 @@ TEST_CASE("nf4: thresholds, hand-checked codes, ties to the lower code, brute-fo
     const std::uint32_t code = nf4_code(value, 1.0f);
     for (std::uint32_t other = 0; other < 16; ++other) {
       INFO(value << " code " << code << " other " << other);
-      CHECK(std::fabs(double{value} - kNf4Values[code]) <= std::fabs(double{value} - kNf4Values[other]));
+      CHECK(std::fabs(double{value} - kNf4Table[code]) <= std::fabs(double{value} - kNf4Table[other]));
     }
   }
 }
