@@ -21,9 +21,11 @@ struct Result {
   std::string output;  // stdout and stderr together
 };
 
-/// Runs quantc with `arguments`; `environment` ("NAME=value ") prefixes the command.
+/// Runs quantc with `arguments`; `environment` ("NAME=value ") prefixes the command. The
+/// kernel cache defaults to one in the build tree, so tests never touch ~/.cache.
 Result run_quantc(const std::string& arguments, const std::string& environment = "") {
-  std::string command = environment + std::string(QUANTC_CLI_PATH) + " " + arguments + " 2>&1";
+  const std::string test_cache = "QUANTC_CACHE_DIR=" + std::string(QUANTC_BINARY_DIR) + "/test-kernel-cache ";
+  std::string command = test_cache + environment + std::string(QUANTC_CLI_PATH) + " " + arguments + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string output;
