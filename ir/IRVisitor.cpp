@@ -15,11 +15,14 @@ void IRVisitor::visit(const Expr& expr) {
 }
 
 void IRVisitor::visit(const Node& node) {
-  if (!node.defined()) return;
-  switch (node.kind()) {
-#define QUANTC_CASE(name)                  \
-  case NodeKind::name:                     \
-    visit_##name(*node.as<name>());        \
+  if (node.defined()) visit(*node.get());
+}
+
+void IRVisitor::visit(const NodeBase& node) {
+  switch (node.kind) {
+#define QUANTC_CASE(name)                         \
+  case NodeKind::name:                            \
+    visit_##name(static_cast<const name&>(node)); \
     return;
     QUANTC_STMT_NODES(QUANTC_CASE)
 #undef QUANTC_CASE

@@ -12,6 +12,7 @@ class IRVisitor {
   virtual ~IRVisitor() = default;
   void visit(const Expr& expr);  // no-op for an undefined handle
   void visit(const Node& node);
+  void visit(const NodeBase& node);  // for visitors handed a node struct, not a handle
 
  protected:
 #define QUANTC_DECLARE(name) virtual void visit_##name(const name& node);

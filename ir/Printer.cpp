@@ -162,6 +162,14 @@ std::string print(const Node& node, int indent) {
   return printer.text;
 }
 
+std::string print_header(const NodeBase& node) {
+  NodePrinter printer(0);
+  printer.visit(node);
+  std::string text = printer.text.substr(0, printer.text.find('\n'));
+  if (text.ends_with(" {")) text.resize(text.size() - 2);
+  return text;
+}
+
 std::string print_signature(const Program& program) {
   std::string text = fmt::format("program \"{}\" workgroup_size({}, {}, {}) workgroup_count({}, {}, {})\n",
                                  program.name, program.workgroup_size[0], program.workgroup_size[1],

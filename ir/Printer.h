@@ -31,6 +31,10 @@ std::string print(const Expr& expr);
 /// ending in '\n'.
 std::string print(const Node& node, int indent = 0);
 std::string print(const Program& program);
+/// The first line of a statement's text without a trailing " {", e.g. `if (i < 4u32)`,
+/// `for k: u32 in 0u32 .. 8u32` or `acc = (acc + x[k])`: a one-line description for
+/// comments in emitted code and for error messages.
+std::string print_header(const NodeBase& node);
 /// The header line and buffer lines of `print(program)`, without the body.
 std::string print_signature(const Program& program);
 

@@ -900,11 +900,7 @@ class PtxLowering : public ir::IRVisitor {
 
   /// One comment line naming the IR statement: the first line of its printed form.
   void comment_statement(const ir::NodeBase& node) {
-    std::string text = ir::print(ir::Node(std::shared_ptr<const ir::NodeBase>(std::shared_ptr<const ir::NodeBase>(), &node)));
-    std::size_t newline = text.find('\n');
-    if (newline != std::string::npos) text.resize(newline);
-    while (!text.empty() && (text.back() == '{' || text.back() == ' ')) text.pop_back();
-    writer_.comment(text, depth_);
+    writer_.comment(ir::print_header(node), depth_);
   }
 
   void nested(const ir::Node& body) {
