@@ -1,6 +1,6 @@
-// ptxas acceptance: every registered op at every test shape assembles for sm_75, sm_80,
-// sm_90 and sm_100 with zero errors and zero spill bytes. Skips with a WARN when ptxas
-// is absent, unless QUANTC_REQUIRE_PTXAS=1.
+// ptxas acceptance: every registered op at every test shape assembles for every supported
+// target (sm_75 .. sm_120) with zero errors and zero spill bytes. Skips with a WARN when
+// ptxas is absent, unless QUANTC_REQUIRE_PTXAS=1.
 #include <catch2/catch.hpp>
 
 #include "ir/ops/Registry.h"
@@ -15,8 +15,7 @@ TEST_CASE("every registered op assembles with ptxas, no spills", "[ptxas]") {
     REQUIRE_FALSE(op.test_shapes.empty());
     for (const ir::ops::OpArgs& args : op.test_shapes) {
       ir::Program program = testing::program_for_test(op, args);
-      for (int sm : {75, 80, 90, 100}) {
-        ptx::Target target{sm};
+      for (const ptx::Target& target : ptx::supported_targets()) {
         testing::require_assembles(testing::emit_for_test(program, target), target, testing::spec_stem(op, args));
       }
     }
