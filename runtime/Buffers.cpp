@@ -61,6 +61,16 @@ BufferSet random_buffers(const ir::Program& program, std::uint64_t seed) {
   return buffers;
 }
 
+std::uint64_t output_element_count(const ir::Program& program) {
+  std::uint64_t elements = 0;
+  for (const ir::BufferDecl& decl : program.buffers) {
+    if (!decl.is_output()) continue;
+    const ir::ByteRange range = decl.readable_range();
+    elements += (range.end - range.begin) / ir::byte_size(decl.element);
+  }
+  return elements;
+}
+
 double element_as_double(const HostBuffer& buffer, std::size_t index) {
   const std::size_t size = ir::byte_size(buffer.element);
   if (index >= buffer.bytes.size() / size) {

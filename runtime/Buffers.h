@@ -51,6 +51,10 @@ BufferSet allocate_buffers(const ir::Program& program);
 /// buffers named like zero points ("zero_point*", "zp*"), which get 0..15.
 BufferSet random_buffers(const ir::Program& program, std::uint64_t seed);
 
+/// Elements a caller reads back: the readable range (output byte range, else the whole
+/// buffer) of every written buffer, in elements. The per-output denominator of counters.
+std::uint64_t output_element_count(const ir::Program& program);
+
 /// Element `index` of `buffer` converted to double (exact for all types but 64-bit
 /// integers above 2^53). Throws RuntimeError when `index` is out of range.
 double element_as_double(const HostBuffer& buffer, std::size_t index);

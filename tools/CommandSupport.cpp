@@ -11,12 +11,13 @@
 
 namespace quantc::tools {
 
-ir::ops::OpSpec load_spec(const std::string& path) {
+std::string read_text_file(const std::string& path) {
   std::ifstream file(path);
-  if (!file) throw CommandError(fmt::format("cannot read spec file '{}'", path));
-  std::string text(std::istreambuf_iterator<char>(file), {});
-  return ir::ops::parse_spec(text, path);
+  if (!file) throw CommandError(fmt::format("cannot read '{}': no such file or not readable", path));
+  return std::string(std::istreambuf_iterator<char>(file), {});
 }
+
+ir::ops::OpSpec load_spec(const std::string& path) { return ir::ops::parse_spec(read_text_file(path), path); }
 
 ptx::Target resolve_target(const std::optional<std::string>& command_line, const ir::ops::OpSpec& spec) {
   try {

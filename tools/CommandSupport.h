@@ -21,6 +21,9 @@ class CommandError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The whole file at `path` as text; CommandError naming the file when it cannot be read.
+std::string read_text_file(const std::string& path);
+
 /// Reads and parses the spec file at `path` (ir::ops::SpecError on bad content,
 /// CommandError when the file cannot be read).
 ir::ops::OpSpec load_spec(const std::string& path);

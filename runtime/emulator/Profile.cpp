@@ -78,13 +78,7 @@ std::string profile_program(const ir::Program& program, const std::string& ptx_t
                             std::uint64_t seed) {
   BufferSet buffers = random_buffers(program, seed);
   LaunchCounters counters = run(ptx_text, program, buffers);
-  std::uint64_t output_elements = 0;
-  for (const ir::BufferDecl& buffer : program.buffers) {
-    if (!buffer.is_output()) continue;
-    ir::ByteRange range = buffer.readable_range();
-    output_elements += (range.end - range.begin) / ir::byte_size(buffer.element);
-  }
-  return format_profile(program.name, target, counters, output_elements);
+  return format_profile(program.name, target, counters, output_element_count(program));
 }
 
 }  // namespace quantc::runtime::emulator

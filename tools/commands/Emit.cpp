@@ -3,8 +3,6 @@
 // quantc opt FILE.qir [-o OUT.qir] [pipeline flags]      (IR text in, IR text out)
 #include <fmt/format.h>
 
-#include <fstream>
-#include <iterator>
 
 #include "ir/Parser.h"
 #include "ir/Printer.h"
@@ -52,12 +50,6 @@ std::string emit_artifact(const EmitOptions& options) {
   }
   return cache.get_or_build(key, runtime::cache::ArtifactKind::Cubin,
                             [&] { return runtime::cuda::link_cubin(ptx, compile_options.target).cubin; });
-}
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) throw CommandError(fmt::format("cannot read '{}'", path));
-  return std::string(std::istreambuf_iterator<char>(file), {});
 }
 
 }  // namespace

@@ -74,10 +74,7 @@ runtime::BufferSet prepare_buffers(const ir::Program& program, const RunOptions&
 }
 
 void print_statistics(const runtime::reference::RunStatistics& statistics, const ir::Program& program) {
-  std::uint64_t outputs = 0;
-  for (const ir::BufferDecl& decl : program.buffers) {
-    if (decl.is_output()) outputs += (decl.readable_range().end - decl.readable_range().begin) / ir::byte_size(decl.element);
-  }
+  const std::uint64_t outputs = runtime::output_element_count(program);
   const double per_output = outputs ? 1.0 / static_cast<double>(outputs) : 0.0;
   auto scaled = [per_output](std::uint64_t count) { return static_cast<double>(count) * per_output; };
   fmt::print("statistics ({} outputs): per output {:.1f} global loads, {:.1f} stores, {:.1f} shuffles, "
