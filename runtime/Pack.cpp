@@ -7,10 +7,10 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 
 #include "ir/ops/Quantize.h"
+#include "runtime/AtomicFile.h"
 #include "runtime/Npy.h"
 
 namespace quantc::runtime::pack {
@@ -348,10 +348,7 @@ PackResult pack_file(const PackOptions& options) {
                                                                     : ir::ScalarType::U32;
       array.buffer.bytes = tensor.bytes;
       const std::string path = (std::filesystem::path(*options.npy_dir) / (tensor.name + ".npy")).string();
-      std::ofstream file(path, std::ios::binary | std::ios::trunc);
-      const std::string bytes = to_npy_bytes(array);
-      file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      if (!file) throw RuntimeError(fmt::format("{}: cannot write .npy file", path));
+      write_file_atomically(path, to_npy_bytes(array));
     }
   }
   return result;

@@ -13,9 +13,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+
+#include "runtime/AtomicFile.h"
 
 namespace quantc::runtime {
 namespace {
@@ -376,10 +377,7 @@ std::vector<std::uint8_t> to_safetensors_bytes(const std::vector<SafetensorsTens
 void write_safetensors(const std::string& path, const std::vector<SafetensorsTensorData>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   const std::vector<std::uint8_t> bytes = to_safetensors_bytes(tensors, metadata);
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) throw RuntimeError(fmt::format("{}: cannot open for writing", path));
-  file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!file) throw RuntimeError(fmt::format("{}: write failed", path));
+  write_file_atomically(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 }  // namespace quantc::runtime

@@ -1,10 +1,7 @@
 #include "tools/CommandSupport.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -27,30 +24,6 @@ ptx::Target resolve_target(const std::optional<std::string>& command_line, const
     throw CommandError(error.what());
   }
   return ptx::default_target();
-}
-
-void write_file_atomically(const std::string& path, const std::string& bytes) {
-  namespace fs = std::filesystem;
-  fs::path target(path);
-  fs::path directory = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  fs::path temporary = directory / fmt::format(".{}.tmp.{}", target.filename().string(), ::getpid());
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    if (!file) throw CommandError(fmt::format("cannot write '{}': folder missing or not writable", path));
-    file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    file.flush();
-    if (!file) {
-      std::error_code ignored;
-      fs::remove(temporary, ignored);
-      throw CommandError(fmt::format("cannot write '{}': disk full or I/O error", path));
-    }
-  }
-  std::error_code error;
-  fs::rename(temporary, target, error);
-  if (error) {
-    fs::remove(temporary, error);
-    throw CommandError(fmt::format("cannot write '{}': {}", path, error.message()));
-  }
 }
 
 void PipelineFlags::add_to(CLI::App& command) {

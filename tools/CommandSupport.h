@@ -12,6 +12,7 @@
 #include "ir/ops/Spec.h"
 #include "lower/Compiler.h"
 #include "ptx/Target.h"
+#include "runtime/AtomicFile.h"  // write_file_atomically for -o / --output
 
 namespace quantc::tools {
 
@@ -30,10 +31,6 @@ ir::ops::OpSpec load_spec(const std::string& path);
 
 /// The target from the command line, else the spec's "target", else sm_80.
 ptx::Target resolve_target(const std::optional<std::string>& command_line, const ir::ops::OpSpec& spec);
-
-/// Writes `bytes` to `path` through a temporary file in the same folder and a rename,
-/// so `path` is either untouched or complete, never half-written.
-void write_file_atomically(const std::string& path, const std::string& bytes);
 
 /// The pipeline flags shared by emit, ir, check, run and opt (LLVM's spelling):
 /// -O0/-O1/-O2 (default: the spec's "opt_level", else 2), --passes=a,b,c,

@@ -27,7 +27,7 @@ void write_output(const std::string& text, const std::string& output_path) {
   if (output_path.empty() || output_path == "-") {
     fmt::print("{}", text);
   } else {
-    write_file_atomically(output_path, text);
+    runtime::write_file_atomically(output_path, text);
   }
 }
 

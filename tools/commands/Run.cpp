@@ -186,7 +186,7 @@ void run_command(const RunOptions& options) {
     auto [name, path] = split_binding(binding, "--output");
     const ir::BufferDecl* decl = program.find_buffer(name);
     if (decl == nullptr) throw CommandError(fmt::format("--output {}: the program has no buffer named '{}'", binding, name));
-    write_file_atomically(path, runtime::to_npy_bytes({logical_output(*decl, buffers.at(name)), {}}));
+    runtime::write_file_atomically(path, runtime::to_npy_bytes({logical_output(*decl, buffers.at(name)), {}}));
   }
   if (!within_tolerance) throw CommandError(fmt::format("{} differs from reference beyond tolerance {:g}", options.backend, options.tolerance));
 }
