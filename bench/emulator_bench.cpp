@@ -7,7 +7,7 @@
 #include "ir/ops/Linear4Bit.h"
 #include "lower/LowerToPtx.h"
 #include "ptx/Target.h"
-#include "runtime/emulator/Emulator.h"
+#include "runtime/backends/emulator/Emulator.h"
 
 namespace {
 

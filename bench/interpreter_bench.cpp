@@ -4,7 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include "ir/ops/Linear4Bit.h"
-#include "runtime/reference/Interpreter.h"
+#include "runtime/backends/reference/Interpreter.h"
 
 namespace {
 

@@ -21,8 +21,8 @@
 #include "ir/ops/Spec.h"
 #include "lower/Compiler.h"
 #include "runtime/cache/KernelCache.h"
-#include "runtime/cuda/Driver.h"
-#include "runtime/cuda/Launch.h"
+#include "runtime/backends/cuda/Driver.h"
+#include "runtime/backends/cuda/Launch.h"
 
 using namespace quantc;
 namespace fs = std::filesystem;

@@ -34,7 +34,7 @@
 #include "ptx/Ptxas.h"
 #include "ptx/Target.h"
 #include "runtime/Buffers.h"
-#include "runtime/reference/Interpreter.h"
+#include "runtime/backends/reference/Interpreter.h"
 
 namespace {
 

@@ -48,7 +48,7 @@ bool ptxas_available();
 enum class AssemblyMode : std::uint8_t { WholeProgram, Relocatable };
 
 /// The ptxas options quantc assembles PTX with: the one list shared by both assemblers,
-/// `ptxas` (run_ptxas passes them as arguments) and nvJitLink (runtime/cuda/NvJitLink.cpp
+/// `ptxas` (run_ptxas passes them as arguments) and nvJitLink (runtime/backends/cuda/NvJitLink.cpp
 /// passes each as "-Xptxas=<option>" with AssemblyMode::Relocatable), so that for the same
 /// PTX and mode both report the same registers and spills. In order:
 ///   -v              the verbose resource report (registers, stack frame, spills per entry).

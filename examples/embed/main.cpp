@@ -16,10 +16,10 @@
 #include "lower/LowerToPtx.h"
 #include "runtime/Buffers.h"
 #if defined(QUANTC_HAS_REFERENCE_BACKEND)
-#include "runtime/reference/Interpreter.h"
+#include "runtime/backends/reference/Interpreter.h"
 #endif
 #if defined(QUANTC_HAS_CUDA_BACKEND)
-#include "runtime/cuda/Launch.h"
+#include "runtime/backends/cuda/Launch.h"
 #endif
 
 using namespace quantc;

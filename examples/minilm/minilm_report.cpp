@@ -37,9 +37,9 @@
 #include "runtime/Buffers.h"
 #include "runtime/Pack.h"
 #include "runtime/Safetensors.h"
-#include "runtime/cuda/Launch.h"
-#include "runtime/emulator/Emulator.h"
-#include "runtime/reference/Interpreter.h"
+#include "runtime/backends/cuda/Launch.h"
+#include "runtime/backends/emulator/Emulator.h"
+#include "runtime/backends/reference/Interpreter.h"
 
 namespace fs = std::filesystem;
 using namespace quantc;
@@ -349,7 +349,7 @@ void write_report(const fs::path& dir, const std::vector<Row>& rows, const RunIn
   for (const auto& token : info.tokens) md << " `" << token.text << "`";
   md << fmt::format("; the first {} are used.\n\n", info.tokens_used);
   md << "Every kernel is built from the op registry, compiled with `lower::compile` (default -O2 pipeline, target "
-        "sm_90) and run on the PTX emulator (runtime/emulator) and on the reference interpreter (runtime/reference); "
+        "sm_90) and run on the PTX emulator (runtime/backends/emulator) and on the reference interpreter (runtime/backends/reference); "
         "the two must agree bit for bit. Activations are the tokens' word-embedding rows (384-input layers) and GELU "
         "of the unquantized intermediate layer applied to them (output.dense, 1536 inputs). Errors compare the "
         "emulator's f32 output with the f64 product of the unquantized weight; bias is 0. Bytes: packed weights + "

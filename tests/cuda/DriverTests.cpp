@@ -9,10 +9,10 @@
 #include <fmt/format.h>
 
 #include "TestKernels.h"
-#include "runtime/cuda/Cubin.h"
-#include "runtime/cuda/Driver.h"
-#include "runtime/cuda/Launch.h"
-#include "runtime/cuda/NvJitLink.h"
+#include "runtime/backends/cuda/Cubin.h"
+#include "runtime/backends/cuda/Driver.h"
+#include "runtime/backends/cuda/Launch.h"
+#include "runtime/backends/cuda/NvJitLink.h"
 
 using namespace quantc;
 using namespace quantc::runtime;

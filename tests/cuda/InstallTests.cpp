@@ -43,7 +43,7 @@ TEST_CASE("an installed quantc is usable from another CMake project", "[install]
   REQUIRE(run(fmt::format("'{}' --install '{}' --prefix '{}'", cmake, QUANTC_BINARY_DIR, prefix.string()), log) == 0);
   CHECK(fs::exists(prefix / "lib/cmake/quantc/quantcConfig.cmake"));
   CHECK(fs::exists(prefix / "include/quantc/ir/Builder.h"));
-  CHECK(fs::exists(prefix / "include/quantc/runtime/cuda/Launch.h"));
+  CHECK(fs::exists(prefix / "include/quantc/runtime/backends/cuda/Launch.h"));
 
   const int configured = run(fmt::format("'{}' -S '{}/examples/embed' -B '{}' -G Ninja -DCMAKE_PREFIX_PATH='{}'", cmake,
                                          QUANTC_SOURCE_DIR, build.string(), prefix.string()),

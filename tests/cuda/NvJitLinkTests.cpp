@@ -8,8 +8,8 @@
 #include "ir/ops/Registry.h"
 #include "lower/LowerToPtx.h"
 #include "ptx/Ptxas.h"
-#include "runtime/cuda/Cubin.h"
-#include "runtime/cuda/NvJitLink.h"
+#include "runtime/backends/cuda/Cubin.h"
+#include "runtime/backends/cuda/NvJitLink.h"
 
 using namespace quantc;
 using namespace quantc::runtime::cuda;

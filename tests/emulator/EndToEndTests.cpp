@@ -15,8 +15,8 @@
 #include "lower/LowerToPtx.h"
 #include "ptx/Target.h"
 #include "runtime/Buffers.h"
-#include "runtime/emulator/Emulator.h"
-#include "runtime/reference/Interpreter.h"
+#include "runtime/backends/emulator/Emulator.h"
+#include "runtime/backends/reference/Interpreter.h"
 
 using namespace quantc;
 

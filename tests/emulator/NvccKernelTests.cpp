@@ -15,7 +15,7 @@
 #include <random>
 #include <sstream>
 
-#include "runtime/emulator/Emulator.h"
+#include "runtime/backends/emulator/Emulator.h"
 
 using namespace quantc::runtime::emulator;
 

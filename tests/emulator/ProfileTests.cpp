@@ -1,7 +1,7 @@
 // The `quantc profile` report: roofline arithmetic and the printed counters.
 #include <catch2/catch.hpp>
 
-#include "runtime/emulator/Profile.h"
+#include "runtime/backends/emulator/Profile.h"
 
 using namespace quantc::runtime::emulator;
 

@@ -10,7 +10,7 @@
 
 #include "ir/Program.h"
 #include "runtime/Buffers.h"
-#include "runtime/reference/Interpreter.h"
+#include "runtime/backends/reference/Interpreter.h"
 
 namespace quantc::tests {
 

@@ -15,7 +15,7 @@
 #include "ir/ops/Quantize.h"
 #include "ir/ops/Registry.h"
 #include "runtime/Buffers.h"
-#include "runtime/reference/Interpreter.h"
+#include "runtime/backends/reference/Interpreter.h"
 
 namespace quantc::tests::ops2 {
 namespace {

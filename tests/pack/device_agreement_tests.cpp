@@ -29,7 +29,7 @@
 
 #include "ir/ops/Quantize.h"
 #include "runtime/Pack.h"
-#include "runtime/reference/Interpreter.h"
+#include "runtime/backends/reference/Interpreter.h"
 #include "tests/pack/ModelData.h"
 
 using namespace quantc;

@@ -5,7 +5,7 @@
 #include "ir/Printer.h"
 #include "ir/ops/Registry.h"
 #include "lower/PassManager.h"
-#include "runtime/reference/Interpreter.h"
+#include "runtime/backends/reference/Interpreter.h"
 
 using namespace quantc;
 using namespace quantc::ir;

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "ir/Builder.h"
-#include "runtime/reference/Interpreter.h"
+#include "runtime/backends/reference/Interpreter.h"
 
 using namespace quantc;
 using namespace quantc::ir;

@@ -9,7 +9,7 @@
 #include <random>
 
 #include "ir/ops/Linear4Bit.h"
-#include "runtime/reference/Interpreter.h"
+#include "runtime/backends/reference/Interpreter.h"
 
 using namespace quantc;
 using namespace quantc::ir;

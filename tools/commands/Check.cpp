@@ -8,7 +8,7 @@
 
 #include "lower/Compiler.h"
 #include "ptx/Ptxas.h"
-#include "runtime/cuda/NvJitLink.h"
+#include "runtime/backends/cuda/NvJitLink.h"
 #include "tools/CommandSupport.h"
 #include "tools/commands/Commands.h"
 

@@ -8,7 +8,7 @@
 #include "ir/Printer.h"
 #include "lower/Compiler.h"
 #include "runtime/cache/KernelCache.h"
-#include "runtime/cuda/NvJitLink.h"
+#include "runtime/backends/cuda/NvJitLink.h"
 #include "tools/CommandSupport.h"
 #include "tools/commands/Commands.h"
 

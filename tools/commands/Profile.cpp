@@ -4,7 +4,7 @@
 // comparing kernels, not a measurement: the assumptions are printed with it.
 #include <fmt/format.h>
 
-#include "runtime/emulator/Profile.h"
+#include "runtime/backends/emulator/Profile.h"
 #include "tools/CommandSupport.h"
 #include "tools/commands/Commands.h"
 

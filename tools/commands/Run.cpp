@@ -12,9 +12,9 @@
 #include "ir/ops/Spec.h"
 #include "lower/Compiler.h"
 #include "runtime/Npy.h"
-#include "runtime/cuda/Launch.h"
-#include "runtime/emulator/Emulator.h"
-#include "runtime/reference/Interpreter.h"
+#include "runtime/backends/cuda/Launch.h"
+#include "runtime/backends/emulator/Emulator.h"
+#include "runtime/backends/reference/Interpreter.h"
 #include "tools/CommandSupport.h"
 #include "tools/commands/Commands.h"
 

@@ -14,7 +14,7 @@
 
 #include "ir/IR.h"
 #include "runtime/Buffers.h"
-#include "runtime/reference/LaneValues.h"
+#include "runtime/backends/reference/LaneValues.h"
 
 namespace quantc::runtime::reference::detail {
 

@@ -1,4 +1,4 @@
-#include "runtime/emulator/Profile.h"
+#include "runtime/backends/emulator/Profile.h"
 
 #include <fmt/format.h>
 

@@ -1,11 +1,11 @@
-#include "runtime/cuda/Objects.h"
+#include "runtime/backends/cuda/Objects.h"
 
 #include <array>
 #include <utility>
 
 #include <fmt/format.h>
 
-#include "runtime/cuda/Cubin.h"
+#include "runtime/backends/cuda/Cubin.h"
 
 namespace quantc::runtime::cuda {
 

@@ -19,7 +19,7 @@
 
 #include "ir/Program.h"
 #include "runtime/Buffers.h"
-#include "runtime/cuda/Objects.h"
+#include "runtime/backends/cuda/Objects.h"
 
 namespace quantc::runtime::cuda {
 

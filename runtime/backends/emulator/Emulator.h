@@ -27,7 +27,7 @@
 
 #include "ir/Program.h"
 #include "runtime/Buffers.h"
-#include "runtime/emulator/PtxModule.h"
+#include "runtime/backends/emulator/PtxModule.h"
 
 namespace quantc::runtime::emulator {
 

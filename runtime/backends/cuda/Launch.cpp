@@ -1,4 +1,4 @@
-#include "runtime/cuda/Launch.h"
+#include "runtime/backends/cuda/Launch.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "runtime/cuda/NvJitLink.h"
+#include "runtime/backends/cuda/NvJitLink.h"
 
 #include <nvJitLink.h>
 

@@ -8,7 +8,7 @@
 
 #include "ir/Printer.h"
 #include "ir/ScopedTable.h"
-#include "runtime/reference/Compiled.h"
+#include "runtime/backends/reference/Compiled.h"
 
 namespace quantc::runtime::reference::detail {
 namespace {

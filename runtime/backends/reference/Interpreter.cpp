@@ -1,4 +1,4 @@
-#include "runtime/reference/Interpreter.h"
+#include "runtime/backends/reference/Interpreter.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,7 +12,7 @@
 
 #include "ir/Verifier.h"
 
-#include "runtime/reference/Compiled.h"
+#include "runtime/backends/reference/Compiled.h"
 
 namespace quantc::runtime::reference {
 namespace {

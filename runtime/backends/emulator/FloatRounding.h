@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "runtime/emulator/PtxModule.h"
+#include "runtime/backends/emulator/PtxModule.h"
 
 namespace quantc::runtime::emulator {
 

@@ -1,4 +1,4 @@
-#include "runtime/emulator/FloatRounding.h"
+#include "runtime/backends/emulator/FloatRounding.h"
 
 #include <bit>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "runtime/reference/Machine.h"
+#include "runtime/backends/reference/Machine.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/cuda/Cubin.h"
+#include "runtime/backends/cuda/Cubin.h"
 
 #include <cstdint>
 #include <cstring>

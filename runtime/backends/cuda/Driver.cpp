@@ -1,4 +1,4 @@
-#include "runtime/cuda/Driver.h"
+#include "runtime/backends/cuda/Driver.h"
 
 #include <dlfcn.h>
 

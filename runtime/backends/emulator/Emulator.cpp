@@ -1,6 +1,6 @@
 // The executor: warps, reconvergence, barriers, memory and every instruction's
 // semantics (PTX ISA 8.x chapter 9). See Emulator.h for the model and the errors.
-#include "runtime/emulator/Emulator.h"
+#include "runtime/backends/emulator/Emulator.h"
 
 #include <algorithm>
 #include <bit>
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/emulator/FloatRounding.h"
+#include "runtime/backends/emulator/FloatRounding.h"
 
 namespace quantc::runtime::emulator {
 

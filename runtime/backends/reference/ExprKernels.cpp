@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "ir/Printer.h"
-#include "runtime/reference/Machine.h"
+#include "runtime/backends/reference/Machine.h"
 
 namespace quantc::runtime::reference::detail {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ir/Program.h"
-#include "runtime/reference/Machine.h"
+#include "runtime/backends/reference/Machine.h"
 
 namespace quantc::runtime::reference::detail {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/emulator/Emulator.h"
+#include "runtime/backends/emulator/Emulator.h"
 
 namespace quantc::runtime::emulator {
 

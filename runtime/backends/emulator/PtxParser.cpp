@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "runtime/emulator/FloatRounding.h"
-#include "runtime/emulator/PtxModule.h"
+#include "runtime/backends/emulator/FloatRounding.h"
+#include "runtime/backends/emulator/PtxModule.h"
 
 namespace quantc::runtime::emulator {
 

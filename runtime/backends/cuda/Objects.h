@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "ptx/Target.h"
-#include "runtime/cuda/Driver.h"
+#include "runtime/backends/cuda/Driver.h"
 
 namespace quantc::runtime::cuda {
 
