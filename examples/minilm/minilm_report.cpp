@@ -1,5 +1,5 @@
 // minilm_report: quantc on a real model. For every linear layer of all-MiniLM-L6-v2 and
-// every 4-bit scheme, packs the real weight (runtime/Pack.h), builds the op from the
+// every 4-bit scheme, packs the real weight (ir/ops/HostPack.h), builds the op from the
 // registry, compiles it to PTX (lower::compile), runs it on the reference interpreter and
 // the PTX emulator with real activations, and compares with the f64 product of the
 // unquantized weight. Writes report.md and results.csv (plot.py draws report.png).
@@ -35,7 +35,7 @@
 #include "lower/Compiler.h"
 #include "ptx/Target.h"
 #include "runtime/Buffers.h"
-#include "runtime/Pack.h"
+#include "runtime/PackFile.h"
 #include "runtime/Safetensors.h"
 #include "runtime/backends/cuda/Launch.h"
 #include "runtime/backends/emulator/Emulator.h"
@@ -43,8 +43,8 @@
 
 namespace fs = std::filesystem;
 using namespace quantc;
-using runtime::pack::LinearWeight;
-using runtime::pack::Scheme;
+using ir::ops::pack::LinearWeight;
+using ir::ops::pack::Scheme;
 
 namespace {
 
@@ -168,20 +168,20 @@ void launch(const lower::CompiledKernel& kernel, const runtime::BufferSet& input
 /// nf4_gemm is one GEMM over all tokens (m = tokens); the two matvec ops run once per token.
 KernelRun run_kernel(const SchemeRun& scheme, const LinearWeight& weight, const Matrix& x) {
   const auto& registry = ir::ops::OpRegistry::builtin();
-  const std::string op_name = runtime::pack::op_for_scheme(scheme.scheme);
+  const std::string op_name = ir::ops::pack::op_for_scheme(scheme.scheme);
   const ir::ops::OpInfo* op = registry.find(op_name);
   if (!op) throw std::runtime_error(fmt::format("op {} is not registered in ir/ops/Registry.cpp", op_name));
-  runtime::pack::PackOptions options;
+  ir::ops::pack::SchemeOptions options;
   options.scheme = scheme.scheme;
   options.group_size = scheme.group;
   options.block = scheme.group;
-  runtime::pack::PackResult packed = runtime::pack::pack_weight(weight, options);
+  ir::ops::pack::PackedWeight packed = ir::ops::pack::pack_weight(weight, options);
   runtime::BufferSet weights;
-  for (const auto& tensor : packed.tensors) {
+  for (const auto& packed_buffer : packed.buffers) {
     runtime::HostBuffer buffer;
-    buffer.element = tensor.dtype == runtime::SafetensorsDtype::F32 ? ir::ScalarType::F32 : ir::ScalarType::U32;
-    buffer.bytes = tensor.bytes;
-    weights[tensor.name] = buffer;
+    buffer.element = packed_buffer.element;
+    buffer.bytes = packed_buffer.bytes;
+    weights[packed_buffer.name] = buffer;
   }
   ir::ops::OpArgs args;
   KernelRun run;
@@ -383,9 +383,9 @@ void write_report(const fs::path& dir, const std::vector<Row>& rows, const RunIn
 
 LinearWeight dequantized_weight(const SchemeRun& scheme, const LinearWeight& weight) {
   switch (scheme.scheme) {
-    case Scheme::Int4AffineGrouped: return dequantize(runtime::pack::pack_int4_affine_grouped(weight, scheme.group));
-    case Scheme::Nf4: return dequantize(runtime::pack::pack_nf4(weight, scheme.group));
-    case Scheme::Int4Symmetric: return dequantize(runtime::pack::pack_int4_symmetric(weight));
+    case Scheme::Int4AffineGrouped: return dequantize(ir::ops::pack::pack_int4_affine_grouped(weight, scheme.group));
+    case Scheme::Nf4: return dequantize(ir::ops::pack::pack_nf4(weight, scheme.group));
+    case Scheme::Int4Symmetric: return dequantize(ir::ops::pack::pack_int4_symmetric(weight));
   }
   throw std::logic_error("unknown scheme");
 }
@@ -440,7 +440,7 @@ Row measure(int layer, const std::string& linear, const SchemeRun& scheme, const
   }
   if (row.host_bound_ratio > 1.0) {
     failures.push_back(fmt::format("layer {} {} {}: interpreter output differs from x @ dequant(W) by {:.2f}x the "
-                                   "summation bound (packing/layout mismatch between runtime/Pack and the op?)",
+                                   "summation bound (packing/layout mismatch between ir/ops/HostPack and the op?)",
                                    layer, linear, scheme.label(), row.host_bound_ratio));
   }
   row.errors = compare(run.emulator, exact);

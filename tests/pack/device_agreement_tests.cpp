@@ -1,4 +1,4 @@
-// Host packer (runtime/Pack.h) vs the device-side quantize ops (ir/ops/Quantize.h, run on
+// Host packer (ir/ops/HostPack.h) vs the device-side quantize ops (ir/ops/Quantize.h, run on
 // the reference interpreter): the same tensor quantized both ways must give identical
 // codes and scales, compared exactly (bit for bit on the f32 scales).
 //
@@ -28,11 +28,12 @@
 #include <random>
 
 #include "ir/ops/Quantize.h"
-#include "runtime/Pack.h"
+#include "runtime/PackFile.h"
 #include "runtime/backends/reference/Interpreter.h"
 #include "tests/pack/ModelData.h"
 
 using namespace quantc;
+using namespace quantc::ir::ops::pack;
 using namespace quantc::runtime::pack;
 
 namespace {

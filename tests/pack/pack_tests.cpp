@@ -1,4 +1,4 @@
-// Host packer (runtime/Pack.h): hand-checked codes, scales and layouts for each scheme,
+// Host packer (ir/ops/HostPack.h, runtime/PackFile.h): hand-checked codes, scales and layouts for each scheme,
 // the `quantc pack` file entry point, and a real MiniLM weight when data/ is present.
 #include <catch2/catch.hpp>
 
@@ -9,10 +9,11 @@
 
 #include "ir/ops/Quantize.h"
 #include "runtime/Npy.h"
-#include "runtime/Pack.h"
+#include "runtime/PackFile.h"
 #include "tests/pack/ModelData.h"
 
 using namespace quantc::runtime;
+using namespace quantc::ir::ops::pack;
 using namespace quantc::runtime::pack;
 using quantc::ir::ops::kNf4Table;
 namespace fs = std::filesystem;

@@ -3,7 +3,7 @@
 // Host-side quantization of a real tensor into exactly the buffers an op expects.
 #include <fmt/format.h>
 
-#include "runtime/Pack.h"
+#include "runtime/PackFile.h"
 #include "tools/commands/Commands.h"
 
 namespace quantc::tools {
@@ -25,7 +25,7 @@ void add_pack_command(CLI::App& app) {
   command->add_option("-o,--output", options->output_path, "OUT.safetensors (tensors named like the op's buffers)")->required();
   command->add_option("--npy-dir", options->npy_dir, "Also write one BUFFER.npy per packed buffer here");
   command->callback([options, scheme] {
-    options->scheme = runtime::pack::scheme_from_name(*scheme);
+    options->scheme = ir::ops::pack::scheme_from_name(*scheme);
     runtime::pack::PackResult result = runtime::pack::pack_file(*options);
     for (const auto& tensor : result.tensors) fmt::print("packed {}\n", tensor.name);
   });

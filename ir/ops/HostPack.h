@@ -1,5 +1,7 @@
 // Host-side packing: quantizes a real f32 weight matrix into exactly the buffers a
-// quantc op reads (`quantc pack`). Three schemes, one per op family:
+// quantc op reads. Pure functions on float arrays, beside the ops whose layouts they
+// write; reading model files and writing the packed files (`quantc pack`) is
+// runtime/PackFile.h. Three schemes, one per op family:
 //
 //   int4-affine-grouped -> linear_4bit_affine_grouped (ir/ops/Linear4Bit.h):
 //       w u32[in_dim/8 * out_dim], scale f32[group_count * out_dim],
@@ -13,7 +15,7 @@
 // Orientation. Every op computes out = x @ W with W[in_dim, out_dim]: in_dim (k) is the
 // reduction axis, out_dim (i, n, rows) indexes outputs. A PyTorch nn.Linear weight is
 // stored [out_features, in_features], so its in_dim is axis 1 and it must be read with
-// transpose = true (`quantc pack --transpose`). Internally a LinearWeight is held
+// transpose = true (runtime/PackFile.h, `quantc pack --transpose`). Internally a LinearWeight is held
 // output-major ([out_dim][in_dim], k fastest), which is the PyTorch layout, because all
 // three schemes group along k within one output.
 //
@@ -38,14 +40,21 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "runtime/Safetensors.h"
+#include "ir/Type.h"
 
-namespace quantc::runtime::pack {
+namespace quantc::ir::ops::pack {
+
+/// Invalid packer input (an empty weight, a bad group or block size, dimensions the
+/// scheme cannot pack, an unknown scheme name); the message names the value and the fix.
+class PackError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 /// A linear layer weight, output-major: values[i * in_dim + k] multiplies x[k] into
 /// out[i] (PyTorch nn.Linear layout, k fastest).
@@ -56,13 +65,6 @@ struct LinearWeight {
 
   float at(std::uint32_t k, std::uint32_t i) const { return values[std::size_t{i} * in_dim + k]; }
 };
-
-/// Reads a 2-D floating tensor (F32/F16/BF16/F64) as a LinearWeight. Without
-/// `transpose` the tensor is taken as W[in_dim, out_dim] (the ops' math orientation);
-/// with `transpose` as [out_dim, in_dim] (PyTorch nn.Linear: [out_features,
-/// in_features]). Throws RuntimeError naming the tensor for a missing tensor, a rank
-/// other than 2, dimensions above 2^32-1 or a non-floating dtype.
-LinearWeight linear_weight_from_tensor(const SafetensorsFile& file, const std::string& name, bool transpose);
 
 /// Round half to even in f32 (std::nearbyint under the default rounding mode).
 float round_half_even(float value);
@@ -107,7 +109,7 @@ struct PackedAffineGrouped {
   std::vector<std::uint32_t> zero_point;
   std::uint64_t clamped_zero_groups = 0;
 };
-/// Errors (RuntimeError): group_size == 0, in_dim % 8 != 0 (the op packs 8 k per word),
+/// Errors (PackError): group_size == 0, in_dim % 8 != 0 (the op packs 8 k per word),
 /// an empty weight.
 PackedAffineGrouped pack_int4_affine_grouped(const LinearWeight& weight, std::uint32_t group_size);
 /// The dequantized weight (q - zero_point) * scale, output-major like LinearWeight.
@@ -122,7 +124,7 @@ struct PackedNf4 {
   std::vector<std::uint8_t> data;
   std::vector<float> scales;
 };
-/// Errors (RuntimeError): block == 0 or odd, in_dim % block != 0 (naming both and the
+/// Errors (PackError): block == 0 or odd, in_dim % block != 0 (naming both and the
 /// fix), an empty weight.
 PackedNf4 pack_nf4(const LinearWeight& weight, std::uint32_t block = 64);
 LinearWeight dequantize(const PackedNf4& packed);
@@ -135,43 +137,42 @@ struct PackedInt4Symmetric {
   std::vector<std::uint32_t> w;
   std::vector<float> row_scales;
 };
-/// Errors (RuntimeError): an empty weight.
+/// Errors (PackError): an empty weight.
 PackedInt4Symmetric pack_int4_symmetric(const LinearWeight& weight);
 LinearWeight dequantize(const PackedInt4Symmetric& packed);
 
-// ---- the `quantc pack` entry point -----------------------------------------------
+// ---- one weight, one scheme: the op's buffers ----------------------------------------
 
 enum class Scheme { Int4AffineGrouped, Nf4, Int4Symmetric };
-/// "int4-affine-grouped", "nf4", "int4-symmetric"; throws RuntimeError listing them.
+/// "int4-affine-grouped", "nf4", "int4-symmetric"; throws PackError listing them.
 Scheme scheme_from_name(const std::string& name);
 std::string scheme_name(Scheme scheme);
 /// The op whose buffers a scheme produces.
 std::string op_for_scheme(Scheme scheme);
 
-struct PackOptions {
-  std::string model_path;    // MODEL.safetensors
-  std::string tensor;        // tensor name in the model
+struct SchemeOptions {
   Scheme scheme = Scheme::Int4AffineGrouped;
   std::uint32_t group_size = 64;  // int4-affine-grouped
   std::uint32_t block = 64;       // nf4
-  bool transpose = false;         // read [out_dim, in_dim] (PyTorch nn.Linear)
-  std::string output_path;        // OUT.safetensors
-  std::optional<std::string> npy_dir;  // also write <buffer>.npy files here
 };
 
-/// The packed buffers as safetensors tensors named exactly like the op's buffers, with
-/// __metadata__ {op, scheme, in_dim, out_dim, group_size|block, source tensor,
-/// transposed}.
-struct PackResult {
-  std::vector<SafetensorsTensorData> tensors;
+/// One packed buffer, named and typed exactly like the op's buffer; `shape` is the
+/// logical shape (row-major), `bytes` the little-endian element bytes.
+struct PackedBuffer {
+  std::string name;
+  ScalarType element = ScalarType::U32;
+  std::vector<std::uint64_t> shape;
+  std::vector<std::uint8_t> bytes;
+};
+
+/// The op's buffers plus metadata {op, scheme, in_dim, out_dim, group_size and
+/// clamped_zero_groups | block}.
+struct PackedWeight {
+  std::vector<PackedBuffer> buffers;
   std::map<std::string, std::string> metadata;
 };
-PackResult pack_weight(const LinearWeight& weight, const PackOptions& options);
+/// Packs `weight` with options.scheme. Errors (PackError) as the scheme's packer, plus
+/// in_dim % 8 != 0 for nf4 (nf4_gemm reads b_nf4 as u32 words).
+PackedWeight pack_weight(const LinearWeight& weight, const SchemeOptions& options);
 
-/// `quantc pack`: reads options.tensor from options.model_path, packs it, writes
-/// options.output_path (and one .npy per buffer into npy_dir, created if needed).
-/// Returns what was written. Throws RuntimeError for every input problem above and
-/// for unwritable outputs.
-PackResult pack_file(const PackOptions& options);
-
-}  // namespace quantc::runtime::pack
+}  // namespace quantc::ir::ops::pack

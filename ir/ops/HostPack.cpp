@@ -1,4 +1,4 @@
-#include "runtime/Pack.h"
+#include "ir/ops/HostPack.h"
 
 #include <fmt/format.h>
 
@@ -6,14 +6,11 @@
 #include <cfenv>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 
 #include "ir/ops/Quantize.h"
-#include "runtime/AtomicFile.h"
-#include "runtime/Npy.h"
 
-namespace quantc::runtime::pack {
+namespace quantc::ir::ops::pack {
 namespace {
 
 constexpr float kEpsilon = 1e-12f;                   // issue 6 / oxicuda-dnn
@@ -26,8 +23,8 @@ float clamp_float(float value, float low, float high) { return std::min(std::max
 void check_nonempty(const LinearWeight& weight, const char* scheme) {
   if (weight.in_dim == 0 || weight.out_dim == 0 ||
       weight.values.size() != std::size_t{weight.in_dim} * weight.out_dim) {
-    throw RuntimeError(fmt::format("pack {}: weight is {}x{} with {} values; need a non-empty [out_dim][in_dim] matrix",
-                                   scheme, weight.out_dim, weight.in_dim, weight.values.size()));
+    throw PackError(fmt::format("pack {}: weight is {}x{} with {} values; need a non-empty [out_dim][in_dim] matrix",
+                                scheme, weight.out_dim, weight.in_dim, weight.values.size()));
   }
 }
 
@@ -47,36 +44,6 @@ std::vector<std::uint8_t> to_bytes(const std::vector<T>& values) {
 float round_half_even(float value) {
   // The default floating-point environment rounds to nearest even; nearbyint honours it.
   return std::nearbyint(value);
-}
-
-LinearWeight linear_weight_from_tensor(const SafetensorsFile& file, const std::string& name, bool transpose) {
-  const SafetensorsTensor& tensor = file.tensor(name);
-  if (tensor.shape.size() != 2) {
-    throw RuntimeError(fmt::format("{}: tensor '{}' has rank {}; a linear weight must be 2-D", file.label(), name,
-                                   tensor.shape.size()));
-  }
-  constexpr std::uint64_t kMax = std::numeric_limits<std::uint32_t>::max();
-  if (tensor.shape[0] > kMax || tensor.shape[1] > kMax) {
-    throw RuntimeError(fmt::format("{}: tensor '{}' shape [{}, {}] exceeds 2^32-1 per dimension", file.label(), name,
-                                   tensor.shape[0], tensor.shape[1]));
-  }
-  std::vector<float> values = file.to_f32(name);
-  const auto rows = static_cast<std::uint32_t>(tensor.shape[0]), cols = static_cast<std::uint32_t>(tensor.shape[1]);
-  LinearWeight weight;
-  if (transpose) {  // stored [out_dim, in_dim]: already output-major
-    weight.out_dim = rows;
-    weight.in_dim = cols;
-    weight.values = std::move(values);
-    return weight;
-  }
-  // stored W[in_dim, out_dim]: transpose into output-major
-  weight.in_dim = rows;
-  weight.out_dim = cols;
-  weight.values.resize(values.size());
-  for (std::uint32_t k = 0; k < rows; ++k) {
-    for (std::uint32_t i = 0; i < cols; ++i) weight.values[std::size_t{i} * rows + k] = values[std::size_t{k} * cols + i];
-  }
-  return weight;
 }
 
 // ---- scalar quantizers ------------------------------------------------------------
@@ -138,11 +105,11 @@ std::int32_t symmetric_int4_code(float value, float scale) {
 
 PackedAffineGrouped pack_int4_affine_grouped(const LinearWeight& weight, std::uint32_t group_size) {
   check_nonempty(weight, "int4-affine-grouped");
-  if (group_size == 0) throw RuntimeError("pack int4-affine-grouped: --group-size 0 is invalid; use e.g. 32, 64 or 128");
+  if (group_size == 0) throw PackError("pack int4-affine-grouped: --group-size 0 is invalid; use e.g. 32, 64 or 128");
   if (weight.in_dim % 8 != 0) {
-    throw RuntimeError(fmt::format("pack int4-affine-grouped: in_dim={} is not divisible by 8 (eight k per packed "
-                                   "word); check --transpose",
-                                   weight.in_dim));
+    throw PackError(fmt::format("pack int4-affine-grouped: in_dim={} is not divisible by 8 (eight k per packed "
+                                "word); check --transpose",
+                                weight.in_dim));
   }
   PackedAffineGrouped packed;
   packed.in_dim = weight.in_dim;
@@ -188,12 +155,12 @@ LinearWeight dequantize(const PackedAffineGrouped& packed) {
 PackedNf4 pack_nf4(const LinearWeight& weight, std::uint32_t block) {
   check_nonempty(weight, "nf4");
   if (block == 0 || block % 2 != 0) {
-    throw RuntimeError(fmt::format("pack nf4: --block {} is invalid; use an even block size (nf4_gemm uses 64)", block));
+    throw PackError(fmt::format("pack nf4: --block {} is invalid; use an even block size (nf4_gemm uses 64)", block));
   }
   if (weight.in_dim % block != 0) {
-    throw RuntimeError(fmt::format("pack nf4: in_dim={} is not a multiple of --block {} (nf4_gemm needs k % 64 == 0); "
-                                   "check --transpose",
-                                   weight.in_dim, block));
+    throw PackError(fmt::format("pack nf4: in_dim={} is not a multiple of --block {} (nf4_gemm needs k % 64 == 0); "
+                                "check --transpose",
+                                weight.in_dim, block));
   }
   PackedNf4 packed;
   packed.in_dim = weight.in_dim;
@@ -262,13 +229,13 @@ LinearWeight dequantize(const PackedInt4Symmetric& packed) {
   return weight;
 }
 
-// ---- the `quantc pack` entry point --------------------------------------------------
+// ---- one weight, one scheme: the op's buffers ----------------------------------------
 
 Scheme scheme_from_name(const std::string& name) {
   if (name == "int4-affine-grouped") return Scheme::Int4AffineGrouped;
   if (name == "nf4") return Scheme::Nf4;
   if (name == "int4-symmetric") return Scheme::Int4Symmetric;
-  throw RuntimeError(fmt::format("unknown --scheme '{}'; use int4-affine-grouped, nf4 or int4-symmetric", name));
+  throw PackError(fmt::format("unknown --scheme '{}'; use int4-affine-grouped, nf4 or int4-symmetric", name));
 }
 
 std::string scheme_name(Scheme scheme) {
@@ -289,25 +256,21 @@ std::string op_for_scheme(Scheme scheme) {
   return "";
 }
 
-PackResult pack_weight(const LinearWeight& weight, const PackOptions& options) {
-  PackResult result;
+PackedWeight pack_weight(const LinearWeight& weight, const SchemeOptions& options) {
+  PackedWeight result;
   const std::uint64_t in_dim = weight.in_dim, out_dim = weight.out_dim;
   result.metadata = {{"op", op_for_scheme(options.scheme)},
                      {"scheme", scheme_name(options.scheme)},
                      {"in_dim", std::to_string(in_dim)},
-                     {"out_dim", std::to_string(out_dim)},
-                     {"source_tensor", options.tensor},
-                     {"transposed", options.transpose ? "true" : "false"},
-                     {"producer", "quantc pack"}};
-  using Dtype = SafetensorsDtype;
+                     {"out_dim", std::to_string(out_dim)}};
   switch (options.scheme) {
     case Scheme::Int4AffineGrouped: {
       PackedAffineGrouped packed = pack_int4_affine_grouped(weight, options.group_size);
       result.metadata["group_size"] = std::to_string(options.group_size);
       result.metadata["clamped_zero_groups"] = std::to_string(packed.clamped_zero_groups);
-      result.tensors = {{"w", Dtype::U32, {in_dim / 8, out_dim}, to_bytes(packed.w)},
-                        {"scale", Dtype::F32, {packed.group_count, out_dim}, to_bytes(packed.scale)},
-                        {"zero_point", Dtype::U32, {packed.group_count, out_dim}, to_bytes(packed.zero_point)}};
+      result.buffers = {{"w", ScalarType::U32, {in_dim / 8, out_dim}, to_bytes(packed.w)},
+                        {"scale", ScalarType::F32, {packed.group_count, out_dim}, to_bytes(packed.scale)},
+                        {"zero_point", ScalarType::U32, {packed.group_count, out_dim}, to_bytes(packed.zero_point)}};
       break;
     }
     case Scheme::Nf4: {
@@ -315,43 +278,22 @@ PackResult pack_weight(const LinearWeight& weight, const PackOptions& options) {
       result.metadata["block"] = std::to_string(options.block);
       const std::uint64_t blocks = in_dim / options.block;
       if (in_dim % 8 != 0) {
-        throw RuntimeError(fmt::format("pack nf4: in_dim={} is not divisible by 8 (nf4_gemm reads b_nf4 as u32 words)",
-                                       in_dim));
+        throw PackError(fmt::format("pack nf4: in_dim={} is not divisible by 8 (nf4_gemm reads b_nf4 as u32 words)",
+                                    in_dim));
       }
       // nf4_gemm declares b_nf4 as u32[n * k/8]; the bytes are the same (little-endian).
-      result.tensors = {{"b_nf4", Dtype::U32, {out_dim, in_dim / 8}, packed.data},
-                        {"b_scales", Dtype::F32, {out_dim, blocks}, to_bytes(packed.scales)}};
+      result.buffers = {{"b_nf4", ScalarType::U32, {out_dim, in_dim / 8}, packed.data},
+                        {"b_scales", ScalarType::F32, {out_dim, blocks}, to_bytes(packed.scales)}};
       break;
     }
     case Scheme::Int4Symmetric: {
       PackedInt4Symmetric packed = pack_int4_symmetric(weight);
-      result.tensors = {{"weights", Dtype::U32, {out_dim, packed.words_per_row}, to_bytes(packed.w)},
-                        {"row_scales", Dtype::F32, {out_dim}, to_bytes(packed.row_scales)}};
+      result.buffers = {{"weights", ScalarType::U32, {out_dim, packed.words_per_row}, to_bytes(packed.w)},
+                        {"row_scales", ScalarType::F32, {out_dim}, to_bytes(packed.row_scales)}};
       break;
     }
   }
   return result;
 }
 
-PackResult pack_file(const PackOptions& options) {
-  const SafetensorsFile model = SafetensorsFile::open(options.model_path);
-  const LinearWeight weight = linear_weight_from_tensor(model, options.tensor, options.transpose);
-  PackResult result = pack_weight(weight, options);
-  write_safetensors(options.output_path, result.tensors, result.metadata);
-  if (options.npy_dir) {
-    std::filesystem::create_directories(*options.npy_dir);
-    for (const SafetensorsTensorData& tensor : result.tensors) {
-      NpyArray array;
-      array.shape = tensor.shape;
-      array.buffer.element = tensor.dtype == SafetensorsDtype::F32  ? ir::ScalarType::F32
-                             : tensor.dtype == SafetensorsDtype::U8 ? ir::ScalarType::U8
-                                                                    : ir::ScalarType::U32;
-      array.buffer.bytes = tensor.bytes;
-      const std::string path = (std::filesystem::path(*options.npy_dir) / (tensor.name + ".npy")).string();
-      write_file_atomically(path, to_npy_bytes(array));
-    }
-  }
-  return result;
-}
-
-}  // namespace quantc::runtime::pack
+}  // namespace quantc::ir::ops::pack
