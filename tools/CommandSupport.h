@@ -12,7 +12,7 @@
 #include "ir/ops/Spec.h"
 #include "lower/Compiler.h"
 #include "ptx/Target.h"
-#include "runtime/AtomicFile.h"  // write_file_atomically for -o / --output
+#include "runtime/io/AtomicFile.h"  // write_file_atomically for -o / --output
 
 namespace quantc::tools {
 

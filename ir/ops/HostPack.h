@@ -1,7 +1,7 @@
 // Host-side packing: quantizes a real f32 weight matrix into exactly the buffers a
 // quantc op reads. Pure functions on float arrays, beside the ops whose layouts they
 // write; reading model files and writing the packed files (`quantc pack`) is
-// runtime/PackFile.h. Three schemes, one per op family:
+// runtime/io/PackFile.h. Three schemes, one per op family:
 //
 //   int4-affine-grouped -> linear_4bit_affine_grouped (ir/ops/Linear4Bit.h):
 //       w u32[in_dim/8 * out_dim], scale f32[group_count * out_dim],
@@ -15,9 +15,9 @@
 // Orientation. Every op computes out = x @ W with W[in_dim, out_dim]: in_dim (k) is the
 // reduction axis, out_dim (i, n, rows) indexes outputs. A PyTorch nn.Linear weight is
 // stored [out_features, in_features], so its in_dim is axis 1 and it must be read with
-// transpose = true (runtime/PackFile.h, `quantc pack --transpose`). Internally a LinearWeight is held
-// output-major ([out_dim][in_dim], k fastest), which is the PyTorch layout, because all
-// three schemes group along k within one output.
+// transpose = true (runtime/io/PackFile.h, `quantc pack --transpose`). Internally a
+// LinearWeight is held output-major ([out_dim][in_dim], k fastest), which is the
+// PyTorch layout, because all three schemes group along k within one output.
 //
 // Quantizer definitions are those of issue 6 / ir/ops/Quantize.h (quantize_int4,
 // quantize_nf4), computed in f32 with the same operation order, so the host packer and

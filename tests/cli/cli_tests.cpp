@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "runtime/Npy.h"
+#include "runtime/io/Npy.h"
 
 namespace fs = std::filesystem;
 using quantc::runtime::HostBuffer;

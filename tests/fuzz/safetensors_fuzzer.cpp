@@ -1,4 +1,4 @@
-// libFuzzer target for the safetensors reader (runtime/Safetensors.h). Any input must
+// libFuzzer target for the safetensors reader (runtime/io/Safetensors.h). Any input must
 // either parse or raise runtime::RuntimeError; AddressSanitizer turns every
 // out-of-bounds read into a crash. Build with -DQUANTC_BUILD_FUZZERS=ON using clang,
 // then: build/tests/fuzz/safetensors_fuzzer -max_total_time=60 tests/fuzz/corpus
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/Safetensors.h"
+#include "runtime/io/Safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {

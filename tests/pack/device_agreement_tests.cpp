@@ -28,7 +28,7 @@
 #include <random>
 
 #include "ir/ops/Quantize.h"
-#include "runtime/PackFile.h"
+#include "runtime/io/PackFile.h"
 #include "runtime/backends/reference/Interpreter.h"
 #include "tests/pack/ModelData.h"
 

@@ -1,5 +1,6 @@
-// Host packer (ir/ops/HostPack.h, runtime/PackFile.h): hand-checked codes, scales and layouts for each scheme,
-// the `quantc pack` file entry point, and a real MiniLM weight when data/ is present.
+// Host packer (ir/ops/HostPack.h): hand-checked codes, scales and layouts for each
+// scheme, the `quantc pack` file entry point (runtime/io/PackFile.h), and a real MiniLM
+// weight when data/ is present.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -8,8 +9,8 @@
 #include <random>
 
 #include "ir/ops/Quantize.h"
-#include "runtime/Npy.h"
-#include "runtime/PackFile.h"
+#include "runtime/io/Npy.h"
+#include "runtime/io/PackFile.h"
 #include "tests/pack/ModelData.h"
 
 using namespace quantc::runtime;

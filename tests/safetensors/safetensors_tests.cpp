@@ -1,4 +1,4 @@
-// The strict safetensors reader and the writer (runtime/Safetensors.h).
+// The strict safetensors reader and the writer (runtime/io/Safetensors.h).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "runtime/Safetensors.h"
+#include "runtime/io/Safetensors.h"
 
 using namespace quantc::runtime;
 namespace fs = std::filesystem;

@@ -3,7 +3,7 @@
 // Host-side quantization of a real tensor into exactly the buffers an op expects.
 #include <fmt/format.h>
 
-#include "runtime/PackFile.h"
+#include "runtime/io/PackFile.h"
 #include "tools/commands/Commands.h"
 
 namespace quantc::tools {

@@ -11,7 +11,7 @@
 
 #include "ir/ops/Spec.h"
 #include "lower/Compiler.h"
-#include "runtime/Npy.h"
+#include "runtime/io/Npy.h"
 #include "runtime/backends/cuda/Launch.h"
 #include "runtime/backends/emulator/Emulator.h"
 #include "runtime/backends/reference/Interpreter.h"

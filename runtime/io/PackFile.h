@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ir/ops/HostPack.h"
-#include "runtime/Safetensors.h"
+#include "runtime/io/Safetensors.h"
 
 namespace quantc::runtime::pack {
 

@@ -1,4 +1,4 @@
-#include "runtime/Safetensors.h"
+#include "runtime/io/Safetensors.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "runtime/AtomicFile.h"
+#include "runtime/io/AtomicFile.h"
 
 namespace quantc::runtime {
 namespace {

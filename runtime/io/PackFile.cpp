@@ -1,12 +1,12 @@
-#include "runtime/PackFile.h"
+#include "runtime/io/PackFile.h"
 
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <limits>
 
-#include "runtime/AtomicFile.h"
-#include "runtime/Npy.h"
+#include "runtime/io/AtomicFile.h"
+#include "runtime/io/Npy.h"
 
 namespace quantc::runtime::pack {
 namespace {

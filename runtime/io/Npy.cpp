@@ -1,4 +1,4 @@
-#include "runtime/Npy.h"
+#include "runtime/io/Npy.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/AtomicFile.h"
+#include "runtime/io/AtomicFile.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
