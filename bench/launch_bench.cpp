@@ -19,8 +19,8 @@
 #include "ir/Builder.h"
 #include "ir/ops/Registry.h"
 #include "ir/ops/Spec.h"
-#include "lower/Compiler.h"
-#include "runtime/cache/KernelCache.h"
+#include "lower/driver/Compiler.h"
+#include "lower/driver/KernelCache.h"
 #include "runtime/backends/cuda/Driver.h"
 #include "runtime/backends/cuda/Launch.h"
 
@@ -99,13 +99,13 @@ BENCHMARK(BM_KernelImageDigest)->Unit(benchmark::kMicrosecond);
 
 void BM_EmitCold(benchmark::State& state) {
   const EmitCase emit = emit_case();
-  runtime::cache::KernelCache cache(bench_cache_directory(), [](auto, const std::string&) {});
-  const auto key = runtime::cache::CacheKey::for_spec(emit.spec, ptx::default_target().name(), "O2");
+  lower::KernelCache cache(bench_cache_directory(), [](auto, const std::string&) {});
+  const auto key = lower::CacheKey::for_spec(emit.spec, ptx::default_target().name(), "O2");
   for (auto _ : state) {
     state.PauseTiming();
     cache.clear();
     state.ResumeTiming();
-    benchmark::DoNotOptimize(cache.get_or_build(key, runtime::cache::ArtifactKind::Ptx, [&] { return emit.emit(); }));
+    benchmark::DoNotOptimize(cache.get_or_build(key, lower::ArtifactKind::Ptx, [&] { return emit.emit(); }));
   }
   state.SetLabel(emit.label);
   fs::remove_all(bench_cache_directory());
@@ -114,13 +114,13 @@ BENCHMARK(BM_EmitCold)->Unit(benchmark::kMicrosecond);
 
 void BM_EmitWarm(benchmark::State& state) {
   const EmitCase emit = emit_case();
-  runtime::cache::KernelCache cache(bench_cache_directory(), [](auto, const std::string&) {});
-  const auto key = runtime::cache::CacheKey::for_spec(emit.spec, ptx::default_target().name(), "O2");
-  cache.get_or_build(key, runtime::cache::ArtifactKind::Ptx, [&] { return emit.emit(); });
+  lower::KernelCache cache(bench_cache_directory(), [](auto, const std::string&) {});
+  const auto key = lower::CacheKey::for_spec(emit.spec, ptx::default_target().name(), "O2");
+  cache.get_or_build(key, lower::ArtifactKind::Ptx, [&] { return emit.emit(); });
   bool hit = false;
   for (auto _ : state) {
     benchmark::DoNotOptimize(
-        cache.get_or_build(key, runtime::cache::ArtifactKind::Ptx, [&] { return emit.emit(); }, &hit));
+        cache.get_or_build(key, lower::ArtifactKind::Ptx, [&] { return emit.emit(); }, &hit));
   }
   if (!hit) state.SkipWithError("the warm lookup missed");
   state.SetLabel(emit.label);

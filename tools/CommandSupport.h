@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ir/ops/Spec.h"
-#include "lower/Compiler.h"
+#include "lower/driver/Compiler.h"
 #include "ptx/Target.h"
 #include "runtime/io/AtomicFile.h"  // write_file_atomically for -o / --output
 

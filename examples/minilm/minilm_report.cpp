@@ -32,7 +32,7 @@
 
 #include "examples/minilm/WordPiece.h"
 #include "ir/ops/Registry.h"
-#include "lower/Compiler.h"
+#include "lower/driver/Compiler.h"
 #include "ptx/Target.h"
 #include "runtime/Buffers.h"
 #include "runtime/io/PackFile.h"

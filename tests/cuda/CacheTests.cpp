@@ -14,10 +14,10 @@
 #include <sstream>
 #include <vector>
 
-#include "runtime/cache/Hash.h"
-#include "runtime/cache/KernelCache.h"
+#include "lower/driver/Hash.h"
+#include "lower/driver/KernelCache.h"
 
-using namespace quantc::runtime::cache;
+using namespace quantc::lower;
 namespace fs = std::filesystem;
 
 namespace {

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "ir/ops/Registry.h"
-#include "lower/Compiler.h"
+#include "lower/driver/Compiler.h"
 #include "lower/LowerToPtx.h"
 #include "ptx/Target.h"
 #include "runtime/Buffers.h"

@@ -8,7 +8,7 @@
 #include <variant>
 
 #include "ir/Builder.h"
-#include "lower/Compiler.h"
+#include "lower/driver/Compiler.h"
 #include "lower/LowerToPtx.h"
 
 namespace quantc::testing {

@@ -2,7 +2,7 @@
 // $XDG_CACHE_HOME/quantc, else ~/.cache/quantc; QUANTC_CACHE=0 disables it).
 #include <fmt/format.h>
 
-#include "runtime/cache/KernelCache.h"
+#include "lower/driver/KernelCache.h"
 #include "tools/commands/Commands.h"
 
 namespace quantc::tools {
@@ -11,19 +11,19 @@ void add_cache_command(CLI::App& app) {
   CLI::App* command = app.add_subcommand("cache", "Inspect or clear the on-disk kernel cache");
   command->require_subcommand(1);
   command->add_subcommand("path", "Print the cache directory (or 'disabled')")->callback([] {
-    auto directory = runtime::cache::cache_directory_from_environment();
+    auto directory = lower::cache_directory_from_environment();
     fmt::print("{}\n", directory ? directory->string() : "disabled (QUANTC_CACHE=0 or no HOME)");
   });
   command->add_subcommand("ls", "List cached artifacts")->callback([] {
-    runtime::cache::KernelCache cache = runtime::cache::KernelCache::from_environment();
-    for (const runtime::cache::CacheEntryInfo& entry : cache.list()) {
+    lower::KernelCache cache = lower::KernelCache::from_environment();
+    for (const lower::CacheEntryInfo& entry : cache.list()) {
       fmt::print("{} {:<5} {:>9} B  {:<32} {:<7} {:<14} quantc {}{}\n", entry.digest.substr(0, 16), entry.kind,
                  entry.payload_bytes, entry.op, entry.target, entry.opt_level, entry.compiler_version,
                  entry.valid ? "" : "  (corrupt: rebuilt on next use)");
     }
   });
   command->add_subcommand("clear", "Delete every cached artifact")->callback([] {
-    fmt::print("removed {} entries\n", runtime::cache::KernelCache::from_environment().clear());
+    fmt::print("removed {} entries\n", lower::KernelCache::from_environment().clear());
   });
 }
 

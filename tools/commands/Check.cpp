@@ -6,7 +6,7 @@
 // Exits 1 when any target fails or spills.
 #include <fmt/format.h>
 
-#include "lower/Compiler.h"
+#include "lower/driver/Compiler.h"
 #include "ptx/Ptxas.h"
 #include "runtime/backends/cuda/NvJitLink.h"
 #include "tools/CommandSupport.h"

@@ -6,8 +6,8 @@
 
 #include "ir/Parser.h"
 #include "ir/Printer.h"
-#include "lower/Compiler.h"
-#include "runtime/cache/KernelCache.h"
+#include "lower/driver/Compiler.h"
+#include "lower/driver/KernelCache.h"
 #include "runtime/backends/cuda/NvJitLink.h"
 #include "tools/CommandSupport.h"
 #include "tools/commands/Commands.h"
@@ -38,17 +38,16 @@ std::string emit_artifact(const EmitOptions& options) {
   ir::ops::OpSpec spec = load_spec(options.input_path);
   lower::CompileOptions compile_options{resolve_target(options.target, spec), options.pipeline.pass_options(&spec)};
   auto build_ptx = [&] { return lower::compile(ir::ops::build_program(spec), compile_options).ptx; };
-  runtime::cache::KernelCache cache = options.pipeline.observes_pipeline()
-                                          ? runtime::cache::KernelCache::disabled()
-                                          : runtime::cache::KernelCache::from_environment();
-  auto key = runtime::cache::CacheKey::for_spec(spec, compile_options.target.name(),
-                                                lower::pipeline_name(compile_options.passes));
-  std::string ptx = cache.get_or_build(key, runtime::cache::ArtifactKind::Ptx, build_ptx);
+  lower::KernelCache cache = options.pipeline.observes_pipeline() ? lower::KernelCache::disabled()
+                                                                  : lower::KernelCache::from_environment();
+  auto key =
+      lower::CacheKey::for_spec(spec, compile_options.target.name(), lower::pipeline_name(compile_options.passes));
+  std::string ptx = cache.get_or_build(key, lower::ArtifactKind::Ptx, build_ptx);
   if (options.format == "ptx") return ptx;
   if (options.output_path.empty() || options.output_path == "-") {
     throw CommandError("--format cubin writes binary data; name the file with -o OUT.cubin");
   }
-  return cache.get_or_build(key, runtime::cache::ArtifactKind::Cubin,
+  return cache.get_or_build(key, lower::ArtifactKind::Cubin,
                             [&] { return runtime::cuda::link_cubin(ptx, compile_options.target).cubin; });
 }
 

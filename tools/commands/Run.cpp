@@ -10,7 +10,7 @@
 #include <map>
 
 #include "ir/ops/Spec.h"
-#include "lower/Compiler.h"
+#include "lower/driver/Compiler.h"
 #include "runtime/io/Npy.h"
 #include "runtime/backends/cuda/Launch.h"
 #include "runtime/backends/emulator/Emulator.h"

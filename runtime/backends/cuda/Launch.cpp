@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/cache/Hash.h"
+#include "lower/driver/Hash.h"
 
 namespace quantc::runtime::cuda {
 
@@ -56,7 +56,7 @@ void check_device_buffers(const ir::Program& program, const DeviceBufferSet& buf
 }  // namespace
 
 KernelImage::KernelImage(Module::Format format, std::string bytes)
-    : format_(format), bytes_(std::move(bytes)), digest_(cache::sha256_hex(bytes_)) {}
+    : format_(format), bytes_(std::move(bytes)), digest_(lower::sha256_hex(bytes_)) {}
 
 LaunchPlan plan_launch(const ir::Program& program, const BufferSet& buffers) {
   check_buffers(program, buffers);

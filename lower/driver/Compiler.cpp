@@ -1,4 +1,4 @@
-#include "lower/Compiler.h"
+#include "lower/driver/Compiler.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/cache/KernelCache.h"
+#include "lower/driver/KernelCache.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,9 +16,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "runtime/cache/Hash.h"
+#include "lower/driver/Hash.h"
 
-namespace quantc::runtime::cache {
+namespace quantc::lower {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -276,4 +276,4 @@ std::size_t KernelCache::clear() {
   return removed;
 }
 
-}  // namespace quantc::runtime::cache
+}  // namespace quantc::lower

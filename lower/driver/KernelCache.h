@@ -24,7 +24,7 @@
 
 #include "ir/ops/Spec.h"
 
-namespace quantc::runtime::cache {
+namespace quantc::lower {
 
 /// quantc's version string (CMake's QUANTC_VERSION_STRING), part of every key.
 std::string_view quantc_version();
@@ -118,4 +118,4 @@ class KernelCache {
   DiagnosticHandler diagnostics_;
 };
 
-}  // namespace quantc::runtime::cache
+}  // namespace quantc::lower

@@ -1,11 +1,11 @@
-#include "runtime/cache/Hash.h"
+#include "lower/driver/Hash.h"
 
 #include <openssl/evp.h>
 
 #include <memory>
 #include <stdexcept>
 
-namespace quantc::runtime::cache {
+namespace quantc::lower {
 
 std::string sha256_hex(std::string_view bytes) {
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
@@ -25,4 +25,4 @@ std::string sha256_hex(std::string_view bytes) {
   return hex;
 }
 
-}  // namespace quantc::runtime::cache
+}  // namespace quantc::lower
