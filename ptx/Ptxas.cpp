@@ -13,7 +13,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <vector>
 
@@ -114,17 +113,11 @@ std::optional<std::string> find_ptxas() {
 bool ptxas_available() { return find_ptxas().has_value(); }
 
 void parse_ptxas_log(std::string_view log, PtxasResult& result) {
-  static const std::regex registers_pattern(R"(Used (\d+) registers)");
-  static const std::regex spill_pattern(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
-  const std::string text(log);
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), registers_pattern); it != std::sregex_iterator();
-       ++it) {
-    result.registers = std::max(result.registers, std::stoi((*it)[1].str()));
-  }
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), spill_pattern); it != std::sregex_iterator(); ++it) {
-    result.spill_store_bytes += std::stoull((*it)[1].str());
-    result.spill_load_bytes += std::stoull((*it)[2].str());
-  }
+  result.functions = parse_ptxas_report(log);
+  const ResourceTotals totals = total_resources(result.functions);
+  result.registers = totals.registers;
+  result.spill_store_bytes = totals.spill_store_bytes;
+  result.spill_load_bytes = totals.spill_load_bytes;
 }
 
 std::vector<std::string> ptxas_options(int optimization_level, AssemblyMode mode) {

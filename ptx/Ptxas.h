@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ptx/PtxasReport.h"
 #include "ptx/Target.h"
 
 namespace quantc::ptx {
@@ -31,6 +32,7 @@ struct PtxasResult {
   int registers = 0;               // "Used N registers" (max over entries; 0 when absent)
   std::uint64_t spill_store_bytes = 0;  // "N bytes spill stores" (sum over entries)
   std::uint64_t spill_load_bytes = 0;   // "N bytes spill loads" (sum over entries)
+  std::vector<FunctionResources> functions;  // the report per entry (parse_ptxas_report)
   std::string log;                 // everything ptxas wrote to stdout and stderr
   std::string command;             // the command line run, for error messages
   std::uint64_t spill_bytes() const { return spill_store_bytes + spill_load_bytes; }
@@ -48,8 +50,8 @@ bool ptxas_available();
 enum class AssemblyMode : std::uint8_t { WholeProgram, Relocatable };
 
 /// The ptxas options quantc assembles PTX with: the one list shared by both assemblers,
-/// `ptxas` (run_ptxas passes them as arguments) and nvJitLink (runtime/backends/cuda/NvJitLink.cpp
-/// passes each as "-Xptxas=<option>" with AssemblyMode::Relocatable), so that for the same
+/// `ptxas` (run_ptxas passes them as arguments) and nvJitLink (ptx/NvJitLink.cpp passes
+/// each as "-Xptxas=<option>" with AssemblyMode::Relocatable), so that for the same
 /// PTX and mode both report the same registers and spills. In order:
 ///   -v              the verbose resource report (registers, stack frame, spills per entry).
 ///   -O<level>       ptxas's optimization level, 0..3 (3 is ptxas's default).
@@ -79,7 +81,8 @@ std::vector<std::string> ptxas_options(int optimization_level = 3,
 PtxasResult run_ptxas(std::string_view ptx, const Target& target, int optimization_level = 3,
                       AssemblyMode mode = AssemblyMode::WholeProgram);
 
-/// Parses a `ptxas -v` log into `result`'s registers and spill fields.
+/// Parses a `ptxas -v` log (parse_ptxas_report) into `result`'s functions and, through
+/// total_resources, its registers and spill fields.
 void parse_ptxas_log(std::string_view log, PtxasResult& result);
 
 }  // namespace quantc::ptx

@@ -9,14 +9,16 @@
 #include <fmt/format.h>
 
 #include "TestKernels.h"
+#include "ptx/NvJitLink.h"
 #include "runtime/backends/cuda/Cubin.h"
 #include "runtime/backends/cuda/Driver.h"
 #include "runtime/backends/cuda/Launch.h"
-#include "runtime/backends/cuda/NvJitLink.h"
 
 using namespace quantc;
 using namespace quantc::runtime;
 using namespace quantc::runtime::cuda;
+using quantc::ptx::LinkedCubin;
+using quantc::ptx::link_cubin;
 
 namespace {
 

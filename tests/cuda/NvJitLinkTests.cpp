@@ -7,12 +7,13 @@
 #include "TestKernels.h"
 #include "ir/ops/Registry.h"
 #include "lower/LowerToPtx.h"
+#include "ptx/NvJitLink.h"
 #include "ptx/Ptxas.h"
 #include "runtime/backends/cuda/Cubin.h"
-#include "runtime/backends/cuda/NvJitLink.h"
 
 using namespace quantc;
-using namespace quantc::runtime::cuda;
+using namespace quantc::ptx;
+using quantc::runtime::cuda::cubin_architecture;
 
 namespace {
 

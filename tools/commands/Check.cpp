@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "lower/driver/Compiler.h"
+#include "ptx/NvJitLink.h"
 #include "ptx/Ptxas.h"
-#include "runtime/backends/cuda/NvJitLink.h"
 #include "tools/CommandSupport.h"
 #include "tools/commands/Commands.h"
 
@@ -35,15 +35,11 @@ Resources assemble(const std::string& assembler, const std::string& ptx, const p
             static_cast<std::int64_t>(result.spill_load_bytes), result.log};
   }
   try {
-    runtime::cuda::LinkedCubin linked = runtime::cuda::link_cubin(ptx, target);
-    Resources resources{true, 0, 0, 0, linked.info_log};
-    for (const runtime::cuda::FunctionResources& function : linked.functions) {
-      resources.registers = std::max<std::int64_t>(resources.registers, function.registers);
-      resources.spill_store_bytes += function.spill_store_bytes;
-      resources.spill_load_bytes += function.spill_load_bytes;
-    }
-    return resources;
-  } catch (const runtime::cuda::LinkError& error) {
+    ptx::LinkedCubin linked = ptx::link_cubin(ptx, target);
+    const ptx::ResourceTotals totals = ptx::total_resources(linked.functions);
+    return {true, totals.registers, static_cast<std::int64_t>(totals.spill_store_bytes),
+            static_cast<std::int64_t>(totals.spill_load_bytes), linked.info_log};
+  } catch (const ptx::LinkError& error) {
     return {false, 0, 0, 0, error.what()};
   }
 }

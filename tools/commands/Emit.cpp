@@ -8,7 +8,7 @@
 #include "ir/Printer.h"
 #include "lower/driver/Compiler.h"
 #include "lower/driver/KernelCache.h"
-#include "runtime/backends/cuda/NvJitLink.h"
+#include "ptx/NvJitLink.h"
 #include "tools/CommandSupport.h"
 #include "tools/commands/Commands.h"
 
@@ -48,7 +48,7 @@ std::string emit_artifact(const EmitOptions& options) {
     throw CommandError("--format cubin writes binary data; name the file with -o OUT.cubin");
   }
   return cache.get_or_build(key, lower::ArtifactKind::Cubin,
-                            [&] { return runtime::cuda::link_cubin(ptx, compile_options.target).cubin; });
+                            [&] { return ptx::link_cubin(ptx, compile_options.target).cubin; });
 }
 
 }  // namespace

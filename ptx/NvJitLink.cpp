@@ -1,16 +1,16 @@
-#include "runtime/backends/cuda/NvJitLink.h"
+#include "ptx/NvJitLink.h"
 
 #include <nvJitLink.h>
 
-#include <regex>
 #include <stdexcept>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "ptx/Ptxas.h"
+#include "ptx/PtxasReport.h"
 
-namespace quantc::runtime::cuda {
+namespace quantc::ptx {
 
 namespace {
 
@@ -62,64 +62,21 @@ class LinkHandle {
   nvJitLinkHandle handle_ = nullptr;
 };
 
-FunctionResources& find_or_add(std::vector<FunctionResources>& functions, const std::string& name) {
-  for (FunctionResources& function : functions) {
-    if (function.function == name) return function;
-  }
-  FunctionResources added;
-  added.function = name;
-  functions.push_back(std::move(added));
-  return functions.back();
-}
-
 }  // namespace
 
-std::vector<FunctionResources> parse_ptxas_report(std::string_view log) {
-  static const std::regex compiling(R"(Compiling entry function '([^']+)' for '([^']+)')");
-  static const std::regex properties(R"(Function properties for (\S+))");
-  static const std::regex stack(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
-  static const std::regex used(R"(Used (\d+) registers)");
-  std::vector<FunctionResources> functions;
-  std::string current;     // the entry being compiled ("Used N registers" belongs to it)
-  std::string properties_of;  // the function whose stack line comes next
-  std::size_t begin = 0;
-  while (begin <= log.size()) {
-    std::size_t end = log.find('\n', begin);
-    if (end == std::string_view::npos) end = log.size();
-    const std::string line(log.substr(begin, end - begin));
-    begin = end + 1;
-    std::smatch match;
-    if (std::regex_search(line, match, compiling)) {
-      current = match[1];
-      find_or_add(functions, current).target = match[2];
-    } else if (std::regex_search(line, match, properties)) {
-      properties_of = match[1];
-      find_or_add(functions, properties_of);
-    } else if (std::regex_search(line, match, stack) && !properties_of.empty()) {
-      FunctionResources& function = find_or_add(functions, properties_of);
-      function.stack_frame_bytes = std::stoi(match[1]);
-      function.spill_store_bytes = std::stoi(match[2]);
-      function.spill_load_bytes = std::stoi(match[3]);
-    } else if (std::regex_search(line, match, used) && !current.empty()) {
-      find_or_add(functions, current).registers = std::stoi(match[1]);
-    }
-  }
-  return functions;
-}
-
-std::vector<std::string> link_options(const ptx::Target& target, int optimization_level) {
+std::vector<std::string> link_options(const Target& target, int optimization_level) {
   std::vector<std::string> options = {fmt::format("-arch={}", target.name())};
   // The embedded ptxas gets exactly the options `ptxas` gets in relocatable mode (which
-  // nvJitLink always uses; ptx::ptxas_options also checks the level), so both report the
+  // nvJitLink always uses; ptxas_options also checks the level), so both report the
   // same registers. The level goes through -Xptxas=-O<n>, not nvJitLink's own -O<n>: that
   // one accepts only 0 and 3.
-  for (const std::string& option : ptx::ptxas_options(optimization_level, ptx::AssemblyMode::Relocatable)) {
+  for (const std::string& option : ptxas_options(optimization_level, AssemblyMode::Relocatable)) {
     options.push_back("-Xptxas=" + option);
   }
   return options;
 }
 
-LinkedCubin link_cubin(std::string_view ptx, const ptx::Target& target, int optimization_level) {
+LinkedCubin link_cubin(std::string_view ptx, const Target& target, int optimization_level) {
   LinkHandle link(link_options(target, optimization_level));
   const std::string text(ptx);  // nvJitLink reads PTX as a NUL-terminated string
   link.check(nvJitLinkAddData(link.get(), NVJITLINK_INPUT_PTX, text.c_str(), text.size() + 1, "quantc.ptx"),
@@ -142,4 +99,4 @@ std::string nvjitlink_version() {
   return fmt::format("{}.{}", major, minor);
 }
 
-}  // namespace quantc::runtime::cuda
+}  // namespace quantc::ptx
