@@ -16,7 +16,7 @@
 #include "ir/ops/Registry.h"
 #include "ir/ops/Spec.h"
 
-namespace quantc::tests::ops2 {
+namespace quantc::tests::quantize_nf4 {
 namespace {
 
 using ir::ops::OpError;
@@ -30,7 +30,7 @@ float ulp(float value) {
   return std::nextafter(magnitude, std::numeric_limits<float>::infinity()) - magnitude;
 }
 
-TEST_CASE("NF4 table matches the seed's NF4_LOOKUP exactly", "[ops2][nf4]") {
+TEST_CASE("NF4 table matches the seed's NF4_LOOKUP exactly", "[ops_quantize_nf4][nf4]") {
   for (unsigned code = 0; code < 16; ++code) {
     INFO("code " << code);
     CHECK(double{ir::ops::kNf4Table[code]} == kSeedNf4Lookup[code]);  // every entry is an exact f32
@@ -38,7 +38,7 @@ TEST_CASE("NF4 table matches the seed's NF4_LOOKUP exactly", "[ops2][nf4]") {
 }
 
 TEST_CASE("NF4 thresholds pick the nearest code, ties to the lower, for floats at and around each midpoint",
-          "[ops2][nf4]") {
+          "[ops_quantize_nf4][nf4]") {
   const auto thresholds = ir::ops::nf4_thresholds();
   auto threshold_code = [&](float x) {
     unsigned code = 0;
@@ -60,7 +60,7 @@ TEST_CASE("NF4 thresholds pick the nearest code, ties to the lower, for floats a
   CHECK(threshold_code(1.0f) == 15);
 }
 
-TEST_CASE("INT4 oracle round trip is within scale/2 for every group size and length", "[ops2][int4]") {
+TEST_CASE("INT4 oracle round trip is within scale/2 for every group size and length", "[ops_quantize_nf4][int4]") {
   for (bool symmetric : {true, false}) {
     for (std::uint32_t group_size : kGroupSizes) {
       for (std::uint32_t n : kLengths) {
@@ -84,7 +84,7 @@ TEST_CASE("INT4 oracle round trip is within scale/2 for every group size and len
 }
 
 TEST_CASE("NF4 oracle codes are the brute-force nearest and round trips stay within the widest half gap",
-          "[ops2][nf4]") {
+          "[ops_quantize_nf4][nf4]") {
   for (std::uint32_t group_size : kGroupSizes) {
     for (std::uint32_t n : kLengths) {
       std::vector<float> x = random_floats(n, n * 17 + group_size);
@@ -104,7 +104,7 @@ TEST_CASE("NF4 oracle codes are the brute-force nearest and round trips stay wit
   }
 }
 
-TEST_CASE("quantizer constructors reject bad parameters with the value and the fix", "[ops2][errors]") {
+TEST_CASE("quantizer constructors reject bad parameters with the value and the fix", "[ops_quantize_nf4][errors]") {
   CHECK_THROWS_WITH(ir::ops::quantize_int4(0, 32, true), Contains("n=0") && Contains("Fix"));
   CHECK_THROWS_WITH(ir::ops::quantize_int4(64, 0, false), Contains("group_size=0"));
   CHECK_THROWS_WITH(ir::ops::dequantize_int4(64, 0, true), Contains("group_size=0"));
@@ -114,7 +114,7 @@ TEST_CASE("quantizer constructors reject bad parameters with the value and the f
   CHECK_THROWS_AS(ir::ops::quantize_int4(0, 1, true), OpError);
 }
 
-TEST_CASE("nf4_gemm constructors reject bad shapes with the value and the fix", "[ops2][errors]") {
+TEST_CASE("nf4_gemm constructors reject bad shapes with the value and the fix", "[ops_quantize_nf4][errors]") {
   CHECK_THROWS_WITH(ir::ops::nf4_gemm(1, 1, 100), Contains("k=100") && Contains("multiple of 64") && Contains("128"));
   CHECK_THROWS_WITH(ir::ops::nf4_gemm_transpose(1, 1, 65), Contains("k=65"));
   CHECK_THROWS_WITH(ir::ops::nf4_gemm(0, 1, 64), Contains("m=0"));
@@ -125,7 +125,8 @@ TEST_CASE("nf4_gemm constructors reject bad shapes with the value and the fix", 
   CHECK_THROWS_WITH(ir::ops::nf4_gemm_transpose(65535, 65540, 64), Contains("overflows u32"));
 }
 
-TEST_CASE("registry lists the part-2 ops and every test shape builds a verified program", "[ops2][registry]") {
+TEST_CASE("registry lists the quantize and nf4_gemm ops and every test shape builds a verified program",
+          "[ops_quantize_nf4][registry]") {
   const auto& registry = ir::ops::OpRegistry::builtin();
   for (const char* name :
        {"quantize_int4", "dequantize_int4", "quantize_nf4", "dequantize_nf4", "nf4_gemm", "nf4_gemm_transpose"}) {
@@ -145,7 +146,8 @@ TEST_CASE("registry lists the part-2 ops and every test shape builds a verified 
   CHECK_THROWS_WITH(registry.find("nf4_gemm")->build(bad), Contains("accumulate=\"f16\""));
 }
 
-TEST_CASE("quantizer launch: one subgroup per pair of groups, asymmetric adds a zero_point buffer", "[ops2][launch]") {
+TEST_CASE("quantizer launch: one subgroup per pair of groups, asymmetric adds a zero_point buffer",
+          "[ops_quantize_nf4][launch]") {
   ir::Program program = ir::ops::quantize_int4(4097, 31, false);  // 133 groups -> 67 pairs -> 9 workgroups
   CHECK(program.workgroup_size == std::array<std::uint32_t, 3>{256, 1, 1});
   CHECK(program.workgroup_count == std::array<std::uint32_t, 3>{9, 1, 1});
@@ -156,7 +158,8 @@ TEST_CASE("quantizer launch: one subgroup per pair of groups, asymmetric adds a 
   CHECK(ir::ops::quantize_int4(10, 4, true).buffers.size() == 3);
 }
 
-TEST_CASE("nf4_gemm parity contract C-NF4-003 on the seed's Qwen3-4B shapes (oracle, m = 1)", "[ops2][nf4_gemm]") {
+TEST_CASE("nf4_gemm parity contract C-NF4-003 on the seed's Qwen3-4B shapes (oracle, m = 1)",
+          "[ops_quantize_nf4][nf4_gemm]") {
   struct Shape {
     std::uint32_t m, n, k;
   };
@@ -176,7 +179,7 @@ TEST_CASE("nf4_gemm parity contract C-NF4-003 on the seed's Qwen3-4B shapes (ora
   }
 }
 
-TEST_CASE("nf4_gemm f32 accumulation error on k = 11008", "[ops2][nf4_gemm]") {
+TEST_CASE("nf4_gemm f32 accumulation error on k = 11008", "[ops_quantize_nf4][nf4_gemm]") {
   const std::uint32_t k = 11008, n = 64;
   Nf4Matrix b = quantize_nf4_matrix(random_floats(std::size_t{k} * n, 11), k, n);
   std::vector<float> a = random_floats(k, 12);
@@ -207,12 +210,12 @@ TEST_CASE("nf4_gemm f32 accumulation error on k = 11008", "[ops2][nf4_gemm]") {
 }
 
 }  // namespace
-}  // namespace quantc::tests::ops2
+}  // namespace quantc::tests::quantize_nf4
 
-namespace quantc::tests::ops2 {
+namespace quantc::tests::quantize_nf4 {
 namespace {
 
-TEST_CASE("examples/specs for the part-2 ops parse and build", "[ops2][specs]") {
+TEST_CASE("examples/specs for the quantize and nf4_gemm ops parse and build", "[ops_quantize_nf4][specs]") {
   for (const char* op :
        {"quantize_int4", "dequantize_int4", "quantize_nf4", "dequantize_nf4", "nf4_gemm", "nf4_gemm_transpose"}) {
     std::string path = fmt::format("{}/examples/specs/{}.json", QUANTC_SOURCE_DIR, op);
@@ -228,4 +231,4 @@ TEST_CASE("examples/specs for the part-2 ops parse and build", "[ops2][specs]") 
 }
 
 }  // namespace
-}  // namespace quantc::tests::ops2
+}  // namespace quantc::tests::quantize_nf4

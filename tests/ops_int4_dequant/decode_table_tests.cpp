@@ -30,7 +30,7 @@ std::uint32_t bits(float value) {
 bool same_value(float a, float b) { return (std::isnan(a) && std::isnan(b)) || bits(a) == bits(b); }
 }  // namespace
 
-TEST_CASE("E4M3 spec table equals cuda_fp8.h for all 256 codes", "[ops1][fp8]") {
+TEST_CASE("E4M3 spec table equals cuda_fp8.h for all 256 codes", "[ops_int4_dequant][fp8]") {
   for (unsigned code = 0; code < 256; ++code) {
     INFO("code 0x" << std::hex << code);
     CHECK(same_value(fp8_e4m3_spec(code), cuda_fp8(code, __NV_E4M3)));
@@ -42,7 +42,7 @@ TEST_CASE("E4M3 spec table equals cuda_fp8.h for all 256 codes", "[ops1][fp8]") 
   CHECK(bits(fp8_e4m3_spec(0x80)) == 0x80000000u);
 }
 
-TEST_CASE("E5M2 spec table equals cuda_fp8.h for all 256 codes", "[ops1][fp8]") {
+TEST_CASE("E5M2 spec table equals cuda_fp8.h for all 256 codes", "[ops_int4_dequant][fp8]") {
   for (unsigned code = 0; code < 256; ++code) {
     INFO("code 0x" << std::hex << code);
     CHECK(same_value(fp8_e5m2_spec(code), cuda_fp8(code, __NV_E5M2)));
@@ -53,7 +53,8 @@ TEST_CASE("E5M2 spec table equals cuda_fp8.h for all 256 codes", "[ops1][fp8]") 
   CHECK(std::isnan(fp8_e5m2_spec(0x7D)));
 }
 
-TEST_CASE("the seed's E4M3 decoder deviates from the standard exactly on exponent 15 and -0", "[ops1][fp8]") {
+TEST_CASE("the seed's E4M3 decoder deviates from the standard exactly on exponent 15 and -0",
+          "[ops_int4_dequant][fp8]") {
   for (unsigned code = 0; code < 256; ++code) {
     INFO("code 0x" << std::hex << code);
     bool exponent_15 = ((code >> 3) & 0xF) == 0xF && (code & 7) != 7;
@@ -64,7 +65,7 @@ TEST_CASE("the seed's E4M3 decoder deviates from the standard exactly on exponen
   CHECK(fp8_e4m3_spec(0x78) == 256.0f);
 }
 
-TEST_CASE("E2M1 spec table equals cuda_fp4.h for all 16 codes", "[ops1][fp4]") {
+TEST_CASE("E2M1 spec table equals cuda_fp4.h for all 16 codes", "[ops_int4_dequant][fp4]") {
   const float expected[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
   for (unsigned code = 0; code < 16; ++code) {
     INFO("code " << code);
@@ -73,7 +74,7 @@ TEST_CASE("E2M1 spec table equals cuda_fp4.h for all 16 codes", "[ops1][fp4]") {
   }
 }
 
-TEST_CASE("INT4 oracle reproduces the seed's packing and fixtures", "[ops1][int4]") {
+TEST_CASE("INT4 oracle reproduces the seed's packing and fixtures", "[ops_int4_dequant][int4]") {
   CHECK(pack_int4({1, 2, 3, 4, -1, -2, -3, -4}) == std::vector<std::uint32_t>{0xCDEF4321u});
   CHECK(pack_int4({4, 3, 2, 1, -4, -3, -2, -1}) == std::vector<std::uint32_t>{0xFEDC1234u});
   CHECK(int4_dot({0xCDEF4321u}, 0, {0xFEDC1234u}, 0, 8) == 40);

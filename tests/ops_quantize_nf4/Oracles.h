@@ -1,5 +1,5 @@
-// Independent plain-C++ oracles for the part-2 ops (quantize/dequantize INT4 and NF4,
-// nf4_gemm and its transpose). They restate the definitions of issue 6 directly on
+// Independent plain-C++ oracles for the quantize/dequantize INT4 and NF4 ops and for
+// nf4_gemm and its transpose. They restate the definitions of issue 6 directly on
 // host vectors (std::nearbyint for round-half-to-even, brute-force nearest NF4 code)
 // and share no code with the op constructors.
 #pragma once
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace quantc::tests::ops2 {
+namespace quantc::tests::quantize_nf4 {
 
 /// The seed's NF4_LOOKUP (oxicuda-dnn 0.1.7), copied independently as f64 values.
 extern const std::array<double, 16> kSeedNf4Lookup;
@@ -58,4 +58,4 @@ std::vector<double> matmul_f64(const std::vector<float>& a, const std::vector<fl
 
 std::vector<float> random_floats(std::size_t count, std::uint64_t seed, float low = -1.0f, float high = 1.0f);
 
-}  // namespace quantc::tests::ops2
+}  // namespace quantc::tests::quantize_nf4

@@ -45,7 +45,8 @@ void require_op_error(Build build, std::initializer_list<const char*> fragments)
 }
 }  // namespace
 
-TEST_CASE("every op of part 1 is registered with parameters, buffers and test shapes", "[ops1][registry]") {
+TEST_CASE("every packed INT4 and dequant-matmul op is registered with parameters, buffers and test shapes",
+          "[ops_int4_dequant][registry]") {
   for (const std::string& name : kOps) {
     INFO(name);
     const OpInfo* op = OpRegistry::builtin().find(name);
@@ -68,7 +69,7 @@ TEST_CASE("every op of part 1 is registered with parameters, buffers and test sh
   }
 }
 
-TEST_CASE("dequant params: asymmetric is a bool, format a choice of e4m3/e5m2", "[ops1][registry]") {
+TEST_CASE("dequant params: asymmetric is a bool, format a choice of e4m3/e5m2", "[ops_int4_dequant][registry]") {
   const OpInfo* int8 = OpRegistry::builtin().find("dequant_matmul_int8");
   auto asymmetric = std::find_if(int8->params.begin(), int8->params.end(),
                                  [](const ParamSpec& param) { return param.name == "asymmetric"; });
@@ -82,7 +83,7 @@ TEST_CASE("dequant params: asymmetric is a bool, format a choice of e4m3/e5m2", 
   CHECK(format->choices == std::vector<std::string>{"e4m3", "e5m2"});
 }
 
-TEST_CASE("buffer counts follow the documented layouts", "[ops1][layout]") {
+TEST_CASE("buffer counts follow the documented layouts", "[ops_int4_dequant][layout]") {
   Program matvec = int4_matvec_f32_scaled(3, 9);
   CHECK(matvec.find_buffer("weights")->count == 6);  // 3 rows x ceil(9/8) words
   CHECK(matvec.find_buffer("x")->count == 9);
@@ -107,7 +108,7 @@ TEST_CASE("buffer counts follow the documented layouts", "[ops1][layout]") {
   CHECK(dequant_matmul_fp8(3, 4, 5, Fp8Format::E4M3).workgroup_count == std::array<std::uint32_t, 3>{1, 1, 1});
 }
 
-TEST_CASE("invalid parameters are rejected with the value and the fix", "[ops1][errors]") {
+TEST_CASE("invalid parameters are rejected with the value and the fix", "[ops_int4_dequant][errors]") {
   require_op_error([] { int4_dot_i32(0); }, {"int4_dot_i32", "lane_count=0"});
   require_op_error([] { int4_dot_f32_scaled(0); }, {"lane_count=0"});
   require_op_error([] { int4_matvec_f32_scaled(0, 8); }, {"rows=0"});
@@ -128,14 +129,14 @@ TEST_CASE("invalid parameters are rejected with the value and the fix", "[ops1][
   require_op_error([] { dequant_matmul_nvfp4(0, 16, 16); }, {"dequant_matmul_nvfp4", "m=0"});
 }
 
-TEST_CASE("a bad fp8 format in a spec is rejected", "[ops1][errors]") {
+TEST_CASE("a bad fp8 format in a spec is rejected", "[ops_int4_dequant][errors]") {
   CHECK_THROWS_AS(parse_spec(R"({"op": "dequant_matmul_fp8", "m": 1, "k": 1, "n": 1, "format": "e3m4"})"),
                   SpecError);
   CHECK(parse_fp8_format("e5m2") == Fp8Format::E5M2);
   CHECK(!parse_fp8_format("E4M3").has_value());
 }
 
-TEST_CASE("examples/specs has one spec per op that parses and builds", "[ops1][specs]") {
+TEST_CASE("examples/specs has one spec per op that parses and builds", "[ops_int4_dequant][specs]") {
   for (const std::string& name : kOps) {
     INFO(name);
     std::string path = std::string(QUANTC_SOURCE_DIR) + "/examples/specs/" + name + ".json";

@@ -92,7 +92,7 @@ void check_matvec(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols,
 }
 }  // namespace
 
-TEST_CASE("int4_dot_i32: seed fixture 0xCDEF_4321 . 0xFEDC_1234 = 40", "[ops1][int4][reference]") {
+TEST_CASE("int4_dot_i32: seed fixture 0xCDEF_4321 . 0xFEDC_1234 = 40", "[ops_int4_dequant][int4][reference]") {
   std::vector<std::int32_t> out = run_reference<std::int32_t>(
       ir::ops::int4_dot_i32(8),
       {{"lhs", host(ScalarType::U32, std::vector<std::uint32_t>{0xCDEF4321u})},
@@ -100,7 +100,7 @@ TEST_CASE("int4_dot_i32: seed fixture 0xCDEF_4321 . 0xFEDC_1234 = 40", "[ops1][i
   CHECK(out == std::vector<std::int32_t>{40});
 }
 
-TEST_CASE("int4_dot_f32_scaled: seed fixture with scales 0.5 and 0.25 = 5.0", "[ops1][int4][reference]") {
+TEST_CASE("int4_dot_f32_scaled: seed fixture with scales 0.5 and 0.25 = 5.0", "[ops_int4_dequant][int4][reference]") {
   std::vector<float> out =
       run_reference<float>(ir::ops::int4_dot_f32_scaled(8),
                            {{"lhs", host(ScalarType::U32, std::vector<std::uint32_t>{0xCDEF4321u})},
@@ -111,7 +111,7 @@ TEST_CASE("int4_dot_f32_scaled: seed fixture with scales 0.5 and 0.25 = 5.0", "[
 }
 
 TEST_CASE("int4 dot products match the oracle on odd lengths, extremes and padding garbage",
-          "[ops1][int4][reference]") {
+          "[ops_int4_dequant][int4][reference]") {
   std::mt19937 engine(11);
   for (std::uint32_t lane_count : {1u, 7u, 8u, 9u, 255u, 256u, 257u, 300u, 4095u, 4096u}) {
     INFO("lane_count " << lane_count);
@@ -143,7 +143,7 @@ TEST_CASE("int4 dot products match the oracle on odd lengths, extremes and paddi
   CHECK(out[0] == -56 * 4095);
 }
 
-TEST_CASE("int4_matvec_f32_scaled: the seed's fixtures and matrices", "[ops1][int4][reference]") {
+TEST_CASE("int4_matvec_f32_scaled: the seed's fixtures and matrices", "[ops_int4_dequant][int4][reference]") {
   // Seed fixture: rows 1,2,3,4,-1,-2,-3,-4 and its mirror against x = 1 sum to 0.
   std::vector<float> zero = run_batched_matvec(1, 2, 8, {0xCDEF4321u, 0xFEDC1234u}, std::vector<float>(8, 1.0f),
                                                {0.5f, 0.25f});
@@ -163,7 +163,8 @@ TEST_CASE("int4_matvec_f32_scaled: the seed's fixtures and matrices", "[ops1][in
   CHECK(batched[3] == -7.75f);  // the second batch is the first negated
 }
 
-TEST_CASE("int4 matvec and batched matvec: odd shapes, extremes and random inputs", "[ops1][int4][reference]") {
+TEST_CASE("int4 matvec and batched matvec: odd shapes, extremes and random inputs",
+          "[ops_int4_dequant][int4][reference]") {
   std::mt19937 engine(5);
   struct Shape {
     std::uint32_t batch, rows, cols;
@@ -185,7 +186,8 @@ TEST_CASE("int4 matvec and batched matvec: odd shapes, extremes and random input
   }
 }
 
-TEST_CASE("int4_batched_matmul_f32_scaled: seed matrices, odd shapes and extremes", "[ops1][int4][reference]") {
+TEST_CASE("int4_batched_matmul_f32_scaled: seed matrices, odd shapes and extremes",
+          "[ops_int4_dequant][int4][reference]") {
   std::vector<std::uint32_t> weights = pack_int4_rows(kSeedWeights);
   std::vector<std::uint32_t> activations = pack_int4_rows(kSeedActivations);
   std::vector<float> out = run_reference<float>(ir::ops::int4_batched_matmul_f32_scaled(2, 3, 9),
@@ -226,7 +228,7 @@ TEST_CASE("int4_batched_matmul_f32_scaled: seed matrices, odd shapes and extreme
 }
 
 TEST_CASE("int4_batched_matmul_top1_f32_scaled: seed matrices, ties, NaN and odd shapes",
-          "[ops1][int4][reference]") {
+          "[ops_int4_dequant][int4][reference]") {
   auto run_top1 = [](std::uint32_t batch, std::uint32_t rows, std::uint32_t cols, const std::vector<std::uint32_t>& w,
                      const std::vector<std::uint32_t>& a, const std::vector<float>& row_scales,
                      const std::vector<float>& batch_scales) {

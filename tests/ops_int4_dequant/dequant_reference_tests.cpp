@@ -46,7 +46,7 @@ std::vector<std::uint8_t> finite_fp8_codes(std::mt19937& engine, std::size_t cou
 }
 }  // namespace
 
-TEST_CASE("dequant_matmul_int8 matches the seed loop bit for bit", "[ops1][dequant][reference]") {
+TEST_CASE("dequant_matmul_int8 matches the seed loop bit for bit", "[ops_int4_dequant][dequant][reference]") {
   std::mt19937 engine(21);
   for (const Shape& shape : kShapes) {
     for (bool asymmetric : {false, true}) {
@@ -69,7 +69,7 @@ TEST_CASE("dequant_matmul_int8 matches the seed loop bit for bit", "[ops1][dequa
   }
 }
 
-TEST_CASE("dequant_matmul_int8: extremes -128 and 127 give known sums", "[ops1][dequant][reference]") {
+TEST_CASE("dequant_matmul_int8: extremes -128 and 127 give known sums", "[ops_int4_dequant][dequant][reference]") {
   const std::uint32_t m = 3, k = 40, n = 5;
   std::vector<std::int8_t> w(k * n);
   for (std::uint32_t p = 0; p < k; ++p) {
@@ -85,7 +85,8 @@ TEST_CASE("dequant_matmul_int8: extremes -128 and 127 give known sums", "[ops1][
   }
 }
 
-TEST_CASE("dequant_matmul_int4 matches the seed loop bit for bit (odd k*n included)", "[ops1][dequant][reference]") {
+TEST_CASE("dequant_matmul_int4 matches the seed loop bit for bit (odd k*n included)",
+          "[ops_int4_dequant][dequant][reference]") {
   std::mt19937 engine(22);
   for (const Shape& shape : kShapes) {
     for (bool asymmetric : {false, true}) {
@@ -108,7 +109,8 @@ TEST_CASE("dequant_matmul_int4 matches the seed loop bit for bit (odd k*n includ
   }
 }
 
-TEST_CASE("dequant_matmul_int4: nibble order is low nibble first along p*n + j", "[ops1][dequant][reference]") {
+TEST_CASE("dequant_matmul_int4: nibble order is low nibble first along p*n + j",
+          "[ops_int4_dequant][dequant][reference]") {
   // k = 1, n = 4: bytes 0x21, 0x43 hold codes 1, 2, 3, 4 for columns 0..3.
   std::vector<float> out = run_reference<float>(
       ir::ops::dequant_matmul_int4(1, 1, 4, 1, false),
@@ -118,7 +120,8 @@ TEST_CASE("dequant_matmul_int4: nibble order is low nibble first along p*n + j",
   CHECK(out == std::vector<float>{1, 2, 3, 4});
 }
 
-TEST_CASE("dequant_matmul_fp8 decodes all 256 codes of both formats per the standard", "[ops1][dequant][fp8]") {
+TEST_CASE("dequant_matmul_fp8 decodes all 256 codes of both formats per the standard",
+          "[ops_int4_dequant][dequant][fp8]") {
   std::vector<std::uint8_t> codes(256);
   for (unsigned code = 0; code < 256; ++code) codes[code] = static_cast<std::uint8_t>(code);
   for (Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
@@ -136,7 +139,8 @@ TEST_CASE("dequant_matmul_fp8 decodes all 256 codes of both formats per the stan
   }
 }
 
-TEST_CASE("dequant_matmul_fp8 matches the seed loop (standard decoder) bit for bit", "[ops1][dequant][reference]") {
+TEST_CASE("dequant_matmul_fp8 matches the seed loop (standard decoder) bit for bit",
+          "[ops_int4_dequant][dequant][reference]") {
   std::mt19937 engine(23);
   for (const Shape& shape : kShapes) {
     for (Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
@@ -154,7 +158,7 @@ TEST_CASE("dequant_matmul_fp8 matches the seed loop (standard decoder) bit for b
   }
 }
 
-TEST_CASE("NaN inputs propagate as NaN", "[ops1][dequant][reference]") {
+TEST_CASE("NaN inputs propagate as NaN", "[ops_int4_dequant][dequant][reference]") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::uint32_t m = 3, k = 6, n = 5;
   std::mt19937 engine(24);
@@ -194,7 +198,8 @@ TEST_CASE("NaN inputs propagate as NaN", "[ops1][dequant][reference]") {
   }
 }
 
-TEST_CASE("dequant_matmul_nvfp4 decodes all 16 E2M1 codes and all 256 E4M3 scales", "[ops1][dequant][fp4]") {
+TEST_CASE("dequant_matmul_nvfp4 decodes all 16 E2M1 codes and all 256 E4M3 scales",
+          "[ops_int4_dequant][dequant][fp4]") {
   // m = k = 1, n = 16: element j is code j (low nibble first); scale 0x38 = 1.0, global 1.
   std::vector<std::uint8_t> nibbles(8);
   for (unsigned j = 0; j < 16; ++j) nibbles[j / 2] |= static_cast<std::uint8_t>(j << (4 * (j % 2)));
@@ -223,7 +228,7 @@ TEST_CASE("dequant_matmul_nvfp4 decodes all 16 E2M1 codes and all 256 E4M3 scale
   }
 }
 
-TEST_CASE("dequant_matmul_nvfp4 matches the seed loop bit for bit", "[ops1][dequant][reference]") {
+TEST_CASE("dequant_matmul_nvfp4 matches the seed loop bit for bit", "[ops_int4_dequant][dequant][reference]") {
   std::mt19937 engine(25);
   for (const Shape& shape : kShapes) {
     INFO("m " << shape.m << " k " << shape.k << " n " << shape.n);

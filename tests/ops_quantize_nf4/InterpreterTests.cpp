@@ -1,7 +1,7 @@
-// Interpreter-vs-oracle tests: every part-2 op runs through the reference interpreter
-// (runtime::reference::run) on generated and edge-case inputs and must match the
-// plain-C++ oracles bit for bit (quantizer codes, scales and zero points; nf4_gemm
-// outputs, whose f64 accumulation order is fixed).
+// Interpreter-vs-oracle tests: every quantize/dequantize and nf4_gemm op runs through the
+// reference interpreter (runtime::reference::run) on generated and edge-case inputs and
+// must match the plain-C++ oracles bit for bit (quantizer codes, scales and zero points;
+// nf4_gemm outputs, whose f64 accumulation order is fixed).
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -17,7 +17,7 @@
 #include "runtime/Buffers.h"
 #include "runtime/backends/reference/Interpreter.h"
 
-namespace quantc::tests::ops2 {
+namespace quantc::tests::quantize_nf4 {
 namespace {
 
 using runtime::BufferSet;
@@ -84,7 +84,7 @@ std::vector<float> run_dequantizer(const Quantized& q, std::uint32_t n, std::uin
 const char* scheme_name(int scheme) { return scheme == 0 ? "int4 symmetric" : scheme == 1 ? "int4 asymmetric" : "nf4"; }
 
 TEST_CASE("quantizers match the oracles and round-trip through the dequantizers for every group size and length",
-          "[ops2][interpreter][quantize]") {
+          "[ops_quantize_nf4][interpreter][quantize]") {
   for (int scheme : {0, 1, 2}) {
     for (std::uint32_t group_size : kGroupSizes) {
       for (std::uint32_t n : kLengths) {
@@ -113,7 +113,7 @@ TEST_CASE("quantizers match the oracles and round-trip through the dequantizers 
   }
 }
 
-TEST_CASE("dequantizers match the oracles on random codes and scales", "[ops2][interpreter][dequantize]") {
+TEST_CASE("dequantizers match the oracles on random codes and scales", "[ops_quantize_nf4][interpreter][dequantize]") {
   for (int scheme : {0, 1, 2}) {
     for (std::uint32_t group_size : {1u, 31u, 64u}) {
       const std::uint32_t n = 255;
@@ -137,7 +137,7 @@ TEST_CASE("dequantizers match the oracles on random codes and scales", "[ops2][i
 }
 
 TEST_CASE("special values: all-zero and constant groups, NaN and infinities get the documented codes",
-          "[ops2][interpreter][special]") {
+          "[ops_quantize_nf4][interpreter][special]") {
   // Four groups of 4: all zeros | constant 2.5 | NaN, +inf, -inf, 1.0 | NaN, NaN, +inf, -inf.
   const std::vector<float> x = {0.0f, 0.0f, -0.0f, 0.0f, 2.5f, 2.5f, 2.5f, 2.5f,
                                 kNaN, kInfinity, -kInfinity, 1.0f, kNaN, kNaN, kInfinity, -kInfinity};
@@ -168,7 +168,7 @@ TEST_CASE("special values: all-zero and constant groups, NaN and infinities get 
   }
 }
 
-TEST_CASE("nf4_gemm and its transpose match the oracle on odd m and n", "[ops2][interpreter][nf4_gemm]") {
+TEST_CASE("nf4_gemm and its transpose match the oracle on odd m and n", "[ops_quantize_nf4][interpreter][nf4_gemm]") {
   for (std::uint32_t m : {1u, 3u}) {
     for (std::uint32_t n : {1u, 3u, 33u}) {
       const std::uint32_t k = 128;
@@ -202,7 +202,7 @@ TEST_CASE("nf4_gemm and its transpose match the oracle on odd m and n", "[ops2][
 }
 
 TEST_CASE("nf4_gemm on the seed's long-k shapes (Qwen3-4B k = 2560 and 6912, reduced m and n)",
-          "[ops2][interpreter][nf4_gemm]") {
+          "[ops_quantize_nf4][interpreter][nf4_gemm]") {
   for (std::uint32_t k : {2560u, 6912u}) {
     const std::uint32_t m = 1, n = 3;
     Nf4Matrix b = random_nf4_matrix(k, n, k);
@@ -219,7 +219,7 @@ TEST_CASE("nf4_gemm on the seed's long-k shapes (Qwen3-4B k = 2560 and 6912, red
 }
 
 TEST_CASE("quantize_nf4 -> nf4_gemm composes and approximates the f64 matmul of the original matrix",
-          "[ops2][interpreter][composition]") {
+          "[ops_quantize_nf4][interpreter][composition]") {
   const std::uint32_t m = 3, n = 33, k = 256;
   // W is B^T with normally distributed entries (what NF4 is designed for): row c of W
   // (k values) is column c of B, so quantize_nf4 over W's rows in groups of 64
@@ -273,7 +273,7 @@ TEST_CASE("quantize_nf4 -> nf4_gemm composes and approximates the f64 matmul of 
 }
 
 TEST_CASE("every registry test shape runs in bounds and subgroup-uniform in the interpreter and matches the oracle",
-          "[ops2][interpreter][registry]") {
+          "[ops_quantize_nf4][interpreter][registry]") {
   const auto& registry = ir::ops::OpRegistry::builtin();
   for (const char* name :
        {"quantize_int4", "dequantize_int4", "quantize_nf4", "dequantize_nf4", "nf4_gemm", "nf4_gemm_transpose"}) {
@@ -307,4 +307,4 @@ TEST_CASE("every registry test shape runs in bounds and subgroup-uniform in the 
 }
 
 }  // namespace
-}  // namespace quantc::tests::ops2
+}  // namespace quantc::tests::quantize_nf4

@@ -5,7 +5,7 @@
 #include <limits>
 #include <random>
 
-namespace quantc::tests::ops2 {
+namespace quantc::tests::quantize_nf4 {
 
 const std::array<double, 16> kSeedNf4Lookup = {
     -1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
@@ -229,4 +229,4 @@ std::vector<float> random_floats(std::size_t count, std::uint64_t seed, float lo
   return values;
 }
 
-}  // namespace quantc::tests::ops2
+}  // namespace quantc::tests::quantize_nf4
