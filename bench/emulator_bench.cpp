@@ -1,5 +1,5 @@
 // How fast the PTX emulator executes quantc's kernels: it runs every op's shapes on
-// every CI run, so its throughput bounds the test suite (issue 3, section 1). Reports
+// every CI run, so its throughput bounds the test suite. Reports
 // warp instructions per second and thread (lane) instructions per second, plus the
 // counters per output element. Parsing is measured separately from execution.
 #include <benchmark/benchmark.h>

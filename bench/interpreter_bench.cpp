@@ -1,5 +1,5 @@
 // How fast the reference interpreter runs the fused INT4 linear kernels: the oracle
-// must stay practical for real layer shapes (issue 2, section 3). Besides wall time,
+// must stay practical for real layer shapes. Besides wall time,
 // each case reports the dynamic operation counts per output (RunStatistics / out_dim).
 #include <benchmark/benchmark.h>
 

@@ -1,4 +1,4 @@
-// Launch-API host overhead and kernel-cache timings (issue 7).
+// Launch-API host overhead and kernel-cache timings.
 //
 //   BM_PlanLaunch        buffer checks + parameter order (every launch pays this)   everywhere
 //   BM_KernelImageDigest SHA-256 of a PTX image (paid once per KernelImage)          everywhere

@@ -1,4 +1,4 @@
-// Where quantc stands (issue 4, section 4): for each op at LLM layer shapes and at -O0
+// Where quantc stands against NVRTC: for each op at LLM layer shapes and at -O0
 // and -O2, the cost of compiling it and the quality of what comes out, next to NVRTC
 // compiling an equivalent hand-written CUDA C++ kernel for the same op and shape.
 //

@@ -2,7 +2,7 @@
 //
 // A `ScalarType` is what a register or a buffer element holds. `DataType` adds the
 // quantized storage descriptor used by typed op specs (vyre-libs 0.6.3
-// `DataType::Quantized`, see ../shared/seeds/vyre-libs-0.6.3_nn_linear_4bit.rs.txt):
+// `DataType::Quantized`):
 // a quantized type never appears as the type of an expression, only as metadata that
 // an op constructor checks before it builds a program over physical (u32/u8) words.
 #pragma once

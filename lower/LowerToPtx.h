@@ -1,4 +1,6 @@
-// IR -> PTX text, by hand (no LLVM, no nvcc). See issue #2 section 5 for the contract.
+// IR -> PTX text, by hand (no LLVM, no nvcc). The contract is the IR semantics at the top
+// of ir/IR.h, emitted exactly: tests/emulator runs the PTX against the reference
+// interpreter and requires the same bits.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// The pass pipeline (issue 4 §1): named passes, -O0/-O1/-O2 pipelines and the usual
+// The pass pipeline: named passes, -O0/-O1/-O2 pipelines and the usual
 // conveniences (explicit pass lists, verify-each, print-ir-after, time-passes), in the
 // style of LLVM's legacy pass manager and Halide's Lower.cpp: a straight list of
 // `program = pass(program)` that logs the IR only when a pass changed it.

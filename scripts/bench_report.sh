@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates bench/results/passes.md: where quantc stands against NVRTC (issue 4 §4).
+# Regenerates bench/results/passes.md: where quantc stands against NVRTC.
 #   ./scripts/bench_report.sh [extra Google Benchmark flags, e.g. --benchmark_filter=affine]
 # Builds the passes_bench target (configuring BUILD_DIR as RelWithDebInfo, -O2, when it
 # has no CMake cache yet; timings of a Debug build say nothing), runs it (console table on stdout, JSON

@@ -1,6 +1,6 @@
 // Fused dequantize + matmul: `out[i, j] = sum_p x[i, p] * dequant(W[p, j])` with the
 // weights kept quantized in memory. Semantics and layouts follow RLX's CPU thunks
-// `dequant_matmul_{int8,int4,fp8,nvfp4}` (../shared/seeds/rlx-cpu_thunk_dequant_excerpt.rs.txt).
+// `dequant_matmul_{int8,int4,fp8,nvfp4}` (RLX `rlx_cpu/thunk.rs`, no released version).
 //
 // Shapes (every op): x f32[m*k] is [m, k] row-major (k fastest); the logical weight W is
 // [k, n] row-major (n fastest): element (p, j) has linear index p*n + j; out f32[m*n] is

@@ -13,7 +13,6 @@
 namespace quantc::ir::ops::pack {
 namespace {
 
-constexpr float kEpsilon = 1e-12f;                   // issue 6 / oxicuda-dnn
 constexpr float kRelativeEpsilon = 1.0f / 1048576.0f;  // 2^-20, ir/ops/Quantize.h
 
 bool is_finite(float value) { return std::fabs(value) < std::numeric_limits<float>::infinity(); }
@@ -56,7 +55,7 @@ AffineParams affine_int4_params(std::span<const float> group) {
     high = std::max(high, value);
   }
   if (high < low) low = high = 0.0f;  // no finite value: treat the group as zeros
-  const float epsilon = std::max(kEpsilon, std::max(std::fabs(low), std::fabs(high)) * kRelativeEpsilon);
+  const float epsilon = std::max(kQuantizeEpsilon, std::max(std::fabs(low), std::fabs(high)) * kRelativeEpsilon);
   const float range = std::min(std::max(high - low, epsilon), std::numeric_limits<float>::max());
   AffineParams params;
   params.scale = range / 15.0f;
@@ -94,7 +93,9 @@ std::uint32_t nf4_code(float value, float scale) {
   return code;
 }
 
-float symmetric_int4_scale(std::span<const float> row) { return std::max(nf4_block_scale(row), kEpsilon) / 7.0f; }
+float symmetric_int4_scale(std::span<const float> row) {
+  return std::max(nf4_block_scale(row), kQuantizeEpsilon) / 7.0f;
+}
 
 std::int32_t symmetric_int4_code(float value, float scale) {
   if (std::isnan(value)) return 0;

@@ -6,10 +6,10 @@
 //   int4-affine-grouped -> linear_4bit_affine_grouped (ir/ops/Linear4Bit.h):
 //       w u32[in_dim/8 * out_dim], scale f32[group_count * out_dim],
 //       zero_point u32[group_count * out_dim]
-//   nf4                 -> nf4_gemm (issue 6 section 2, aprender-gpu nf4_gemm seed):
+//   nf4                 -> nf4_gemm (ir/ops/Nf4Gemm.h, aprender-gpu 0.31.2 nf4_gemm):
 //       b_nf4 u32[out_dim * in_dim/8] (the bytes below as little-endian words),
 //       b_scales f32[out_dim * in_dim/block]
-//   int4-symmetric      -> int4_matvec_f32_scaled (issue 5 section 1, vyre quant_int4):
+//   int4-symmetric      -> int4_matvec_f32_scaled (ir/ops/Int4Packed.h, vyre-libs 0.6.2 quant):
 //       weights u32[out_dim * ceil(in_dim/8)], row_scales f32[out_dim]
 //
 // Orientation. Every op computes out = x @ W with W[in_dim, out_dim]: in_dim (k) is the
@@ -19,8 +19,8 @@
 // LinearWeight is held output-major ([out_dim][in_dim], k fastest), which is the
 // PyTorch layout, because all three schemes group along k within one output.
 //
-// Quantizer definitions are those of issue 6 / ir/ops/Quantize.h (quantize_int4,
-// quantize_nf4), computed in f32 with the same operation order, so the host packer and
+// Quantizer definitions are those of the device quantize ops in ir/ops/Quantize.h
+// (quantize_int4, quantize_nf4), computed in f32 with the same operation order, so the host packer and
 // the device quantize ops produce identical codes and scales (tests/pack/ checks this):
 //   round    = round half to even (IEEE roundTiesToEven, PTX cvt.rni).
 //   affine   = per group of `group_size` consecutive k of one output, over the finite
@@ -99,7 +99,7 @@ std::int32_t symmetric_int4_code(float value, float scale);
 /// last group may be short. Weight (k, i) is nibble k%8 (bits 4*(k%8)..+3) of word
 /// (k/8)*out_dim + i; scale and zero_point are indexed g*out_dim + i (output fastest).
 /// zero_point is stored as u32 0..15: a group whose values are all positive or all
-/// negative has round(-min/scale) outside 0..15 under issue 6's definition; the packer
+/// negative has round(-min/scale) outside 0..15 under quantize_int4's definition; the packer
 /// clamps it and encodes that group's codes with the clamped zero point (saturating),
 /// and counts such groups in clamped_zero_groups.
 struct PackedAffineGrouped {

@@ -1,6 +1,6 @@
 // Packed signed INT4 inference primitives: dot products, row-scaled matrix-vector and
 // batched products, and top-1 routing. Semantics, buffer names and fixtures follow
-// vyre-libs 0.6.2 `quant::int4_*` (../shared/seeds/vyre-libs-0.6.2_quant_int4.rs.txt).
+// vyre-libs 0.6.2 `quant::int4_*`.
 //
 // Packing (every op): eight signed 4-bit values per u32 word, value i of a word in bits
 // 4i..4i+3, two's complement, so 0xCDEF_4321 holds 1, 2, 3, 4, -1, -2, -3, -4. A row of

@@ -1,6 +1,5 @@
 // Fused 4-bit linear layers: unpack-on-demand INT4 weights inside the dot product.
-// Semantics, layouts, errors and fixtures follow vyre-libs 0.6.3 `nn::linear_4bit`
-// (../shared/seeds/vyre-libs-0.6.3_nn_linear_4bit.rs.txt).
+// Semantics, layouts, errors and fixtures follow vyre-libs 0.6.3 `nn::linear_4bit`.
 //
 // Packed weight layout (both ops): `w` is u32[in_dim/8 * out_dim]. Weight (k, i) —
 // input feature k, output feature i — lives in word `(k/8)*out_dim + i`, nibble `k%8`

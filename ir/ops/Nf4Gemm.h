@@ -1,7 +1,7 @@
 // Fused NF4-dequantize GEMMs: the weight matrix B stays 4-bit in memory and each code
 // is dequantized in registers inside the dot product. Semantics and layout follow
 // aprender-gpu 0.31.2 `Nf4GemmKernel` / `Nf4GemmTransposeKernel`
-// (../shared/seeds/aprender-gpu-0.31.2_nf4_gemm.rs.txt, trueno#108, contract C-NF4-003).
+// (trueno#108, contract C-NF4-003).
 //
 // B layout (both ops): B is a k x n matrix of NF4 codes stored column by column in
 // blocks of 64 consecutive k (k must be a multiple of 64; blocks_per_column = k/64).

@@ -319,7 +319,7 @@ OpArgs shape(std::uint32_t n, std::uint32_t group_size, bool symmetric) {
 }  // namespace
 
 std::vector<OpInfo> quantize_ops() {
-  const std::string seed = "oxicuda-dnn-0.1.7 quantize (INT4/NF4), defects corrected per issue 6";
+  const std::string seed = "oxicuda-dnn-0.1.7 quantize (INT4/NF4), defects corrected (see ir/ops/Quantize.h)";
   ParamSpec n{"n", ParamType::U32, "elements in the vector", "", "> 0", {}};
   ParamSpec group_size{"group_size", ParamType::U32, "consecutive elements sharing a scale", "64", "> 0", {}};
   ParamSpec symmetric{"symmetric", ParamType::Bool, "symmetric (zero point 8) or asymmetric (per-group zero point)",

@@ -1,7 +1,8 @@
 // Group-wise INT4 and NF4 quantization and dequantization of a flat f32 vector.
-// Semantics follow oxicuda-dnn 0.1.7 `quantize` (../shared/seeds/
-// oxicuda-dnn-0.1.7_quantize_int4_nf4.rs.txt) with the seed's defects corrected (see
-// "Deviations from the seed" below) and the definitions of quantc issue 6.
+// Semantics follow oxicuda-dnn 0.1.7 `quantize` (`quantize_to_int4`, `quantize_to_nf4`,
+// `dequantize_int4` and its NF4 table) with the seed's defects corrected (see
+// "Deviations from the seed" below); the quantizer definitions on each function below
+// are quantc's own, and the host packer (ir/ops/HostPack.h) follows them exactly.
 //
 // Element layout (all ops): the input x is f32[n], element i fastest. Groups are the
 // runs of `group_size` consecutive elements [g*group_size, (g+1)*group_size); group g
@@ -53,7 +54,7 @@
 // - NF4: the seed reuses the INT4 scale kernel (absmax/7) although its doc says absmax;
 //   here scale = absmax.
 // - symmetric INT4: the seed's comment says absmax/8 where its code divides by 7; here
-//   scale = max(absmax, 1e-12) / 7 as the issue defines. The seed clamps before
+//   scale = max(absmax, 1e-12) / 7 as quantize_int4 defines it. The seed clamps before
 //   rounding and converts with an unspecified mode; here round half to even, then clamp.
 // - the seed computes scales with one thread per group looping serially, in a separate
 //   kernel; here one fused kernel reduces with subgroup butterflies.

@@ -52,7 +52,7 @@ struct UnrollOptions {
 ir::Program unroll_loops(ir::Program program, const UnrollOptions& options);
 ir::Program unroll_loops(ir::Program program);
 
-/// Sidecar hoisting (issue 4 §2): a loop `for c in 0 .. N` whose read-only loads index a
+/// Sidecar hoisting: a loop `for c in 0 .. N` whose read-only loads index a
 /// buffer through `(c*S + L) / C` (L provably in [0, S), C a multiple of S and larger)
 /// is rewritten into `for group_idx in 0 .. ceil(N/(C/S))` holding the group's loads
 /// once, around `for group_chunk in 0 .. C/S` running the original body with

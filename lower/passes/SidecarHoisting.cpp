@@ -1,4 +1,4 @@
-// Sidecar hoisting (see Passes.h and issue 4 §2).
+// Sidecar hoisting (the contract is in Passes.h).
 //
 // The per-chunk form of a grouped-quantization kernel reloads the group's scale and
 // zero point in every chunk although they change only every C/S chunks. The pass finds

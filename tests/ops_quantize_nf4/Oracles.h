@@ -1,5 +1,5 @@
 // Independent plain-C++ oracles for the quantize/dequantize INT4 and NF4 ops and for
-// nf4_gemm and its transpose. They restate the definitions of issue 6 directly on
+// nf4_gemm and its transpose. They restate the definitions of ir/ops/Quantize.h directly on
 // host vectors (std::nearbyint for round-half-to-even, brute-force nearest NF4 code)
 // and share no code with the op constructors.
 #pragma once

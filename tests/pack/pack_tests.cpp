@@ -92,7 +92,7 @@ TEST_CASE("int4-affine-grouped: word (k/8)*out_dim + i, sidecars g*out_dim + i")
   CHECK_THROWS_WITH(pack_int4_affine_grouped(weight, 0), Catch::Contains("--group-size 0"));
 }
 
-/// Issue 6's round-trip bound: |dequant - v| <= scale/2, or <= scale where the code
+/// quantize_int4's round-trip bound (ir/ops/Quantize.h): |dequant - v| <= scale/2, or <= scale where the code
 /// saturated at 0 or 15 (v at the group's min/max with both roundings going outward).
 void check_affine_round_trip(const LinearWeight& weight, const PackedAffineGrouped& packed) {
   auto restored = dequantize(packed);

@@ -1,4 +1,4 @@
-// Structural expectations of -O2 on the grouped INT4 linear op (issue 4 §2) and of the
+// Structural expectations of -O2 on the grouped INT4 linear op (sidecar hoisting) and of the
 // pass manager's options.
 #include <catch2/catch.hpp>
 

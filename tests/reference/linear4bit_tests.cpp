@@ -1,5 +1,5 @@
 // The seed's linear_4bit fixtures, rejection cases, typed-spec facts and planner
-// evidence (../shared/seeds/vyre-libs-0.6.3_nn_linear_4bit.rs.txt), run through the
+// evidence (vyre-libs 0.6.3 `nn::linear_4bit`), run through the
 // reference interpreter and compared with plain C++ oracles written here.
 #include <catch2/catch.hpp>
 
