@@ -67,39 +67,4 @@ bool is_signed(ScalarType type) {
 
 bool is_storage_only(ScalarType type) { return type == ScalarType::I4 || type == ScalarType::U4; }
 
-namespace {
-std::string scale_to_string(const QuantizationScale& scale) {
-  switch (scale.kind) {
-    case QuantizationScale::Kind::PerTensor:
-      return "per_tensor";
-    case QuantizationScale::Kind::PerChannel:
-      return "per_channel";
-    case QuantizationScale::Kind::PerGroup:
-      return fmt::format("per_group({})", scale.group_size);
-  }
-  return "?";
-}
-
-std::string zero_point_to_string(const QuantizationZeroPoint& zero_point) {
-  switch (zero_point.kind) {
-    case QuantizationZeroPoint::Kind::None:
-      return "none";
-    case QuantizationZeroPoint::Kind::PerTensor:
-      return "per_tensor";
-    case QuantizationZeroPoint::Kind::PerChannel:
-      return "per_channel";
-    case QuantizationZeroPoint::Kind::PerGroup:
-      return fmt::format("per_group({})", zero_point.group_size);
-  }
-  return "?";
-}
-}  // namespace
-
-std::string to_string(const DataType& type) {
-  if (!type.is_quantized()) return std::string(to_string(type.scalar()));
-  const QuantizedType& quantized = type.quantized_info();
-  return fmt::format("quantized<{}, scale={}, zero_point={}>", to_string(quantized.storage),
-                     scale_to_string(quantized.scale), zero_point_to_string(quantized.zero_point));
-}
-
 }  // namespace quantc::ir

@@ -14,7 +14,6 @@ constexpr std::uint32_t kLanesPerOutput = 32;  // one subgroup per output (group
 constexpr std::uint32_t kOutputsPerWorkgroup = kWorkgroupInvocations / kLanesPerOutput;
 constexpr char kLinear4BitId[] = "vyre-libs::nn::linear_4bit";
 constexpr char kAffineGroupedId[] = "vyre-libs::nn::linear_4bit_affine_grouped";
-constexpr float kOutputDriftAbsTolerance = 1.0e-4f;
 
 std::uint32_t checked_mul(std::uint64_t a, std::uint64_t b, const std::string& overflow_message) {
   std::uint64_t product = a * b;  // both operands < 2^32, so no 64-bit overflow
@@ -130,77 +129,6 @@ Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, 
     });
   });
   return program.build();
-}
-
-QuantizedLinear4BitSpec QuantizedLinear4BitSpec::affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim,
-                                                                 std::uint32_t group_size) {
-  return {in_dim, out_dim,
-          DataType::quantized(QuantizedType{ScalarType::I4, QuantizationScale::per_group(group_size),
-                                            QuantizationZeroPoint::per_group(group_size)})};
-}
-
-std::uint32_t QuantizedLinear4BitSpec::affine_group_size() const {
-  const auto fail = [&] {
-    return OpError(fmt::format("Fix: grouped INT4 linear requires DataType::Quantized<I4; PerGroup scale; PerGroup "
-                               "zero-point>, got {}.",
-                               to_string(weight_type)));
-  };
-  if (!weight_type.is_quantized()) throw fail();
-  const QuantizedType& quantized = weight_type.quantized_info();
-  if (quantized.scale.kind != QuantizationScale::Kind::PerGroup ||
-      quantized.zero_point.kind != QuantizationZeroPoint::Kind::PerGroup) {
-    throw fail();
-  }
-  if (quantized.storage != ScalarType::I4) {
-    throw OpError(fmt::format("Fix: grouped INT4 linear requires DataType::Quantized storage I4, got {}.",
-                              to_string(quantized.storage)));
-  }
-  if (quantized.scale.group_size != quantized.zero_point.group_size) {
-    throw OpError(fmt::format("Fix: grouped INT4 linear requires scale and zero-point group sizes to match, got "
-                              "scale={}, zero_point={}.",
-                              quantized.scale.group_size, quantized.zero_point.group_size));
-  }
-  if (quantized.scale.group_size == 0) throw OpError("Fix: grouped INT4 linear requires quantized group_size > 0.");
-  return quantized.scale.group_size;
-}
-
-Program linear_4bit_affine_grouped_typed(const QuantizedLinear4BitSpec& spec) {
-  return linear_4bit_affine_grouped(spec.in_dim, spec.out_dim, spec.affine_group_size());
-}
-
-QuantizedLinear4BitPlannerEvidence linear_4bit_affine_grouped_planner_evidence(const QuantizedLinear4BitSpec& spec) {
-  std::uint32_t group_size = spec.affine_group_size();
-  const std::uint32_t in_dim = spec.in_dim, out_dim = spec.out_dim;
-  const char* prefix = "Fix: linear_4bit_affine_grouped planner evidence";
-  if (in_dim == 0) throw OpError(fmt::format("{} requires in_dim > 0.", prefix));
-  if (out_dim == 0) throw OpError(fmt::format("{} requires out_dim > 0.", prefix));
-  if (in_dim % 8 != 0) throw OpError(fmt::format("{} in_dim={} is not divisible by 8.", prefix, in_dim));
-  std::uint32_t packed_words = checked_mul(in_dim / 8, out_dim, fmt::format("{} packed weights overflow u32.", prefix));
-  std::uint32_t group_count = ceil_div(in_dim, group_size);
-  std::uint32_t sidecars = checked_mul(group_count, out_dim, fmt::format("{} sidecars overflow u32.", prefix));
-  std::uint64_t dequantized = std::uint64_t{in_dim} * out_dim * sizeof(float);
-  std::uint64_t output_bytes = std::uint64_t{out_dim} * sizeof(float);
-  return QuantizedLinear4BitPlannerEvidence{
-      .in_dim = in_dim,
-      .out_dim = out_dim,
-      .group_size = group_size,
-      .group_count = group_count,
-      .packed_weight_bytes = std::uint64_t{packed_words} * sizeof(std::uint32_t),
-      .dequantized_weight_bytes = dequantized,
-      .sidecar_bytes = std::uint64_t{sidecars} * (sizeof(float) + sizeof(std::uint32_t)),
-      .bias_bytes = output_bytes,
-      .output_bytes = output_bytes,
-      .dequant_bytes_elided = dequantized,
-      .matmul_m = out_dim,
-      .matmul_k = in_dim,
-      .matmul_n = 1,
-      .matmul_tile = kLanesPerOutput,
-      .matmul_selected_path = "cooperative",
-      .matmul_candidate_path = std::nullopt,
-      .matmul_fallback_reason = "strict_f32_requested",
-      .tensor_core_eligible = false,
-      .output_drift_abs_tolerance = kOutputDriftAbsTolerance,
-  };
 }
 
 std::vector<OpInfo> linear_4bit_ops() {

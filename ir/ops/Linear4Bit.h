@@ -8,8 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <string>
 #include <vector>
 
 #include "ir/Program.h"
@@ -42,45 +40,6 @@ Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim);
 /// "group_size=0"), in_dim % 8 != 0 ("not divisible by 8"), and overflow of the packed,
 /// sidecar or padded output counts.
 Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size);
-
-/// Typed metadata for the grouped op (vyre `QuantizedLinear4BitSpec`): the weight type
-/// must be Quantized<I4; PerGroup scale; PerGroup zero point> with equal group sizes.
-struct QuantizedLinear4BitSpec {
-  std::uint32_t in_dim = 0;
-  std::uint32_t out_dim = 0;
-  DataType weight_type;
-  static QuantizedLinear4BitSpec affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim,
-                                                std::uint32_t group_size);
-  /// The shared group size. Errors (OpError): not a quantized type, storage other than
-  /// I4 ("storage I4"), scale/zero-point group sizes that differ ("group sizes to
-  /// match"), group size 0.
-  std::uint32_t affine_group_size() const;
-};
-
-/// Builds linear_4bit_affine_grouped from typed metadata (errors as above).
-Program linear_4bit_affine_grouped_typed(const QuantizedLinear4BitSpec& spec);
-
-/// What the fused grouped kernel saves against dequantize-then-matmul; all byte counts
-/// are bytes. Numbers follow the seed (256x4096, group 64: packed 524,288 B,
-/// dequantized 4,194,304 B, sidecars 131,072 B).
-struct QuantizedLinear4BitPlannerEvidence {
-  std::uint32_t in_dim, out_dim, group_size, group_count;
-  std::uint64_t packed_weight_bytes;       // in_dim/8*out_dim u32 words
-  std::uint64_t dequantized_weight_bytes;  // in_dim*out_dim f32
-  std::uint64_t sidecar_bytes;             // group_count*out_dim * (f32 scale + u32 zero point)
-  std::uint64_t bias_bytes, output_bytes;  // out_dim f32 each
-  std::uint64_t dequant_bytes_elided;      // == dequantized_weight_bytes
-  std::uint32_t matmul_m, matmul_k, matmul_n, matmul_tile;  // (out_dim, in_dim, 1, 32)
-  std::string matmul_selected_path;        // "cooperative": quantc has no tensor-core path
-  std::optional<std::string> matmul_candidate_path;   // none
-  std::optional<std::string> matmul_fallback_reason;  // "strict_f32_requested"
-  bool tensor_core_eligible;                          // false
-  float output_drift_abs_tolerance;                   // 1e-4
-};
-
-/// Errors (OpError) as for the typed spec plus in_dim/out_dim == 0, in_dim % 8 != 0,
-/// overflow of packed or sidecar counts.
-QuantizedLinear4BitPlannerEvidence linear_4bit_affine_grouped_planner_evidence(const QuantizedLinear4BitSpec& spec);
 
 /// Registry entries for linear_4bit and linear_4bit_affine_grouped.
 std::vector<OpInfo> linear_4bit_ops();

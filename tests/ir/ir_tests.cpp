@@ -21,14 +21,6 @@ TEST_CASE("scalar types have stable names, widths and sizes", "[ir][types]") {
   CHECK_FALSE(is_signed(ScalarType::U64));
 }
 
-TEST_CASE("quantized data types print their sharing", "[ir][types]") {
-  DataType type = DataType::quantized(
-      {ScalarType::I4, QuantizationScale::per_group(64), QuantizationZeroPoint::per_group(64)});
-  CHECK(type.is_quantized());
-  CHECK(to_string(type) == "quantized<i4, scale=per_group(64), zero_point=per_group(64)>");
-  CHECK_FALSE(type == DataType(ScalarType::I4));
-}
-
 TEST_CASE("literals canonicalise their bits", "[ir][literal]") {
   CHECK(Literal::make(ScalarType::U8, 0x1ff).as<Literal>()->bits == 0xff);
   CHECK(Literal::i32(-1).as<Literal>()->as_int64() == -1);
