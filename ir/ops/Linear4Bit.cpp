@@ -2,9 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <limits>
-
 #include "ir/Builder.h"
+#include "ir/ops/Checks.h"
 
 namespace quantc::ir::ops {
 namespace {
@@ -15,15 +14,9 @@ constexpr std::uint32_t kOutputsPerWorkgroup = kWorkgroupInvocations / kLanesPer
 constexpr char kLinear4BitId[] = "vyre-libs::nn::linear_4bit";
 constexpr char kAffineGroupedId[] = "vyre-libs::nn::linear_4bit_affine_grouped";
 
-std::uint32_t checked_mul(std::uint64_t a, std::uint64_t b, const std::string& overflow_message) {
-  std::uint64_t product = a * b;  // both operands < 2^32, so no 64-bit overflow
-  if (product > std::numeric_limits<std::uint32_t>::max()) throw OpError(overflow_message);
-  return static_cast<std::uint32_t>(product);
-}
-
 void check_dims(const char* op, std::uint32_t in_dim, std::uint32_t out_dim) {
-  if (in_dim == 0) throw OpError(fmt::format("Fix: {} in_dim=0 is invalid: empty reduction", op));
-  if (out_dim == 0) throw OpError(fmt::format("Fix: {} out_dim=0 is invalid: empty output", op));
+  require_nonzero(op, "in_dim", in_dim, "empty reduction");
+  require_nonzero(op, "out_dim", out_dim, "empty output");
 }
 
 void check_divisible_by_8(const char* op, std::uint32_t in_dim) {
@@ -38,10 +31,10 @@ Expr nibble(const Expr& word, const Expr& position_in_word) { return (word >> (p
 }  // namespace
 
 Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim) {
-  check_dims("linear_4bit", in_dim, out_dim);
-  check_divisible_by_8("linear_4bit", in_dim);
-  std::uint32_t packed_words =
-      checked_mul(in_dim / 8, out_dim, "Fix: linear_4bit in_dim/8 * out_dim overflows u32; reduce dimensions.");
+  const char* op = "linear_4bit";
+  check_dims(op, in_dim, out_dim);
+  check_divisible_by_8(op, in_dim);
+  std::uint32_t packed_words = checked_count(op, "in_dim/8 * out_dim", in_dim / 8, out_dim);
 
   ProgramBuilder program("linear_4bit");
   BufferRef x = program.input("x", ScalarType::F32, in_dim);
@@ -68,19 +61,14 @@ Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim) {
 Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size) {
   const char* op = "linear_4bit_affine_grouped";
   check_dims(op, in_dim, out_dim);
-  if (group_size == 0) {
-    throw OpError("Fix: linear_4bit_affine_grouped group_size=0 is invalid: group size must be > 0");
-  }
+  require_nonzero(op, "group_size", group_size, "group size must be > 0");
   check_divisible_by_8(op, in_dim);
-  std::uint32_t packed_words = checked_mul(
-      in_dim / 8, out_dim, "Fix: linear_4bit_affine_grouped in_dim/8 * out_dim overflows u32; reduce dimensions.");
+  std::uint32_t packed_words = checked_count(op, "in_dim/8 * out_dim", in_dim / 8, out_dim);
   std::uint32_t group_count = ceil_div(in_dim, group_size);
-  std::uint32_t sidecar_count = checked_mul(
-      group_count, out_dim, "Fix: linear_4bit_affine_grouped group_count*out_dim overflows u32; reduce dimensions.");
+  std::uint32_t sidecar_count = checked_count(op, "group_count*out_dim (sidecar elements)", group_count, out_dim);
   std::uint32_t workgroups = ceil_div(out_dim, kOutputsPerWorkgroup);
   std::uint32_t padded_outputs =
-      checked_mul(workgroups, kWorkgroupInvocations,
-                  "Fix: linear_4bit_affine_grouped output workgroups overflow u32; reduce dimensions.");
+      checked_count(op, "ceil(out_dim/8)*256 (padded outputs)", workgroups, kWorkgroupInvocations);
   std::uint32_t chunks = ceil_div(in_dim, kLanesPerOutput);
 
   ProgramBuilder program("linear_4bit_affine_grouped");

@@ -105,7 +105,7 @@ TEST_CASE("bad specs and options exit 1 with 'error:' naming the problem", "[cli
       {R"({"op": "linear_4bit", "in_dim": 12, "out_dim": 4})", "in_dim=12 is not divisible by 8"},
       {R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 0})", "out_dim=0 is invalid"},
       {R"({"op": "linear_4bit_affine_grouped", "in_dim": 8, "out_dim": 4, "group_size": 0})", "group_size=0"},
-      {R"({"op": "linear_4bit", "in_dim": 4294967288, "out_dim": 4096})", "overflows u32"},
+      {R"({"op": "linear_4bit", "in_dim": 4294967288, "out_dim": 4096})", "overflows the u32 element count"},
   };
   for (const Case& test : cases) {
     Result result = run_quantc("ir " + write_text(dir / "bad.json", test.spec));
