@@ -8,6 +8,7 @@
 
 #include "ir/Builder.h"
 #include "ir/ops/Checks.h"
+#include "ir/ops/Nibbles.h"
 
 namespace quantc::ir::ops {
 namespace {
@@ -115,14 +116,6 @@ void emit_tiled_matmul(ProgramBuilder& program, const char* op_id, const MatmulD
   });
 }
 
-/// The unsigned nibble for linear element `element` of a two-per-byte u8 buffer:
-/// low nibble for even elements, high nibble for odd ones.
-Expr packed_nibble(Body& body, const BufferRef& bytes, const Expr& element_value) {
-  Expr element = body.let("element", element_value);
-  Expr byte = body.let("byte", cast(ScalarType::U32, bytes[element >> 1.0]));
-  return (byte >> ((element & 1.0) << 2.0)) & 15.0;
-}
-
 /// The shared INT8/INT4 block-affine program; `code` reads the integer code as f32.
 /// Callers have run check_matmul_dims (which yields `tile`) and check_block_size.
 Program block_affine_program(const char* name, const char* op_id, const MatmulDims& dims, std::uint32_t tile,
@@ -220,7 +213,7 @@ Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, s
   return block_affine_program(name, kInt4Id, dims, tile, block_size, asymmetric, ScalarType::U8,
                               ceil_div(k * n, 2),
                               [](Body& body, const BufferRef& w, const Expr& element) {
-                                return cast(ScalarType::F32, packed_nibble(body, w, element));
+                                return cast(ScalarType::F32, byte_buffer_nibble(body, w, element));
                               });
 }
 
@@ -270,7 +263,7 @@ Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n) 
     block_scale = block_body.let("block_scale", decode_fp8(block_body, Fp8Format::E4M3, scale_code, "scale"));
   };
   decoder.weight = [&](Body& k_body, const Expr& p, const Expr& column) {
-    Expr code = k_body.let("code", packed_nibble(k_body, w, p * double(n) + column));
+    Expr code = k_body.let("code", byte_buffer_nibble(k_body, w, p * double(n) + column));
     return (decode_fp4_e2m1(code) * block_scale) * global;
   };
   emit_tiled_matmul(program, kNvfp4Id, dims, tile, x, out, decoder);

@@ -8,6 +8,7 @@
 
 #include "ir/Builder.h"
 #include "ir/ops/Checks.h"
+#include "ir/ops/Nibbles.h"
 
 namespace quantc::ir::ops {
 namespace {
@@ -27,12 +28,6 @@ constexpr char kMatvecId[] = "vyre-libs::quant::int4_matvec_f32_scaled";
 constexpr char kBatchedMatvecId[] = "vyre-libs::quant::int4_batched_matvec_f32_scaled";
 constexpr char kBatchedMatmulId[] = "vyre-libs::quant::int4_batched_matmul_f32_scaled";
 constexpr char kTop1Id[] = "vyre-libs::quant::int4_batched_matmul_top1_f32_scaled";
-
-/// Value `position` (0..7) of a packed word, sign-extended to i32: shift the nibble to
-/// the top of the word, then shift it back arithmetically.
-Expr signed_nibble(const Expr& word, std::uint32_t position) {
-  return cast(ScalarType::I32, word << double(28 - 4 * position)) >> 28.0;
-}
 
 /// Binds `word` to `<prefix>_word` (one load) and its first `values` signed nibbles to
 /// lets `<prefix>0`, `<prefix>1`, ...

@@ -4,6 +4,7 @@
 
 #include "ir/Builder.h"
 #include "ir/ops/Checks.h"
+#include "ir/ops/Nibbles.h"
 
 namespace quantc::ir::ops {
 namespace {
@@ -24,9 +25,6 @@ void check_divisible_by_8(const char* op, std::uint32_t in_dim) {
     throw OpError(fmt::format("Fix: {} in_dim={} is not divisible by 8; pad weights to a multiple of 8.", op, in_dim));
   }
 }
-
-/// The nibble of `word` for position `position_in_word` (0..7), as u32.
-Expr nibble(const Expr& word, const Expr& position_in_word) { return (word >> (position_in_word * 4u)) & 0xFu; }
 
 }  // namespace
 

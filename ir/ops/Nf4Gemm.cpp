@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ir/Builder.h"
+#include "ir/ops/Nibbles.h"
 #include "ir/ops/Quantize.h"
 
 namespace quantc::ir::ops {
@@ -82,10 +83,10 @@ Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulat
           blocks.loop("word", u32(0), u32(kWordsPerBlock), [&](Body& words, Expr word) {
             Expr packed = words.let("packed", b_nf4[block_index * kWordsPerBlock + word]);
             Expr k_base = words.let("k_base", a_row + block * kBlockSize + word * kNibblesPerWord);
-            words.loop("nibble", u32(0), u32(kNibblesPerWord), [&](Body& nibbles, Expr nibble) {
-              Expr code = nibbles.let("code", (packed >> (nibble * 4u)) & 0xFu);
+            words.loop("nibble", u32(0), u32(kNibblesPerWord), [&](Body& nibbles, Expr position) {
+              Expr code = nibbles.let("code", nibble(packed, position));
               Expr weight = nibbles.let("weight", dequantize(code, scale));
-              nibbles.assign(acc, accumulate(acc, a[k_base + nibble], weight));
+              nibbles.assign(acc, accumulate(acc, a[k_base + position], weight));
             });
           });
         });
@@ -124,7 +125,7 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
         then.loop("b_column", u32(0), u32(n), [&](Body& columns, Expr b_column) {
           Expr block_index = columns.let("block_index", b_column * blocks_per_column + block);
           Expr packed = columns.let("packed", b_nf4[block_index * kWordsPerBlock + word_in_block]);
-          Expr code = columns.let("code", (packed >> shift) & 0xFu);
+          Expr code = columns.let("code", nibble_at_shift(packed, shift));
           Expr weight = columns.let("weight", dequantize(code, b_scales[block_index]));
           columns.assign(acc, accumulate(acc, a[a_row + b_column], weight));
         });

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ir/Builder.h"
+#include "ir/ops/Nibbles.h"
 
 namespace quantc::ir::ops {
 
@@ -275,7 +276,7 @@ Program build_dequantizer(const std::string& name, Scheme scheme, std::uint32_t 
       Expr i = region.let("i", invocation_id(0));
       region.if_then(i < n, [&](Body& then) {
         Expr byte = then.let("byte", cast(ScalarType::U32, packed[i / 2u]));
-        Expr code = then.let("code", (byte >> ((i & 1u) * 4u)) & 0xFu);
+        Expr code = then.let("code", nibble(byte, i & 1u));
         Expr group = then.let("group", i / group_size);
         Expr group_scale = then.let("group_scale", scale[group]);
         Expr code_value = cast(ScalarType::F32, code);

@@ -1,0 +1,33 @@
+// Unpacking 4-bit codes inside op constructors: the one place that builds the IR which
+// extracts a nibble, shared by every op family that reads packed 4-bit data.
+//
+// Each helper builds exactly the expression tree its callers built before it existed
+// (same operators, operand order, literal types and let names), so the IR and PTX of
+// every op are unchanged (tests/golden/ pins them).
+#pragma once
+
+#include <cstdint>
+
+#include "ir/Builder.h"
+
+namespace quantc::ir::ops {
+
+/// Unsigned nibble at bit `shift` of `word`: `(word >> shift) & 0xF`, in word's type.
+Expr nibble_at_shift(const Expr& word, const Expr& shift);
+
+/// Unsigned nibble `position` (0..7) of a u32 word, value i at bits 4i..4i+3:
+/// `(word >> (position * 4)) & 0xF`.
+Expr nibble(const Expr& word, const Expr& position);
+
+/// Signed nibble `position` (0..7) of a u32 word, sign-extended to i32: the nibble is
+/// shifted to the top of the word, then back arithmetically,
+/// `i32(word << (28 - 4*position)) >> 28`.
+Expr signed_nibble(const Expr& word, std::uint32_t position);
+
+/// Element `element` of a two-per-byte u8 buffer (element 2b in the low nibble of byte b,
+/// 2b+1 in the high one), as an unsigned u32 nibble. Binds the lets `element` and
+/// `byte` (the byte widened to u32) in `body`:
+/// `(byte >> ((element & 1) << 2)) & 0xF` with byte = u32(bytes[element >> 1]).
+Expr byte_buffer_nibble(Body& body, const BufferRef& bytes, const Expr& element);
+
+}  // namespace quantc::ir::ops
