@@ -19,7 +19,20 @@ Expr local_id(unsigned axis) { return Builtin::make(BuiltinKind::LocalId, axis);
 Expr subgroup_local_id() { return Builtin::make(BuiltinKind::SubgroupLocalId); }
 Expr subgroup_size() { return Builtin::make(BuiltinKind::SubgroupSize); }
 
-Expr cast(ScalarType type, Expr value) { return Cast::make(type, std::move(value)); }
+Expr literal_like(Type type, double value) {
+  Expr scalar = literal(type.element(), value);
+  return type.is_vector() ? MakeVector::broadcast(scalar, type.lanes()) : scalar;
+}
+
+Expr cast(Type type, Expr value) { return Cast::make(type, std::move(value)); }
+Expr bitcast(Type type, Expr value) { return Bitcast::make(type, std::move(value)); }
+Expr make_vector(std::vector<Expr> lanes) { return MakeVector::make(std::move(lanes)); }
+Expr broadcast(Expr value, unsigned lanes) { return MakeVector::broadcast(std::move(value), lanes); }
+Expr extract_lane(Expr vector, unsigned lane) { return ExtractLane::make(std::move(vector), lane); }
+Expr insert_lane(Expr vector, unsigned lane, Expr value) {
+  return InsertLane::make(std::move(vector), lane, std::move(value));
+}
+Expr permute(Expr a, Expr b, Expr selector) { return Permute::make(std::move(a), std::move(b), std::move(selector)); }
 Expr select(Expr cond, Expr if_true, Expr if_false) {
   return Select::make(std::move(cond), std::move(if_true), std::move(if_false));
 }
@@ -40,12 +53,12 @@ Expr subgroup_ballot(Expr cond) { return SubgroupBallot::make(std::move(cond)); 
 #define QUANTC_DEFINE_OPERATOR(symbol, op)                                                     \
   Expr operator symbol(Expr lhs, Expr rhs) { return Binary::make(BinaryOp::op, lhs, rhs); }    \
   Expr operator symbol(Expr lhs, double rhs) {                                                 \
-    ScalarType type = lhs.type();                                                              \
-    return Binary::make(BinaryOp::op, lhs, literal(type, rhs));                                \
+    Type type = lhs.type();                                                                    \
+    return Binary::make(BinaryOp::op, lhs, literal_like(type, rhs));                           \
   }                                                                                            \
   Expr operator symbol(double lhs, Expr rhs) {                                                 \
-    ScalarType type = rhs.type();                                                              \
-    return Binary::make(BinaryOp::op, literal(type, lhs), rhs);                                \
+    Type type = rhs.type();                                                                    \
+    return Binary::make(BinaryOp::op, literal_like(type, lhs), rhs);                           \
   }
 QUANTC_DEFINE_OPERATOR(+, Add)
 QUANTC_DEFINE_OPERATOR(-, Sub)
@@ -68,9 +81,12 @@ Expr operator!(Expr value) { return Unary::make(UnaryOp::Not, std::move(value));
 
 Expr BufferRef::operator[](Expr index) const { return Load::make(element, name, std::move(index)); }
 Expr BufferRef::operator[](std::uint32_t index) const { return Load::make(element, name, u32(index)); }
+Expr BufferRef::load(Expr index, unsigned lanes, unsigned alignment) const {
+  return Load::make(Type(element, lanes), name, std::move(index), alignment);
+}
 
 Expr Body::let(const std::string& name, Expr value) {
-  ScalarType type = value.type();
+  Type type = value.type();
   stmts_.push_back(Let::make(name, std::move(value)));
   return Var::make(type, name);
 }
@@ -81,8 +97,8 @@ void Body::assign(const Expr& variable, Expr value) {
   stmts_.push_back(Assign::make(var->name, std::move(value)));
 }
 
-void Body::store(const BufferRef& buffer, Expr index, Expr value) {
-  stmts_.push_back(Store::make(buffer.name, std::move(index), std::move(value)));
+void Body::store(const BufferRef& buffer, Expr index, Expr value, unsigned alignment) {
+  stmts_.push_back(Store::make(buffer.name, std::move(index), std::move(value), alignment));
 }
 
 void Body::if_then(Expr cond, const Builder& then_builder) {
@@ -100,7 +116,7 @@ void Body::if_then_else(Expr cond, const Builder& then_builder, const Builder& e
 
 void Body::loop(const std::string& var, Expr from, Expr to, const LoopBuilder& body_builder) {
   Body loop_body;
-  ScalarType type = from.type();
+  Type type = from.type();
   body_builder(loop_body, Var::make(type, var));
   stmts_.push_back(Loop::make(var, std::move(from), std::move(to), loop_body.build()));
 }

@@ -45,7 +45,18 @@ Expr local_id(unsigned axis);
 Expr subgroup_local_id();
 Expr subgroup_size();
 
-Expr cast(ScalarType type, Expr value);
+/// `value` as a literal of `type`'s element, broadcast to every lane of a vector type.
+Expr literal_like(Type type, double value);
+
+Expr cast(Type type, Expr value);
+Expr bitcast(Type type, Expr value);
+/// A vector from 2 or 4 scalars (lane 0 first), or one scalar in every lane.
+Expr make_vector(std::vector<Expr> lanes);
+Expr broadcast(Expr value, unsigned lanes);
+Expr extract_lane(Expr vector, unsigned lane);
+Expr insert_lane(Expr vector, unsigned lane, Expr value);
+/// PTX prmt.b32 (see ir::Permute).
+Expr permute(Expr a, Expr b, Expr selector);
 Expr select(Expr cond, Expr if_true, Expr if_false);
 Expr fma(Expr a, Expr b, Expr c);
 Expr min(Expr a, Expr b);
@@ -61,7 +72,8 @@ Expr subgroup_max(Expr value);
 Expr subgroup_min(Expr value);
 Expr subgroup_ballot(Expr cond);
 
-// Binary operators. `double` operands become literals of the Expr operand's type.
+// Binary operators. `double` operands become literals of the Expr operand's type
+// (broadcast for vectors).
 #define QUANTC_DECLARE_OPERATOR(symbol)           \
   Expr operator symbol(Expr lhs, Expr rhs);       \
   Expr operator symbol(Expr lhs, double rhs);     \
@@ -90,6 +102,9 @@ struct BufferRef {
   ScalarType element = ScalarType::F32;
   Expr operator[](Expr index) const;
   Expr operator[](std::uint32_t index) const;
+  /// `lanes` consecutive elements from `index` as one vector value; `alignment` in
+  /// bytes (0: the natural lanes * element size), which the verifier must prove.
+  Expr load(Expr index, unsigned lanes, unsigned alignment = 0) const;
 };
 
 /// Collects the statements of one block.
@@ -102,7 +117,8 @@ class Body {
   Expr let(const std::string& name, Expr value);
   /// `variable` must be a Var returned by `let`.
   void assign(const Expr& variable, Expr value);
-  void store(const BufferRef& buffer, Expr index, Expr value);
+  /// `value` (a scalar or vector of the element type) at `index`; `alignment` as for load.
+  void store(const BufferRef& buffer, Expr index, Expr value, unsigned alignment = 0);
   void if_then(Expr cond, const Builder& then_builder);
   void if_then_else(Expr cond, const Builder& then_builder, const Builder& else_builder);
   /// `for var in [from, to)`; the loop body receives the loop variable.

@@ -3,9 +3,8 @@
 #include <fmt/format.h>
 
 #include <bit>
-#include <cmath>
-#include <cstring>
 
+#include "ir/Arithmetic.h"
 #include "ir/Program.h"
 
 namespace quantc::ir {
@@ -23,12 +22,11 @@ std::string_view to_string(BinaryOp op) {
 
 std::string_view to_string(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Neg:
-      return "neg";
-    case UnaryOp::Not:
-      return "not";
-    case UnaryOp::Abs:
-      return "abs";
+#define QUANTC_CASE(name, text) \
+  case UnaryOp::name:           \
+    return text;
+    QUANTC_UNARY_OPS(QUANTC_CASE)
+#undef QUANTC_CASE
   }
   return "?";
 }
@@ -128,31 +126,58 @@ bool is_commutative(BinaryOp op) {
   }
 }
 
+bool is_arithmetic(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+    case BinaryOp::Mul:
+    case BinaryOp::Div:
+    case BinaryOp::Rem:
+    case BinaryOp::Min:
+    case BinaryOp::Max:
+      return true;
+    default:
+      return false;
+  }
+}
+
+unsigned natural_alignment(Type type) { return type.bytes(); }
+
 namespace {
 
 void require_defined(const Expr& expr, std::string_view what) {
   if (!expr.defined()) throw IRError(fmt::format("{}: operand is undefined", what));
 }
 
-void require_value_type(ScalarType type, std::string_view what) {
-  if (is_storage_only(type)) {
+void require_value_type(Type type, std::string_view what) {
+  if (is_storage_only(type.element())) {
     throw IRError(fmt::format("{}: {} is a storage-only type; unpack codes from u32/u8 words instead", what,
                               to_string(type)));
   }
+  if (!is_valid_type(type)) {
+    throw IRError(fmt::format("{}: {} is not a vector type quantc supports; use 2 or 4 lanes of u32/i32/f32 or 2 "
+                              "lanes of f16/bf16",
+                              what, to_string(type)));
+  }
 }
 
-std::uint16_t float_to_half_bits(double value) {
-  // Round-to-nearest-even conversion through _Float16, which GCC implements in software.
-  _Float16 half = static_cast<_Float16>(static_cast<float>(value));
-  std::uint16_t bits;
-  std::memcpy(&bits, &half, sizeof bits);
-  return bits;
+void require_scalar(const Expr& expr, std::string_view what) {
+  if (expr.type().is_vector()) {
+    throw IRError(fmt::format("{}: expected a scalar, got {}", what, to_string(expr.type())));
+  }
 }
 
-double half_bits_to_double(std::uint16_t bits) {
-  _Float16 half;
-  std::memcpy(&half, &bits, sizeof bits);
-  return static_cast<double>(half);
+/// The alignment an access states, checked against its type: the element size for a
+/// scalar; between the element size and the natural lanes * element size for a vector.
+unsigned checked_alignment(Type type, unsigned alignment, std::string_view what) {
+  const unsigned natural = natural_alignment(type);
+  if (alignment == 0) return natural;
+  const unsigned element = byte_size(type.element());
+  if (alignment < element || alignment > natural || !std::has_single_bit(alignment)) {
+    throw IRError(fmt::format("{}: alignment {} is invalid for {}; use a power of two from {} to {} bytes", what,
+                              alignment, to_string(type), element, natural));
+  }
+  return alignment;
 }
 
 }  // namespace
@@ -168,6 +193,7 @@ Expr Literal::make(ScalarType type, std::uint64_t bits) {
       break;
     case ScalarType::U16:
     case ScalarType::F16:
+    case ScalarType::BF16:
       bits &= 0xffffu;
       break;
     case ScalarType::U32:
@@ -197,7 +223,8 @@ Expr Literal::f64(double value) { return make(ScalarType::F64, std::bit_cast<std
 Expr Literal::from_double(ScalarType type, double value) {
   switch (type) {
     case ScalarType::F16:
-      return make(type, float_to_half_bits(value));
+    case ScalarType::BF16:
+      return make(type, arith::round_to_format(value, arith::format_of(type)));
     case ScalarType::F32:
       return f32(static_cast<float>(value));
     case ScalarType::F64:
@@ -211,69 +238,68 @@ Expr Literal::from_double(ScalarType type, double value) {
 }
 
 double Literal::as_double() const {
-  switch (type) {
-    case ScalarType::F16:
-      return half_bits_to_double(static_cast<std::uint16_t>(bits));
-    case ScalarType::F32:
-      return std::bit_cast<float>(static_cast<std::uint32_t>(bits));
-    case ScalarType::F64:
-      return std::bit_cast<double>(bits);
-    default:
-      return is_signed(type) ? static_cast<double>(static_cast<std::int64_t>(bits)) : static_cast<double>(bits);
-  }
+  if (is_float(scalar())) return static_cast<double>(arith::decode(bits, arith::format_of(scalar())));
+  return is_signed(scalar()) ? static_cast<double>(static_cast<std::int64_t>(bits)) : static_cast<double>(bits);
 }
 
 std::int64_t Literal::as_int64() const {
-  if (is_float(type)) return static_cast<std::int64_t>(as_double());
+  if (is_float(scalar())) return static_cast<std::int64_t>(as_double());
   return static_cast<std::int64_t>(bits);
 }
 
-bool Literal::is_zero() const { return is_float(type) ? as_double() == 0.0 : bits == 0; }
+bool Literal::is_zero() const { return is_float(scalar()) ? as_double() == 0.0 : bits == 0; }
 
-bool Literal::is_one() const { return is_float(type) ? as_double() == 1.0 : bits == 1; }
+bool Literal::is_one() const { return is_float(scalar()) ? as_double() == 1.0 : bits == 1; }
 
-Expr Var::make(ScalarType type, std::string name) {
+Expr Var::make(Type type, std::string name) {
   require_value_type(type, "Var");
   if (name.empty()) throw IRError("Var: empty variable name");
   return Expr(std::make_shared<Var>(type, std::move(name)));
 }
 
-Expr Load::make(ScalarType element, std::string buffer, Expr index) {
+Expr Load::make(Type type, std::string buffer, Expr index, unsigned alignment) {
   require_defined(index, "Load");
   if (index.type() != ScalarType::U32) {
     throw IRError(fmt::format("Load {}: index must be u32, got {}", buffer, to_string(index.type())));
   }
-  require_value_type(element, "Load");
-  return Expr(std::make_shared<Load>(element, std::move(buffer), std::move(index)));
+  require_value_type(type, "Load " + buffer);
+  alignment = checked_alignment(type, alignment, "Load " + buffer);
+  return Expr(std::make_shared<Load>(type, std::move(buffer), std::move(index), alignment));
 }
 
 Expr Binary::make(BinaryOp op, Expr lhs, Expr rhs) {
   require_defined(lhs, "Binary");
   require_defined(rhs, "Binary");
-  ScalarType type = lhs.type();
+  Type type = lhs.type();
   if (type != rhs.type()) {
     throw IRError(fmt::format("Binary '{}': operand types differ ({} vs {}); insert a cast", to_string(op),
                               to_string(type), to_string(rhs.type())));
   }
+  if (type.is_vector() && (is_comparison(op) || op == BinaryOp::LogicalAnd || op == BinaryOp::LogicalOr)) {
+    throw IRError(fmt::format("Binary '{}': not defined on vectors ({}); compare extracted lanes", to_string(op),
+                              to_string(type)));
+  }
+  const ScalarType element = type.element();
   switch (op) {
     case BinaryOp::LogicalAnd:
     case BinaryOp::LogicalOr:
-      if (type != ScalarType::Bool) {
+      if (element != ScalarType::Bool) {
         throw IRError(fmt::format("Binary '{}': operands must be bool, got {}", to_string(op), to_string(type)));
       }
       break;
     case BinaryOp::BitAnd:
     case BinaryOp::BitOr:
     case BinaryOp::BitXor:
-      if (is_float(type)) {
-        throw IRError(fmt::format("Binary '{}': operands must be integers or bool, got {}", to_string(op),
-                                  to_string(type)));
+      if (is_float(element)) {
+        throw IRError(fmt::format("Binary '{}': operands must be integers or bool, got {}; bitcast floats to "
+                                  "integers first",
+                                  to_string(op), to_string(type)));
       }
       break;
     case BinaryOp::Rem:
     case BinaryOp::Shl:
     case BinaryOp::Shr:
-      if (!is_integer(type)) {
+      if (!is_integer(element)) {
         throw IRError(
             fmt::format("Binary '{}': operands must be integers, got {}", to_string(op), to_string(type)));
       }
@@ -282,19 +308,19 @@ Expr Binary::make(BinaryOp op, Expr lhs, Expr rhs) {
     case BinaryOp::Ne:
       break;
     default:
-      if (type == ScalarType::Bool) {
+      if (element == ScalarType::Bool) {
         throw IRError(fmt::format("Binary '{}': arithmetic on bool; cast to an integer first", to_string(op)));
       }
       break;
   }
-  ScalarType result = is_comparison(op) ? ScalarType::Bool : type;
+  Type result = is_comparison(op) ? Type(ScalarType::Bool) : type;
   return Expr(std::make_shared<Binary>(result, op, std::move(lhs), std::move(rhs)));
 }
 
 Expr Unary::make(UnaryOp op, Expr operand) {
   require_defined(operand, "Unary");
-  ScalarType type = operand.type();
-  if (op != UnaryOp::Not && type == ScalarType::Bool) {
+  Type type = operand.type();
+  if (op != UnaryOp::Not && type.element() == ScalarType::Bool) {
     throw IRError(fmt::format("Unary '{}': operand must be numeric, got bool", to_string(op)));
   }
   if (op == UnaryOp::Not && is_float(type)) {
@@ -303,10 +329,27 @@ Expr Unary::make(UnaryOp op, Expr operand) {
   return Expr(std::make_shared<Unary>(type, op, std::move(operand)));
 }
 
-Expr Cast::make(ScalarType type, Expr value) {
+Expr Cast::make(Type type, Expr value) {
   require_defined(value, "Cast");
   require_value_type(type, "Cast");
+  if (type.lanes() != value.type().lanes()) {
+    throw IRError(fmt::format("Cast: {} -> {} changes the lane count; casts convert lane by lane (use Bitcast to "
+                              "reinterpret bits)",
+                              to_string(value.type()), to_string(type)));
+  }
   return Expr(std::make_shared<Cast>(type, std::move(value)));
+}
+
+Expr Bitcast::make(Type type, Expr value) {
+  require_defined(value, "Bitcast");
+  require_value_type(type, "Bitcast");
+  Type from = value.type();
+  if (from.element() == ScalarType::Bool || type.element() == ScalarType::Bool || from.bits() != type.bits()) {
+    throw IRError(fmt::format("Bitcast: {} ({} bits) -> {} ({} bits): both types must have the same width and "
+                              "neither may be bool",
+                              to_string(from), from.bits(), to_string(type), type.bits()));
+  }
+  return Expr(std::make_shared<Bitcast>(type, std::move(value)));
 }
 
 Expr Select::make(Expr cond, Expr if_true, Expr if_false) {
@@ -320,7 +363,7 @@ Expr Select::make(Expr cond, Expr if_true, Expr if_false) {
     throw IRError(fmt::format("Select: branch types differ ({} vs {})", to_string(if_true.type()),
                               to_string(if_false.type())));
   }
-  ScalarType type = if_true.type();
+  Type type = if_true.type();
   return Expr(std::make_shared<Select>(type, std::move(cond), std::move(if_true), std::move(if_false)));
 }
 
@@ -328,12 +371,70 @@ Expr Fma::make(Expr a, Expr b, Expr c) {
   require_defined(a, "Fma");
   require_defined(b, "Fma");
   require_defined(c, "Fma");
-  ScalarType type = a.type();
+  Type type = a.type();
   if (!is_float(type) || b.type() != type || c.type() != type) {
     throw IRError(fmt::format("Fma: operands must share one float type, got {}, {}, {}", to_string(a.type()),
                               to_string(b.type()), to_string(c.type())));
   }
   return Expr(std::make_shared<Fma>(type, std::move(a), std::move(b), std::move(c)));
+}
+
+Expr MakeVector::make(std::vector<Expr> lanes) {
+  if (lanes.empty()) throw IRError("MakeVector: no lanes");
+  for (const Expr& lane : lanes) require_defined(lane, "MakeVector");
+  Type element = lanes.front().type();
+  for (const Expr& lane : lanes) {
+    require_scalar(lane, "MakeVector");
+    if (lane.type() != element) {
+      throw IRError(fmt::format("MakeVector: lanes have different types ({} and {})", to_string(element),
+                                to_string(lane.type())));
+    }
+  }
+  Type type(element.element(), static_cast<unsigned>(lanes.size()));
+  require_value_type(type, "MakeVector");
+  return Expr(std::make_shared<MakeVector>(type, std::move(lanes)));
+}
+
+Expr MakeVector::broadcast(Expr value, unsigned lanes) {
+  return make(std::vector<Expr>(lanes, std::move(value)));
+}
+
+Expr ExtractLane::make(Expr vector, unsigned lane) {
+  require_defined(vector, "ExtractLane");
+  Type type = vector.type();
+  if (!type.is_vector() || lane >= type.lanes()) {
+    throw IRError(fmt::format("ExtractLane: lane {} of {}; the operand must be a vector and the lane below its {} "
+                              "lanes",
+                              lane, to_string(type), type.lanes()));
+  }
+  return Expr(std::make_shared<ExtractLane>(Type(type.element()), std::move(vector), lane));
+}
+
+Expr InsertLane::make(Expr vector, unsigned lane, Expr value) {
+  require_defined(vector, "InsertLane");
+  require_defined(value, "InsertLane");
+  Type type = vector.type();
+  if (!type.is_vector() || lane >= type.lanes()) {
+    throw IRError(fmt::format("InsertLane: lane {} of {}; the operand must be a vector and the lane below its {} "
+                              "lanes",
+                              lane, to_string(type), type.lanes()));
+  }
+  if (value.type() != Type(type.element())) {
+    throw IRError(fmt::format("InsertLane: value is {} but the lanes of {} are {}", to_string(value.type()),
+                              to_string(type), to_string(type.element())));
+  }
+  return Expr(std::make_shared<InsertLane>(type, std::move(vector), lane, std::move(value)));
+}
+
+Expr Permute::make(Expr a, Expr b, Expr selector) {
+  require_defined(a, "Permute");
+  require_defined(b, "Permute");
+  require_defined(selector, "Permute");
+  if (a.type() != ScalarType::U32 || b.type() != ScalarType::U32 || selector.type() != ScalarType::U32) {
+    throw IRError(fmt::format("Permute: operands must be u32, got {}, {}, {}", to_string(a.type()),
+                              to_string(b.type()), to_string(selector.type())));
+  }
+  return Expr(std::make_shared<Permute>(std::move(a), std::move(b), std::move(selector)));
 }
 
 Expr BufferLength::make(std::string buffer) { return Expr(std::make_shared<BufferLength>(std::move(buffer))); }
@@ -350,19 +451,19 @@ Expr Builtin::make(BuiltinKind builtin, unsigned axis) {
 Expr SubgroupShuffle::make(Expr value, Expr lane) {
   require_defined(value, "SubgroupShuffle");
   require_defined(lane, "SubgroupShuffle");
-  if (bit_width(value.type()) != 32) {
+  if (value.type().bits() != 32) {
     throw IRError(fmt::format("SubgroupShuffle: value must be a 32-bit type, got {}", to_string(value.type())));
   }
   if (lane.type() != ScalarType::U32) {
     throw IRError(fmt::format("SubgroupShuffle: lane must be u32, got {}", to_string(lane.type())));
   }
-  ScalarType type = value.type();
+  Type type = value.type();
   return Expr(std::make_shared<SubgroupShuffle>(type, std::move(value), std::move(lane)));
 }
 
 Expr SubgroupReduce::make(SubgroupReduceOp op, Expr value) {
   require_defined(value, "SubgroupReduce");
-  ScalarType type = value.type();
+  Type type = value.type();
   if (type != ScalarType::F32 && type != ScalarType::U32 && type != ScalarType::I32) {
     throw IRError(
         fmt::format("subgroup_{}: value must be f32, u32 or i32, got {}", to_string(op), to_string(type)));
@@ -400,13 +501,14 @@ Node Assign::make(std::string name, Expr value) {
   return Node(std::make_shared<Assign>(std::move(name), std::move(value)));
 }
 
-Node Store::make(std::string buffer, Expr index, Expr value) {
+Node Store::make(std::string buffer, Expr index, Expr value, unsigned alignment) {
   require_defined(index, "Store " + buffer);
   require_defined(value, "Store " + buffer);
   if (index.type() != ScalarType::U32) {
     throw IRError(fmt::format("Store {}: index must be u32, got {}", buffer, to_string(index.type())));
   }
-  return Node(std::make_shared<Store>(std::move(buffer), std::move(index), std::move(value)));
+  alignment = checked_alignment(value.type(), alignment, "Store " + buffer);
+  return Node(std::make_shared<Store>(std::move(buffer), std::move(index), std::move(value), alignment));
 }
 
 Node If::make(Expr cond, Node then_body, Node else_body) {
@@ -420,7 +522,7 @@ Node If::make(Expr cond, Node then_body, Node else_body) {
 Node Loop::make(std::string var, Expr from, Expr to, Node body) {
   require_defined(from, "Loop " + var);
   require_defined(to, "Loop " + var);
-  if (from.type() != to.type() || !is_integer(from.type())) {
+  if (from.type() != to.type() || !from.type().is_scalar() || !is_integer(from.type())) {
     throw IRError(fmt::format("Loop {}: bounds must share one integer type, got {} and {}", var,
                               to_string(from.type()), to_string(to.type())));
   }

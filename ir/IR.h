@@ -5,17 +5,28 @@
 // the model). Nodes are plain structs built through validating `make` factories that
 // infer the result type and throw IRError (naming the operands) on ill-typed input.
 //
-// Semantics (shared by the reference interpreter, the PTX emitter and every pass):
+// Semantics (shared by the reference interpreter, the PTX emitter and every pass; the
+// scalar arithmetic has one definition, ir/Arithmetic.h):
 // - Integers wrap modulo 2^bits. Div/Rem are truncating; division by zero is an error
 //   in the interpreter. Shl/Shr by >= the bit width give 0 (Shr of a signed negative
 //   value gives -1), as PTX's clamped `shl`/`shr` do. Shr is arithmetic for signed types.
-// - Floats are IEEE binary16/32/64 with round-to-nearest-even on every operation; Add,
-//   Sub and Mul are never contracted into an FMA (only `Fma` fuses). Min/Max return the
-//   non-NaN operand when exactly one is NaN (PTX `min.f32`). Ne is true when either
-//   operand is NaN; the other comparisons are false then (C++ semantics).
+// - Floats are IEEE binary16 (f16), bfloat16 (bf16), binary32 and binary64 with
+//   round-to-nearest-even on every operation, as PTX's `add.rn.f16x2` or
+//   `fma.rn.bf16x2` define them; Add, Sub and Mul are never contracted into an FMA
+//   (only `Fma` fuses, with one rounding). A NaN result is the format's canonical NaN
+//   (0x7fff, 0x7fffffff, ...); Neg and Abs flip or clear the sign bit only. Min/Max
+//   return the non-NaN operand when exactly one is NaN (PTX `min.f32`) and order -0
+//   below +0. Ne is true when either operand is NaN; the other comparisons are false then.
 // - Cast: float -> integer rounds toward zero and saturates (NaN -> 0), as `cvt.rzi.sat`
 //   does; integer -> float and float -> narrower float round to nearest even; integer
 //   -> integer truncates or extends by the source's signedness; x -> bool is `x != 0`.
+//   Bitcast reinterprets the bits of a value as another type of the same width.
+// - Vectors (ir/Type.h) hold 2 or 4 lanes; lane 0 is the lowest address in memory and
+//   the low bits of a packed register. Arithmetic, Cast, Select and Fma on vectors act
+//   lane by lane with the scalar rules (a Select's condition is one bool for all lanes).
+//   A vector Load/Store reads/writes `lanes` consecutive elements starting at `index`
+//   (in elements); `alignment` (bytes) is what the program guarantees about the byte
+//   address, which the verifier must be able to prove (buffers start 256-byte aligned).
 // - Subgroups are 32 consecutive invocations of a workgroup. SubgroupShuffle reads
 //   `value` from lane `lane` (a lane >= 32 reads the invocation's own value, as
 //   `shfl.sync.idx` does); SubgroupReduce combines all 32 lanes with a butterfly in the
@@ -31,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/Operators.h"
 #include "ir/Type.h"
 
 namespace quantc::ir {
@@ -48,8 +60,13 @@ class IRError : public std::runtime_error {
   X(Binary)                  \
   X(Unary)                   \
   X(Cast)                    \
+  X(Bitcast)                 \
   X(Select)                  \
   X(Fma)                     \
+  X(MakeVector)              \
+  X(ExtractLane)             \
+  X(InsertLane)              \
+  X(Permute)                 \
   X(BufferLength)            \
   X(Builtin)                 \
   X(SubgroupShuffle)         \
@@ -80,50 +97,14 @@ enum class NodeKind : std::uint8_t {
 #undef QUANTC_ENUM
 };
 
-// (enumerator, printed symbol or name). Comparisons and logical ops yield bool.
-#define QUANTC_BINARY_OPS(X) \
-  X(Add, "+")                \
-  X(Sub, "-")                \
-  X(Mul, "*")                \
-  X(Div, "/")                \
-  X(Rem, "%")                \
-  X(Min, "min")              \
-  X(Max, "max")              \
-  X(BitAnd, "&")             \
-  X(BitOr, "|")              \
-  X(BitXor, "^")             \
-  X(Shl, "<<")               \
-  X(Shr, ">>")               \
-  X(Eq, "==")                \
-  X(Ne, "!=")                \
-  X(Lt, "<")                 \
-  X(Le, "<=")                \
-  X(Gt, ">")                 \
-  X(Ge, ">=")                \
-  X(LogicalAnd, "&&")        \
-  X(LogicalOr, "||")
-
-enum class BinaryOp : std::uint8_t {
-#define QUANTC_ENUM(name, text) name,
-  QUANTC_BINARY_OPS(QUANTC_ENUM)
-#undef QUANTC_ENUM
-};
-
-/// Neg: arithmetic negation. Not: bitwise complement on integers, logical not on bool.
-/// Abs: absolute value (integers wrap: abs(INT_MIN) == INT_MIN).
-enum class UnaryOp : std::uint8_t { Neg, Not, Abs };
 enum class SubgroupReduceOp : std::uint8_t { Add, Max, Min };
 /// InvocationId = WorkgroupId * workgroup_size + LocalId, per axis (0 = x, 1 = y, 2 = z).
 enum class BuiltinKind : std::uint8_t { InvocationId, WorkgroupId, LocalId, SubgroupLocalId, SubgroupSize };
 
-std::string_view to_string(BinaryOp op);  // "+", "min", ...
-std::string_view to_string(UnaryOp op);   // "neg", "not", "abs"
 std::string_view to_string(SubgroupReduceOp op);  // "add", "max", "min"
 std::string_view to_string(BuiltinKind kind);     // "invocation_id", ...
 std::string_view to_string(ExprKind kind);
 std::string_view to_string(NodeKind kind);
-bool is_comparison(BinaryOp op);
-bool is_commutative(BinaryOp op);
 
 /// Shared handle to an immutable node (ExprBase or NodeBase). Copying is cheap; the
 /// pointee's identity is stable, so passes may key maps on `get()` within one program
@@ -151,25 +132,27 @@ class NodeHandle {
 // Expressions
 
 struct ExprBase {
-  ExprBase(ExprKind kind, ScalarType type) : kind(kind), type(type) {}
+  ExprBase(ExprKind kind, Type type) : kind(kind), type(type) {}
   virtual ~ExprBase() = default;
   const ExprKind kind;
-  const ScalarType type;
+  const Type type;
 };
 
 /// Handle to an immutable expression node; every expression has a value type.
 class Expr : public NodeHandle<ExprBase> {
  public:
   using NodeHandle::NodeHandle;
-  ScalarType type() const { return node_->type; }
+  Type type() const { return node_->type; }
 };
 
-/// A constant. `bits` holds the value in the type's own encoding: integers zero- or
-/// sign-extended to 64 bits, f16/f32/f64 as their IEEE bit patterns, bool as 0/1.
+/// A scalar constant. `bits` holds the value in the type's own encoding: integers zero-
+/// or sign-extended to 64 bits, f16/bf16/f32/f64 as their IEEE bit patterns, bool as 0/1.
+/// (A vector constant is a MakeVector of literals.)
 struct Literal : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Literal;
   Literal(ScalarType type, std::uint64_t bits) : ExprBase(kKind, type), bits(bits) {}
   const std::uint64_t bits;
+  ScalarType scalar() const { return type.element(); }
   static Expr make(ScalarType type, std::uint64_t bits);  // canonicalises `bits`
   static Expr u32(std::uint32_t value) { return make(ScalarType::U32, value); }
   static Expr i32(std::int32_t value);
@@ -177,8 +160,8 @@ struct Literal : ExprBase {
   static Expr f32(float value);
   static Expr f64(double value);
   static Expr boolean(bool value) { return make(ScalarType::Bool, value ? 1 : 0); }
-  /// Any integer or float type from a double (rounded to nearest for floats, truncated
-  /// toward zero for integers); convenient for folding and tests.
+  /// Any integer or float type from a double (rounded to nearest even for floats,
+  /// truncated toward zero for integers); convenient for folding and tests.
   static Expr from_double(ScalarType type, double value);
   double as_double() const;        // numeric value (integers exact up to 2^53)
   std::int64_t as_int64() const;   // integers and bool; floats truncate
@@ -189,63 +172,125 @@ struct Literal : ExprBase {
 /// A variable introduced by Let or Loop; the type is the binding's type.
 struct Var : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Var;
-  Var(ScalarType type, std::string name) : ExprBase(kKind, type), name(std::move(name)) {}
+  Var(Type type, std::string name) : ExprBase(kKind, type), name(std::move(name)) {}
   const std::string name;
-  static Expr make(ScalarType type, std::string name);
+  static Expr make(Type type, std::string name);
 };
 
-/// Element `index` (u32, in elements) of buffer `buffer`, whose elements are `type`.
+/// `type.lanes()` consecutive elements of buffer `buffer` starting at element `index`
+/// (u32, in elements); `type.element()` is the buffer's element type. `alignment` is the
+/// byte alignment the program guarantees for the access: the element size for a scalar,
+/// at least the element size and at most lanes * element size for a vector (0 in make
+/// means the natural lanes * element size). PTX needs natural alignment for .v2/.v4
+/// accesses; legalization splits an under-aligned vector access.
 struct Load : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Load;
-  Load(ScalarType type, std::string buffer, Expr index)
-      : ExprBase(kKind, type), buffer(std::move(buffer)), index(std::move(index)) {}
+  Load(Type type, std::string buffer, Expr index, unsigned alignment)
+      : ExprBase(kKind, type), buffer(std::move(buffer)), index(std::move(index)), alignment(alignment) {}
   const std::string buffer;
   const Expr index;
-  static Expr make(ScalarType element, std::string buffer, Expr index);
+  const unsigned alignment;  // bytes
+  static Expr make(Type type, std::string buffer, Expr index, unsigned alignment = 0);
 };
 
 struct Binary : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Binary;
-  Binary(ScalarType type, BinaryOp op, Expr lhs, Expr rhs)
+  Binary(Type type, BinaryOp op, Expr lhs, Expr rhs)
       : ExprBase(kKind, type), op(op), lhs(std::move(lhs)), rhs(std::move(rhs)) {}
   const BinaryOp op;
   const Expr lhs, rhs;
   /// Operands must have the same type (shift amounts too); logical ops need bool;
-  /// bitwise ops and Rem need integers (bitwise also accept bool).
+  /// bitwise ops and Rem need integers (bitwise also accept bool). On vectors only the
+  /// arithmetic, bitwise and shift operators are defined (lane by lane), not comparisons.
   static Expr make(BinaryOp op, Expr lhs, Expr rhs);
 };
 
 struct Unary : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Unary;
-  Unary(ScalarType type, UnaryOp op, Expr operand) : ExprBase(kKind, type), op(op), operand(std::move(operand)) {}
+  Unary(Type type, UnaryOp op, Expr operand) : ExprBase(kKind, type), op(op), operand(std::move(operand)) {}
   const UnaryOp op;
   const Expr operand;
   static Expr make(UnaryOp op, Expr operand);
 };
 
+/// Value conversion (see the semantics above); on vectors lane by lane, so the lane
+/// counts must match (f32x2 -> f16x2 is PTX's cvt.rn.f16x2.f32).
 struct Cast : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Cast;
-  Cast(ScalarType type, Expr value) : ExprBase(kKind, type), value(std::move(value)) {}
+  Cast(Type type, Expr value) : ExprBase(kKind, type), value(std::move(value)) {}
   const Expr value;
-  static Expr make(ScalarType type, Expr value);
+  static Expr make(Type type, Expr value);
 };
 
-/// `cond ? if_true : if_false`; both branches are evaluated (no short circuit).
+/// The bits of `value` read as `type` (same total width, neither bool): u32 <-> f32,
+/// u32 <-> f16x2, u32x2 <-> u64, f16 <-> u16, ...
+struct Bitcast : ExprBase {
+  static constexpr ExprKind kKind = ExprKind::Bitcast;
+  Bitcast(Type type, Expr value) : ExprBase(kKind, type), value(std::move(value)) {}
+  const Expr value;
+  static Expr make(Type type, Expr value);
+};
+
+/// `cond ? if_true : if_false`; both branches are evaluated (no short circuit). `cond`
+/// is a scalar bool; the branches may be vectors.
 struct Select : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Select;
-  Select(ScalarType type, Expr cond, Expr if_true, Expr if_false)
+  Select(Type type, Expr cond, Expr if_true, Expr if_false)
       : ExprBase(kKind, type), cond(std::move(cond)), if_true(std::move(if_true)), if_false(std::move(if_false)) {}
   const Expr cond, if_true, if_false;
   static Expr make(Expr cond, Expr if_true, Expr if_false);
 };
 
-/// `a * b + c` with a single rounding (floats only).
+/// `a * b + c` with a single rounding (floats and float vectors).
 struct Fma : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Fma;
-  Fma(ScalarType type, Expr a, Expr b, Expr c)
+  Fma(Type type, Expr a, Expr b, Expr c)
       : ExprBase(kKind, type), a(std::move(a)), b(std::move(b)), c(std::move(c)) {}
   const Expr a, b, c;
   static Expr make(Expr a, Expr b, Expr c);
+};
+
+/// A vector from its lanes, lane 0 first: 2 or 4 scalars of one type forming a valid
+/// vector type (ir/Type.h).
+struct MakeVector : ExprBase {
+  static constexpr ExprKind kKind = ExprKind::MakeVector;
+  MakeVector(Type type, std::vector<Expr> lanes) : ExprBase(kKind, type), lanes(std::move(lanes)) {}
+  const std::vector<Expr> lanes;
+  static Expr make(std::vector<Expr> lanes);
+  /// `value` in every lane of a `lanes`-lane vector.
+  static Expr broadcast(Expr value, unsigned lanes);
+};
+
+/// Lane `lane` (a constant < lanes) of a vector.
+struct ExtractLane : ExprBase {
+  static constexpr ExprKind kKind = ExprKind::ExtractLane;
+  ExtractLane(Type type, Expr vector, unsigned lane) : ExprBase(kKind, type), vector(std::move(vector)), lane(lane) {}
+  const Expr vector;
+  const unsigned lane;
+  static Expr make(Expr vector, unsigned lane);
+};
+
+/// `vector` with lane `lane` (a constant < lanes) replaced by the scalar `value`.
+struct InsertLane : ExprBase {
+  static constexpr ExprKind kKind = ExprKind::InsertLane;
+  InsertLane(Type type, Expr vector, unsigned lane, Expr value)
+      : ExprBase(kKind, type), vector(std::move(vector)), lane(lane), value(std::move(value)) {}
+  const Expr vector;
+  const unsigned lane;
+  const Expr value;
+  static Expr make(Expr vector, unsigned lane, Expr value);
+};
+
+/// PTX `prmt.b32` (default mode, PTX ISA 9.7.8.7): byte i of the u32 result is byte
+/// `selector[4i+2 : 4i]` of the 8-byte value {b : a} (a is bytes 0..3, b bytes 4..7),
+/// replaced by 0x00 or 0xff (that byte's sign) when bit 4i+3 of `selector` is set.
+/// All three operands are u32.
+struct Permute : ExprBase {
+  static constexpr ExprKind kKind = ExprKind::Permute;
+  Permute(Expr a, Expr b, Expr selector)
+      : ExprBase(kKind, ScalarType::U32), a(std::move(a)), b(std::move(b)), selector(std::move(selector)) {}
+  const Expr a, b, selector;
+  static Expr make(Expr a, Expr b, Expr selector);
 };
 
 /// The element count of a buffer, as u32.
@@ -267,16 +312,16 @@ struct Builtin : ExprBase {
 
 struct SubgroupShuffle : ExprBase {
   static constexpr ExprKind kKind = ExprKind::SubgroupShuffle;
-  SubgroupShuffle(ScalarType type, Expr value, Expr lane)
+  SubgroupShuffle(Type type, Expr value, Expr lane)
       : ExprBase(kKind, type), value(std::move(value)), lane(std::move(lane)) {}
   const Expr value, lane;
-  /// `value` is any 32-bit type; `lane` is u32.
+  /// `value` is any 32-bit type (f16x2 included); `lane` is u32.
   static Expr make(Expr value, Expr lane);
 };
 
 struct SubgroupReduce : ExprBase {
   static constexpr ExprKind kKind = ExprKind::SubgroupReduce;
-  SubgroupReduce(ScalarType type, SubgroupReduceOp op, Expr value)
+  SubgroupReduce(Type type, SubgroupReduceOp op, Expr value)
       : ExprBase(kKind, type), op(op), value(std::move(value)) {}
   const SubgroupReduceOp op;
   const Expr value;
@@ -291,16 +336,17 @@ struct SubgroupBallot : ExprBase {
   static Expr make(Expr cond);
 };
 
-/// `table[index]` for a constant table held in the program (not in memory): the PTX
-/// emitter lowers it to a `selp` tree, so it suits small register code books such as
-/// the 16-entry NF4 table. `table` holds Literal-encoded bits of `type`; `index` is u32
-/// and must be < table.size() (an interpreter error otherwise).
+/// `table[index]` for a constant table held in the program (not in memory): legalization
+/// expands it into a Select tree on the index bits, so it suits small register code
+/// books such as the 16-entry NF4 table. `table` holds Literal-encoded bits of the
+/// scalar `type`; `index` is u32 and must be < table.size() (an interpreter error otherwise).
 struct Lookup : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Lookup;
   Lookup(ScalarType type, std::vector<std::uint64_t> table, Expr index)
       : ExprBase(kKind, type), table(std::move(table)), index(std::move(index)) {}
   const std::vector<std::uint64_t> table;
   const Expr index;
+  ScalarType scalar() const { return type.element(); }
   static Expr make(ScalarType type, std::vector<std::uint64_t> table, Expr index);
 };
 
@@ -338,14 +384,17 @@ struct Assign : NodeBase {
   static Node make(std::string name, Expr value);
 };
 
-/// `buffer[index] = value`; index is u32 in elements, value has the element type.
+/// `buffer[index .. index + lanes) = value`; index is u32 in elements, value has the
+/// element type (or a vector of it); `alignment` as for Load (0 in make: natural).
 struct Store : NodeBase {
   static constexpr NodeKind kKind = NodeKind::Store;
-  Store(std::string buffer, Expr index, Expr value)
-      : NodeBase(kKind), buffer(std::move(buffer)), index(std::move(index)), value(std::move(value)) {}
+  Store(std::string buffer, Expr index, Expr value, unsigned alignment)
+      : NodeBase(kKind), buffer(std::move(buffer)), index(std::move(index)), value(std::move(value)),
+        alignment(alignment) {}
   const std::string buffer;
   const Expr index, value;
-  static Node make(std::string buffer, Expr index, Expr value);
+  const unsigned alignment;  // bytes
+  static Node make(std::string buffer, Expr index, Expr value, unsigned alignment = 0);
 };
 
 /// Both bodies are Blocks (possibly empty). `cond` is bool and may differ per lane.
@@ -402,5 +451,9 @@ struct Return : NodeBase {
 
 /// Wraps `node` in a Block unless it already is one (undefined -> empty Block).
 Node as_block(const Node& node);
+
+/// The alignment a memory access of `type` states: `alignment`, or the natural
+/// lanes * element size when `alignment` is 0.
+unsigned natural_alignment(Type type);
 
 }  // namespace quantc::ir

@@ -33,7 +33,7 @@ Expr IRMutator::mutate_Builtin(const Builtin&, const Expr& self) { return self; 
 
 Expr IRMutator::mutate_Load(const Load& node, const Expr& self) {
   Expr index = mutate(node.index);
-  return index.same_as(node.index) ? self : Load::make(node.type, node.buffer, index);
+  return index.same_as(node.index) ? self : Load::make(node.type, node.buffer, index, node.alignment);
 }
 
 Expr IRMutator::mutate_Binary(const Binary& node, const Expr& self) {
@@ -52,6 +52,11 @@ Expr IRMutator::mutate_Cast(const Cast& node, const Expr& self) {
   return value.same_as(node.value) ? self : Cast::make(node.type, value);
 }
 
+Expr IRMutator::mutate_Bitcast(const Bitcast& node, const Expr& self) {
+  Expr value = mutate(node.value);
+  return value.same_as(node.value) ? self : Bitcast::make(node.type, value);
+}
+
 Expr IRMutator::mutate_Select(const Select& node, const Expr& self) {
   Expr cond = mutate(node.cond);
   Expr if_true = mutate(node.if_true);
@@ -66,6 +71,36 @@ Expr IRMutator::mutate_Fma(const Fma& node, const Expr& self) {
   Expr c = mutate(node.c);
   if (a.same_as(node.a) && b.same_as(node.b) && c.same_as(node.c)) return self;
   return Fma::make(a, b, c);
+}
+
+Expr IRMutator::mutate_MakeVector(const MakeVector& node, const Expr& self) {
+  std::vector<Expr> lanes;
+  lanes.reserve(node.lanes.size());
+  bool changed = false;
+  for (const Expr& lane : node.lanes) {
+    lanes.push_back(mutate(lane));
+    changed |= !lanes.back().same_as(lane);
+  }
+  return changed ? MakeVector::make(std::move(lanes)) : self;
+}
+
+Expr IRMutator::mutate_ExtractLane(const ExtractLane& node, const Expr& self) {
+  Expr vector = mutate(node.vector);
+  return vector.same_as(node.vector) ? self : ExtractLane::make(vector, node.lane);
+}
+
+Expr IRMutator::mutate_InsertLane(const InsertLane& node, const Expr& self) {
+  Expr vector = mutate(node.vector);
+  Expr value = mutate(node.value);
+  return vector.same_as(node.vector) && value.same_as(node.value) ? self : InsertLane::make(vector, node.lane, value);
+}
+
+Expr IRMutator::mutate_Permute(const Permute& node, const Expr& self) {
+  Expr a = mutate(node.a);
+  Expr b = mutate(node.b);
+  Expr selector = mutate(node.selector);
+  if (a.same_as(node.a) && b.same_as(node.b) && selector.same_as(node.selector)) return self;
+  return Permute::make(a, b, selector);
 }
 
 Expr IRMutator::mutate_SubgroupShuffle(const SubgroupShuffle& node, const Expr& self) {
@@ -86,7 +121,7 @@ Expr IRMutator::mutate_SubgroupBallot(const SubgroupBallot& node, const Expr& se
 
 Expr IRMutator::mutate_Lookup(const Lookup& node, const Expr& self) {
   Expr index = mutate(node.index);
-  return index.same_as(node.index) ? self : Lookup::make(node.type, node.table, index);
+  return index.same_as(node.index) ? self : Lookup::make(node.scalar(), node.table, index);
 }
 
 Node IRMutator::mutate_Let(const Let& node, const Node& self) {
@@ -103,7 +138,7 @@ Node IRMutator::mutate_Store(const Store& node, const Node& self) {
   Expr index = mutate(node.index);
   Expr value = mutate(node.value);
   if (index.same_as(node.index) && value.same_as(node.value)) return self;
-  return Store::make(node.buffer, index, value);
+  return Store::make(node.buffer, index, value, node.alignment);
 }
 
 Node IRMutator::mutate_If(const If& node, const Node& self) {

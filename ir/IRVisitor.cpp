@@ -38,6 +38,7 @@ void IRVisitor::visit_Binary(const Binary& node) {
 }
 void IRVisitor::visit_Unary(const Unary& node) { visit(node.operand); }
 void IRVisitor::visit_Cast(const Cast& node) { visit(node.value); }
+void IRVisitor::visit_Bitcast(const Bitcast& node) { visit(node.value); }
 void IRVisitor::visit_Select(const Select& node) {
   visit(node.cond);
   visit(node.if_true);
@@ -47,6 +48,19 @@ void IRVisitor::visit_Fma(const Fma& node) {
   visit(node.a);
   visit(node.b);
   visit(node.c);
+}
+void IRVisitor::visit_MakeVector(const MakeVector& node) {
+  for (const Expr& lane : node.lanes) visit(lane);
+}
+void IRVisitor::visit_ExtractLane(const ExtractLane& node) { visit(node.vector); }
+void IRVisitor::visit_InsertLane(const InsertLane& node) {
+  visit(node.vector);
+  visit(node.value);
+}
+void IRVisitor::visit_Permute(const Permute& node) {
+  visit(node.a);
+  visit(node.b);
+  visit(node.selector);
 }
 void IRVisitor::visit_BufferLength(const BufferLength&) {}
 void IRVisitor::visit_Builtin(const Builtin&) {}

@@ -155,7 +155,7 @@ class Parser {
     return program;
   }
 
-  Expr parse_standalone_expr(const std::map<std::string, ScalarType>& variables) {
+  Expr parse_standalone_expr(const std::map<std::string, Type>& variables) {
     scopes_.emplace_back(variables.begin(), variables.end());
     Expr expr = parse_expr();
     expect_end();
@@ -219,13 +219,40 @@ class Parser {
   }
   std::uint32_t parse_u32() { return static_cast<std::uint32_t>(parse_unsigned(0xffffffffu)); }
 
-  ScalarType parse_type() {
-    const Token& token = expect(TokenKind::Identifier, "a type name (u32, f32, ...)");
-    std::optional<ScalarType> type = parse_scalar_type(token.text);
-    if (!type) fail(token, fmt::format("unknown type '{}'; expected one of bool, u8, i8, u16, u32, i32, u64, i64, f16, "
-                                       "f32, f64",
-                                       token.text));
+  Type parse_type() {
+    const Token& token = expect(TokenKind::Identifier, "a type name (u32, f32, f16x2, ...)");
+    std::optional<Type> type = ir::parse_type(token.text);
+    if (!type) {
+      fail(token, fmt::format("unknown type '{}'; expected one of bool, u8, i8, u16, u32, i32, u64, i64, f16, bf16, "
+                              "f32, f64, or a vector u32x2, u32x4, i32x2, i32x4, f32x2, f32x4, f16x2, bf16x2",
+                              token.text));
+    }
     return *type;
+  }
+
+  ScalarType parse_scalar_type_name() {
+    const Token& token = peek();
+    Type type = parse_type();
+    if (type.is_vector()) fail(token, fmt::format("expected a scalar type, found {}", to_string(type)));
+    return type.element();
+  }
+
+  /// After `buffer[index]`: `.v2`/`.v4` for a vector access and `.align(N)` when it
+  /// states less than the natural alignment (Printer.h). Returns (lanes, alignment or 0).
+  std::pair<unsigned, unsigned> parse_access_suffix() {
+    unsigned lanes = 1, alignment = 0;
+    if (peek_symbol(".") && (peek_identifier("v2", 1) || peek_identifier("v4", 1))) {
+      take();
+      lanes = take().text == "v2" ? 2 : 4;
+    }
+    if (peek_symbol(".") && peek_identifier("align", 1)) {
+      take();
+      take();
+      expect_symbol("(");
+      alignment = static_cast<unsigned>(parse_unsigned(256));
+      expect_symbol(")");
+    }
+    return {lanes, alignment};
   }
 
   // --- program header -------------------------------------------------------------
@@ -257,7 +284,7 @@ class Parser {
     } else {
       fail(access, fmt::format("unknown buffer access '{}'; expected read_only, read_write or write_only", access.text));
     }
-    buffer.element = parse_type();
+    buffer.element = parse_scalar_type_name();
     expect_symbol("[");
     buffer.count = parse_u32();
     expect_symbol("]");
@@ -316,9 +343,15 @@ class Parser {
       buffer_element(name, start);
       Expr index = parse_expr();
       expect_symbol("]");
+      auto [lanes, alignment] = parse_access_suffix();
       expect_symbol("=");
       Expr value = parse_expr();
-      return build(start, [&] { return Store::make(name, index, value); });
+      if (value.type().lanes() != lanes) {
+        fail(start, fmt::format("store to {}[...]{} of a {} value; write .v{} for a {}-lane store", name,
+                                lanes > 1 ? fmt::format(".v{}", lanes) : "", to_string(value.type()),
+                                value.type().lanes(), value.type().lanes()));
+      }
+      return build(start, [&] { return Store::make(name, index, value, alignment); });
     }
     if (!peek_symbol("=")) fail(peek(), fmt::format("expected '=' or '[' after '{}', found {}", name, describe(peek())));
     take();
@@ -332,7 +365,7 @@ class Parser {
     std::string name = expect_name("a variable name");
     expect_symbol(":");
     const Token& type_token = peek();
-    ScalarType type = parse_type();
+    Type type = parse_type();
     expect_symbol("=");
     Expr value = parse_expr();
     if (value.type() != type) {
@@ -360,7 +393,7 @@ class Parser {
     std::string var = expect_name("a loop variable name");
     expect_symbol(":");
     const Token& type_token = peek();
-    ScalarType type = parse_type();
+    Type type = parse_type();
     expect_identifier("in");
     Expr from = parse_expr();
     expect_symbol("..");
@@ -393,10 +426,11 @@ class Parser {
       }
       if (Expr call = parse_call(); call.defined()) return call;
     }
-    if (name == "cast" && peek_symbol("<", 1)) {
+    if ((name == "cast" || name == "bitcast") && peek_symbol("<", 1)) {
       take();
-      ScalarType type = parse_type_argument();
+      Type type = parse_type_argument();
       std::vector<Expr> args = parse_arguments(1);
+      if (name == "bitcast") return build(start, [&] { return Bitcast::make(type, args[0]); });
       return build(start, [&] { return Cast::make(type, args[0]); });
     }
     if (name == "lookup" && peek_symbol("<", 1)) return parse_lookup();
@@ -407,9 +441,10 @@ class Parser {
       ScalarType element = buffer_element(name, start);
       Expr index = parse_expr();
       expect_symbol("]");
-      return build(start, [&] { return Load::make(element, name, index); });
+      auto [lanes, alignment] = parse_access_suffix();
+      return build(start, [&] { return Load::make(Type(element, lanes), name, index, alignment); });
     }
-    std::optional<ScalarType> type = lookup(name);
+    std::optional<Type> type = lookup(name);
     if (!type) fail(start, fmt::format("use of undeclared variable '{}'", name));
     return Var::make(*type, name);
   }
@@ -472,6 +507,31 @@ class Parser {
       std::vector<Expr> args = parse_arguments(2);
       return build(start, [&] { return SubgroupShuffle::make(args[0], args[1]); });
     }
+    if (name == "permute") {
+      take();
+      std::vector<Expr> args = parse_arguments(3);
+      return build(start, [&] { return Permute::make(args[0], args[1], args[2]); });
+    }
+    if (name == "make_vector") {
+      take();
+      std::vector<Expr> args = parse_argument_list();
+      return build(start, [&] { return MakeVector::make(args); });
+    }
+    if (name == "extract_lane" || name == "insert_lane") {
+      take();
+      expect_symbol("(");
+      Expr vector = parse_expr();
+      expect_symbol(",");
+      auto lane = static_cast<unsigned>(parse_unsigned(3));
+      if (name == "extract_lane") {
+        expect_symbol(")");
+        return build(start, [&] { return ExtractLane::make(vector, lane); });
+      }
+      expect_symbol(",");
+      Expr value = parse_expr();
+      expect_symbol(")");
+      return build(start, [&] { return InsertLane::make(vector, lane, value); });
+    }
     if (name == "subgroup_ballot") {
       take();
       std::vector<Expr> args = parse_arguments(1);
@@ -514,7 +574,9 @@ class Parser {
 
   Expr parse_lookup() {
     const Token& start = take();
-    ScalarType type = parse_type_argument();
+    expect_symbol("<");
+    ScalarType type = parse_scalar_type_name();
+    expect_symbol(">");
     expect_symbol("[");
     std::vector<std::uint64_t> table;
     while (!peek_symbol("]")) {
@@ -522,7 +584,7 @@ class Parser {
       const Token& entry_token = peek();
       Expr entry = parse_expr();
       const Literal* literal = entry.as<Literal>();
-      if (literal == nullptr || literal->type != type) {
+      if (literal == nullptr || literal->scalar() != type) {
         fail(entry_token, fmt::format("lookup<{}> table entries must be {} literals", to_string(type), to_string(type)));
       }
       table.push_back(literal->bits);
@@ -532,11 +594,23 @@ class Parser {
     return build(start, [&] { return Lookup::make(type, table, args[0]); });
   }
 
-  ScalarType parse_type_argument() {
+  Type parse_type_argument() {
     expect_symbol("<");
-    ScalarType type = parse_type();
+    Type type = parse_type();
     expect_symbol(">");
     return type;
+  }
+
+  /// `(a, b, ...)` with at least one argument.
+  std::vector<Expr> parse_argument_list() {
+    expect_symbol("(");
+    std::vector<Expr> args{parse_expr()};
+    while (peek_symbol(",")) {
+      take();
+      args.push_back(parse_expr());
+    }
+    expect_symbol(")");
+    return args;
   }
 
   std::vector<Expr> parse_arguments(std::size_t count) {
@@ -585,7 +659,7 @@ class Parser {
 
   Expr parse_number_literal(const Token& token) {
     const std::string& text = token.text;
-    std::size_t suffix_at = text.find_first_of("uif");
+    std::size_t suffix_at = text.find_first_of("uifb");
     if (suffix_at == std::string::npos) {
       fail(token, fmt::format("literal '{}' lacks its type suffix (write e.g. {}u32 or {}f32)", text, text, text));
     }
@@ -626,7 +700,7 @@ class Parser {
   }
 
   // --- names and factories --------------------------------------------------------
-  std::optional<ScalarType> lookup(const std::string& name) const {
+  std::optional<Type> lookup(const std::string& name) const {
     for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
       auto found = scope->find(name);
       if (found != scope->end()) return found->second;
@@ -656,7 +730,7 @@ class Parser {
   std::vector<Token> tokens_;
   std::size_t position_ = 0;
   const Program* program_;
-  std::vector<std::map<std::string, ScalarType>> scopes_;
+  std::vector<std::map<std::string, Type>> scopes_;
 };
 
 }  // namespace
@@ -665,7 +739,7 @@ Program parse_program(std::string_view text, std::string_view source_name) {
   return Parser(text, std::string(source_name), nullptr).parse_program();
 }
 
-Expr parse_expr(std::string_view text, const std::map<std::string, ScalarType>& variables, const Program* program) {
+Expr parse_expr(std::string_view text, const std::map<std::string, Type>& variables, const Program* program) {
   return Parser(text, "<expr>", program).parse_standalone_expr(variables);
 }
 

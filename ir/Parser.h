@@ -39,7 +39,7 @@ Program parse_program(std::string_view text, std::string_view source_name = "<in
 /// Parses one expression. `variables` gives the types of the variables it may use and
 /// `program` (may be null) the buffers its loads and len() refer to.
 /// Throws ParseError as parse_program does, also for trailing text after the expression.
-Expr parse_expr(std::string_view text, const std::map<std::string, ScalarType>& variables = {},
+Expr parse_expr(std::string_view text, const std::map<std::string, Type>& variables = {},
                 const Program* program = nullptr);
 
 }  // namespace quantc::ir

@@ -20,13 +20,23 @@ std::string print_float(ScalarType type, double value, std::uint64_t bits) {
 }
 
 std::string print_literal(const Literal& literal) {
-  if (literal.type == ScalarType::Bool) return literal.bits ? "true" : "false";
-  if (is_float(literal.type)) return print_float(literal.type, literal.as_double(), literal.bits);
-  if (is_signed(literal.type)) return fmt::format("{}{}", literal.as_int64(), to_string(literal.type));
-  return fmt::format("{}{}", literal.bits, to_string(literal.type));
+  const ScalarType type = literal.scalar();
+  if (type == ScalarType::Bool) return literal.bits ? "true" : "false";
+  if (is_float(type)) return print_float(type, literal.as_double(), literal.bits);
+  if (is_signed(type)) return fmt::format("{}{}", literal.as_int64(), to_string(type));
+  return fmt::format("{}{}", literal.bits, to_string(type));
 }
 
 constexpr char kAxisNames[] = "xyz";
+
+/// ".v4" for a vector access and ".align(N)" when it states less than the natural
+/// alignment; nothing for a scalar access.
+std::string access_suffix(Type type, unsigned alignment) {
+  std::string text;
+  if (type.is_vector()) text += fmt::format(".v{}", type.lanes());
+  if (alignment != natural_alignment(type)) text += fmt::format(".align({})", alignment);
+  return text;
+}
 
 class ExprPrinter : public IRVisitor {
  public:
@@ -38,7 +48,7 @@ class ExprPrinter : public IRVisitor {
   void visit_Load(const Load& node) override {
     text += node.buffer + "[";
     visit(node.index);
-    text += "]";
+    text += "]" + access_suffix(node.type, node.alignment);
   }
   void visit_Binary(const Binary& node) override {
     if (node.op == BinaryOp::Min || node.op == BinaryOp::Max) {
@@ -55,6 +65,30 @@ class ExprPrinter : public IRVisitor {
   void visit_Cast(const Cast& node) override {
     call(fmt::format("cast<{}>", to_string(node.type)), {node.value});
   }
+  void visit_Bitcast(const Bitcast& node) override {
+    call(fmt::format("bitcast<{}>", to_string(node.type)), {node.value});
+  }
+  void visit_MakeVector(const MakeVector& node) override {
+    text += "make_vector(";
+    for (std::size_t i = 0; i < node.lanes.size(); ++i) {
+      if (i) text += ", ";
+      visit(node.lanes[i]);
+    }
+    text += ")";
+  }
+  void visit_ExtractLane(const ExtractLane& node) override {
+    text += "extract_lane(";
+    visit(node.vector);
+    text += fmt::format(", {})", node.lane);
+  }
+  void visit_InsertLane(const InsertLane& node) override {
+    text += "insert_lane(";
+    visit(node.vector);
+    text += fmt::format(", {}, ", node.lane);
+    visit(node.value);
+    text += ")";
+  }
+  void visit_Permute(const Permute& node) override { call("permute", {node.a, node.b, node.selector}); }
   void visit_Select(const Select& node) override { call("select", {node.cond, node.if_true, node.if_false}); }
   void visit_Fma(const Fma& node) override { call("fma", {node.a, node.b, node.c}); }
   void visit_BufferLength(const BufferLength& node) override { text += fmt::format("len({})", node.buffer); }
@@ -76,7 +110,7 @@ class ExprPrinter : public IRVisitor {
     text += fmt::format("lookup<{}>[", to_string(node.type));
     for (std::size_t i = 0; i < node.table.size(); ++i) {
       if (i) text += ", ";
-      text += print_literal(Literal(node.type, node.table[i]));
+      text += print_literal(Literal(node.scalar(), node.table[i]));
     }
     text += "](";
     visit(node.index);
@@ -108,7 +142,8 @@ class NodePrinter : public IRVisitor {
   }
   void visit_Assign(const Assign& node) override { line(fmt::format("{} = {}", node.name, print(node.value))); }
   void visit_Store(const Store& node) override {
-    line(fmt::format("{}[{}] = {}", node.buffer, print(node.index), print(node.value)));
+    line(fmt::format("{}[{}]{} = {}", node.buffer, print(node.index), access_suffix(node.value.type(), node.alignment),
+                     print(node.value)));
   }
   void visit_If(const If& node) override {
     line(fmt::format("if {} {{", print(node.cond)));

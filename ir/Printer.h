@@ -10,13 +10,15 @@
 //     for k: u32 in 0u32 .. 8u32 { ... }
 //     acc = (acc + x[k])            // assign
 //     out[i] = acc                  // store
+//     let v: u32x4 = w[j].v4        // vector load (.align(8) when under-aligned)
+//     let h: f16x2 = bitcast<f16x2>(extract_lane(v, 0))
 //     region "vyre-libs::nn::linear_4bit" { ... }
 //     barrier
 //     return
 //   }
 //
 // Binary operations are always parenthesised; literals carry their type as a suffix
-// (`8u32`, `-1i32`, `0.5f32`, `true`); non-finite floats print as `f32(inf)`,
+// (`8u32`, `-1i32`, `0.5f32`, `1.5bf16`, `true`); non-finite floats print as `f32(inf)`,
 // `f32(-inf)` and `f32(nan 0x7fc00000)` (the NaN keeps its bits).
 #pragma once
 

@@ -46,12 +46,10 @@ unsigned byte_size(ScalarType type) {
 }
 
 bool is_float(ScalarType type) {
-  return type == ScalarType::F16 || type == ScalarType::F32 || type == ScalarType::F64;
+  return type == ScalarType::F16 || type == ScalarType::BF16 || type == ScalarType::F32 || type == ScalarType::F64;
 }
 
-bool is_integer(ScalarType type) {
-  return type != ScalarType::Bool && !is_float(type);
-}
+bool is_integer(ScalarType type) { return type != ScalarType::Bool && !is_float(type); }
 
 bool is_signed(ScalarType type) {
   switch (type) {
@@ -66,5 +64,38 @@ bool is_signed(ScalarType type) {
 }
 
 bool is_storage_only(ScalarType type) { return type == ScalarType::I4 || type == ScalarType::U4; }
+
+std::string to_string(Type type) {
+  if (type.is_scalar()) return std::string(to_string(type.element()));
+  return fmt::format("{}x{}", to_string(type.element()), type.lanes());
+}
+
+bool is_valid_type(Type type) {
+  if (is_storage_only(type.element())) return false;
+  if (type.is_scalar()) return true;
+  switch (type.element()) {
+    case ScalarType::U32:
+    case ScalarType::I32:
+    case ScalarType::F32:
+      return type.lanes() == 2 || type.lanes() == 4;
+    case ScalarType::F16:
+    case ScalarType::BF16:
+      return type.lanes() == 2;
+    default:
+      return false;
+  }
+}
+
+std::optional<Type> parse_type(std::string_view text) {
+  if (auto scalar = parse_scalar_type(text)) return Type(*scalar);
+  std::size_t x = text.rfind('x');
+  if (x == std::string_view::npos || x + 2 != text.size()) return std::nullopt;
+  auto element = parse_scalar_type(text.substr(0, x));
+  char lanes = text[x + 1];
+  if (!element || (lanes != '2' && lanes != '4')) return std::nullopt;
+  Type type(*element, static_cast<unsigned>(lanes - '0'));
+  if (!is_valid_type(type)) return std::nullopt;
+  return type;
+}
 
 }  // namespace quantc::ir

@@ -6,21 +6,23 @@
 #include <unordered_map>
 
 #include "ir/IRVisitor.h"
+#include "ir/Printer.h"
 #include "ir/ScopedTable.h"
 #include "ir/analysis/Uniformity.h"
+#include "ir/analysis/ValueRange.h"
 
 namespace quantc::ir {
 namespace {
 
 struct Binding {
-  ScalarType type;
+  Type type;
   bool is_loop_variable;
 };
 
 class StatementChecker : public IRVisitor {
  public:
   StatementChecker(const Program& program, std::vector<std::string>& problems)
-      : program_(program), problems_(problems) {}
+      : program_(program), problems_(problems), ranges_(program) {}
 
  protected:
   void visit_Var(const Var& node) override {
@@ -35,9 +37,11 @@ class StatementChecker : public IRVisitor {
 
   void visit_Load(const Load& node) override {
     if (const BufferDecl* buffer = find_buffer(node.buffer, "load from")) {
-      if (buffer->element != node.type) {
+      if (buffer->element != node.type.element()) {
         report("load from '{}' has type {} but the buffer holds {}", node.buffer, to_string(node.type),
                to_string(buffer->element));
+      } else {
+        check_alignment("load from", node.buffer, node.index, node.type, node.alignment);
       }
     }
     IRVisitor::visit_Load(node);
@@ -48,6 +52,10 @@ class StatementChecker : public IRVisitor {
   void visit_Let(const Let& node) override {
     IRVisitor::visit_Let(node);
     declare(node.name, {node.value.type(), false});
+    for (const auto& [name, range] : analysis::let_facts(node, ranges_)) {
+      ranges_.push(name, range);
+      ++block_facts_.back();
+    }
   }
 
   void visit_Assign(const Assign& node) override {
@@ -68,9 +76,11 @@ class StatementChecker : public IRVisitor {
     const BufferDecl* buffer = find_buffer(node.buffer, "store to");
     if (buffer == nullptr) return;
     if (buffer->access == BufferAccess::ReadOnly) report("store to read-only buffer '{}'", node.buffer);
-    if (buffer->element != node.value.type()) {
+    if (buffer->element != node.value.type().element()) {
       report("store of {} to '{}' which holds {}", to_string(node.value.type()), node.buffer,
              to_string(buffer->element));
+    } else {
+      check_alignment("store to", node.buffer, node.index, node.value.type(), node.alignment);
     }
   }
 
@@ -79,12 +89,25 @@ class StatementChecker : public IRVisitor {
     visit(node.to);
     ScopedTable<Binding>::Scope scope(bindings_);
     declare(node.var, {node.from.type(), true});
+    analysis::RangeScope facts(ranges_, analysis::loop_facts(node, ranges_));
     visit(node.body);
+  }
+
+  void visit_If(const If& node) override {
+    visit(node.cond);
+    {
+      analysis::RangeScope facts(ranges_, analysis::guard_facts(node.cond, ranges_));
+      visit(node.then_body);
+    }
+    visit(node.else_body);
   }
 
   void visit_Block(const Block& node) override {
     ScopedTable<Binding>::Scope scope(bindings_);
+    block_facts_.push_back(0);
     IRVisitor::visit_Block(node);
+    for (std::size_t i = 0; i < block_facts_.back(); ++i) ranges_.pop();
+    block_facts_.pop_back();
   }
 
  private:
@@ -101,6 +124,22 @@ class StatementChecker : public IRVisitor {
 
   const Binding* lookup(const std::string& name) const { return bindings_.lookup(name); }
 
+  /// A vector access stating more than its element's alignment must be provably
+  /// aligned: buffers start 256-byte aligned, so the index (in elements) times the
+  /// element size must be a multiple of the alignment for every invocation.
+  void check_alignment(std::string_view what, const std::string& buffer, const Expr& index, Type type,
+                       unsigned alignment) {
+    const unsigned element_bytes = byte_size(type.element());
+    if (alignment <= element_bytes) return;
+    analysis::ValueRange range = analysis::range_of(index, ranges_);
+    std::uint64_t multiple = range.is_constant() ? (range.min == 0 ? alignment : range.min) : range.multiple_of;
+    if ((multiple * element_bytes) % alignment == 0) return;
+    report("{} '{}' at index `{}` is a {} access stating {}-byte alignment, but the index is only known to be a "
+           "multiple of {} ({} bytes); prove it aligned (e.g. multiply by {}) or state a smaller alignment",
+           what, buffer, print(index), to_string(type), alignment, multiple, multiple * element_bytes,
+           alignment / element_bytes);
+  }
+
   void declare(const std::string& name, Binding binding) {
     if (lookup(name) != nullptr) {
       report("variable '{}' is declared again while already in scope; choose a fresh name", name);
@@ -111,6 +150,8 @@ class StatementChecker : public IRVisitor {
   const Program& program_;
   std::vector<std::string>& problems_;
   ScopedTable<Binding> bindings_;
+  analysis::RangeEnvironment ranges_;
+  std::vector<std::size_t> block_facts_{0};  // Let facts pushed in each enclosing block
 };
 
 void check_buffers(const Program& program, std::vector<std::string>& problems) {

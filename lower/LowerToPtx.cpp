@@ -35,6 +35,14 @@ constexpr char kFullWarpMask[] = "0xffffffff";
 constexpr char kShuffleClamp[] = "0x1f";  // c operand of shfl.sync: clamp 31, no segments
 constexpr ptx::PtxVersion kWarpSyncVersion{6, 0};  // shfl.sync / vote.sync (PTX ISA 6.0)
 
+/// The scalar type of a value; vector values are not handled by this lowering.
+ScalarType scalar_of(ir::Type type) {
+  if (type.is_vector()) {
+    throw ir::IRError(fmt::format("lower_to_ptx: vector type {} cannot be lowered", ir::to_string(type)));
+  }
+  return type.element();
+}
+
 RegisterClass register_class_of(ScalarType type) {
   switch (type) {
     case ScalarType::Bool:
@@ -218,14 +226,14 @@ class PtxLowering : public ir::IRVisitor {
   // ---- expressions --------------------------------------------------------------
 
   void visit_Literal(const ir::Literal& node) override {
-    if (node.type == ScalarType::Bool || node.type == ScalarType::F16) {
+    if (scalar_of(node.type) == ScalarType::Bool || scalar_of(node.type) == ScalarType::F16) {
       // No predicate or f16 immediates in PTX arithmetic: materialize in a register.
-      Operand value = fresh(node.type);
-      writer_.instruction(fmt::format("mov.{}", bits_suffix(node.type)), {value.text, immediate_text(node.type, node.bits)});
+      Operand value = fresh(scalar_of(node.type));
+      writer_.instruction(fmt::format("mov.{}", bits_suffix(scalar_of(node.type))), {value.text, immediate_text(scalar_of(node.type), node.bits)});
       result_ = value;
       return;
     }
-    result_ = Operand{immediate_text(node.type, node.bits), node.type, false, node.bits};
+    result_ = Operand{immediate_text(scalar_of(node.type), node.bits), scalar_of(node.type), false, node.bits};
   }
 
   void visit_Var(const ir::Var& node) override {
@@ -238,7 +246,7 @@ class PtxLowering : public ir::IRVisitor {
     Operand index = lower(node.index);
     std::string address = element_address(buffer, index);
     std::string opcode = buffer.access == ir::BufferAccess::ReadOnly ? "ld.global.nc" : "ld.global";
-    if (node.type == ScalarType::Bool) {
+    if (scalar_of(node.type) == ScalarType::Bool) {
       std::string byte = writer_.new_register(RegisterClass::B32);
       writer_.instruction(opcode + ".u8", {byte, address});
       Operand value = fresh(ScalarType::Bool);
@@ -246,14 +254,14 @@ class PtxLowering : public ir::IRVisitor {
       result_ = value;
       return;
     }
-    Operand value = fresh(node.type);
+    Operand value = fresh(scalar_of(node.type));
     // u8/s8/u16 loads widen into the 32-bit register (zero- or sign-extended).
-    writer_.instruction(fmt::format("{}.{}", opcode, memory_suffix(node.type)), {value.text, address});
+    writer_.instruction(fmt::format("{}.{}", opcode, memory_suffix(scalar_of(node.type))), {value.text, address});
     result_ = value;
   }
 
   void visit_Binary(const ir::Binary& node) override {
-    ScalarType type = node.lhs.type();
+    ScalarType type = scalar_of(node.lhs.type());
     Operand lhs = lower(node.lhs);
     Operand rhs = lower(node.rhs);
     if (ir::is_comparison(node.op)) {
@@ -268,7 +276,7 @@ class PtxLowering : public ir::IRVisitor {
   }
 
   void visit_Unary(const ir::Unary& node) override {
-    ScalarType type = node.type;
+    ScalarType type = scalar_of(node.type);
     Operand operand = lower(node.operand);
     std::string source = in_register(operand);
     if (type == ScalarType::Bool) {  // only Not is valid on bool
@@ -313,22 +321,22 @@ class PtxLowering : public ir::IRVisitor {
 
   void visit_Cast(const ir::Cast& node) override {
     Operand source = lower(node.value);
-    result_ = cast(source, node.type);
+    result_ = cast(source, scalar_of(node.type));
   }
 
   void visit_Select(const ir::Select& node) override {
     std::string condition = in_register(lower(node.cond));
     Operand if_true = lower(node.if_true);
     Operand if_false = lower(node.if_false);
-    result_ = select(node.type, condition, if_true, if_false);
+    result_ = select(scalar_of(node.type), condition, if_true, if_false);
   }
 
   void visit_Fma(const ir::Fma& node) override {
     std::string a = in_register(lower(node.a));
     Operand b = lower(node.b);
     Operand c = lower(node.c);
-    Operand value = fresh(node.type);
-    writer_.instruction(fmt::format("fma.rn.{}", ir::to_string(node.type)), {value.text, a, b.text, c.text});
+    Operand value = fresh(scalar_of(node.type));
+    writer_.instruction(fmt::format("fma.rn.{}", ir::to_string(scalar_of(node.type))), {value.text, a, b.text, c.text});
     result_ = value;
   }
 
@@ -373,11 +381,11 @@ class PtxLowering : public ir::IRVisitor {
     std::string value = in_register(own);
     Operand lane = lower(node.lane);
     if (lane.immediate() && *lane.constant >= 32) {
-      result_ = Operand{value, node.type, own.temporary || own.immediate(), std::nullopt};  // IR: lane >= 32 reads its own value
+      result_ = Operand{value, scalar_of(node.type), own.temporary || own.immediate(), std::nullopt};  // IR: lane >= 32 reads its own value
       return;
     }
     writer_.require_version(kWarpSyncVersion, "shfl.sync");
-    Operand shuffled = fresh(node.type);
+    Operand shuffled = fresh(scalar_of(node.type));
     writer_.instruction("shfl.sync.idx.b32", {shuffled.text, value, lane.text, kShuffleClamp, kFullWarpMask});
     if (lane.immediate()) {
       result_ = shuffled;
@@ -387,8 +395,8 @@ class PtxLowering : public ir::IRVisitor {
     // the invocation's own value, so select it explicitly.
     std::string in_range = writer_.new_register(RegisterClass::Predicate);
     writer_.instruction("setp.lt.u32", {in_range, lane.text, "32"});
-    Operand value_out = fresh(node.type);
-    writer_.instruction(fmt::format("selp.{}", move_suffix(node.type)), {value_out.text, shuffled.text, value, in_range});
+    Operand value_out = fresh(scalar_of(node.type));
+    writer_.instruction(fmt::format("selp.{}", move_suffix(scalar_of(node.type))), {value_out.text, shuffled.text, value, in_range});
     result_ = value_out;
   }
 
@@ -398,26 +406,26 @@ class PtxLowering : public ir::IRVisitor {
     std::string opcode;
     switch (node.op) {
       case ir::SubgroupReduceOp::Add:
-        opcode = node.type == ScalarType::F32 ? "add.rn.f32" : fmt::format("add.{}", integer_suffix(node.type));
+        opcode = scalar_of(node.type) == ScalarType::F32 ? "add.rn.f32" : fmt::format("add.{}", integer_suffix(scalar_of(node.type)));
         break;
       case ir::SubgroupReduceOp::Max:
-        opcode = fmt::format("max.{}", arithmetic_suffix(node.type));
+        opcode = fmt::format("max.{}", arithmetic_suffix(scalar_of(node.type)));
         break;
       case ir::SubgroupReduceOp::Min:
-        opcode = fmt::format("min.{}", arithmetic_suffix(node.type));
+        opcode = fmt::format("min.{}", arithmetic_suffix(scalar_of(node.type)));
         break;
     }
     // Butterfly in the order 16, 8, 4, 2, 1, exactly as the reference interpreter
     // combines lanes, so every lane ends with the same bits.
     for (int offset : {16, 8, 4, 2, 1}) {
-      std::string partner = writer_.new_register(register_class_of(node.type));
+      std::string partner = writer_.new_register(register_class_of(scalar_of(node.type)));
       writer_.instruction("shfl.sync.bfly.b32", {partner, accumulator, std::to_string(offset), kShuffleClamp,
                                                  kFullWarpMask});
-      std::string combined = writer_.new_register(register_class_of(node.type));
+      std::string combined = writer_.new_register(register_class_of(scalar_of(node.type)));
       writer_.instruction(opcode, {combined, accumulator, partner});
       accumulator = combined;
     }
-    result_ = Operand{accumulator, node.type, true, std::nullopt};
+    result_ = Operand{accumulator, scalar_of(node.type), true, std::nullopt};
   }
 
   void visit_SubgroupBallot(const ir::SubgroupBallot& node) override {
@@ -435,15 +443,15 @@ class PtxLowering : public ir::IRVisitor {
         throw ir::IRError(fmt::format("lower_to_ptx: lookup index {} is out of range for a table of {} entries",
                                       *index.constant, node.table.size()));
       }
-      result_ = lower(ir::Literal::make(node.type, node.table[*index.constant]));
+      result_ = lower(ir::Literal::make(scalar_of(node.type), node.table[*index.constant]));
       return;
     }
     if (node.table.size() == 1) {  // a one-entry table is its entry
-      result_ = lower(ir::Literal::make(node.type, node.table.front()));
+      result_ = lower(ir::Literal::make(scalar_of(node.type), node.table.front()));
       return;
     }
     // A bool table selects 1/0 words and tests the result.
-    ScalarType entry_type = node.type == ScalarType::Bool ? ScalarType::U32 : node.type;
+    ScalarType entry_type = scalar_of(node.type) == ScalarType::Bool ? ScalarType::U32 : scalar_of(node.type);
     std::vector<std::string> level;
     std::size_t padded = 1;
     while (padded < node.table.size()) padded *= 2;
@@ -466,7 +474,7 @@ class PtxLowering : public ir::IRVisitor {
       level = std::move(next);
     }
     Operand value{level.front(), entry_type, true, std::nullopt};
-    if (node.type == ScalarType::Bool) {
+    if (scalar_of(node.type) == ScalarType::Bool) {
       Operand truth = fresh(ScalarType::Bool);
       writer_.instruction("setp.ne.u32", {truth.text, value.text, "0"});
       value = truth;
@@ -535,7 +543,7 @@ class PtxLowering : public ir::IRVisitor {
 
   void visit_Loop(const ir::Loop& node) override {
     comment_statement(node);
-    ScalarType type = node.from.type();
+    ScalarType type = scalar_of(node.from.type());
     // Both bounds are evaluated once, on entry, per lane.
     Operand from = lower(node.from);
     std::string counter = writer_.new_register(register_class_of(type));

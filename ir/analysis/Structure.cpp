@@ -171,7 +171,8 @@ bool structurally_equal(const Expr& a, const Expr& b) {
     case ExprKind::Var:
       return a.as<Var>()->name == b.as<Var>()->name;
     case ExprKind::Load:
-      return a.as<Load>()->buffer == b.as<Load>()->buffer && structurally_equal(a.as<Load>()->index, b.as<Load>()->index);
+      return a.as<Load>()->buffer == b.as<Load>()->buffer && a.as<Load>()->alignment == b.as<Load>()->alignment &&
+             structurally_equal(a.as<Load>()->index, b.as<Load>()->index);
     case ExprKind::Binary: {
       const Binary *x = a.as<Binary>(), *y = b.as<Binary>();
       return x->op == y->op && structurally_equal(x->lhs, y->lhs) && structurally_equal(x->rhs, y->rhs);
@@ -180,6 +181,27 @@ bool structurally_equal(const Expr& a, const Expr& b) {
       return a.as<Unary>()->op == b.as<Unary>()->op && structurally_equal(a.as<Unary>()->operand, b.as<Unary>()->operand);
     case ExprKind::Cast:
       return structurally_equal(a.as<Cast>()->value, b.as<Cast>()->value);
+    case ExprKind::Bitcast:
+      return structurally_equal(a.as<Bitcast>()->value, b.as<Bitcast>()->value);
+    case ExprKind::MakeVector: {
+      const MakeVector *x = a.as<MakeVector>(), *y = b.as<MakeVector>();
+      for (std::size_t i = 0; i < x->lanes.size(); ++i) {
+        if (!structurally_equal(x->lanes[i], y->lanes[i])) return false;
+      }
+      return true;
+    }
+    case ExprKind::ExtractLane:
+      return a.as<ExtractLane>()->lane == b.as<ExtractLane>()->lane &&
+             structurally_equal(a.as<ExtractLane>()->vector, b.as<ExtractLane>()->vector);
+    case ExprKind::InsertLane: {
+      const InsertLane *x = a.as<InsertLane>(), *y = b.as<InsertLane>();
+      return x->lane == y->lane && structurally_equal(x->vector, y->vector) && structurally_equal(x->value, y->value);
+    }
+    case ExprKind::Permute: {
+      const Permute *x = a.as<Permute>(), *y = b.as<Permute>();
+      return structurally_equal(x->a, y->a) && structurally_equal(x->b, y->b) &&
+             structurally_equal(x->selector, y->selector);
+    }
     case ExprKind::Select: {
       const Select *x = a.as<Select>(), *y = b.as<Select>();
       return structurally_equal(x->cond, y->cond) && structurally_equal(x->if_true, y->if_true) &&

@@ -216,6 +216,22 @@ Uniformity::Shape Uniformity::shape_of(const Expr& expr) const {
       return all_uniform({expr.as<Unary>()->operand});
     case ExprKind::Cast:
       return all_uniform({expr.as<Cast>()->value});
+    case ExprKind::Bitcast:
+      return all_uniform({expr.as<Bitcast>()->value});
+    case ExprKind::MakeVector: {
+      for (const Expr& lane : expr.as<MakeVector>()->lanes) {
+        if (shape_of(lane) != Shape::Uniform) return Shape::Divergent;
+      }
+      return Shape::Uniform;
+    }
+    case ExprKind::ExtractLane:
+      return all_uniform({expr.as<ExtractLane>()->vector});
+    case ExprKind::InsertLane:
+      return all_uniform({expr.as<InsertLane>()->vector, expr.as<InsertLane>()->value});
+    case ExprKind::Permute: {
+      const Permute& node = *expr.as<Permute>();
+      return all_uniform({node.a, node.b, node.selector});
+    }
     case ExprKind::Select: {
       const Select& node = *expr.as<Select>();
       return all_uniform({node.cond, node.if_true, node.if_false});

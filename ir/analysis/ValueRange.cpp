@@ -16,6 +16,8 @@ bool has_range(ScalarType type) {
   return type == ScalarType::Bool || (is_integer(type) && !is_signed(type));
 }
 
+bool has_range(Type type) { return type.is_scalar() && has_range(type.element()); }
+
 std::uint64_t type_max(ScalarType type) {
   if (type == ScalarType::Bool) return 1;
   unsigned bits = bit_width(type);
@@ -36,7 +38,7 @@ ValueRange make_range(Wide min, Wide max, std::uint64_t multiple_of, ScalarType 
 std::uint64_t low_bit(std::uint64_t value) { return value == 0 ? kHugeMultiple : value & (~value + 1); }
 
 ValueRange binary_range(const Binary& node, const ValueRange& a, const ValueRange& b) {
-  ScalarType type = node.type;
+  ScalarType type = node.type.element();
   switch (node.op) {
     case BinaryOp::Add:
       return make_range(Wide{a.min} + b.min, Wide{a.max} + b.max, std::gcd(a.multiple_of, b.multiple_of), type);
@@ -98,8 +100,8 @@ class RangeEvaluator {
   explicit RangeEvaluator(const RangeEnvironment& environment) : environment_(environment) {}
 
   ValueRange evaluate(const Expr& expr) {
-    ScalarType type = expr.type();
-    if (!has_range(type)) return ValueRange::full(type);
+    if (!has_range(expr.type())) return ValueRange::full(expr.type());
+    const ScalarType type = expr.type().element();
     const Program& program = environment_.program();
     switch (expr.kind()) {
       case ExprKind::Literal:
@@ -180,8 +182,8 @@ class AssignFinder {
 
 }  // namespace
 
-ValueRange ValueRange::full(ScalarType type) {
-  return ValueRange{0, has_range(type) ? type_max(type) : ~std::uint64_t{0}, 1};
+ValueRange ValueRange::full(Type type) {
+  return ValueRange{0, has_range(type) ? type_max(type.element()) : ~std::uint64_t{0}, 1};
 }
 
 ValueRange ValueRange::constant(std::uint64_t value) { return ValueRange{value, value, value == 0 ? kHugeMultiple : value}; }

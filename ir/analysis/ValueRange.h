@@ -29,7 +29,7 @@ struct ValueRange {
   /// Every value is a multiple of this (1 = nothing known; 0 never appears).
   std::uint64_t multiple_of = 1;
 
-  static ValueRange full(ScalarType type);
+  static ValueRange full(Type type);
   static ValueRange constant(std::uint64_t value);
   bool is_constant() const { return min == max; }
   bool operator==(const ValueRange&) const = default;

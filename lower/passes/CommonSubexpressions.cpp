@@ -72,13 +72,13 @@ class Occurrences : public IRVisitor {
     }
     counts.emplace_back(expr, 1);
   }
-  static Expr handle_of(const Load& node) { return Load::make(node.type, node.buffer, node.index); }
+  static Expr handle_of(const Load& node) { return Load::make(node.type, node.buffer, node.index, node.alignment); }
   static Expr handle_of(const Binary& node) { return Binary::make(node.op, node.lhs, node.rhs); }
   static Expr handle_of(const Unary& node) { return Unary::make(node.op, node.operand); }
   static Expr handle_of(const Cast& node) { return Cast::make(node.type, node.value); }
   static Expr handle_of(const Select& node) { return Select::make(node.cond, node.if_true, node.if_false); }
   static Expr handle_of(const Fma& node) { return Fma::make(node.a, node.b, node.c); }
-  static Expr handle_of(const Lookup& node) { return Lookup::make(node.type, node.table, node.index); }
+  static Expr handle_of(const Lookup& node) { return Lookup::make(node.scalar(), node.table, node.index); }
 
   const Program& program_;
   const std::set<std::string>& assigned_;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 
+#include "ir/Arithmetic.h"
 #include "ir/analysis/Structure.h"
 #include "ir/analysis/ValueRange.h"
 #include "lower/passes/Passes.h"
@@ -19,162 +20,31 @@ using analysis::may_trap;
 using analysis::range_of;
 using analysis::ValueRange;
 
-bool is_unsigned_integer(ScalarType type) { return is_integer(type) && !is_signed(type); }
+bool is_unsigned_integer(Type type) { return type.is_scalar() && is_integer(type) && !is_signed(type); }
 
 std::uint64_t all_ones(ScalarType type) { return Literal::make(type, ~std::uint64_t{0}).as<Literal>()->bits; }
 
 bool is_power_of_two(std::uint64_t value) { return value != 0 && (value & (value - 1)) == 0; }
 
-// --- literal evaluation -------------------------------------------------------------
+// --- literal evaluation: ir/Arithmetic.h, the interpreter's own definition ----------
 
-std::optional<Expr> fold_float_binary(BinaryOp op, const Literal& a, const Literal& b) {
-  ScalarType type = a.type;
-  double x = a.as_double(), y = b.as_double();
-  if (std::isnan(x) || std::isnan(y)) {
-    if (is_comparison(op)) return Literal::boolean(op == BinaryOp::Ne);
-    return std::nullopt;  // NaN payloads are the interpreter's business
-  }
-  switch (op) {
-    case BinaryOp::Eq: return Literal::boolean(x == y);
-    case BinaryOp::Ne: return Literal::boolean(x != y);
-    case BinaryOp::Lt: return Literal::boolean(x < y);
-    case BinaryOp::Le: return Literal::boolean(x <= y);
-    case BinaryOp::Gt: return Literal::boolean(x > y);
-    case BinaryOp::Ge: return Literal::boolean(x >= y);
-    default: break;
-  }
-  if (type == ScalarType::F16) return std::nullopt;
-  if ((op == BinaryOp::Min || op == BinaryOp::Max) && x == 0 && y == 0 && std::signbit(x) != std::signbit(y)) {
-    return std::nullopt;
-  }
-  double result = 0;
-  if (type == ScalarType::F32) {
-    float p = static_cast<float>(x), q = static_cast<float>(y), r = 0;
-    switch (op) {
-      case BinaryOp::Add: r = p + q; break;
-      case BinaryOp::Sub: r = p - q; break;
-      case BinaryOp::Mul: r = p * q; break;
-      case BinaryOp::Div: if (q == 0) return std::nullopt; r = p / q; break;
-      case BinaryOp::Min: r = p < q ? p : q; break;
-      case BinaryOp::Max: r = p > q ? p : q; break;
-      default: return std::nullopt;
-    }
-    if (std::isnan(r)) return std::nullopt;
-    return Literal::f32(r);
-  }
-  switch (op) {
-    case BinaryOp::Add: result = x + y; break;
-    case BinaryOp::Sub: result = x - y; break;
-    case BinaryOp::Mul: result = x * y; break;
-    case BinaryOp::Div: if (y == 0) return std::nullopt; result = x / y; break;
-    case BinaryOp::Min: result = x < y ? x : y; break;
-    case BinaryOp::Max: result = x > y ? x : y; break;
-    default: return std::nullopt;
-  }
-  if (std::isnan(result)) return std::nullopt;
-  return Literal::f64(result);
-}
-
-std::optional<Expr> fold_integer_binary(BinaryOp op, const Literal& a, const Literal& b) {
-  ScalarType type = a.type;
-  bool is_signed_type = is_signed(type);
-  std::uint64_t x = a.bits, y = b.bits;
-  std::int64_t sx = static_cast<std::int64_t>(x), sy = static_cast<std::int64_t>(y);
-  unsigned width = bit_width(type);
-  auto make = [&](std::uint64_t bits) { return Literal::make(type, bits); };
-  auto less = [&](std::uint64_t p, std::uint64_t q) {
-    return is_signed_type ? static_cast<std::int64_t>(p) < static_cast<std::int64_t>(q) : p < q;
-  };
-  switch (op) {
-    case BinaryOp::Add: return make(x + y);
-    case BinaryOp::Sub: return make(x - y);
-    case BinaryOp::Mul: return make(x * y);
-    case BinaryOp::Div:
-    case BinaryOp::Rem:
-      if (y == 0 || (is_signed_type && sy == -1)) return std::nullopt;
-      if (is_signed_type) return make(static_cast<std::uint64_t>(op == BinaryOp::Div ? sx / sy : sx % sy));
-      return make(op == BinaryOp::Div ? x / y : x % y);
-    case BinaryOp::Min: return make(less(y, x) ? y : x);
-    case BinaryOp::Max: return make(less(x, y) ? y : x);
-    case BinaryOp::BitAnd: return make(x & y);
-    case BinaryOp::BitOr: return make(x | y);
-    case BinaryOp::BitXor: return make(x ^ y);
-    case BinaryOp::Shl:
-    case BinaryOp::Shr:
-      if (is_signed_type && sy < 0) return std::nullopt;
-      if (y >= width) return make(op == BinaryOp::Shr && is_signed_type && sx < 0 ? ~std::uint64_t{0} : 0);
-      if (op == BinaryOp::Shl) return make(x << y);
-      return make(is_signed_type ? static_cast<std::uint64_t>(sx >> y) : x >> y);
-    case BinaryOp::Eq: return Literal::boolean(x == y);
-    case BinaryOp::Ne: return Literal::boolean(x != y);
-    case BinaryOp::Lt: return Literal::boolean(less(x, y));
-    case BinaryOp::Le: return Literal::boolean(!less(y, x));
-    case BinaryOp::Gt: return Literal::boolean(less(y, x));
-    case BinaryOp::Ge: return Literal::boolean(!less(x, y));
-    case BinaryOp::LogicalAnd: return Literal::boolean(x && y);
-    case BinaryOp::LogicalOr: return Literal::boolean(x || y);
-  }
-  return std::nullopt;
-}
-
+/// `a op b` on literals, or nullopt when evaluating it would trap at run time (integer
+/// division by zero), which must stay for the interpreter to report.
 std::optional<Expr> fold_binary(BinaryOp op, const Literal& a, const Literal& b) {
-  return is_float(a.type) ? fold_float_binary(op, a, b) : fold_integer_binary(op, a, b);
+  std::optional<std::uint64_t> bits = arith::evaluate_binary(op, a.scalar(), a.bits, b.bits);
+  if (!bits) return std::nullopt;
+  bool boolean = is_comparison(op) || op == BinaryOp::LogicalAnd || op == BinaryOp::LogicalOr;
+  return Literal::make(boolean ? ScalarType::Bool : a.scalar(), *bits);
 }
 
 std::optional<Expr> fold_unary(UnaryOp op, const Literal& a) {
-  ScalarType type = a.type;
-  if (is_float(type)) {
-    std::uint64_t sign = std::uint64_t{1} << (bit_width(type) - 1);
-    if (op == UnaryOp::Neg) return Literal::make(type, a.bits ^ sign);
-    if (op == UnaryOp::Abs) return Literal::make(type, a.bits & ~sign);
-    return std::nullopt;
-  }
-  switch (op) {
-    case UnaryOp::Neg: return Literal::make(type, 0 - a.bits);
-    case UnaryOp::Not: return Literal::make(type, type == ScalarType::Bool ? !a.bits : ~a.bits);
-    case UnaryOp::Abs:
-      return Literal::make(type, is_signed(type) && static_cast<std::int64_t>(a.bits) < 0 ? 0 - a.bits : a.bits);
-  }
-  return std::nullopt;
+  std::optional<std::uint64_t> bits = arith::evaluate_unary(op, a.scalar(), a.bits);
+  if (!bits) return std::nullopt;
+  return Literal::make(a.scalar(), *bits);
 }
 
-std::optional<Expr> fold_cast(ScalarType target, const Literal& a) {
-  ScalarType source = a.type;
-  if (target == source) return Literal::make(target, a.bits);
-  if (target == ScalarType::Bool) return Literal::boolean(is_float(source) ? a.as_double() != 0 : a.bits != 0);
-  if (!is_float(source)) {
-    if (!is_float(target)) return Literal::make(target, a.bits);
-    bool negative = is_signed(source) && static_cast<std::int64_t>(a.bits) < 0;
-    if (target == ScalarType::F64) {
-      return Literal::f64(negative ? static_cast<double>(static_cast<std::int64_t>(a.bits)) : static_cast<double>(a.bits));
-    }
-    float value = negative ? static_cast<float>(static_cast<std::int64_t>(a.bits)) : static_cast<float>(a.bits);
-    if (target == ScalarType::F32) return Literal::f32(value);
-    // f16: only when the float step is exact, so there is a single rounding.
-    if (std::fabs(value) > 16777216.0f) return std::nullopt;
-    return Literal::from_double(ScalarType::F16, value);
-  }
-  double value = a.as_double();
-  if (std::isnan(value)) return is_float(target) ? std::nullopt : std::optional<Expr>(Literal::make(target, 0));
-  if (is_float(target)) {
-    if (target == ScalarType::F64) return Literal::f64(value);
-    if (target == ScalarType::F32) return Literal::f32(static_cast<float>(value));
-    if (source == ScalarType::F64) return std::nullopt;  // double rounding through f32
-    return Literal::from_double(ScalarType::F16, value);
-  }
-  // float -> integer: truncate toward zero, saturate (cvt.rzi.sat).
-  double truncated = std::trunc(value);
-  if (is_signed(target)) {
-    double low = -std::ldexp(1.0, static_cast<int>(bit_width(target)) - 1);
-    double high = std::ldexp(1.0, static_cast<int>(bit_width(target)) - 1);
-    if (truncated < low) return Literal::make(target, static_cast<std::uint64_t>(static_cast<std::int64_t>(low)));
-    if (truncated >= high) return Literal::make(target, (std::uint64_t{1} << (bit_width(target) - 1)) - 1);
-    return Literal::make(target, static_cast<std::uint64_t>(static_cast<std::int64_t>(truncated)));
-  }
-  double high = std::ldexp(1.0, static_cast<int>(bit_width(target)));
-  if (truncated <= 0) return Literal::make(target, 0);
-  if (truncated >= high) return Literal::make(target, all_ones(target));
-  return Literal::make(target, static_cast<std::uint64_t>(truncated));
+Expr fold_cast(ScalarType target, const Literal& a) {
+  return Literal::make(target, arith::evaluate_cast(target, a.scalar(), a.bits));
 }
 
 // --- the simplifier -------------------------------------------------------------------
@@ -228,8 +98,8 @@ class Simplifier : public analysis::RangeTrackingMutator {
   Expr mutate_Cast(const Cast& node, const Expr& self) override {
     Expr value = mutate(node.value);
     if (value.type() == node.type) return value;
-    if (const Literal* literal = value.as<Literal>()) {
-      if (auto folded = fold_cast(node.type, *literal)) return *folded;
+    if (const Literal* literal = value.as<Literal>(); literal && node.type.is_scalar()) {
+      return fold_cast(node.type.element(), *literal);
     }
     return value.same_as(node.value) ? self : Cast::make(node.type, value);
   }
@@ -245,15 +115,8 @@ class Simplifier : public analysis::RangeTrackingMutator {
   Expr mutate_Fma(const Fma& node, const Expr& self) override {
     Expr a = mutate(node.a), b = mutate(node.b), c = mutate(node.c);
     const Literal *x = a.as<Literal>(), *y = b.as<Literal>(), *z = c.as<Literal>();
-    if (x && y && z && node.type != ScalarType::F16) {
-      double result = node.type == ScalarType::F32
-                          ? std::fma(static_cast<float>(x->as_double()), static_cast<float>(y->as_double()),
-                                     static_cast<float>(z->as_double()))
-                          : std::fma(x->as_double(), y->as_double(), z->as_double());
-      if (!std::isnan(result) && !std::isnan(x->as_double()) && !std::isnan(y->as_double()) &&
-          !std::isnan(z->as_double())) {
-        return node.type == ScalarType::F32 ? Literal::f32(static_cast<float>(result)) : Literal::f64(result);
-      }
+    if (x && y && z) {
+      return Literal::make(x->scalar(), *arith::evaluate_fma(x->scalar(), x->bits, y->bits, z->bits));
     }
     if (a.same_as(node.a) && b.same_as(node.b) && c.same_as(node.c)) return self;
     return Fma::make(a, b, c);
@@ -262,9 +125,9 @@ class Simplifier : public analysis::RangeTrackingMutator {
   Expr mutate_Lookup(const Lookup& node, const Expr& self) override {
     Expr index = mutate(node.index);
     if (const Literal* literal = index.as<Literal>(); literal && literal->bits < node.table.size()) {
-      return Literal::make(node.type, node.table[literal->bits]);
+      return Literal::make(node.scalar(), node.table[literal->bits]);
     }
-    return index.same_as(node.index) ? self : Lookup::make(node.type, node.table, index);
+    return index.same_as(node.index) ? self : Lookup::make(node.scalar(), node.table, index);
   }
 
   Expr mutate_Binary(const Binary& node, const Expr& self) override {
@@ -347,7 +210,8 @@ class Simplifier : public analysis::RangeTrackingMutator {
 
   /// The simplified `lhs op rhs`, or undefined when no rule applies.
   Expr simplify_binary(BinaryOp op, Expr lhs, Expr rhs) {
-    ScalarType type = lhs.type();
+    if (lhs.type().is_vector()) return Expr();
+    const ScalarType type = lhs.type().element();
     const Literal* a = lhs.as<Literal>();
     const Literal* b = rhs.as<Literal>();
     if (a && b) {
@@ -365,7 +229,7 @@ class Simplifier : public analysis::RangeTrackingMutator {
   }
 
   Expr apply_identity(BinaryOp op, const Expr& lhs, const Expr& rhs) {
-    ScalarType type = lhs.type();
+    const ScalarType type = lhs.type().element();
     const Literal* b = rhs.as<Literal>();
     if (type == ScalarType::Bool && (op == BinaryOp::LogicalAnd || op == BinaryOp::LogicalOr)) {
       if (!b) return Expr();
@@ -420,7 +284,7 @@ class Simplifier : public analysis::RangeTrackingMutator {
     if (!c2 || !inner || !inner->rhs.as<Literal>() || lhs.type() == ScalarType::Bool) return Expr();
     const Literal& c1 = *inner->rhs.as<Literal>();
     auto fold = [&](BinaryOp fold_op, BinaryOp result_op) -> Expr {
-      auto folded = fold_integer_binary(fold_op, c1, *c2);
+      auto folded = fold_binary(fold_op, c1, *c2);
       return folded ? Binary::make(result_op, inner->lhs, *folded) : Expr();
     };
     bool chainable = op == BinaryOp::Add || op == BinaryOp::Mul || op == BinaryOp::BitAnd || op == BinaryOp::BitOr ||
@@ -433,7 +297,8 @@ class Simplifier : public analysis::RangeTrackingMutator {
   }
 
   Expr decide_by_range(BinaryOp op, const Expr& lhs, const Expr& rhs) {
-    ScalarType type = lhs.type();
+    if (lhs.type().is_vector()) return Expr();
+    const ScalarType type = lhs.type().element();
     if (!is_unsigned_integer(type)) return Expr();
     if (may_trap(lhs) || may_trap(rhs)) return Expr();
     ValueRange a = range_of(lhs, ranges_), b = range_of(rhs, ranges_);

@@ -199,7 +199,7 @@ class LoadCollector : public IRVisitor {
  protected:
   void visit_Load(const Load& node) override {
     const BufferDecl* buffer = program_.find_buffer(node.buffer);
-    if (buffer && !buffer->is_output()) sites.push_back({Load::make(node.type, node.buffer, node.index), guarded_ == 0});
+    if (buffer && !buffer->is_output()) sites.push_back({Load::make(node.type, node.buffer, node.index, node.alignment), guarded_ == 0});
     IRVisitor::visit_Load(node);
   }
   void visit_Binary(const Binary& node) override {

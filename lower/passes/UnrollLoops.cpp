@@ -51,7 +51,7 @@ class LetRenamer : public IRMutator {
 /// The Let and Loop variables `node` declares, with their types.
 class Declarations : public IRVisitor {
  public:
-  std::map<std::string, ScalarType> types;
+  std::map<std::string, Type> types;
 
  protected:
   void visit_Let(const Let& node) override {
@@ -95,7 +95,7 @@ class Unroller : public IRMutator {
         renames[name] = Var::make(type, analysis::fresh_name(fmt::format("{}_iteration{}", name, i), names_));
       }
       Node copy = LetRenamer(renames).mutate(loop.body);
-      copy = analysis::substitute(copy, {{loop.var, Literal::make(loop.from.type(), from->bits + i)}});
+      copy = analysis::substitute(copy, {{loop.var, Literal::make(loop.from.type().element(), from->bits + i)}});
       const Block& block = *copy.as<Block>();
       stmts.insert(stmts.end(), block.stmts.begin(), block.stmts.end());
     }

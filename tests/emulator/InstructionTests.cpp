@@ -444,7 +444,15 @@ TEST_CASE("out-of-bounds global accesses report instruction, thread and address"
 TEST_CASE("the parser names the line of unsupported instructions and directives", "[emulator][parser]") {
   CHECK_THROWS_WITH(parse_ptx(wrap_kernel("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [tex, {%f5, %f6}];", false)),
                     Catch::Contains("PTX line 40") && Catch::Contains("unsupported instruction 'tex'"));
-  CHECK_THROWS_WITH(parse_ptx(wrap_kernel("add.f16 %rs1, %rs2, %rs3;", false)), Catch::Contains("f16 arithmetic"));
+  // A form the instruction table has, but the module's .target (sm_80) cannot run.
+  CHECK_THROWS_WITH(parse_ptx(wrap_kernel("add.bf16 %rs1, %rs2, %rs3;", false)),
+                    Catch::Contains("PTX line 40") && Catch::Contains("'add.bf16' needs sm_90 and PTX ISA 7.8") &&
+                        Catch::Contains(".target sm_80"));
+  // A type or modifier outside every form of the opcode.
+  CHECK_THROWS_WITH(parse_ptx(wrap_kernel("lop3.b64 %rd20, %rd10, %rd11, %rd14, 0xea;", false)),
+                    Catch::Contains("no instruction form 'lop3.b64'"));
+  CHECK_THROWS_WITH(parse_ptx(wrap_kernel("add.wobble.s32 %r20, %r10, %r12;", false)),
+                    Catch::Contains("unsupported modifier '.wobble'"));
   CHECK_THROWS_WITH(parse_ptx(wrap_kernel("add.s32 %r20, %r10, %undeclared;", false)),
                     Catch::Contains("undeclared register '%undeclared'"));
   CHECK_THROWS_WITH(parse_ptx(wrap_kernel("bra NOWHERE;", false)), Catch::Contains("unknown label or symbol 'NOWHERE'"));
@@ -542,10 +550,16 @@ TEST_CASE("counters: classes, requests, sectors per request for strided access",
   CHECK(unit.unique_global_bytes_read == 256);
   CHECK(spread.unique_global_bytes_read == 256);
   CHECK(unit.warp_instructions == 2 * 14);  // 14 instructions (incl. ret) per warp, 2 warps
-  CHECK(unit.float_instructions == 2);
-  CHECK(unit.memory_instructions == 2 * 4);
-  CHECK(unit.control_instructions == 2);
-  CHECK(unit.integer_instructions == 2 * 8);
+  // Counted on the pipe each instruction-table row names, per warp: ld.param x2, ld, st
+  // (memory); cvta x2, mov (move); mul.lo, mul.wide x2 (integer multiply); add.s64 x2
+  // (integer); add.rn.f32 (fp32); ret (control).
+  using quantc::ptx::Pipe;
+  CHECK(unit.pipe(Pipe::Memory) == 2 * 4);
+  CHECK(unit.pipe(Pipe::Move) == 2 * 3);
+  CHECK(unit.pipe(Pipe::IntegerMultiply) == 2 * 3);
+  CHECK(unit.pipe(Pipe::Integer) == 2 * 2);
+  CHECK(unit.pipe(Pipe::Fp32) == 2);
+  CHECK(unit.pipe(Pipe::Control) == 2);
   CHECK(unit.thread_instructions == 64 * 14);
 }
 

@@ -131,7 +131,7 @@ TEST_CASE("nvcc warp_sum_u32: shfl.up scan, shfl.down reduction, shfl.idx broadc
     }
     REQUIRE(sums[w] == total);
   }
-  CHECK(counters.shuffle_instructions > 0);
+  CHECK(counters.pipe(quantc::ptx::Pipe::Shuffle) > 0);
 }
 
 TEST_CASE("nvcc block_sum_f32: butterfly shuffles, shared memory and __syncthreads", "[emulator][nvcc]") {

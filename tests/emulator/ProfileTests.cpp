@@ -27,7 +27,7 @@ TEST_CASE("profile report prints counters per kernel and per output element with
           "[emulator][profile]") {
   LaunchCounters counters;
   counters.warp_instructions = 800;
-  counters.float_instructions = 200;
+  counters.pipe_instructions[static_cast<std::size_t>(quantc::ptx::Pipe::Fp32)] = 200;
   counters.global_load_requests = 10;
   counters.global_load_sectors = 40;
   counters.unique_global_bytes_read = 4096;
@@ -37,7 +37,7 @@ TEST_CASE("profile report prints counters per kernel and per output element with
   std::string report = format_profile("my_kernel", "sm_90", counters, 100);
   CHECK_THAT(report, Catch::Contains("kernel my_kernel (target sm_90): 2 CTAs, 64 threads, 100 output elements"));
   CHECK_THAT(report, Catch::Contains("800") && Catch::Contains("8.000 per output element"));
-  CHECK_THAT(report, Catch::Contains("2.000 per output element"));  // float instructions
+  CHECK_THAT(report, Catch::Contains("fp32") && Catch::Contains("2.000 per output element"));
   CHECK_THAT(report, Catch::Contains("sectors per load request             4.00"));
   CHECK_THAT(report, Catch::Contains("SIMT efficiency (active lanes / 32)  50.0%"));
   CHECK_THAT(report, Catch::Contains("H100 SXM") && Catch::Contains("H200") && Catch::Contains("dominates"));

@@ -45,14 +45,15 @@ TEST_CASE("integer literals fold with wrap-around and IR shift semantics", "[sim
   check(Literal::make(ScalarType::U8, 200) + Literal::make(ScalarType::U8, 100), Literal::make(ScalarType::U8, 44));
 }
 
-TEST_CASE("float literals fold only where bit-exact", "[simplify]") {
+TEST_CASE("float literals fold exactly as the interpreter computes them (ir/Arithmetic.h)", "[simplify]") {
   check(f32(0.1f) + f32(0.2f), f32(0.1f + 0.2f));
   check(f32(1.0f) / f32(3.0f), f32(1.0f / 3.0f));
-  check(f32(1.0f) / f32(0.0f), f32(1.0f) / f32(0.0f));  // left to the interpreter
+  check(f32(1.0f) / f32(0.0f), Literal::make(ScalarType::F32, 0x7f800000u));  // +inf
   Expr nan = Literal::make(ScalarType::F32, 0x7fc00001u);
-  check(nan + f32(1.0f), nan + f32(1.0f));
+  check(nan + f32(1.0f), Literal::make(ScalarType::F32, 0x7fffffffu));  // the canonical NaN, as PTX gives
   check(ne(nan, nan), boolean(true));
-  check(min(f32(-0.0f), f32(0.0f)), min(f32(-0.0f), f32(0.0f)));
+  check(min(f32(-0.0f), f32(0.0f)), f32(-0.0f));  // -0 orders below +0 (PTX min.f32)
+  check(max(nan, f32(2.0f)), f32(2.0f));           // a NaN operand is ignored
   check(-f32(0.0f), f32(-0.0f));
   check(fma(f32(2.0f), f32(3.0f), f32(1.0f)), f32(7.0f));
   check(cast(ScalarType::I32, f32(-3.9f)), i32(-3));
@@ -61,7 +62,13 @@ TEST_CASE("float literals fold only where bit-exact", "[simplify]") {
   check(cast(ScalarType::U32, nan), u32(0));
   check(cast(ScalarType::F32, u32(16777217)), f32(16777216.0f));
   Expr h = Literal::from_double(ScalarType::F16, 1.5);
-  check(h + h, h + h);  // f16 arithmetic is never folded
+  check(h + h, Literal::from_double(ScalarType::F16, 3.0));
+  // 2049 is not an f16: 2048 + 1 rounds to even (2048); bf16 1 + 2^-8 likewise to 1.
+  check(Literal::from_double(ScalarType::F16, 2048) + Literal::from_double(ScalarType::F16, 1),
+        Literal::from_double(ScalarType::F16, 2048));
+  check(Literal::from_double(ScalarType::BF16, 1) + Literal::from_double(ScalarType::BF16, 1.0 / 256),
+        Literal::from_double(ScalarType::BF16, 1));
+  check(cast(ScalarType::BF16, f32(1.0f + 3.0f / 256)), Literal::make(ScalarType::BF16, 0x3f82));  // ties to even
 }
 
 TEST_CASE("float identities are not applied", "[simplify]") {

@@ -101,9 +101,9 @@ struct Outputs {
   std::map<ScalarType, std::uint32_t> next_slot;
   Expr invocation;
   void store(Body& body, const Expr& value) {
-    std::uint32_t slot = next_slot[value.type()]++;
+    std::uint32_t slot = next_slot[value.type().element()]++;
     REQUIRE(slot < kSlots);
-    body.store(buffers.at(value.type()), invocation + kInvocations * slot, value);
+    body.store(buffers.at(value.type().element()), invocation + kInvocations * slot, value);
   }
 };
 

@@ -37,12 +37,8 @@ namespace quantc::runtime::emulator {
 /// l1tex__t_sectors / l1tex__t_requests measure).
 struct LaunchCounters {
   std::uint64_t warp_instructions = 0;
-  std::uint64_t integer_instructions = 0;     // integer arithmetic, logic, moves, address math
-  std::uint64_t float_instructions = 0;       // f32/f64 arithmetic and comparisons
-  std::uint64_t conversion_instructions = 0;  // cvt
-  std::uint64_t memory_instructions = 0;      // ld/st/atom/red, every state space
-  std::uint64_t shuffle_instructions = 0;     // shfl.sync, vote.sync, activemask
-  std::uint64_t control_instructions = 0;     // bra, ret, exit, bar, membar
+  /// Warp instructions by the pipe their instruction-table row names (ptx::Pipe).
+  std::array<std::uint64_t, ptx::kPipeCount> pipe_instructions{};
   std::uint64_t thread_instructions = 0;      // sum over warp instructions of active lanes
   std::uint64_t global_load_requests = 0;
   std::uint64_t global_store_requests = 0;    // atomics count as loads and stores
@@ -56,6 +52,7 @@ struct LaunchCounters {
   std::uint64_t ctas = 0;
   std::uint64_t threads = 0;                  // launched threads, all CTAs
 
+  std::uint64_t pipe(ptx::Pipe pipe) const { return pipe_instructions[static_cast<std::size_t>(pipe)]; }
   double sectors_per_load_request() const {
     return global_load_requests ? double(global_load_sectors) / double(global_load_requests) : 0.0;
   }

@@ -35,12 +35,9 @@ std::string format_profile(const std::string& kernel_name, const std::string& ta
                      c.threads, output_elements);
   out += "instructions (warp-level, as issued):\n";
   line("total", c.warp_instructions);
-  line("integer", c.integer_instructions);
-  line("float", c.float_instructions);
-  line("conversion", c.conversion_instructions);
-  line("memory", c.memory_instructions);
-  line("shuffle/vote", c.shuffle_instructions);
-  line("control", c.control_instructions);
+  for (std::size_t pipe = 0; pipe < ptx::kPipeCount; ++pipe) {
+    if (c.pipe_instructions[pipe] != 0) line(std::string(ptx::to_string(static_cast<ptx::Pipe>(pipe))), c.pipe_instructions[pipe]);
+  }
   line("thread instructions (active lanes)", c.thread_instructions);
   out += fmt::format("  SIMT efficiency (active lanes / 32)  {:.1f}%\n",
                      c.warp_instructions ? 100.0 * double(c.thread_instructions) / (32.0 * double(c.warp_instructions)) : 0.0);

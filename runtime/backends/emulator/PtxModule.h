@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ptx/InstructionTable.h"
 #include "runtime/Buffers.h"
 
 namespace quantc::runtime::emulator {
@@ -32,56 +33,20 @@ class PtxParseError : public RuntimeError {
 /// .shared state space, so its size need not be known when the PTX is decoded.
 inline constexpr std::uint32_t kDynamicSharedBase = 0x80000000u;
 
-/// PTX fundamental types (PTX ISA 5.2). Pred is a 1-bit predicate register.
-enum class ValueType : std::uint8_t {
-  None, Pred,
-  B8, B16, B32, B64,
-  U8, U16, U32, U64,
-  S8, S16, S32, S64,
-  F16, F16x2, BF16, BF16x2, F32, F64,
-};
-
-unsigned bit_width(ValueType type);  // Pred is 1; F16x2 is 32
-bool is_signed_integer(ValueType type);
-bool is_float(ValueType type);
-const char* to_string(ValueType type);
-
-enum class Opcode : std::uint8_t {
-  // integer and bit manipulation
-  Add, Sub, Mul, Mad, Div, Rem, Abs, Neg, Min, Max, Popc, Clz, Brev, Bfind,
-  Shl, Shr, And, Or, Xor, Not, Cnot, Lop3, Prmt, Bfe, Bfi, Shf, Dp4a, Dp2a,
-  // floating point only
-  Fma, Rcp, Sqrt, Rsqrt, Ex2, Lg2, Sin, Cos, Tanh, Copysign, Testp,
-  // comparison and selection
-  Setp, Selp, Set,
-  // data movement and conversion
-  Mov, Cvt, Cvta, Ld, St, Atom, Red,
-  // warp-level
-  Shfl, Vote, Activemask, BarWarpSync,
-  // control
-  Bra, Ret, Exit, Bar, Nop,
-};
-
-/// Instruction classes for the counters (LaunchCounters).
-enum class InstructionClass : std::uint8_t { Integer, Float, Conversion, Memory, Shuffle, Control };
-
-/// Rounding modifiers: .rn .rz .rm .rp (round to a float) and .rni .rzi .rmi .rpi
-/// (round to an integral value). None means the instruction's default.
-enum class Rounding : std::uint8_t { None, Nearest, Zero, Down, Up, NearestInt, ZeroInt, DownInt, UpInt };
-
-enum class StateSpace : std::uint8_t { Generic, Global, Shared, Local, Param, Const };
-
-/// setp/set comparison operators (PTX ISA 9.7.7.1): the *u forms are true when either
-/// operand is NaN; lo/ls/hi/hs are unsigned integer comparisons.
-enum class Compare : std::uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs, Equ, Neu, Ltu, Leu, Gtu, Geu, Num, Nan };
-
-enum class BoolOp : std::uint8_t { None, And, Or, Xor };
-enum class MulMode : std::uint8_t { Lo, Hi, Wide };
-enum class ShuffleMode : std::uint8_t { Up, Down, Butterfly, Index };
-enum class VoteMode : std::uint8_t { All, Any, Uni, Ballot };
-enum class PermuteMode : std::uint8_t { Generic, F4e, B4e, Rc8, Ecl, Ecr, Rc16 };
-enum class AtomicOp : std::uint8_t { Add, Min, Max, Inc, Dec, And, Or, Xor, Exch, Cas };
-enum class TestProperty : std::uint8_t { Finite, Infinite, Number, NotANumber, Normal, Subnormal };
+// The PTX vocabulary (types, opcodes, modifiers) and the instruction-form table are
+// the emitter's too: ptx/Isa.h and ptx/InstructionTable.h.
+using ptx::AtomicOp;
+using ptx::BoolOp;
+using ptx::Compare;
+using ptx::MulMode;
+using ptx::Opcode;
+using ptx::PermuteMode;
+using ptx::Rounding;
+using ptx::ShuffleMode;
+using ptx::StateSpace;
+using ptx::TestProperty;
+using ptx::ValueType;
+using ptx::VoteMode;
 
 /// Special registers (PTX ISA section 10); each gets a register slot per kernel.
 enum class SpecialRegister : std::uint8_t {
@@ -103,22 +68,10 @@ struct Operand {
   std::int64_t offset = 0;
 };
 
-struct Instruction {
-  Opcode opcode = Opcode::Nop;
-  InstructionClass klass = InstructionClass::Integer;
-  ValueType type = ValueType::None;         // the instruction type (destination type for cvt)
-  ValueType source_type = ValueType::None;  // cvt/set: the source type; mul.wide: none
-  Rounding rounding = Rounding::None;
-  StateSpace space = StateSpace::Generic;
-  Compare compare = Compare::Eq;
-  BoolOp bool_op = BoolOp::None;
-  MulMode mul_mode = MulMode::Lo;
-  std::uint8_t mode = 0;      // ShuffleMode, VoteMode, PermuteMode, AtomicOp, TestProperty, shf direction
-  std::uint8_t vector = 1;    // .v2/.v4 element count for ld/st
-  bool ftz = false, saturate = false, approx = false, full = false;
-  bool propagate_nan = false;  // min/max .NaN
-  bool clamp = false;          // shf.clamp (else .wrap); bfind.shiftamt reuses it
-  bool to_generic = true;      // cvta (to generic) vs cvta.to (from generic)
+/// One decoded instruction: its mnemonic (opcode, modifiers, types), the table row it
+/// resolved to, and its operands resolved to register slots.
+struct Instruction : ptx::Mnemonic {
+  const ptx::InstructionForm* form = nullptr;
   std::int32_t guard = -1;     // predicate register slot, or -1
   bool guard_negate = false;
   std::int32_t predicate_destination = -1;  // the `|p` of shfl/setp, or -1
@@ -150,15 +103,17 @@ struct Kernel {
 
 struct Module {
   std::string version;  // "8.0"
-  std::string target;   // "sm_80"
+  std::string target;   // "sm_80" (as written, e.g. "sm_90a")
   std::vector<Kernel> kernels;
   /// The kernel named `name`, or nullptr.
   const Kernel* find(const std::string& name) const;
 };
 
-/// Parses PTX text (one or more `.entry` kernels). Throws PtxParseError naming the
-/// line and the construct for anything outside the supported subset (device function
-/// calls, textures, module-scope .global/.const variables, f16 arithmetic, ...).
+/// Parses PTX text (one or more `.entry` kernels). Every instruction must resolve to a
+/// row of ptx/InstructionTable.h that the module's `.target` and `.version` can run
+/// (as ptxas requires). Throws PtxParseError naming the line and the construct for
+/// anything else: an instruction form outside the table, one the target or version is
+/// too old for, device function calls, textures, module-scope .global/.const variables.
 Module parse_ptx(const std::string& text);
 
 }  // namespace quantc::runtime::emulator

@@ -3,6 +3,7 @@
 #include <bit>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
@@ -11,52 +12,20 @@
 
 #include <fmt/format.h>
 
-#include "runtime/backends/emulator/FloatRounding.h"
+#include "ir/Arithmetic.h"
 #include "runtime/backends/emulator/PtxModule.h"
 
 namespace quantc::runtime::emulator {
 
-unsigned bit_width(ValueType type) {
-  switch (type) {
-    case ValueType::None: return 0;
-    case ValueType::Pred: return 1;
-    case ValueType::B8: case ValueType::U8: case ValueType::S8: return 8;
-    case ValueType::B16: case ValueType::U16: case ValueType::S16: case ValueType::F16: case ValueType::BF16: return 16;
-    case ValueType::B32: case ValueType::U32: case ValueType::S32: case ValueType::F32:
-    case ValueType::F16x2: case ValueType::BF16x2: return 32;
-    case ValueType::B64: case ValueType::U64: case ValueType::S64: case ValueType::F64: return 64;
-  }
-  return 0;
-}
-
-bool is_signed_integer(ValueType type) {
-  return type == ValueType::S8 || type == ValueType::S16 || type == ValueType::S32 || type == ValueType::S64;
-}
-
-bool is_float(ValueType type) {
-  return type == ValueType::F16 || type == ValueType::F16x2 || type == ValueType::BF16 ||
-         type == ValueType::BF16x2 || type == ValueType::F32 || type == ValueType::F64;
-}
-
 namespace {
 
-const std::map<std::string_view, ValueType>& type_names() {
-  static const std::map<std::string_view, ValueType> names = {
-      {"pred", ValueType::Pred}, {"b8", ValueType::B8},     {"b16", ValueType::B16},     {"b32", ValueType::B32},
-      {"b64", ValueType::B64},   {"u8", ValueType::U8},     {"u16", ValueType::U16},     {"u32", ValueType::U32},
-      {"u64", ValueType::U64},   {"s8", ValueType::S8},     {"s16", ValueType::S16},     {"s32", ValueType::S32},
-      {"s64", ValueType::S64},   {"f16", ValueType::F16},   {"f16x2", ValueType::F16x2}, {"bf16", ValueType::BF16},
-      {"bf16x2", ValueType::BF16x2}, {"f32", ValueType::F32}, {"f64", ValueType::F64}};
-  return names;
+std::optional<ValueType> type_named(std::string_view directive_word) {
+  // ".b32" -> ValueType::B32
+  if (!directive_word.starts_with(".")) return std::nullopt;
+  return ptx::parse_value_type(directive_word.substr(1));
 }
 
 }  // namespace
-
-const char* to_string(ValueType type) {
-  for (const auto& [name, value] : type_names())
-    if (value == type) return name.data();
-  return "none";
-}
 
 const Kernel* Module::find(const std::string& name) const {
   for (const Kernel& kernel : kernels)
@@ -123,18 +92,6 @@ std::vector<Token> tokenize(const std::string& text) {
   return tokens;
 }
 
-std::vector<std::string_view> split_dots(std::string_view word) {
-  std::vector<std::string_view> parts;
-  std::size_t start = 0;
-  while (start <= word.size()) {
-    std::size_t dot = word.find('.', start);
-    if (dot == std::string_view::npos) dot = word.size();
-    parts.push_back(word.substr(start, dot - start));
-    start = dot + 1;
-  }
-  return parts;
-}
-
 /// A literal as written: an integer, or float bits from 0f/0d or a decimal float.
 struct Literal {
   enum class Kind { Integer, Float32, Float64 } kind = Kind::Integer;
@@ -162,16 +119,25 @@ std::optional<Literal> parse_literal(std::string_view text, bool negative) {
   }
   if (text.back() == 'U' || text.back() == 'u') text.remove_suffix(1);
   std::uint64_t value = 0;
-  if (text.find('.') != std::string_view::npos || text.find('e') != std::string_view::npos) {
-    double number = std::stod(std::string(text));
+  int base = 10;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    base = 16;  // checked before the decimal-float test: 0xea is an integer
+    text.remove_prefix(2);
+  } else if (text.size() > 2 && text[0] == '0' && (text[1] == 'b' || text[1] == 'B')) {
+    base = 2;
+    text.remove_prefix(2);
+  } else if (text.find_first_of(".eE") != std::string_view::npos) {
+    // A decimal float literal (PTX ISA 4.5.1: digits with '.' and/or an exponent).
+    double number = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+    if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
     literal.kind = Literal::Kind::Float64;
     literal.bits = std::bit_cast<std::uint64_t>(negative ? -number : number);
     return literal;
+  } else if (text.size() > 1 && text[0] == '0') {
+    base = 8;
+    text.remove_prefix(1);
   }
-  int base = 10;
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) { base = 16; text.remove_prefix(2); }
-  else if (text.size() > 2 && text[0] == '0' && (text[1] == 'b' || text[1] == 'B')) { base = 2; text.remove_prefix(2); }
-  else if (text.size() > 1 && text[0] == '0') { base = 8; text.remove_prefix(1); }
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value, base);
   if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
   literal.bits = negative ? (~value + 1) : value;
@@ -199,27 +165,6 @@ std::optional<SpecialRegister> parse_special(std::string_view name) {
   return it->second;
 }
 
-const std::map<std::string_view, Opcode>& opcode_table() {
-  static const std::map<std::string_view, Opcode> table = {
-        {"add", Opcode::Add},   {"sub", Opcode::Sub},     {"mul", Opcode::Mul},     {"mad", Opcode::Mad},
-        {"div", Opcode::Div},   {"rem", Opcode::Rem},     {"abs", Opcode::Abs},     {"neg", Opcode::Neg},
-        {"min", Opcode::Min},   {"max", Opcode::Max},     {"popc", Opcode::Popc},   {"clz", Opcode::Clz},
-        {"brev", Opcode::Brev}, {"bfind", Opcode::Bfind}, {"shl", Opcode::Shl},     {"shr", Opcode::Shr},
-        {"and", Opcode::And},   {"or", Opcode::Or},       {"xor", Opcode::Xor},     {"not", Opcode::Not},
-        {"cnot", Opcode::Cnot}, {"lop3", Opcode::Lop3},   {"prmt", Opcode::Prmt},   {"bfe", Opcode::Bfe},
-        {"bfi", Opcode::Bfi},   {"shf", Opcode::Shf},     {"dp4a", Opcode::Dp4a},   {"dp2a", Opcode::Dp2a},
-        {"fma", Opcode::Fma},   {"rcp", Opcode::Rcp},     {"sqrt", Opcode::Sqrt},   {"rsqrt", Opcode::Rsqrt},
-        {"ex2", Opcode::Ex2},   {"lg2", Opcode::Lg2},     {"sin", Opcode::Sin},     {"cos", Opcode::Cos},
-        {"tanh", Opcode::Tanh}, {"copysign", Opcode::Copysign}, {"testp", Opcode::Testp},
-        {"setp", Opcode::Setp}, {"selp", Opcode::Selp},   {"set", Opcode::Set},     {"mov", Opcode::Mov},
-        {"cvt", Opcode::Cvt},   {"cvta", Opcode::Cvta},   {"ld", Opcode::Ld},       {"st", Opcode::St},
-        {"atom", Opcode::Atom}, {"red", Opcode::Red},     {"shfl", Opcode::Shfl},   {"vote", Opcode::Vote},
-        {"activemask", Opcode::Activemask}, {"bra", Opcode::Bra}, {"ret", Opcode::Ret}, {"exit", Opcode::Exit},
-        {"bar", Opcode::Bar},   {"barrier", Opcode::Bar}, {"membar", Opcode::Nop},  {"fence", Opcode::Nop},
-        {"ldu", Opcode::Ld}};
-  return table;
-}
-
 /// An operand before types are known (immediates need the instruction type).
 struct RawOperand {
   enum class Kind { Register, Literal, Vector, Address, Label, Sink } kind = Kind::Register;
@@ -231,6 +176,13 @@ struct RawOperand {
   std::string label;
 };
 
+/// The module's `.target` and `.version`, against which every instruction form is checked.
+struct DeclaredTarget {
+  std::string name = "(none)";
+  int sm = 1000;                            // no .target: every form is allowed
+  ptx::PtxVersion version{99, 0};           // no .version: likewise
+};
+
 struct Symbol {
   StateSpace space;
   std::uint32_t address;
@@ -239,8 +191,8 @@ struct Symbol {
 class KernelParser {
  public:
   KernelParser(const std::vector<Token>& tokens, std::size_t& position, const std::map<std::string, Symbol>& module_shared,
-               std::uint32_t module_shared_bytes)
-      : tokens_(tokens), pos_(position), position_ref_(position), module_symbols_(module_shared) {
+               std::uint32_t module_shared_bytes, const DeclaredTarget& target)
+      : tokens_(tokens), pos_(position), position_ref_(position), module_symbols_(module_shared), target_(target) {
     kernel_.static_shared_bytes = module_shared_bytes;
   }
 
@@ -316,19 +268,19 @@ class KernelParser {
         if (word.text == ".align") { align = parse_unsigned(next()); continue; }
         if (word.text == ".ptr" || word.text == ".global" || word.text == ".const" || word.text == ".shared" || word.text == ".local")
           continue;  // pointer attributes: informational only
-        auto it = type_names().find(std::string_view(word.text).substr(1));
-        if (it == type_names().end()) fail(word, fmt::format("unsupported parameter attribute '{}'", word.text));
-        type = it->second;
+        auto parsed = type_named(word.text);
+        if (!parsed) fail(word, fmt::format("unsupported parameter attribute '{}'", word.text));
+        type = *parsed;
       }
       if (type == ValueType::None) fail(start, "kernel parameter without a type");
       std::string name = next().text;
-      std::uint32_t size = bit_width(type) / 8;
+      std::uint32_t size = ptx::bit_width(type) / 8;
       if (peek().text == "[") {
         next();
         size *= parse_unsigned(next());
         expect("]");
       }
-      if (align == 0) align = bit_width(type) / 8;
+      if (align == 0) align = ptx::bit_width(type) / 8;
       offset = (offset + align - 1) / align * align;
       kernel_.parameters.push_back({name, type, offset, size});
       symbols().emplace(name, Symbol{StateSpace::Param, offset});
@@ -374,8 +326,7 @@ class KernelParser {
     // .reg .b32 %r<6>;   .reg .f32 %f1, %f2;   .reg .v2 .b32 ... (unsupported)
     const Token& type_token = next();
     if (type_token.text == ".v2" || type_token.text == ".v4") fail(type_token, "vector registers are not supported");
-    auto it = type_names().find(std::string_view(type_token.text).substr(1));
-    if (it == type_names().end()) fail(type_token, fmt::format("unknown register type '{}'", type_token.text));
+    if (!type_named(type_token.text)) fail(type_token, fmt::format("unknown register type '{}'", type_token.text));
     while (true) {
       std::string name = next().text;
       if (peek().text == "<") {
@@ -398,9 +349,9 @@ class KernelParser {
     while (peek().text.starts_with(".")) {
       const Token& word = next();
       if (word.text == ".align") { align = parse_unsigned(next()); continue; }
-      auto it = type_names().find(std::string_view(word.text).substr(1));
-      if (it == type_names().end()) fail(word, fmt::format("unsupported variable attribute '{}'", word.text));
-      element_size = std::max(1u, bit_width(it->second) / 8);
+      auto type = type_named(word.text);
+      if (!type) fail(word, fmt::format("unsupported variable attribute '{}'", word.text));
+      element_size = std::max(1u, ptx::bit_width(*type) / 8);
       align = std::max(align, element_size);
     }
     const Token& name = next();
@@ -567,9 +518,11 @@ class KernelParser {
       instruction.guard = static_cast<std::int32_t>(*reg);
     }
     const Token& opcode = next();
-    std::string_view base_name = std::string_view(opcode.text).substr(0, opcode.text.find('.'));
-    if (!opcode_table().count(base_name))
-      fail(opcode, fmt::format("unsupported instruction '{}' in '{}'", base_name, opcode.text));
+    try {  // an unknown opcode is reported before its operands, which may not parse as ours
+      ptx::parse_mnemonic(opcode.text);
+    } catch (const ptx::PtxSyntaxError& error) {
+      fail(opcode, error.what());
+    }
     std::vector<RawOperand> operands;
     while (peek().text != ";") {
       operands.push_back(parse_operand());
@@ -602,325 +555,68 @@ class KernelParser {
   // ----- decoding -------------------------------------------------------------------
 
   [[noreturn]] static void unsupported(const std::string& message) { throw PtxParseError(message); }
-  [[noreturn]] static void unknown_modifier(std::string_view modifier, std::string_view base) {
-    unsupported(fmt::format("unsupported modifier '.{}' for '{}'", modifier, base));
-  }
 
-  static std::optional<ValueType> as_type(std::string_view part) {
-    auto it = type_names().find(part);
-    if (it == type_names().end()) return std::nullopt;
-    return it->second;
-  }
-
-  static std::optional<Rounding> as_rounding(std::string_view part) {
-    static const std::map<std::string_view, Rounding> names = {
-        {"rn", Rounding::Nearest},     {"rz", Rounding::Zero},     {"rm", Rounding::Down},     {"rp", Rounding::Up},
-        {"rni", Rounding::NearestInt}, {"rzi", Rounding::ZeroInt}, {"rmi", Rounding::DownInt}, {"rpi", Rounding::UpInt}};
-    auto it = names.find(part);
-    if (it == names.end()) return std::nullopt;
-    return it->second;
-  }
-
-  static std::optional<Compare> as_compare(std::string_view part) {
-    static const std::map<std::string_view, Compare> names = {
-        {"eq", Compare::Eq},   {"ne", Compare::Ne},   {"lt", Compare::Lt},   {"le", Compare::Le},   {"gt", Compare::Gt},
-        {"ge", Compare::Ge},   {"lo", Compare::Lo},   {"ls", Compare::Ls},   {"hi", Compare::Hi},   {"hs", Compare::Hs},
-        {"equ", Compare::Equ}, {"neu", Compare::Neu}, {"ltu", Compare::Ltu}, {"leu", Compare::Leu}, {"gtu", Compare::Gtu},
-        {"geu", Compare::Geu}, {"num", Compare::Num}, {"nan", Compare::Nan}};
-    auto it = names.find(part);
-    if (it == names.end()) return std::nullopt;
-    return it->second;
-  }
-
-  static std::optional<StateSpace> as_space(std::string_view part) {
-    if (part == "global") return StateSpace::Global;
-    if (part == "shared" || part == "shared::cta") return StateSpace::Shared;
-    if (part == "local") return StateSpace::Local;
-    if (part == "param" || part == "param::entry") return StateSpace::Param;
-    if (part == "const") return StateSpace::Const;
-    return std::nullopt;
-  }
-
-  /// Memory-model and cache qualifiers that do not change a single-threaded-per-lane
-  /// emulation's results.
-  static bool is_ignorable_memory_qualifier(std::string_view part) {
-    static const std::set<std::string_view> names = {
-        "ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc", "weak", "volatile", "relaxed", "acquire", "release", "acq_rel",
-        "sc", "cta", "gpu", "sys", "cluster", "L1::evict_normal", "L1::evict_unchanged", "L1::evict_first",
-        "L1::evict_last", "L1::no_allocate", "L2::evict_normal", "L2::evict_first", "L2::evict_last", "L2::64B",
-        "L2::128B", "L2::256B", "sync", "aligned"};
-    return names.count(part) != 0;
-  }
-
+  /// Resolves the mnemonic to its row of the instruction table, checks that the module's
+  /// target and PTX version can run that form, then checks and types the operands by
+  /// the row's signature (an immediate takes the type of the slot it fills).
   void decode(const std::string& word, const std::vector<RawOperand>& raw, Instruction& in) {
-    auto parts = split_dots(word);
-    std::string_view base = parts[0];
-    std::vector<std::string_view> modifiers(parts.begin() + 1, parts.end());
-    std::vector<ValueType> types;
-
-    const auto& simple = opcode_table();
-    auto op_it = simple.find(base);
-    if (op_it == simple.end()) unsupported(fmt::format("unsupported instruction '{}'", base));
-    in.opcode = op_it->second;
-    if (base == "bar" && !modifiers.empty() && modifiers[0] == "warp") {
-      in.opcode = Opcode::BarWarpSync;
-      modifiers.clear();
+    try {
+      static_cast<ptx::Mnemonic&>(in) = ptx::parse_mnemonic(word);
+      in.form = &ptx::find_form(in);
+    } catch (const ptx::PtxSyntaxError& error) {
+      unsupported(error.what());
     }
-    if (base == "ldu") in.space = StateSpace::Global;
-
-    for (std::string_view m : modifiers) {
-      if (auto type = as_type(m)) { types.push_back(*type); continue; }
-      switch (in.opcode) {
-        case Opcode::Setp: case Opcode::Set:
-          if (auto compare = as_compare(m)) { in.compare = *compare; continue; }
-          if (m == "and") { in.bool_op = BoolOp::And; continue; }
-          if (m == "or") { in.bool_op = BoolOp::Or; continue; }
-          if (m == "xor") { in.bool_op = BoolOp::Xor; continue; }
-          if (m == "ftz") { in.ftz = true; continue; }
-          unknown_modifier(m, base);
-        case Opcode::Mul: case Opcode::Mad:
-          if (m == "lo") { in.mul_mode = MulMode::Lo; continue; }
-          if (m == "hi") { in.mul_mode = MulMode::Hi; continue; }
-          if (m == "wide") { in.mul_mode = MulMode::Wide; continue; }
-          break;
-        case Opcode::Ld: case Opcode::St: case Opcode::Atom: case Opcode::Red:
-          if (auto space = as_space(m)) { in.space = *space; continue; }
-          if (m == "v2") { in.vector = 2; continue; }
-          if (m == "v4") { in.vector = 4; continue; }
-          if (is_ignorable_memory_qualifier(m)) continue;
-          if (in.opcode == Opcode::Atom || in.opcode == Opcode::Red) {
-            static const std::map<std::string_view, AtomicOp> atomics = {
-                {"add", AtomicOp::Add}, {"min", AtomicOp::Min}, {"max", AtomicOp::Max},   {"inc", AtomicOp::Inc},
-                {"dec", AtomicOp::Dec}, {"and", AtomicOp::And}, {"or", AtomicOp::Or},     {"xor", AtomicOp::Xor},
-                {"exch", AtomicOp::Exch}, {"cas", AtomicOp::Cas}};
-            auto it = atomics.find(m);
-            if (it != atomics.end()) { in.mode = static_cast<std::uint8_t>(it->second); continue; }
-            if (m == "ftz") continue;  // atom.add.ftz.f32 does not change results of normal inputs... see Executor
-          }
-          unknown_modifier(m, base);
-        case Opcode::Shfl:
-          if (m == "up") { in.mode = static_cast<std::uint8_t>(ShuffleMode::Up); continue; }
-          if (m == "down") { in.mode = static_cast<std::uint8_t>(ShuffleMode::Down); continue; }
-          if (m == "bfly") { in.mode = static_cast<std::uint8_t>(ShuffleMode::Butterfly); continue; }
-          if (m == "idx") { in.mode = static_cast<std::uint8_t>(ShuffleMode::Index); continue; }
-          if (m == "sync") continue;
-          unknown_modifier(m, base);
-        case Opcode::Vote:
-          if (m == "all") { in.mode = static_cast<std::uint8_t>(VoteMode::All); continue; }
-          if (m == "any") { in.mode = static_cast<std::uint8_t>(VoteMode::Any); continue; }
-          if (m == "uni") { in.mode = static_cast<std::uint8_t>(VoteMode::Uni); continue; }
-          if (m == "ballot") { in.mode = static_cast<std::uint8_t>(VoteMode::Ballot); continue; }
-          if (m == "sync") continue;
-          unknown_modifier(m, base);
-        case Opcode::Prmt: {
-          static const std::map<std::string_view, PermuteMode> modes = {
-              {"f4e", PermuteMode::F4e}, {"b4e", PermuteMode::B4e}, {"rc8", PermuteMode::Rc8},
-              {"ecl", PermuteMode::Ecl}, {"ecr", PermuteMode::Ecr}, {"rc16", PermuteMode::Rc16}};
-          auto it = modes.find(m);
-          if (it != modes.end()) { in.mode = static_cast<std::uint8_t>(it->second); continue; }
-          unknown_modifier(m, base);
-        }
-        case Opcode::Shf:
-          if (m == "l") { in.mode = 0; continue; }
-          if (m == "r") { in.mode = 1; continue; }
-          if (m == "wrap") { in.clamp = false; continue; }
-          if (m == "clamp") { in.clamp = true; continue; }
-          unknown_modifier(m, base);
-        case Opcode::Bfind:
-          if (m == "shiftamt") { in.clamp = true; continue; }
-          unknown_modifier(m, base);
-        case Opcode::Testp: {
-          static const std::map<std::string_view, TestProperty> properties = {
-              {"finite", TestProperty::Finite}, {"infinite", TestProperty::Infinite},
-              {"number", TestProperty::Number}, {"notanumber", TestProperty::NotANumber},
-              {"normal", TestProperty::Normal}, {"subnormal", TestProperty::Subnormal}};
-          auto it = properties.find(m);
-          if (it != properties.end()) { in.mode = static_cast<std::uint8_t>(it->second); continue; }
-          unknown_modifier(m, base);
-        }
-        case Opcode::Cvta:
-          if (m == "to") { in.to_generic = false; continue; }
-          if (auto space = as_space(m)) { in.space = *space; continue; }
-          unknown_modifier(m, base);
-        case Opcode::Bra:
-          if (m == "uni") continue;
-          unknown_modifier(m, base);
-        case Opcode::Bar:
-          if (m == "sync" || m == "aligned" || m == "cta") continue;
-          unknown_modifier(m, base);
-        case Opcode::Nop:
-          if (m == "sc" || m == "cta" || m == "gl" || m == "gpu" || m == "sys" || m == "acq_rel" || m == "release" ||
-              m == "acquire")
-            continue;
-          unknown_modifier(m, base);
-        case Opcode::Activemask:
-          unknown_modifier(m, base);
-        default:
-          break;
-      }
-      if (auto rounding = as_rounding(m)) { in.rounding = *rounding; continue; }
-      if (m == "ftz") { in.ftz = true; continue; }
-      if (m == "sat" || m == "satfinite") { in.saturate = true; continue; }
-      if (m == "approx") { in.approx = true; continue; }
-      if (m == "full") { in.full = true; continue; }
-      if (m == "NaN") { in.propagate_nan = true; continue; }
-      if (m == "uni" && in.opcode == Opcode::Ret) continue;
-      if (m == "lo" && (in.opcode == Opcode::Dp2a)) { in.mul_mode = MulMode::Lo; continue; }
-      if (m == "hi" && (in.opcode == Opcode::Dp2a)) { in.mul_mode = MulMode::Hi; continue; }
-      unknown_modifier(m, base);
+    const ptx::InstructionForm& form = *in.form;
+    if (target_.sm < form.min_sm || target_.version < form.min_ptx) {
+      unsupported(fmt::format("'{}' needs sm_{} and PTX ISA {}, but the module declares .target {} and .version {}",
+                              word, form.min_sm, form.min_ptx.to_string(), target_.name, target_.version.to_string()));
     }
-    finish_decode(base, types, raw, in);
-  }
-
-  void require_types(std::string_view base, const std::vector<ValueType>& types, std::size_t count) {
-    if (types.size() != count)
-      unsupported(fmt::format("'{}' needs {} type suffix(es), found {}", base, count, types.size()));
-  }
-
-  void finish_decode(std::string_view base, const std::vector<ValueType>& types, const std::vector<RawOperand>& raw,
-                     Instruction& in) {
-    // Operand types (for immediates) and the instruction class.
-    std::vector<ValueType> operand_types(raw.size(), ValueType::None);
-    auto all = [&](ValueType type) { std::fill(operand_types.begin(), operand_types.end(), type); };
-    switch (in.opcode) {
-      case Opcode::Bra: case Opcode::Ret: case Opcode::Exit: case Opcode::Bar: case Opcode::Nop:
-      case Opcode::BarWarpSync:
-        in.klass = InstructionClass::Control;
-        all(ValueType::U32);
-        break;
-      case Opcode::Cvt:
-        if (types.size() != 2) unsupported("'cvt' needs a destination and a source type");
-        in.type = types[0];
-        in.source_type = types[1];
-        in.klass = InstructionClass::Conversion;
-        all(in.source_type);
-        if (!raw.empty()) operand_types[0] = in.type;
-        break;
-      case Opcode::Set:
-        require_types(base, types, 2);
-        in.type = types[0];
-        in.source_type = types[1];
-        in.klass = is_float(in.source_type) ? InstructionClass::Float : InstructionClass::Integer;
-        all(in.source_type);
-        operand_types[0] = in.type;
-        if (raw.size() > 3) operand_types[3] = ValueType::Pred;
-        break;
-      case Opcode::Setp:
-        require_types(base, types, 1);
-        in.type = types[0];
-        in.klass = is_float(in.type) ? InstructionClass::Float : InstructionClass::Integer;
-        all(in.type);
-        operand_types[0] = ValueType::Pred;
-        if (raw.size() > 3) operand_types[3] = ValueType::Pred;
-        break;
-      case Opcode::Selp:
-        require_types(base, types, 1);
-        in.type = types[0];
-        in.klass = is_float(in.type) ? InstructionClass::Float : InstructionClass::Integer;
-        all(in.type);
-        if (raw.size() > 3) operand_types[3] = ValueType::Pred;
-        break;
-      case Opcode::Ld: case Opcode::St: case Opcode::Atom: case Opcode::Red:
-        require_types(base, types, 1);
-        in.type = types[0];
-        in.klass = InstructionClass::Memory;
-        all(in.type);
-        break;
-      case Opcode::Shfl: case Opcode::Vote: case Opcode::Activemask:
-        require_types(base, types, 1);
-        in.type = types[0];
-        in.klass = InstructionClass::Shuffle;
-        all(ValueType::U32);
-        break;
-      case Opcode::Cvta:
-        require_types(base, types, 1);
-        in.type = types[0];
-        in.klass = InstructionClass::Integer;
-        all(in.type);
-        break;
-      case Opcode::Dp4a: case Opcode::Dp2a:
-        require_types(base, types, 2);
-        in.type = types[0];
-        in.source_type = types[1];
-        in.klass = InstructionClass::Integer;
-        all(ValueType::U32);
-        break;
-      default:
-        require_types(base, types, 1);
-        in.type = types[0];
-        in.klass = is_float(in.type) ? InstructionClass::Float : InstructionClass::Integer;
-        all(in.type);
-        if (in.opcode == Opcode::Shl || in.opcode == Opcode::Shr || in.opcode == Opcode::Bfe || in.opcode == Opcode::Bfi ||
-            in.opcode == Opcode::Shf) {
-          for (std::size_t i = 2; i < operand_types.size(); ++i) operand_types[i] = ValueType::U32;
-          if (in.opcode == Opcode::Bfi || in.opcode == Opcode::Shf) operand_types[2] = in.type;
-        }
-        if (in.opcode == Opcode::Mul && in.mul_mode == MulMode::Wide) {
-          // operands a, b have the type; d is twice as wide (immediates only matter for sources)
-        }
-        if (in.opcode == Opcode::Testp) operand_types[0] = ValueType::Pred;
-        break;
+    std::vector<std::pair<char, bool>> slots;  // (class letter, optional)
+    bool optional = false;
+    for (char c : form.operands) {
+      if (c == '[') optional = true;
+      else if (c == ']') optional = false;
+      else slots.emplace_back(c, optional);
     }
-    check_support(in);
-    if (raw.size() > in.operands.size()) unsupported("too many operands");
-    for (std::size_t i = 0; i < raw.size(); ++i) in.operands[i] = resolve(raw[i], operand_types[i]);
+    std::size_t required = 0;
+    for (const auto& [letter, is_optional] : slots) required += is_optional ? 0 : 1;
+    if (raw.size() < required || raw.size() > slots.size()) {
+      unsupported(required == slots.size()
+                      ? fmt::format("expected {} operands, found {}", slots.size(), raw.size())
+                      : fmt::format("expected {} to {} operands, found {}", required, slots.size(), raw.size()));
+    }
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+      char letter = slots[i].first;
+      if (letter == 'a' && raw[i].kind != RawOperand::Kind::Address)
+        unsupported(fmt::format("operand {} must be an address [..]", i + 1));
+      if (letter == 'l' && raw[i].kind != RawOperand::Kind::Label) unsupported("expected a label");
+      in.operands[i] = resolve(raw[i], slot_type(letter, in));
+    }
     in.operand_count = static_cast<std::uint8_t>(raw.size());
-    check_operand_count(in);
-  }
-
-  void check_support(const Instruction& in) {
-    bool half = in.type == ValueType::F16 || in.type == ValueType::F16x2 || in.type == ValueType::BF16 ||
-                in.type == ValueType::BF16x2;
-    bool moves_bits = in.opcode == Opcode::Cvt || in.opcode == Opcode::Mov || in.opcode == Opcode::Ld ||
-                      in.opcode == Opcode::St || in.opcode == Opcode::Selp;
-    if (half && !moves_bits) unsupported(fmt::format("{} arithmetic is not supported", to_string(in.type)));
-    if ((in.opcode == Opcode::Cvt) && (in.source_type == ValueType::F16x2 || in.source_type == ValueType::BF16x2))
-      unsupported("cvt from packed half types is not supported");
-    if (in.opcode == Opcode::Ld || in.opcode == Opcode::St) {
-      if (in.space == StateSpace::Const) unsupported("the .const state space is not supported");
-    }
-    if ((in.opcode == Opcode::Atom || in.opcode == Opcode::Red) &&
-        !(in.space == StateSpace::Global || in.space == StateSpace::Shared || in.space == StateSpace::Generic))
-      unsupported("atomics only on .global/.shared/generic addresses");
-  }
-
-  void check_operand_count(const Instruction& in) {
-    auto need = [&](int count) {
-      if (in.operand_count != count)
-        unsupported(fmt::format("expected {} operands, found {}", count, in.operand_count));
-    };
-    switch (in.opcode) {
-      case Opcode::Ret: case Opcode::Exit: case Opcode::Nop: break;
-      case Opcode::Bra: need(1); if (in.operands[0].kind != Operand::Kind::Label) unsupported("bra needs a label"); break;
-      case Opcode::Bar: if (in.operand_count > 2) unsupported("bar.sync takes at most two operands"); break;
-      case Opcode::BarWarpSync: case Opcode::Activemask: need(1); break;
-      case Opcode::Abs: case Opcode::Neg: case Opcode::Popc: case Opcode::Clz: case Opcode::Brev: case Opcode::Bfind:
-      case Opcode::Not: case Opcode::Cnot: case Opcode::Rcp: case Opcode::Sqrt: case Opcode::Rsqrt: case Opcode::Ex2:
-      case Opcode::Lg2: case Opcode::Sin: case Opcode::Cos: case Opcode::Tanh: case Opcode::Testp: case Opcode::Mov:
-      case Opcode::Cvta: case Opcode::Ld: case Opcode::St:
-        need(2);
-        break;
-      case Opcode::Cvt: if (in.operand_count != 2 && in.operand_count != 3) need(2); break;
-      case Opcode::Setp: case Opcode::Set: if (in.operand_count != 3 && in.operand_count != 4) need(3); break;
-      case Opcode::Mad: case Opcode::Fma: case Opcode::Selp: case Opcode::Prmt: case Opcode::Bfe:
-      case Opcode::Dp4a: case Opcode::Dp2a:
-        need(4);
-        break;
-      case Opcode::Lop3: case Opcode::Bfi: case Opcode::Shfl: need(5); break;
-      case Opcode::Shf: need(4); break;
-      case Opcode::Vote: need(3); break;
-      case Opcode::Atom: if (in.operand_count != 3 && in.operand_count != 4) need(3); break;
-      case Opcode::Red: need(2); break;
-      default: need(3); break;
-    }
-    if ((in.opcode == Opcode::Ld || in.opcode == Opcode::Atom) && in.operands[1].kind != Operand::Kind::Address)
-      unsupported("expected an address [..] as the source");
-    if ((in.opcode == Opcode::St || in.opcode == Opcode::Red) && in.operands[0].kind != Operand::Kind::Address)
-      unsupported("expected an address [..] as the destination");
-    if ((in.opcode == Opcode::Ld || in.opcode == Opcode::St) && in.vector > 1) {
-      const Operand& value = in.operands[in.opcode == Opcode::Ld ? 0 : 1];
+    if ((in.opcode == Opcode::Ld || in.opcode == Opcode::Ldu || in.opcode == Opcode::St) && in.vector > 1) {
+      const Operand& value = in.operands[in.opcode == Opcode::St ? 1 : 0];
       if (value.kind != Operand::Kind::Vector || value.count != in.vector)
         unsupported(fmt::format("a .v{} access needs a {{...}} operand with {} registers", in.vector, in.vector));
+    }
+  }
+
+  /// The type an operand slot of signature class `letter` holds (see InstructionTable.h).
+  static ValueType slot_type(char letter, const Instruction& in) {
+    switch (letter) {
+      case 't': return in.type;
+      case 's': return in.source_type;
+      case 'u': return ValueType::U32;
+      case 'p': return ValueType::Pred;
+      case 'w':
+        if (in.mul_mode != MulMode::Wide) return in.type;
+        switch (in.type) {
+          case ValueType::U16: return ValueType::U32;
+          case ValueType::S16: return ValueType::S32;
+          case ValueType::U32: return ValueType::U64;
+          case ValueType::S32: return ValueType::S64;
+          default: return in.type;
+        }
+      default: return ValueType::None;  // addresses and labels
     }
   }
 
@@ -928,7 +624,7 @@ class KernelParser {
     if (type == ValueType::F32) {
       if (literal.kind == Literal::Kind::Float32) return literal.bits;
       if (literal.kind == Literal::Kind::Float64)
-        return round_to_format(std::bit_cast<double>(literal.bits), FloatFormat::binary32(), Rounding::Nearest, false);
+        return ir::arith::round_to_format(std::bit_cast<double>(literal.bits), ir::arith::FloatFormat::binary32());
       return std::bit_cast<std::uint32_t>(static_cast<float>(static_cast<std::int64_t>(literal.bits)));
     }
     if (type == ValueType::F64) {
@@ -937,7 +633,9 @@ class KernelParser {
         return std::bit_cast<std::uint64_t>(static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(literal.bits))));
       return std::bit_cast<std::uint64_t>(static_cast<double>(static_cast<std::int64_t>(literal.bits)));
     }
-    if (literal.kind != Literal::Kind::Integer && type != ValueType::None && !is_float(type) && bit_width(type) == 32)
+    if (ptx::is_half(type) && literal.kind == Literal::Kind::Integer) return literal.bits;  // a bit pattern
+    if (literal.kind != Literal::Kind::Integer && type != ValueType::None && !ptx::is_float(type) &&
+        ptx::bit_width(type) == 32)
       return literal.bits & 0xffffffffu;  // 0f literal moved into a .b32
     return literal.bits;
   }
@@ -988,7 +686,7 @@ class KernelParser {
   void finish() {
     Instruction exit;
     exit.opcode = Opcode::Exit;
-    exit.klass = InstructionClass::Control;
+    exit.form = &ptx::form(ptx::Form::Exit);
     exit.line = tokens_[pos_ - 1].line;
     kernel_.code.push_back(exit);
     kernel_.source_text.push_back("exit; (implicit at the end of the kernel)");
@@ -1006,6 +704,7 @@ class KernelParser {
   std::size_t pos_;
   std::size_t& position_ref_;
   const std::map<std::string, Symbol>& module_symbols_;
+  const DeclaredTarget& target_;
   Kernel kernel_;
   std::vector<std::map<std::string, std::uint32_t>> scopes_;
   std::map<std::string, Symbol> symbols_;
@@ -1027,10 +726,9 @@ void parse_module_shared(const std::vector<Token>& tokens, std::size_t& pos, boo
   while (pos < tokens.size() && tokens[pos].text.starts_with(".")) {
     const std::string& word = tokens[pos++].text;
     if (word == ".align") { align = static_cast<std::uint32_t>(std::stoul(tokens.at(pos++).text)); continue; }
-    auto it = type_names().find(std::string_view(word).substr(1));
-    if (it == type_names().end())
-      throw PtxParseError(fmt::format("PTX line {}: unsupported .shared attribute '{}'", line_of(), word));
-    element_size = std::max(1u, bit_width(it->second) / 8);
+    auto type = type_named(word);
+    if (!type) throw PtxParseError(fmt::format("PTX line {}: unsupported .shared attribute '{}'", line_of(), word));
+    element_size = std::max(1u, ptx::bit_width(*type) / 8);
     align = std::max(align, element_size);
   }
   std::string name = tokens.at(pos++).text;
@@ -1060,15 +758,28 @@ Module parse_ptx(const std::string& text) {
   std::map<std::string, Symbol> module_shared;
   std::uint32_t module_shared_bytes = 0;
   std::size_t pos = 0;
+  DeclaredTarget declared;
   auto fail = [&](const Token& token, const std::string& message) {
     throw PtxParseError(fmt::format("PTX line {}: {}", token.line, message));
   };
   while (pos < tokens.size()) {
     const Token& token = tokens[pos++];
-    if (token.text == ".version") { module.version = tokens.at(pos++).text; continue; }
+    if (token.text == ".version") {
+      module.version = tokens.at(pos++).text;
+      int major = 0, minor = 0;
+      if (std::sscanf(module.version.c_str(), "%d.%d", &major, &minor) != 2)
+        fail(token, fmt::format("malformed .version '{}'", module.version));
+      declared.version = {major, minor};
+      continue;
+    }
     if (token.text == ".target") {
       module.target = tokens.at(pos++).text;
       while (pos < tokens.size() && tokens[pos].text == ",") pos += 2;
+      int sm = 0;
+      if (std::sscanf(module.target.c_str(), "sm_%d", &sm) == 1) {
+        declared.name = module.target;
+        declared.sm = sm;
+      }
       continue;
     }
     if (token.text == ".address_size") {
@@ -1078,7 +789,7 @@ Module parse_ptx(const std::string& text) {
     }
     if (token.text == ".visible" || token.text == ".weak") continue;
     if (token.text == ".entry") {
-      KernelParser parser(tokens, pos, module_shared, module_shared_bytes);
+      KernelParser parser(tokens, pos, module_shared, module_shared_bytes, declared);
       module.kernels.push_back(parser.parse());
       continue;
     }

@@ -30,22 +30,29 @@ class BlockStmt : public StmtNode {
   }
 };
 
-/// Let and Assign: copy the value into the variable's register for the active lanes.
+/// Let and Assign: copy the value into the variable's register(s) for the active lanes.
 class BindStmt : public StmtNode {
  public:
   std::uint32_t reg = 0;
+  unsigned words = 1;
   const ExprNode* value = nullptr;
   void exec(Machine& machine, Lanes& active) const override {
     const LaneSpan lanes = span_of(active);
     const Word* source = value->run(machine, lanes);
     Word* target = machine.reg(reg);
-    if (source != target) for_each_lane(lanes, [&](std::uint32_t lane) { target[lane] = source[lane]; });
+    if (source == target) return;
+    for (unsigned w = 0; w < words; ++w) {
+      const std::size_t offset = std::size_t{w} * machine.lanes;
+      for_each_lane(lanes, [&](std::uint32_t lane) { target[offset + lane] = source[offset + lane]; });
+    }
   }
 };
 
 class StoreStmt : public StmtNode {
  public:
   std::uint32_t buffer = 0;
+  unsigned lanes_per_store = 1;  // vector lanes
+  unsigned words = 1;
   const ExprNode* index = nullptr;
   const ExprNode* value = nullptr;
   ir::Node source;
@@ -56,14 +63,18 @@ class StoreStmt : public StmtNode {
     const BufferView& view = machine.buffers[buffer];
     for_each_lane(lanes, [&](std::uint32_t lane) {
       const auto element = get<std::uint32_t>(indices[lane]);
-      if (element >= view.count) {
+      if (std::uint64_t{element} + lanes_per_store > view.count) {
         std::string statement = ir::print(source);
         while (!statement.empty() && statement.back() == '\n') statement.pop_back();
-        throw RuntimeError(fmt::format("out-of-bounds store to buffer '{}': index {} >= count {} in `{}` at {}",
-                                       view.name, element, view.count, statement, machine.describe_lane(lane)));
+        throw RuntimeError(fmt::format(
+            "out-of-bounds store to buffer '{}': index {}{} >= count {} in `{}` at {}", view.name, element,
+            lanes_per_store > 1 ? fmt::format(" + {} lanes", lanes_per_store - 1) : std::string(), view.count,
+            statement, machine.describe_lane(lane)));
       }
-      // Little-endian host: the value's bytes are the low bytes of its Word.
-      std::memcpy(view.bytes + std::size_t{element} * view.element_size, &values[lane], view.element_size);
+      // Little-endian host: the value's bytes are the low bytes of its Word(s).
+      VectorValue value = VectorValue::read(values, machine.lanes, lane, words);
+      std::memcpy(view.bytes + std::size_t{element} * view.element_size, value.words,
+                  std::size_t{view.element_size} * lanes_per_store);
     });
     machine.counters.global_stores += lanes.size;
     machine.counters.stores_per_buffer[buffer] += lanes.size;
@@ -159,10 +170,15 @@ class Compiler {
  private:
   struct Binding {
     std::uint32_t reg;
-    ir::ScalarType type;
+    ir::Type type;
   };
 
-  std::uint32_t new_register() { return next_register_++; }
+  /// The first of `words` consecutive registers (a 128-bit vector takes two).
+  std::uint32_t new_register(unsigned words = 1) {
+    std::uint32_t first = next_register_;
+    next_register_ += words;
+    return first;
+  }
 
   std::uint32_t buffer_index(const std::string& name, const ir::Expr* expr, const ir::Node* node) const {
     for (std::size_t i = 0; i < buffers_.size(); ++i) {
@@ -215,36 +231,62 @@ class Compiler {
         const auto* load = expr.as<ir::Load>();
         node->buffer = buffer_index(load->buffer, &expr, nullptr);
         node->operands[0] = compile_expr(load->index);
-        node->result = new_register();
+        node->result = new_register(words_of(expr.type()));
         break;
       }
       case ExprKind::Binary:
-        node->operands = {compile_expr(expr.as<ir::Binary>()->lhs), compile_expr(expr.as<ir::Binary>()->rhs), nullptr};
-        node->result = new_register();
+        node->operands = {compile_expr(expr.as<ir::Binary>()->lhs), compile_expr(expr.as<ir::Binary>()->rhs)};
+        node->result = new_register(words_of(expr.type()));
         break;
       case ExprKind::Unary:
         node->operands[0] = compile_expr(expr.as<ir::Unary>()->operand);
-        node->result = new_register();
+        node->result = new_register(words_of(expr.type()));
         break;
       case ExprKind::Cast:
         node->operands[0] = compile_expr(expr.as<ir::Cast>()->value);
-        node->result = new_register();
+        node->result = new_register(words_of(expr.type()));
+        break;
+      case ExprKind::Bitcast:
+        node->operands[0] = compile_expr(expr.as<ir::Bitcast>()->value);
+        node->result = new_register(words_of(expr.type()));
         break;
       case ExprKind::Select: {
         const auto* select = expr.as<ir::Select>();
         node->operands = {compile_expr(select->cond), compile_expr(select->if_true), compile_expr(select->if_false)};
-        node->result = new_register();
+        node->result = new_register(words_of(expr.type()));
         break;
       }
       case ExprKind::Fma: {
         const auto* fma = expr.as<ir::Fma>();
         node->operands = {compile_expr(fma->a), compile_expr(fma->b), compile_expr(fma->c)};
+        node->result = new_register(words_of(expr.type()));
+        break;
+      }
+      case ExprKind::MakeVector: {
+        const auto* make = expr.as<ir::MakeVector>();
+        for (std::size_t i = 0; i < make->lanes.size(); ++i) node->operands[i] = compile_expr(make->lanes[i]);
+        node->result = new_register(words_of(expr.type()));
+        break;
+      }
+      case ExprKind::ExtractLane:
+        node->operands[0] = compile_expr(expr.as<ir::ExtractLane>()->vector);
+        node->result = new_register();
+        break;
+      case ExprKind::InsertLane: {
+        const auto* insert = expr.as<ir::InsertLane>();
+        node->operands = {compile_expr(insert->vector), compile_expr(insert->value)};
+        node->result = new_register(words_of(expr.type()));
+        break;
+      }
+      case ExprKind::Permute: {
+        const auto* permute = expr.as<ir::Permute>();
+        node->operands = {compile_expr(permute->a), compile_expr(permute->b), compile_expr(permute->selector)};
         node->result = new_register();
         break;
       }
       case ExprKind::SubgroupShuffle: {
         const auto* shuffle = expr.as<ir::SubgroupShuffle>();
-        node->operands = {compile_expr(shuffle->value), compile_expr(shuffle->lane), nullptr};
+        node->operands = {compile_expr(shuffle->value), compile_expr(shuffle->lane)};
         node->result = new_register();
         break;
       }
@@ -303,7 +345,8 @@ class Compiler {
         const auto* let = node.as<ir::Let>();
         auto stmt = std::make_unique<BindStmt>();
         stmt->value = compile_expr(let->value);  // before the name comes into scope
-        stmt->reg = new_register();
+        stmt->words = words_of(let->value.type());
+        stmt->reg = new_register(stmt->words);
         bindings_.declare(let->name, Binding{stmt->reg, let->value.type()});
         return stmt;
       }
@@ -311,6 +354,7 @@ class Compiler {
         const auto* assign = node.as<ir::Assign>();
         auto stmt = std::make_unique<BindStmt>();
         stmt->value = compile_expr(assign->value);
+        stmt->words = words_of(assign->value.type());
         stmt->reg = lookup(assign->name, nullptr).reg;
         return stmt;
       }
@@ -320,6 +364,8 @@ class Compiler {
         stmt->buffer = buffer_index(store->buffer, nullptr, &node);
         stmt->index = compile_expr(store->index);
         stmt->value = compile_expr(store->value);
+        stmt->lanes_per_store = store->value.type().lanes();
+        stmt->words = words_of(store->value.type());
         stmt->source = node;
         return stmt;
       }
@@ -337,7 +383,7 @@ class Compiler {
         auto stmt = std::make_unique<LoopStmt>();
         stmt->from = compile_expr(loop->from);
         stmt->to = compile_expr(loop->to);
-        stmt->kernels = loop_kernels(loop->from.type());
+        stmt->kernels = loop_kernels(loop->from.type().element());
         stmt->counter = new_register();
         stmt->limit = new_register();
         {

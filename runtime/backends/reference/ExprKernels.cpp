@@ -1,7 +1,7 @@
 // The lane kernels of the reference interpreter: one function per (expression kind,
-// operator, type) combination, each evaluating its node for a whole LaneSpan. The
-// arithmetic follows the semantics at the top of ir/IR.h exactly; the comments below
-// say how each rule is realised on the host.
+// operator, type) combination, each evaluating its node for a whole LaneSpan. What
+// each operator computes is ir/Arithmetic.h's one definition (the constant folder uses
+// the same); this file only moves values between registers, lanes and vector lanes.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -13,6 +13,7 @@
 namespace quantc::runtime::reference::detail {
 namespace {
 
+namespace arith = ir::arith;
 using ir::BinaryOp;
 using ir::ScalarType;
 using ir::SubgroupReduceOp;
@@ -20,118 +21,26 @@ using ir::UnaryOp;
 
 constexpr std::uint32_t kSubgroupSize = 32;
 
-/// Integer arithmetic is done in an unsigned type at least 32 bits wide so that it
-/// wraps modulo 2^bits without signed-overflow UB or promotion to int.
-template <class T>
-using Wide = std::conditional_t<sizeof(T) <= 4, std::uint32_t, std::uint64_t>;
-
-/// f16 arithmetic is done in f32 and rounded back: for +, -, *, / the double rounding
-/// is innocuous because 24 >= 2 * 11 + 2 (Figueroa), so results equal native binary16.
-template <class T>
-using Compute = std::conditional_t<std::is_same_v<T, Half>, float, T>;
-
-template <class T>
-inline bool is_nan(T value) {
-  if constexpr (kIsFloat<T>) {
-    return std::isnan(static_cast<Compute<T>>(value));
-  } else {
-    return false;
-  }
-}
-
-template <class T>
-inline T canonical_nan() {
-  return static_cast<T>(std::numeric_limits<float>::quiet_NaN());
-}
-
-/// PTX min/max.f32: a NaN operand is ignored (both NaN gives a canonical NaN) and
-/// -0.0 orders below +0.0.
-template <bool kMin, class T>
-inline T float_min_max(T a, T b) {
-  using C = Compute<T>;
-  C x = static_cast<C>(a), y = static_cast<C>(b);
-  if (std::isnan(x)) return std::isnan(y) ? canonical_nan<T>() : b;
-  if (std::isnan(y)) return a;
-  if (x == y) {  // equal, possibly zeros of different sign
-    bool x_negative = std::signbit(x);
-    return (kMin ? x_negative : !x_negative) ? a : b;
-  }
-  return (kMin ? x < y : x > y) ? a : b;
-}
-
-template <BinaryOp OP, class T>
-constexpr bool binary_allowed() {
-  constexpr bool boolean = std::is_same_v<T, bool>;
-  constexpr bool integer = !boolean && !kIsFloat<T>;
-  switch (OP) {
-    case BinaryOp::LogicalAnd:
-    case BinaryOp::LogicalOr: return boolean;
-    case BinaryOp::BitAnd:
-    case BinaryOp::BitOr:
-    case BinaryOp::BitXor: return !kIsFloat<T>;
-    case BinaryOp::Rem:
-    case BinaryOp::Shl:
-    case BinaryOp::Shr: return integer;
-    case BinaryOp::Eq:
-    case BinaryOp::Ne: return true;
-    default: return !boolean;
-  }
-}
-
-template <BinaryOp OP, class T>
-inline auto apply_binary(T a, T b) {
-  using C = Compute<T>;
-  if constexpr (OP == BinaryOp::Eq) return static_cast<C>(a) == static_cast<C>(b);
-  else if constexpr (OP == BinaryOp::Ne) return static_cast<C>(a) != static_cast<C>(b);  // true for NaN
-  else if constexpr (OP == BinaryOp::Lt) return static_cast<C>(a) < static_cast<C>(b);
-  else if constexpr (OP == BinaryOp::Le) return static_cast<C>(a) <= static_cast<C>(b);
-  else if constexpr (OP == BinaryOp::Gt) return static_cast<C>(a) > static_cast<C>(b);
-  else if constexpr (OP == BinaryOp::Ge) return static_cast<C>(a) >= static_cast<C>(b);
-  else if constexpr (OP == BinaryOp::LogicalAnd) return a && b;
-  else if constexpr (OP == BinaryOp::LogicalOr) return a || b;
-  else if constexpr (OP == BinaryOp::BitAnd) return static_cast<T>(a & b);
-  else if constexpr (OP == BinaryOp::BitOr) return static_cast<T>(a | b);
-  else if constexpr (OP == BinaryOp::BitXor) return static_cast<T>(a ^ b);
-  else if constexpr (kIsFloat<T>) {
-    // One rounding per operation; -ffp-contract=off keeps the host from fusing.
-    if constexpr (OP == BinaryOp::Add) return static_cast<T>(static_cast<C>(a) + static_cast<C>(b));
-    else if constexpr (OP == BinaryOp::Sub) return static_cast<T>(static_cast<C>(a) - static_cast<C>(b));
-    else if constexpr (OP == BinaryOp::Mul) return static_cast<T>(static_cast<C>(a) * static_cast<C>(b));
-    else if constexpr (OP == BinaryOp::Div) return static_cast<T>(static_cast<C>(a) / static_cast<C>(b));
-    else if constexpr (OP == BinaryOp::Min) return float_min_max<true>(a, b);
-    else if constexpr (OP == BinaryOp::Max) return float_min_max<false>(a, b);
-  } else {
-    using W = Wide<T>;
-    using U = std::make_unsigned_t<T>;
-    constexpr unsigned kBits = sizeof(T) * 8;
-    if constexpr (OP == BinaryOp::Add) return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
-    else if constexpr (OP == BinaryOp::Sub) return static_cast<T>(static_cast<W>(a) - static_cast<W>(b));
-    else if constexpr (OP == BinaryOp::Mul) return static_cast<T>(static_cast<W>(a) * static_cast<W>(b));
-    else if constexpr (OP == BinaryOp::Div || OP == BinaryOp::Rem) {
-      // The divisor is checked for zero before; the one overflowing quotient
-      // (MIN / -1) wraps to MIN with remainder 0, as PTX div.s32 does.
-      if constexpr (std::is_signed_v<T>) {
-        if (a == std::numeric_limits<T>::min() && b == T(-1)) return OP == BinaryOp::Div ? a : T(0);
-      }
-      return OP == BinaryOp::Div ? static_cast<T>(a / b) : static_cast<T>(a % b);
-    } else if constexpr (OP == BinaryOp::Min) return a < b ? a : b;
-    else if constexpr (OP == BinaryOp::Max) return a > b ? a : b;
-    else if constexpr (OP == BinaryOp::Shl) {
-      // The amount is read as unsigned (a negative amount is huge): clamped like PTX shl.
-      U amount = static_cast<U>(b);
-      if (amount >= kBits) return T(0);
-      return static_cast<T>(static_cast<W>(static_cast<U>(a)) << amount);
-    } else if constexpr (OP == BinaryOp::Shr) {
-      U amount = static_cast<U>(b);
-      if (amount >= kBits) return (std::is_signed_v<T> && a < 0) ? static_cast<T>(-1) : T(0);
-      return static_cast<T>(a >> amount);  // arithmetic for signed types (C++20)
-    }
-  }
-}
-
 [[noreturn]] void throw_at(const Machine& machine, std::uint32_t lane, const ir::Expr& source,
                            const std::string& what) {
   throw RuntimeError(fmt::format("{} in `{}` at {}", what, ir::print(source), machine.describe_lane(lane)));
+}
+
+template <class T>
+std::string describe_value(T value) {
+  if constexpr (arith::kIsHalf<T>) return fmt::format("{}", static_cast<double>(arith::exact_value(value)));
+  else return fmt::format("{}", +value);
+}
+
+/// Integer division and remainder trap on a zero divisor (the IR's only run-time
+/// arithmetic error); `divisor` is checked before the operation runs.
+template <BinaryOp OP, class T>
+void check_divisor(const Machine& machine, std::uint32_t lane, const ExprNode& node, T dividend, T divisor) {
+  if constexpr ((OP == BinaryOp::Div || OP == BinaryOp::Rem) && arith::kIsInteger<T>) {
+    if (divisor == T(0)) {
+      throw_at(machine, lane, node.source, fmt::format("integer division by zero (dividend {})", describe_value(dividend)));
+    }
+  }
 }
 
 template <BinaryOp OP, class T>
@@ -139,97 +48,87 @@ const Word* binary_kernel(const ExprNode& node, Machine& machine, const LaneSpan
   const Word* lhs = node.operands[0]->run(machine, lanes);
   const Word* rhs = node.operands[1]->run(machine, lanes);
   Word* out = machine.reg(node.result);
-  if constexpr ((OP == BinaryOp::Div || OP == BinaryOp::Rem) && !kIsFloat<T>) {
-    for_each_lane(lanes, [&](std::uint32_t lane) {
-      if (get<T>(rhs[lane]) == T(0)) {
-        throw_at(machine, lane, node.source,
-                 fmt::format("integer division by zero (dividend {})", +get<T>(lhs[lane])));
-      }
-    });
-  }
   for_each_lane(lanes, [&](std::uint32_t lane) {
-    out[lane] = put(apply_binary<OP, T>(get<T>(lhs[lane]), get<T>(rhs[lane])));
+    T a = get<T>(lhs[lane]), b = get<T>(rhs[lane]);
+    check_divisor<OP>(machine, lane, node, a, b);
+    out[lane] = put(arith::binary<OP, T>(a, b));
+  });
+  machine.counters.arithmetic_ops += lanes.size;
+  return out;
+}
+
+/// The same operator on every lane of a vector.
+template <BinaryOp OP, class T>
+const Word* vector_binary_kernel(const ExprNode& node, Machine& machine, const LaneSpan& lanes) {
+  const Word* lhs = node.operands[0]->run(machine, lanes);
+  const Word* rhs = node.operands[1]->run(machine, lanes);
+  Word* out = machine.reg(node.result);
+  const unsigned count = node.source.type().lanes(), words = words_of(node.source.type());
+  for_each_lane(lanes, [&](std::uint32_t lane) {
+    VectorValue a = VectorValue::read(lhs, machine.lanes, lane, words);
+    VectorValue b = VectorValue::read(rhs, machine.lanes, lane, words);
+    VectorValue result;
+    for (unsigned i = 0; i < count; ++i) {
+      check_divisor<OP>(machine, lane, node, a.lane<T>(i), b.lane<T>(i));
+      result.set_lane<T>(i, arith::binary<OP, T>(a.lane<T>(i), b.lane<T>(i)));
+    }
+    result.write(out, machine.lanes, lane, words);
   });
   machine.counters.arithmetic_ops += lanes.size;
   return out;
 }
 
 template <UnaryOp OP, class T>
-constexpr bool unary_allowed() {
-  if constexpr (std::is_same_v<T, bool>) return OP == UnaryOp::Not;
-  else if constexpr (kIsFloat<T>) return OP != UnaryOp::Not;
-  else return true;
-}
-
-template <UnaryOp OP, class T>
-inline T apply_unary(T value) {
-  using C = Compute<T>;
-  if constexpr (OP == UnaryOp::Not) {
-    if constexpr (std::is_same_v<T, bool>) return !value;
-    else return static_cast<T>(~value);
-  } else if constexpr (kIsFloat<T>) {
-    if constexpr (OP == UnaryOp::Neg) return static_cast<T>(-static_cast<C>(value));
-    else return static_cast<T>(std::fabs(static_cast<C>(value)));
-  } else {
-    using W = Wide<T>;
-    T negated = static_cast<T>(W(0) - static_cast<W>(value));  // wraps: -MIN == MIN
-    if constexpr (OP == UnaryOp::Neg) return negated;
-    else if constexpr (std::is_signed_v<T>) return value < 0 ? negated : value;
-    else return value;
-  }
-}
-
-template <UnaryOp OP, class T>
 const Word* unary_kernel(const ExprNode& node, Machine& machine, const LaneSpan& lanes) {
   const Word* operand = node.operands[0]->run(machine, lanes);
   Word* out = machine.reg(node.result);
-  for_each_lane(lanes, [&](std::uint32_t lane) { out[lane] = put(apply_unary<OP, T>(get<T>(operand[lane]))); });
+  const ir::Type type = node.source.type();
+  if (type.is_scalar()) {
+    for_each_lane(lanes, [&](std::uint32_t lane) { out[lane] = put(arith::unary<OP, T>(get<T>(operand[lane]))); });
+  } else {
+    const unsigned words = words_of(type);
+    for_each_lane(lanes, [&](std::uint32_t lane) {
+      VectorValue value = VectorValue::read(operand, machine.lanes, lane, words);
+      for (unsigned i = 0; i < type.lanes(); ++i) value.set_lane<T>(i, arith::unary<OP, T>(value.lane<T>(i)));
+      value.write(out, machine.lanes, lane, words);
+    });
+  }
   machine.counters.arithmetic_ops += lanes.size;
   return out;
-}
-
-/// Float -> integer: round toward zero, saturate, NaN -> 0 (PTX cvt.rzi.sat).
-template <class To, class From>
-inline To saturate_to_integer(From value) {
-  double real = static_cast<double>(static_cast<Compute<From>>(value));  // exact
-  if (std::isnan(real)) return To(0);
-  real = std::trunc(real);
-  // Both limits are exact doubles: 0 or -2^(n-1), and 2^n or 2^(n-1).
-  constexpr double lowest = static_cast<double>(std::numeric_limits<To>::min());
-  const double above_highest = std::ldexp(1.0, std::numeric_limits<To>::digits);
-  if (real < lowest) return std::numeric_limits<To>::min();
-  if (real >= above_highest) return std::numeric_limits<To>::max();
-  return static_cast<To>(real);
-}
-
-template <class To, class From>
-inline To convert(From value) {
-  if constexpr (std::is_same_v<To, From>) {
-    return value;
-  } else if constexpr (std::is_same_v<To, bool>) {
-    if constexpr (kIsFloat<From>) return static_cast<Compute<From>>(value) != 0;  // NaN -> true
-    else return value != 0;
-  } else if constexpr (kIsFloat<From> && !kIsFloat<To>) {
-    return saturate_to_integer<To>(value);
-  } else if constexpr (std::is_same_v<To, Half> && !kIsFloat<From>) {
-    // Integers reach f16 through f32: exact below 2^24, and anything larger overflows
-    // f16 (max 65504) to infinity either way, so there is a single effective rounding.
-    return static_cast<Half>(static_cast<float>(value));
-  } else if constexpr (std::is_same_v<From, bool>) {
-    return static_cast<To>(value ? 1 : 0);
-  } else {
-    // Integer <-> integer: modular (truncate / extend by the source's signedness);
-    // to float: round to nearest even; float <-> float: exact or rounded to nearest.
-    return static_cast<To>(value);
-  }
 }
 
 template <class From, class To>
 const Word* cast_kernel(const ExprNode& node, Machine& machine, const LaneSpan& lanes) {
   const Word* operand = node.operands[0]->run(machine, lanes);
   Word* out = machine.reg(node.result);
-  for_each_lane(lanes, [&](std::uint32_t lane) { out[lane] = put(convert<To, From>(get<From>(operand[lane]))); });
+  const ir::Type type = node.source.type();
+  if (type.is_scalar()) {
+    for_each_lane(lanes, [&](std::uint32_t lane) { out[lane] = put(arith::convert<To, From>(get<From>(operand[lane]))); });
+  } else {
+    const ir::Type from = node.source.as<ir::Cast>()->value.type();
+    const unsigned from_words = words_of(from), to_words = words_of(type);
+    for_each_lane(lanes, [&](std::uint32_t lane) {
+      VectorValue value = VectorValue::read(operand, machine.lanes, lane, from_words);
+      VectorValue result;
+      for (unsigned i = 0; i < type.lanes(); ++i) result.set_lane<To>(i, arith::convert<To, From>(value.lane<From>(i)));
+      result.write(out, machine.lanes, lane, to_words);
+    });
+  }
   machine.counters.arithmetic_ops += lanes.size;
+  return out;
+}
+
+/// Reinterprets the bits: the Words already hold them (for 16-bit scalars the upper
+/// bytes are don't-care, so a narrow source is masked to its width).
+const Word* bitcast_kernel(const ExprNode& node, Machine& machine, const LaneSpan& lanes) {
+  const Word* operand = node.operands[0]->run(machine, lanes);
+  Word* out = machine.reg(node.result);
+  const ir::Type type = node.source.type();
+  const unsigned bits = type.bits(), words = words_of(type);
+  const Word mask = bits >= 64 ? ~Word{0} : (Word{1} << bits) - 1;
+  for_each_lane(lanes, [&](std::uint32_t lane) {
+    for (unsigned w = 0; w < words; ++w) out[w * machine.lanes + lane] = operand[w * machine.lanes + lane] & (words > 1 ? ~Word{0} : mask);
+  });
   return out;
 }
 
@@ -239,16 +138,20 @@ const Word* fma_kernel(const ExprNode& node, Machine& machine, const LaneSpan& l
   const Word* b = node.operands[1]->run(machine, lanes);
   const Word* c = node.operands[2]->run(machine, lanes);
   Word* out = machine.reg(node.result);
-  for_each_lane(lanes, [&](std::uint32_t lane) {
-    if constexpr (std::is_same_v<T, Half>) {
-      // The exact-then-double-rounded result is correctly rounded to f16 (53 >= 2*11+2).
-      out[lane] = put(static_cast<Half>(std::fma(static_cast<double>(get<Half>(a[lane])),
-                                                 static_cast<double>(get<Half>(b[lane])),
-                                                 static_cast<double>(get<Half>(c[lane])))));
-    } else {
-      out[lane] = put(static_cast<T>(std::fma(get<T>(a[lane]), get<T>(b[lane]), get<T>(c[lane]))));
-    }
-  });
+  const ir::Type type = node.source.type();
+  if (type.is_scalar()) {
+    for_each_lane(lanes, [&](std::uint32_t lane) {
+      out[lane] = put(arith::fma(get<T>(a[lane]), get<T>(b[lane]), get<T>(c[lane])));
+    });
+  } else {
+    const unsigned words = words_of(type);
+    for_each_lane(lanes, [&](std::uint32_t lane) {
+      VectorValue x = VectorValue::read(a, machine.lanes, lane, words), y = VectorValue::read(b, machine.lanes, lane, words),
+                  z = VectorValue::read(c, machine.lanes, lane, words), result;
+      for (unsigned i = 0; i < type.lanes(); ++i) result.set_lane<T>(i, arith::fma(x.lane<T>(i), y.lane<T>(i), z.lane<T>(i)));
+      result.write(out, machine.lanes, lane, words);
+    });
+  }
   machine.counters.arithmetic_ops += lanes.size;
   return out;
 }
@@ -258,7 +161,76 @@ const Word* select_kernel_impl(const ExprNode& node, Machine& machine, const Lan
   const Word* if_true = node.operands[1]->run(machine, lanes);
   const Word* if_false = node.operands[2]->run(machine, lanes);
   Word* out = machine.reg(node.result);
-  for_each_lane(lanes, [&](std::uint32_t lane) { out[lane] = get<bool>(cond[lane]) ? if_true[lane] : if_false[lane]; });
+  const unsigned words = words_of(node.source.type());
+  for_each_lane(lanes, [&](std::uint32_t lane) {
+    const Word* chosen = get<bool>(cond[lane]) ? if_true : if_false;
+    for (unsigned w = 0; w < words; ++w) out[w * machine.lanes + lane] = chosen[w * machine.lanes + lane];
+  });
+  machine.counters.arithmetic_ops += lanes.size;
+  return out;
+}
+
+template <class T>
+const Word* make_vector_kernel(const ExprNode& node, Machine& machine, const LaneSpan& lanes) {
+  const ir::Type type = node.source.type();
+  const unsigned words = words_of(type);
+  Word* out = machine.reg(node.result);
+  const Word* values[4] = {};
+  for (unsigned i = 0; i < type.lanes(); ++i) values[i] = node.operands[i]->run(machine, lanes);
+  for_each_lane(lanes, [&](std::uint32_t lane) {
+    VectorValue result;
+    for (unsigned i = 0; i < type.lanes(); ++i) result.set_lane<T>(i, get<T>(values[i][lane]));
+    result.write(out, machine.lanes, lane, words);
+  });
+  return out;
+}
+
+template <class T>
+const Word* extract_lane_kernel(const ExprNode& node, Machine& machine, const LaneSpan& lanes) {
+  const Word* vector = node.operands[0]->run(machine, lanes);
+  const ir::ExtractLane& extract = *node.source.as<ir::ExtractLane>();
+  const unsigned words = words_of(extract.vector.type());
+  Word* out = machine.reg(node.result);
+  for_each_lane(lanes, [&](std::uint32_t lane) {
+    out[lane] = put(VectorValue::read(vector, machine.lanes, lane, words).lane<T>(extract.lane));
+  });
+  return out;
+}
+
+template <class T>
+const Word* insert_lane_kernel(const ExprNode& node, Machine& machine, const LaneSpan& lanes) {
+  const Word* vector = node.operands[0]->run(machine, lanes);
+  const Word* value = node.operands[1]->run(machine, lanes);
+  const ir::InsertLane& insert = *node.source.as<ir::InsertLane>();
+  const unsigned words = words_of(insert.type);
+  Word* out = machine.reg(node.result);
+  for_each_lane(lanes, [&](std::uint32_t lane) {
+    VectorValue result = VectorValue::read(vector, machine.lanes, lane, words);
+    result.set_lane<T>(insert.lane, get<T>(value[lane]));
+    result.write(out, machine.lanes, lane, words);
+  });
+  return out;
+}
+
+/// prmt.b32 default mode (ir::Permute): byte i of the result is byte sel[4i+2:4i] of
+/// {b : a}, or that byte's sign replicated when sel bit 4i+3 is set.
+const Word* permute_kernel(const ExprNode& node, Machine& machine, const LaneSpan& lanes) {
+  const Word* a = node.operands[0]->run(machine, lanes);
+  const Word* b = node.operands[1]->run(machine, lanes);
+  const Word* selector = node.operands[2]->run(machine, lanes);
+  Word* out = machine.reg(node.result);
+  for_each_lane(lanes, [&](std::uint32_t lane) {
+    const std::uint64_t source = (std::uint64_t{get<std::uint32_t>(b[lane])} << 32) | get<std::uint32_t>(a[lane]);
+    const std::uint32_t control = get<std::uint32_t>(selector[lane]);
+    std::uint32_t result = 0;
+    for (unsigned i = 0; i < 4; ++i) {
+      const unsigned nibble = (control >> (4 * i)) & 0xf;
+      std::uint32_t byte = static_cast<std::uint32_t>(source >> (8 * (nibble & 7))) & 0xff;
+      if (nibble & 8) byte = (byte & 0x80) ? 0xff : 0x00;
+      result |= byte << (8 * i);
+    }
+    out[lane] = put(result);
+  });
   machine.counters.arithmetic_ops += lanes.size;
   return out;
 }
@@ -272,20 +244,28 @@ template <class T>
 const Word* load_kernel(const ExprNode& node, Machine& machine, const LaneSpan& lanes) {
   const Word* index = node.operands[0]->run(machine, lanes);
   const BufferView& buffer = machine.buffers[node.buffer];
+  const ir::Type type = node.source.type();
+  const unsigned count = type.lanes(), words = words_of(type);
   Word* out = machine.reg(node.result);
   for_each_lane(lanes, [&](std::uint32_t lane) {
     std::uint32_t element = get<std::uint32_t>(index[lane]);
-    if (element >= buffer.count) {
+    if (std::uint64_t{element} + count > buffer.count) {
       throw_at(machine, lane, node.source,
-               fmt::format("out-of-bounds load from buffer '{}': index {} >= count {}", buffer.name, element,
-                           buffer.count));
+               count == 1 ? fmt::format("out-of-bounds load from buffer '{}': index {} >= count {}", buffer.name,
+                                        element, buffer.count)
+                          : fmt::format("out-of-bounds load of {} elements from buffer '{}': index {} + {} > count {}",
+                                        count, buffer.name, element, count, buffer.count));
     }
     if constexpr (std::is_same_v<T, bool>) {
       out[lane] = put(buffer.bytes[element] != 0);  // any non-zero byte reads as true
-    } else {
+    } else if (count == 1) {
       T value;
       std::memcpy(&value, buffer.bytes + std::size_t{element} * sizeof(T), sizeof(T));
       out[lane] = put(value);
+    } else {
+      VectorValue value;
+      std::memcpy(value.words, buffer.bytes + std::size_t{element} * sizeof(T), count * sizeof(T));
+      value.write(out, machine.lanes, lane, words);
     }
   });
   machine.counters.global_loads += lanes.size;
@@ -341,7 +321,7 @@ const Word* reduce_kernel(const ExprNode& node, Machine& machine, const LaneSpan
     for (std::uint32_t i = 0; i < kSubgroupSize; ++i) values[i] = get<T>(value[base + i]);
     // shfl.sync.bfly with offsets 16, 8, 4, 2, 1; each lane combines own op partner's.
     for (std::uint32_t offset = kSubgroupSize / 2; offset != 0; offset /= 2) {
-      for (std::uint32_t i = 0; i < kSubgroupSize; ++i) exchanged[i] = apply_binary<kCombine, T>(values[i], values[i ^ offset]);
+      for (std::uint32_t i = 0; i < kSubgroupSize; ++i) exchanged[i] = arith::binary<kCombine, T>(values[i], values[i ^ offset]);
       std::memcpy(values, exchanged, sizeof(values));
     }
     for (std::uint32_t i = 0; i < kSubgroupSize; ++i) out[base + i] = put(values[i]);
@@ -369,32 +349,34 @@ const Word* ballot_kernel(const ExprNode& node, Machine& machine, const LaneSpan
 }
 
 EvalFn binary_kernel_for(const ir::Binary& binary, const ir::Expr& source) {
-  return dispatch_type(binary.lhs.type(), [&]<class T>() -> EvalFn {
+  const ir::Type type = binary.lhs.type();
+  return arith::dispatch_scalar(type.element(), [&]<class T>() -> EvalFn {
     switch (binary.op) {
-#define QUANTC_CASE(name, text)                                                   \
-  case BinaryOp::name:                                                            \
-    if constexpr (binary_allowed<BinaryOp::name, T>()) return &binary_kernel<BinaryOp::name, T>; \
+#define QUANTC_CASE(name, text)                                                             \
+  case BinaryOp::name:                                                                      \
+    if constexpr (arith::binary_defined<BinaryOp::name, T>()) {                             \
+      if constexpr (std::is_same_v<decltype(arith::binary<BinaryOp::name, T>(T{}, T{})), T>) { \
+        if (type.is_vector()) return &vector_binary_kernel<BinaryOp::name, T>;              \
+      }                                                                                     \
+      return &binary_kernel<BinaryOp::name, T>;                                             \
+    }                                                                                       \
     break;
       QUANTC_BINARY_OPS(QUANTC_CASE)
 #undef QUANTC_CASE
     }
-    unsupported(source, fmt::format("operator '{}' is not defined on {}", ir::to_string(binary.op),
-                                    ir::to_string(binary.lhs.type())));
+    unsupported(source, fmt::format("operator '{}' is not defined on {}", ir::to_string(binary.op), ir::to_string(type)));
   });
 }
 
 EvalFn unary_kernel_for(const ir::Unary& unary, const ir::Expr& source) {
-  return dispatch_type(unary.operand.type(), [&]<class T>() -> EvalFn {
+  return arith::dispatch_scalar(unary.operand.type().element(), [&]<class T>() -> EvalFn {
     switch (unary.op) {
-      case UnaryOp::Neg:
-        if constexpr (unary_allowed<UnaryOp::Neg, T>()) return &unary_kernel<UnaryOp::Neg, T>;
-        break;
-      case UnaryOp::Not:
-        if constexpr (unary_allowed<UnaryOp::Not, T>()) return &unary_kernel<UnaryOp::Not, T>;
-        break;
-      case UnaryOp::Abs:
-        if constexpr (unary_allowed<UnaryOp::Abs, T>()) return &unary_kernel<UnaryOp::Abs, T>;
-        break;
+#define QUANTC_CASE(name, text)                                                          \
+  case UnaryOp::name:                                                                    \
+    if constexpr (arith::unary_defined<UnaryOp::name, T>()) return &unary_kernel<UnaryOp::name, T>; \
+    break;
+      QUANTC_UNARY_OPS(QUANTC_CASE)
+#undef QUANTC_CASE
     }
     unsupported(source, fmt::format("'{}' is not defined on {}", ir::to_string(unary.op),
                                     ir::to_string(unary.operand.type())));
@@ -402,7 +384,7 @@ EvalFn unary_kernel_for(const ir::Unary& unary, const ir::Expr& source) {
 }
 
 EvalFn reduce_kernel_for(const ir::SubgroupReduce& reduce, const ir::Expr& source) {
-  return dispatch_type(reduce.value.type(), [&]<class T>() -> EvalFn {
+  return arith::dispatch_scalar(reduce.value.type().element(), [&]<class T>() -> EvalFn {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::int32_t>) {
       switch (reduce.op) {
         case SubgroupReduceOp::Add: return &reduce_kernel<SubgroupReduceOp::Add, T>;
@@ -424,13 +406,14 @@ void filter_less(const LaneSpan& lanes, const Word* counter, const Word* limit, 
 template <class T>
 void increment(const LaneSpan& lanes, Word* counter) {
   for_each_lane(lanes, [&](std::uint32_t lane) {
-    counter[lane] = put(static_cast<T>(static_cast<Wide<T>>(get<T>(counter[lane])) + 1));
+    counter[lane] = put(arith::binary<BinaryOp::Add, T>(get<T>(counter[lane]), T(1)));
   });
 }
 
 }  // namespace
 
 EvalFn select_kernel(const ir::Expr& source) {
+  const ScalarType element = source.type().element();
   switch (source.kind()) {
     case ir::ExprKind::Literal:
     case ir::ExprKind::Var:
@@ -439,24 +422,34 @@ EvalFn select_kernel(const ir::Expr& source) {
       return &register_kernel;
     case ir::ExprKind::Load:
       if (source.as<ir::Load>()->index.type() != ScalarType::U32) unsupported(source, "load indices must be u32");
-      return dispatch_type(source.type(), [&]<class T>() -> EvalFn { return &load_kernel<T>; });
+      return arith::dispatch_scalar(element, [&]<class T>() -> EvalFn { return &load_kernel<T>; });
     case ir::ExprKind::Binary:
       return binary_kernel_for(*source.as<ir::Binary>(), source);
     case ir::ExprKind::Unary:
       return unary_kernel_for(*source.as<ir::Unary>(), source);
     case ir::ExprKind::Cast:
-      return dispatch_type(source.as<ir::Cast>()->value.type(), [&]<class From>() -> EvalFn {
-        return dispatch_type(source.type(), [&]<class To>() -> EvalFn { return &cast_kernel<From, To>; });
+      return arith::dispatch_scalar(source.as<ir::Cast>()->value.type().element(), [&]<class From>() -> EvalFn {
+        return arith::dispatch_scalar(element, [&]<class To>() -> EvalFn { return &cast_kernel<From, To>; });
       });
+    case ir::ExprKind::Bitcast:
+      return &bitcast_kernel;
     case ir::ExprKind::Select:
       return &select_kernel_impl;
     case ir::ExprKind::Fma:
-      return dispatch_type(source.type(), [&]<class T>() -> EvalFn {
-        if constexpr (kIsFloat<T>) return &fma_kernel<T>;
+      return arith::dispatch_scalar(element, [&]<class T>() -> EvalFn {
+        if constexpr (arith::kIsFloat<T>) return &fma_kernel<T>;
         unsupported(source, "fma takes floats");
       });
+    case ir::ExprKind::MakeVector:
+      return arith::dispatch_scalar(element, [&]<class T>() -> EvalFn { return &make_vector_kernel<T>; });
+    case ir::ExprKind::ExtractLane:
+      return arith::dispatch_scalar(element, [&]<class T>() -> EvalFn { return &extract_lane_kernel<T>; });
+    case ir::ExprKind::InsertLane:
+      return arith::dispatch_scalar(element, [&]<class T>() -> EvalFn { return &insert_lane_kernel<T>; });
+    case ir::ExprKind::Permute:
+      return &permute_kernel;
     case ir::ExprKind::SubgroupShuffle:
-      if (ir::bit_width(source.type()) != 32) unsupported(source, "subgroup shuffles take 32-bit values");
+      if (source.type().bits() != 32) unsupported(source, "subgroup shuffles take 32-bit values");
       return &shuffle_kernel;
     case ir::ExprKind::SubgroupReduce:
       return reduce_kernel_for(*source.as<ir::SubgroupReduce>(), source);
@@ -469,8 +462,8 @@ EvalFn select_kernel(const ir::Expr& source) {
 }
 
 LoopKernels loop_kernels(ScalarType type) {
-  return dispatch_type(type, [&]<class T>() -> LoopKernels {
-    if constexpr (!kIsFloat<T> && !std::is_same_v<T, bool>) {
+  return arith::dispatch_scalar(type, [&]<class T>() -> LoopKernels {
+    if constexpr (arith::kIsInteger<T>) {
       return LoopKernels{&filter_less<T>, &increment<T>};
     }
     throw RuntimeError(fmt::format("loop bounds must be integers, got {}", ir::to_string(type)));

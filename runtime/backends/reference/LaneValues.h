@@ -1,9 +1,11 @@
 // Internal to the reference interpreter: how lane values are held.
 //
-// Every value of every lane is one 64-bit `Word`. A value of C++ type T occupies the
-// low sizeof(T) bytes (the host is little-endian, like the device); the upper bytes are
-// don't-care and never read. Type-agnostic operations (Select, shuffles, copies) move
-// whole Words; typed kernels go through get<T>/put<T>, which compile to plain moves.
+// Every value of every lane is one 64-bit `Word` (two for 128-bit vectors). A value of
+// C++ type T (ir/Arithmetic.h's types: Float16/BFloat16 are their 16-bit encodings)
+// occupies the low sizeof(T) bytes (the host is little-endian, like the device); the
+// upper bytes are don't-care and never read. Type-agnostic operations (Select,
+// shuffles, copies) move whole Words; typed kernels go through get<T>/put<T>, which
+// compile to plain moves.
 #pragma once
 
 #include <cstdint>
@@ -12,12 +14,12 @@
 #include <string>
 #include <type_traits>
 
+#include "ir/Arithmetic.h"
 #include "ir/Type.h"
 
 namespace quantc::runtime::reference::detail {
 
 using Word = std::uint64_t;
-using Half = _Float16;  // IEEE binary16, GCC/Clang extension on x86-64 and AArch64
 
 template <class T>
 inline T get(Word word) {
@@ -53,32 +55,32 @@ inline void for_each_lane(const LaneSpan& lanes, Body&& body) {
   }
 }
 
-/// Calls `visitor.template operator()<T>()` with T the C++ type holding a value of
-/// `type` (bool, uint8_t, int8_t, uint16_t, uint32_t, int32_t, uint64_t, int64_t,
-/// Half, float, double). Storage-only i4/u4 raise std::invalid_argument.
-template <class Visitor>
-inline decltype(auto) dispatch_type(ir::ScalarType type, Visitor&& visitor) {
-  using ir::ScalarType;
-  switch (type) {
-    case ScalarType::Bool: return visitor.template operator()<bool>();
-    case ScalarType::U8: return visitor.template operator()<std::uint8_t>();
-    case ScalarType::I8: return visitor.template operator()<std::int8_t>();
-    case ScalarType::U16: return visitor.template operator()<std::uint16_t>();
-    case ScalarType::U32: return visitor.template operator()<std::uint32_t>();
-    case ScalarType::I32: return visitor.template operator()<std::int32_t>();
-    case ScalarType::U64: return visitor.template operator()<std::uint64_t>();
-    case ScalarType::I64: return visitor.template operator()<std::int64_t>();
-    case ScalarType::F16: return visitor.template operator()<Half>();
-    case ScalarType::F32: return visitor.template operator()<float>();
-    case ScalarType::F64: return visitor.template operator()<double>();
-    case ScalarType::I4:
-    case ScalarType::U4: break;
-  }
-  throw std::invalid_argument("storage-only type " + std::string(ir::to_string(type)) +
-                              " cannot hold a value; unpack it into u32 first");
-}
+/// Registers a value of `type` occupies: one 64-bit Word per 64 bits (a u32x4 or f32x4
+/// takes two consecutive registers, lanes 0-1 in the first).
+inline unsigned words_of(ir::Type type) { return type.bits() <= 64 ? 1 : 2; }
 
-template <class T>
-inline constexpr bool kIsFloat = std::is_same_v<T, Half> || std::is_same_v<T, float> || std::is_same_v<T, double>;
+/// One invocation's copy of a vector value: the bytes of its lanes, lane 0 first, as
+/// they lie in consecutive registers (`stride` Words apart: Machine::lanes).
+struct VectorValue {
+  Word words[2] = {0, 0};
+  static VectorValue read(const Word* base, std::uint32_t stride, std::uint32_t lane, unsigned count) {
+    VectorValue value;
+    for (unsigned w = 0; w < count; ++w) value.words[w] = base[w * stride + lane];
+    return value;
+  }
+  void write(Word* base, std::uint32_t stride, std::uint32_t lane, unsigned count) const {
+    for (unsigned w = 0; w < count; ++w) base[w * stride + lane] = words[w];
+  }
+  template <class T>
+  T lane(unsigned index) const {
+    T value;
+    std::memcpy(&value, reinterpret_cast<const std::uint8_t*>(words) + index * sizeof(T), sizeof(T));
+    return value;
+  }
+  template <class T>
+  void set_lane(unsigned index, T value) {
+    std::memcpy(reinterpret_cast<std::uint8_t*>(words) + index * sizeof(T), &value, sizeof(T));
+  }
+};
 
 }  // namespace quantc::runtime::reference::detail

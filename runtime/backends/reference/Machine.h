@@ -66,8 +66,8 @@ using EvalFn = const Word* (*)(const ExprNode& node, Machine& machine, const Lan
 struct ExprNode {
   EvalFn eval = nullptr;
   ir::Expr source;                          // for error messages
-  std::array<const ExprNode*, 3> operands{};  // evaluated before the node itself
-  std::uint32_t result = 0;                 // register written (or, for Var/literal/builtin, read)
+  std::array<const ExprNode*, 4> operands{};  // evaluated before the node itself
+  std::uint32_t result = 0;  // first register written (or, for Var/literal/builtin, read); words_of(type) in all
   std::uint32_t buffer = 0;                 // Load: index into Machine::buffers
   std::vector<Word> table;                  // Lookup: the constant table
   const Word* run(Machine& machine, const LaneSpan& lanes) const { return eval(*this, machine, lanes); }

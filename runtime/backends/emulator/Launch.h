@@ -1,0 +1,196 @@
+// Internal to the PTX emulator: the state of one launch (CTAs, warps, memory, counters)
+// and the signature every instruction's semantics has.
+//
+// The semantics of each row of ptx/InstructionTable.h is a function
+// `execute_<semantics>(Launch&, const Instruction&, active lanes, Warp&)`: declared
+// below from the table itself, defined in Semantics.cpp (arithmetic, logic, conversion,
+// moves) or Emulator.cpp (memory, warp-level operations, barriers), and called through
+// kSemantics, indexed by the row. A row whose function is missing does not link.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "runtime/backends/emulator/Emulator.h"
+
+namespace quantc::runtime::emulator::detail {
+
+constexpr std::uint64_t width_mask(unsigned bits) { return bits >= 64 ? ~0ull : ((1ull << bits) - 1); }
+constexpr std::int64_t sign_extend(std::uint64_t value, unsigned bits) {
+  if (bits >= 64) return static_cast<std::int64_t>(value);
+  unsigned shift = 64 - bits;
+  return static_cast<std::int64_t>(value << shift) >> shift;
+}
+
+/// Calls f(lane) for every set bit of `mask`; a full warp takes a plain counted loop
+/// the compiler can unroll and vectorize.
+template <class F>
+inline void for_each_lane(std::uint32_t mask, F&& f) {
+  if (mask == 0xffffffffu) {
+    for (unsigned lane = 0; lane < 32; ++lane) f(lane);
+    return;
+  }
+  for (std::uint32_t m = mask; m; m &= m - 1) f(static_cast<unsigned>(std::countr_zero(m)));
+}
+
+/// A set of threads of one warp at one program counter.
+struct Group {
+  std::uint32_t pc;
+  std::uint32_t mask;
+};
+
+struct Warp {
+  std::uint32_t index = 0;
+  std::uint32_t existing = 0;  // lanes that hold a thread of the CTA
+  std::uint32_t exited = 0;
+  std::vector<Group> groups;      // sorted by pc, descending: back() is the lowest pc
+  std::vector<Group> at_barrier;  // parked at bar.sync, resuming at `pc`
+  std::uint64_t* registers = nullptr;
+};
+
+/// Register `slot` of a warp: 32 lanes of 64-bit words.
+inline std::uint64_t* reg(const Warp& warp, std::uint32_t slot) { return warp.registers + std::size_t(slot) * 32; }
+
+/// An error of one lane's computation (e.g. an operand type the semantics does not
+/// take); the scheduler reports it with the instruction, thread and PTX line.
+struct LaneFault : std::runtime_error {
+  LaneFault(unsigned lane, const std::string& message) : std::runtime_error(message), lane(lane) {}
+  unsigned lane;
+};
+
+// Lane loops over an instruction's register operands: d = f(a[, b[, c[, e]]]).
+template <class F>
+void unary(const Instruction& in, std::uint32_t active, Warp& warp, F&& f) {
+  std::uint64_t* d = reg(warp, in.operands[0].regs[0]);
+  const std::uint64_t* a = reg(warp, in.operands[1].regs[0]);
+  for_each_lane(active, [&](unsigned lane) { d[lane] = f(a[lane]); });
+}
+template <class F>
+void binary(const Instruction& in, std::uint32_t active, Warp& warp, F&& f) {
+  std::uint64_t* d = reg(warp, in.operands[0].regs[0]);
+  const std::uint64_t* a = reg(warp, in.operands[1].regs[0]);
+  const std::uint64_t* b = reg(warp, in.operands[2].regs[0]);
+  for_each_lane(active, [&](unsigned lane) { d[lane] = f(a[lane], b[lane]); });
+}
+template <class F>
+void ternary(const Instruction& in, std::uint32_t active, Warp& warp, F&& f) {
+  std::uint64_t* d = reg(warp, in.operands[0].regs[0]);
+  const std::uint64_t* a = reg(warp, in.operands[1].regs[0]);
+  const std::uint64_t* b = reg(warp, in.operands[2].regs[0]);
+  const std::uint64_t* c = reg(warp, in.operands[3].regs[0]);
+  for_each_lane(active, [&](unsigned lane) { d[lane] = f(a[lane], b[lane], c[lane]); });
+}
+template <class F>
+void quaternary(const Instruction& in, std::uint32_t active, Warp& warp, F&& f) {
+  std::uint64_t* d = reg(warp, in.operands[0].regs[0]);
+  const std::uint64_t* a = reg(warp, in.operands[1].regs[0]);
+  const std::uint64_t* b = reg(warp, in.operands[2].regs[0]);
+  const std::uint64_t* c = reg(warp, in.operands[3].regs[0]);
+  const std::uint64_t* e = reg(warp, in.operands[4].regs[0]);
+  for_each_lane(active, [&](unsigned lane) { d[lane] = f(a[lane], b[lane], c[lane], e[lane]); });
+}
+
+/// f32/f64 register values: .ftz flushes subnormal inputs and results to signed zero;
+/// NaN results are the canonical NaN (PTX ISA 9.7.3: "NaN results are canonical").
+inline float load_f32(std::uint64_t bits, bool ftz) {
+  auto word = static_cast<std::uint32_t>(bits);
+  if (ftz && (word & 0x7f800000u) == 0) word &= 0x80000000u;
+  return std::bit_cast<float>(word);
+}
+inline std::uint64_t store_f32(float value, bool ftz) {
+  std::uint32_t word = std::bit_cast<std::uint32_t>(value);
+  if ((word & 0x7fffffffu) > 0x7f800000u) return 0x7fffffffu;
+  if (ftz && (word & 0x7f800000u) == 0) word &= 0x80000000u;
+  return word;
+}
+inline double load_f64(std::uint64_t bits) { return std::bit_cast<double>(bits); }
+inline std::uint64_t store_f64(double value) {
+  std::uint64_t word = std::bit_cast<std::uint64_t>(value);
+  if ((word & ~(1ull << 63)) > 0x7ff0000000000000ull) return 0x7fffffffffffffffull;
+  return word;
+}
+
+class Launch {
+ public:
+  Launch(const Kernel& kernel, const LaunchConfig& config, std::vector<DeviceBuffer>& buffers,
+         std::vector<std::uint8_t> parameters, const LaunchOptions& options);
+  LaunchCounters run();
+
+  // Memory and warp-level operations, for their semantics functions (Emulator.cpp).
+  void load(const Instruction& in, std::uint32_t active, Warp& warp);
+  void store(const Instruction& in, std::uint32_t active, Warp& warp);
+  void atomic(const Instruction& in, std::uint32_t active, Warp& warp);
+  void shuffle(const Instruction& in, std::uint32_t active, Warp& warp);
+  void vote(const Instruction& in, std::uint32_t active, Warp& warp);
+  void warp_barrier(const Instruction& in, std::uint32_t active, Warp& warp);
+  /// cvta between the generic address space and .shared/.local.
+  std::uint64_t generic_address(StateSpace space, std::uint64_t address, bool to_generic) const;
+
+ private:
+  struct Access {
+    std::uint8_t* bytes;
+    StateSpace space;
+    std::size_t buffer;    // global only
+    std::uint64_t offset;  // global only: byte offset in the buffer
+  };
+  /// Global-memory coalescing bookkeeping for one warp-level request.
+  struct Request {
+    std::array<std::uint64_t, 128> sectors{};
+    unsigned count = 0;
+    bool global = false;
+    void add(std::uint64_t address, unsigned bytes);
+    std::uint64_t unique();
+  };
+
+  void run_cta(std::array<std::uint32_t, 3> ctaid);
+  void initialize_registers(Warp& warp);
+  std::array<std::uint32_t, 3> thread_index(std::uint32_t warp, unsigned lane) const;
+  std::uint64_t special_value(SpecialRegister special, const Warp& warp, unsigned lane) const;
+  void run_warp(Warp& warp);
+  void count(const Instruction& in, std::uint32_t active);
+  const std::string& text(const Instruction& in) const;
+  [[noreturn]] void fail(const Instruction& in, std::uint32_t warp, unsigned lane, const std::string& message) const;
+  [[noreturn]] void fail_warp(const Instruction& in, std::uint32_t warp, const std::string& message) const;
+
+  Access resolve(const Instruction& in, const Warp& warp, unsigned lane, StateSpace space, std::uint64_t address,
+                 unsigned size, bool store);
+  void finish_request(Request& request, bool load, bool store, StateSpace space);
+  void mark(const Access& access, unsigned size, std::uint8_t flag);
+  std::uint32_t uniform_mask(const Instruction& in, const Warp& warp, std::uint32_t active, const Operand& operand);
+  /// The member mask must name exactly the non-exited threads executing the
+  /// instruction (lanes past the end of a partial last warp hold no thread and are ignored).
+  void check_members(const Instruction& in, const Warp& warp, std::uint32_t active, std::uint32_t members);
+
+  const Kernel& kernel_;
+  const LaunchConfig& config_;
+  std::vector<DeviceBuffer>& buffers_;
+  std::vector<std::uint8_t> parameters_;
+  const LaunchOptions& options_;
+  std::vector<std::vector<std::uint8_t>> touched_;  // per global byte: 1 read, 2 written
+  std::uint32_t threads_per_cta_ = 0;
+  std::uint32_t warps_per_cta_ = 0;
+  std::array<std::uint32_t, 3> ctaid_{};
+  std::vector<std::uint8_t> shared_;
+  std::vector<std::uint8_t> dynamic_shared_;
+  std::vector<std::uint8_t> local_;
+  std::vector<std::uint64_t> registers_;
+  LaunchCounters counters_;
+};
+
+/// What one instruction form does to the active lanes of a warp.
+using Semantics = void (*)(Launch& launch, const Instruction& in, std::uint32_t active, Warp& warp);
+
+#define QUANTC_DECLARE_SEMANTICS(name, opcode, types, source_types, modifiers, operands, vectors, semantics, ...) \
+  void execute_##semantics(Launch& launch, const Instruction& in, std::uint32_t active, Warp& warp);
+QUANTC_PTX_FORMS(QUANTC_DECLARE_SEMANTICS)
+#undef QUANTC_DECLARE_SEMANTICS
+
+/// The semantics of every form, indexed by ptx::Form (Semantics.cpp).
+extern const Semantics kSemantics[];
+
+}  // namespace quantc::runtime::emulator::detail
