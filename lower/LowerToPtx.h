@@ -1,6 +1,6 @@
-// IR -> PTX text, by hand (no LLVM, no nvcc). The contract is the IR semantics at the top
-// of ir/IR.h, emitted exactly: tests/emulator runs the PTX against the reference
-// interpreter and requires the same bits.
+// IR -> PTX text, by hand (no LLVM, no nvcc): legalization for the target
+// (lower/Legalize.h), then instruction selection through the instruction table
+// (lower/InstructionSelection.h).
 #pragma once
 
 #include <string>
@@ -13,7 +13,9 @@ namespace quantc::lower {
 /// PTX text for one `.visible .entry` named after the program, one `.param .u64` per
 /// buffer in binding order, `.maxntid` from the workgroup size. The program must pass
 /// the verifier. Deterministic: the same program and target give the same bytes.
-/// Throws ir::IRError for IR the emitter cannot lower (naming the construct).
+/// Throws ir::IRError for a program that fails verification, std::invalid_argument for
+/// an unsupported target, ptx::UnsupportedInstruction when an operation has no form the
+/// target can run (legalization makes this an internal error).
 std::string lower_to_ptx(const ir::Program& program, const ptx::Target& target);
 
 }  // namespace quantc::lower

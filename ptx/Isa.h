@@ -148,6 +148,68 @@ struct Mnemonic {
   bool sync = false, aligned = false, uniform = false;
   bool warp_barrier = false;    // bar.warp.sync
   ModifierSet present = 0;      // the modifier kinds written in the text
+
+  // Builders for the emitter: each sets one modifier and records its kind in
+  // `present`, so an emitted form is checked against the table like a parsed one.
+  static Mnemonic of(Opcode opcode, ValueType type = ValueType::None, ValueType source_type = ValueType::None) {
+    Mnemonic m;
+    m.opcode = opcode;
+    m.type = type;
+    m.source_type = source_type;
+    return m;
+  }
+  Mnemonic& round(Rounding value) {
+    rounding = value;
+    present |= value >= Rounding::NearestInt ? kIntRounding : kRounding;
+    return *this;
+  }
+  Mnemonic& in(StateSpace value) {
+    space = value;
+    present |= kSpace;
+    return *this;
+  }
+  Mnemonic& read_only() {  // ld.global.nc
+    non_coherent = true;
+    present |= kCache;
+    return *this;
+  }
+  Mnemonic& lanes(unsigned count) {
+    vector = static_cast<std::uint8_t>(count);
+    if (count > 1) present |= kVector;
+    return *this;
+  }
+  Mnemonic& compare_with(Compare value) {
+    compare = value;
+    present |= kCompare;
+    return *this;
+  }
+  Mnemonic& multiply(MulMode value) {
+    mul_mode = value;
+    present |= kMulMode;
+    return *this;
+  }
+  template <class Mode>
+  Mnemonic& with_mode(Mode value) {  // ShuffleMode, VoteMode, PermuteMode, AtomicOp, ...
+    mode = static_cast<std::uint8_t>(value);
+    present |= kMode;
+    return *this;
+  }
+  Mnemonic& synchronized() {  // shfl.sync, vote.sync, bar.sync
+    sync = true;
+    present |= kSync;
+    return *this;
+  }
+  Mnemonic& to_global() {  // cvta.to.global
+    to_generic = false;
+    space = StateSpace::Global;
+    present |= kTo | kSpace;
+    return *this;
+  }
+  Mnemonic& wrap_or_clamp(bool clamped) {  // shf
+    clamp = clamped;
+    present |= kClamp;
+    return *this;
+  }
 };
 
 /// The canonical spelling, e.g. "fma.rn.f16x2", "ld.global.nc.v4.u32",

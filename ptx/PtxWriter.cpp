@@ -40,17 +40,44 @@ std::string join_operands(const std::vector<std::string>& operands) {
 }
 }  // namespace
 
-void PtxWriter::instruction(std::string_view opcode, const std::vector<std::string>& operands) {
+namespace {
+
+/// The form of `mnemonic`, checked against the target (the emitter's only way to an
+/// instruction, so nothing the target cannot run is ever written).
+const InstructionForm& checked_form(const Mnemonic& mnemonic, const Target& target) {
+  const InstructionForm* form = nullptr;
+  try {
+    form = &find_form(mnemonic);
+  } catch (const PtxSyntaxError& error) {
+    throw UnsupportedInstruction(fmt::format("cannot emit {}", error.what()));
+  }
+  if (!target_supports(target, *form)) {
+    throw UnsupportedInstruction(fmt::format("'{}' needs sm_{} (PTX ISA {}); target {} cannot run it",
+                                             to_string(mnemonic), form->min_sm, form->min_ptx.to_string(),
+                                             target.name()));
+  }
+  return *form;
+}
+
+}  // namespace
+
+void PtxWriter::emit(const Mnemonic& mnemonic, const std::vector<std::string>& operands) {
+  const InstructionForm& form = checked_form(mnemonic, target_);
+  std::string text = to_string(mnemonic);
+  require_version(form.min_ptx, text);
   if (operands.empty()) {
-    body_ += fmt::format("\t{};\n", opcode);
+    body_ += fmt::format("\t{};\n", text);
   } else {
-    body_ += fmt::format("\t{} \t{};\n", opcode, join_operands(operands));
+    body_ += fmt::format("\t{} \t{};\n", text, join_operands(operands));
   }
 }
 
-void PtxWriter::predicated(std::string_view predicate, bool negate, std::string_view opcode,
-                           const std::vector<std::string>& operands) {
-  body_ += fmt::format("\t@{}{} {} \t{};\n", negate ? "!" : "", predicate, opcode, join_operands(operands));
+void PtxWriter::emit_guarded(std::string_view predicate, bool negate, const Mnemonic& mnemonic,
+                             const std::vector<std::string>& operands) {
+  const InstructionForm& form = checked_form(mnemonic, target_);
+  std::string text = to_string(mnemonic);
+  require_version(form.min_ptx, text);
+  body_ += fmt::format("\t@{}{} {} \t{};\n", negate ? "!" : "", predicate, text, join_operands(operands));
 }
 
 void PtxWriter::label(std::string_view name) { body_ += fmt::format("{}:\n", name); }

@@ -9,13 +9,21 @@
 
 #include <array>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ptx/InstructionTable.h"
 #include "ptx/Target.h"
 
 namespace quantc::ptx {
+
+/// An instruction the chosen target cannot run, or a form the instruction table lacks.
+class UnsupportedInstruction : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 /// The PTX register kinds quantc declares. Each has its own counter and prefix:
 /// Predicate `%p` (.pred), B16 `%h` (.b16, holds f16), B32 `%r` (.b32, holds
@@ -47,11 +55,14 @@ class PtxWriter {
   /// A fresh label "$L__<stem>_<N>" (N counts all labels); `stem` is an identifier.
   std::string new_label(std::string_view stem);
 
-  /// Appends "\t<opcode> \t<operands>;" (operands joined by ", ").
-  void instruction(std::string_view opcode, const std::vector<std::string>& operands = {});
-  /// Appends "\t@<predicate> <opcode> ..." ("@!<predicate>" when `negate`).
-  void predicated(std::string_view predicate, bool negate, std::string_view opcode,
-                  const std::vector<std::string>& operands);
+  /// Appends "\t<mnemonic> \t<operands>;" (operands joined by ", "). The mnemonic
+  /// goes through the instruction table (ptx/InstructionTable.h): the module's
+  /// `.version` rises to the form's minimum PTX ISA, and a form the target cannot run
+  /// (or that the table lacks) throws UnsupportedInstruction naming both.
+  void emit(const Mnemonic& mnemonic, const std::vector<std::string>& operands = {});
+  /// The same, guarded: "\t@<predicate> ..." ("@!<predicate>" when `negate`).
+  void emit_guarded(std::string_view predicate, bool negate, const Mnemonic& mnemonic,
+                    const std::vector<std::string>& operands);
   void label(std::string_view name);
   /// Appends "\t// <text>" (newlines in `text` become spaces). `depth` indents the
   /// comment by two spaces a level so nested IR stays readable.

@@ -1,5 +1,7 @@
 #include "runtime/Buffers.h"
 
+#include "ir/Arithmetic.h"
+
 #include <fmt/format.h>
 
 #include <random>
@@ -52,8 +54,14 @@ BufferSet random_buffers(const ir::Program& program, std::uint64_t seed) {
       case ir::ScalarType::F64:
         fill<double>(buffer, [&] { return unit(engine); });
         break;
+      case ir::ScalarType::F16:
+      case ir::ScalarType::BF16: {
+        const ir::arith::FloatFormat format = ir::arith::format_of(decl.element);
+        fill<std::uint16_t>(buffer, [&] { return ir::arith::round_to_format(unit(engine), format); });
+        break;
+      }
       default:
-        // Integers and f16 bit patterns: random bytes.
+        // Integers: random bytes.
         for (auto& byte : buffer.bytes) byte = static_cast<std::uint8_t>(engine());
         break;
     }
@@ -100,7 +108,8 @@ double element_as_double(const HostBuffer& buffer, std::size_t index) {
     case ir::ScalarType::I64:
       return static_cast<double>(read(std::int64_t{}));
     case ir::ScalarType::F16:
-      return static_cast<double>(read(_Float16{}));
+    case ir::ScalarType::BF16:
+      return static_cast<double>(ir::arith::decode(read(std::uint16_t{}), ir::arith::format_of(buffer.element)));
     case ir::ScalarType::F32:
       return read(float{});
     case ir::ScalarType::F64:

@@ -189,26 +189,51 @@ TEST_CASE("every IR node kind and value type lowers and assembles on every targe
 
 TEST_CASE("PtxWriter: per-class counters, declarations in one place, version raised by instructions",
           "[emitter][writer]") {
-  ptx::PtxWriter writer(ptx::Target{75});
+  using ptx::Mnemonic;
+  using ptx::Opcode;
+  using ptx::ValueType;
+  ptx::PtxWriter writer(ptx::Target{80});
   CHECK(writer.new_register(ptx::RegisterClass::B32) == "%r1");
   CHECK(writer.new_register(ptx::RegisterClass::B32) == "%r2");
   CHECK(writer.new_register(ptx::RegisterClass::F64) == "%fd1");
   CHECK(writer.new_register(ptx::RegisterClass::Predicate) == "%p1");
   CHECK(writer.new_label("loop") == "$L__loop_1");
-  CHECK(writer.version() == ptx::PtxVersion{6, 3});
-  writer.require_version({6, 0}, "shfl.sync");
-  CHECK(writer.version() == ptx::PtxVersion{6, 3});
-  writer.require_version({7, 0}, "min.f16");
   CHECK(writer.version() == ptx::PtxVersion{7, 0});
-  CHECK(writer.version_reason() == "min.f16");
-  writer.instruction("add.s32", {"%r2", "%r1", "1"});
+  writer.emit(Mnemonic::of(Opcode::Add, ValueType::S32), {"%r2", "%r1", "1"});
+  CHECK(writer.version() == ptx::PtxVersion{7, 0});  // add.s32 needs nothing newer than sm_80's minimum
+  // The table's row for cvt.f32.bf16 needs PTX ISA 7.1: the module's .version follows.
+  writer.emit(Mnemonic::of(Opcode::Cvt, ValueType::F32, ValueType::BF16), {"%f1", "%h1"});
+  CHECK(writer.version() == ptx::PtxVersion{7, 1});
+  CHECK(writer.version_reason() == "cvt.f32.bf16");
   std::string text = writer.finish({"k", {"k_param_0"}, {32, 1, 1}}, "test");
-  CHECK(text.find(".version 7.0\n") != std::string::npos);
+  CHECK(text.find(".version 7.1\n") != std::string::npos);
   CHECK(text.find("\t.reg .pred \t%p<2>;\n\t.reg .b32 \t%r<3>;\n\t.reg .f64 \t%fd<2>;\n") != std::string::npos);
   CHECK(text.find("\tadd.s32 \t%r2, %r1, 1;\n") != std::string::npos);
+  CHECK(text.find("\tcvt.f32.bf16 \t%f1, %h1;\n") != std::string::npos);
   CHECK(text.find(".b16") == std::string::npos);  // unused classes are not declared
   CHECK(ptx::is_ptx_identifier("linear_4bit"));
   CHECK_FALSE(ptx::is_ptx_identifier("4bit"));
   CHECK_FALSE(ptx::is_ptx_identifier("a-b"));
   CHECK(ptx::f32_immediate(0x3F800000) == "0f3F800000");
+}
+
+TEST_CASE("PtxWriter refuses an instruction form the target cannot run, naming form, sm_ and target",
+          "[emitter][writer]") {
+  using ptx::Mnemonic;
+  using ptx::Opcode;
+  using ptx::ValueType;
+  ptx::PtxWriter turing(ptx::Target{75});
+  CHECK_THROWS_WITH(turing.emit(Mnemonic::of(Opcode::Fma, ValueType::BF16x2).round(ptx::Rounding::Nearest), {"%r1", "%r2", "%r3", "%r4"}),
+                    Catch::Contains("'fma.rn.bf16x2' needs sm_80 (PTX ISA 7.0); target sm_75 cannot run it"));
+  CHECK_THROWS_AS(turing.emit(Mnemonic::of(Opcode::Min, ValueType::F16), {"%h1", "%h2", "%h3"}), ptx::UnsupportedInstruction);
+  ptx::PtxWriter ampere(ptx::Target{80});
+  CHECK_THROWS_WITH(ampere.emit(Mnemonic::of(Opcode::Add, ValueType::BF16).round(ptx::Rounding::Nearest), {"%h1", "%h2", "%h3"}),
+                    Catch::Contains("needs sm_90") && Catch::Contains("target sm_80"));
+  ampere.emit(Mnemonic::of(Opcode::Min, ValueType::F16), {"%h1", "%h2", "%h3"});  // sm_80 has it
+  // A spelling with no row at all is refused too.
+  CHECK_THROWS_WITH(ampere.emit(Mnemonic::of(Opcode::Lop3, ValueType::B64), {"%rd1", "%rd2", "%rd3", "%rd4", "0"}),
+                    Catch::Contains("cannot emit") && Catch::Contains("lop3.b64"));
+  ptx::PtxWriter hopper(ptx::Target{90});
+  hopper.emit(Mnemonic::of(Opcode::Add, ValueType::BF16x2).round(ptx::Rounding::Nearest), {"%r1", "%r2", "%r3"});
+  CHECK(hopper.version() == ptx::PtxVersion{7, 8});
 }

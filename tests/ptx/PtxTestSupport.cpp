@@ -77,7 +77,7 @@ constexpr std::uint32_t kSlots = 512;
 const std::vector<ScalarType>& value_types() {
   static const std::vector<ScalarType> types = {ScalarType::U8,  ScalarType::I8,  ScalarType::U16, ScalarType::U32,
                                                 ScalarType::I32, ScalarType::U64, ScalarType::I64, ScalarType::F16,
-                                                ScalarType::F32, ScalarType::F64, ScalarType::Bool};
+                                                ScalarType::BF16, ScalarType::F32, ScalarType::F64, ScalarType::Bool};
   return types;
 }
 
@@ -115,7 +115,14 @@ std::optional<Expr> try_make(const std::function<Expr()>& make) {
   }
 }
 
-void type_region(Body& body, ScalarType type, const BufferRef& input, const BufferRef& output, Outputs& outputs) {
+/// Integer divisors forced odd (never zero) when the program is meant to run.
+Expr safe_divisor(BinaryOp op, const Expr& divisor, bool executable) {
+  bool integer_division = (op == BinaryOp::Div || op == BinaryOp::Rem) && is_integer(divisor.type());
+  return executable && integer_division ? (divisor | 1.0) : divisor;
+}
+
+void type_region(Body& body, ScalarType type, const BufferRef& input, const BufferRef& output, Outputs& outputs,
+                 bool executable) {
   std::string t(to_string(type));
   Expr i = outputs.invocation;
   Expr a = body.let("a_" + t, input[i]);
@@ -123,7 +130,7 @@ void type_region(Body& body, ScalarType type, const BufferRef& input, const Buff
   Expr c = body.let("c_" + t, output[i]);  // load from a read-write buffer: ld.global
   for (BinaryOp op : binary_ops()) {
     for (auto [lhs, rhs] : {std::pair{a, b}, std::pair{a, some_literal(type, 3)}, std::pair{some_literal(type, 5), c}}) {
-      if (auto value = try_make([&, lhs = lhs, rhs = rhs] { return Binary::make(op, lhs, rhs); })) {
+      if (auto value = try_make([&, lhs = lhs, rhs = rhs] { return Binary::make(op, lhs, safe_divisor(op, rhs, executable)); })) {
         outputs.store(body, *value);
       }
     }
@@ -153,9 +160,67 @@ void type_region(Body& body, ScalarType type, const BufferRef& input, const Buff
   outputs.store(body, v);
 }
 
+/// Vector values: 128- and 64-bit loads and stores (aligned and under-aligned), packed
+/// f16x2/bf16x2 arithmetic, lane-by-lane arithmetic on u32/f32 vectors, lane
+/// construction and extraction, bitcasts between the widths, byte permutes.
+void vector_region(Body& body, const std::map<ScalarType, BufferRef>& inputs, const std::map<ScalarType, BufferRef>& vector_outputs,
+                   Outputs& outputs, bool executable) {
+  Expr i = outputs.invocation;
+  Expr slot = body.let("vector_slot", (i & 31u) * 4u);  // a multiple of 4 below 128: 16-byte aligned for 32-bit lanes
+  const BufferRef& in_u32 = inputs.at(ScalarType::U32);
+  const BufferRef& in_f32 = inputs.at(ScalarType::F32);
+  Expr u4 = body.let("u4", in_u32.load(slot, 4));
+  Expr u2 = body.let("u2", in_u32.load(slot + 2u, 2));
+  Expr f4 = body.let("f4", in_f32.load(slot, 4));
+  Expr f2 = body.let("f2", in_f32.load(slot, 2, 4));  // under-aligned: two scalar loads
+  Expr h2 = body.let("h2", inputs.at(ScalarType::F16).load(slot, 2));
+  Expr b2 = body.let("b2", inputs.at(ScalarType::BF16).load(slot + 2u, 2));
+  for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Min, BinaryOp::Max, BinaryOp::BitXor,
+                      BinaryOp::Shr, BinaryOp::Div}) {
+    for (const Expr& v : {u4, u2, f4, f2, h2, b2}) {
+      if (auto value = try_make([&] { return Binary::make(op, v, executable && op == BinaryOp::Div && is_integer(v.type()) ? v | 1.0 : v); })) {
+        for (unsigned lane = 0; lane < v.type().lanes(); ++lane) outputs.store(body, extract_lane(*value, lane));
+      }
+    }
+  }
+  for (const Expr& v : {f4, h2, b2}) {
+    Expr fused = fma(v, v, v);
+    outputs.store(body, extract_lane(fused, 1));
+    outputs.store(body, extract_lane(-v, 0));
+    outputs.store(body, extract_lane(abs(v), 1));
+  }
+  Expr packed = body.let("packed", cast(Type(ScalarType::F16, 2), f2));
+  outputs.store(body, extract_lane(packed, 0));
+  outputs.store(body, extract_lane(cast(Type(ScalarType::BF16, 2), f2), 1));
+  outputs.store(body, extract_lane(cast(Type(ScalarType::F32, 2), h2), 1));
+  outputs.store(body, extract_lane(cast(Type(ScalarType::F32, 2), u2), 0));
+  outputs.store(body, extract_lane(insert_lane(u4, 2, u32(7)), 2));
+  outputs.store(body, extract_lane(insert_lane(h2, 1, extract_lane(h2, 0)), 1));
+  outputs.store(body, extract_lane(insert_lane(b2, 0, extract_lane(b2, 1)), 0));
+  outputs.store(body, bitcast(ScalarType::U32, h2));
+  outputs.store(body, bitcast(ScalarType::U64, u2));
+  outputs.store(body, bitcast(ScalarType::F64, f2));
+  outputs.store(body, extract_lane(bitcast(Type(ScalarType::U32, 2), bitcast(ScalarType::I64, u2)), 1));
+  outputs.store(body, extract_lane(bitcast(Type(ScalarType::F16, 2), extract_lane(u4, 0)), 1));
+  outputs.store(body, bitcast(ScalarType::U16, extract_lane(h2, 1)));
+  outputs.store(body, bitcast(ScalarType::F16, cast(ScalarType::U16, i)));
+  outputs.store(body, permute(extract_lane(u4, 0), extract_lane(u4, 1), u32(0x5140)));
+  outputs.store(body, permute(extract_lane(u4, 2), extract_lane(u4, 3), extract_lane(u4, 0) & 0xffffu));
+  outputs.store(body, extract_lane(select(i < 9u, f4, f4 * 2.0), 3));
+  outputs.store(body, extract_lane(make_vector({extract_lane(f4, 3), f32(1.5f)}), 0));
+  outputs.store(body, extract_lane(make_vector({Literal::from_double(ScalarType::F16, 1.0), extract_lane(h2, 1)}), 0));
+  // Vector stores: 16- and 8-byte aligned, and an under-aligned one split by legalization.
+  Expr at = body.let("vector_at", i * 4u);
+  body.store(vector_outputs.at(ScalarType::U32), at, u4);
+  body.store(vector_outputs.at(ScalarType::F32), at, f4 + f4);
+  body.store(vector_outputs.at(ScalarType::F32), at + 256u, f2, 4);
+  body.store(vector_outputs.at(ScalarType::F16), at, h2 * h2);
+  body.store(vector_outputs.at(ScalarType::BF16), at + 2u, b2, 2);
+}
+
 }  // namespace
 
-ir::Program every_construct_program() {
+ir::Program every_construct_program(bool executable) {
   ProgramBuilder program("every_construct");
   std::map<ScalarType, BufferRef> inputs;
   Outputs outputs;
@@ -165,13 +230,19 @@ ir::Program every_construct_program() {
   for (ScalarType type : value_types()) {
     outputs.buffers[type] = program.output(fmt::format("out_{}", to_string(type)), type, kInvocations * kSlots);
   }
+  std::map<ScalarType, BufferRef> vector_outputs;
+  for (ScalarType type : {ScalarType::U32, ScalarType::F32, ScalarType::F16, ScalarType::BF16}) {
+    vector_outputs[type] = program.output(fmt::format("out_vector_{}", to_string(type)), type, kInvocations * 8);
+  }
   program.launch({kInvocations, 1, 1}, {1, 1, 1});
   program.body([&](Body& body) {
     outputs.invocation = body.let("i", invocation_id(0));
     for (ScalarType type : value_types()) {
       body.region(fmt::format("every_construct::{}", to_string(type)),
-                  [&](Body& region) { type_region(region, type, inputs[type], outputs.buffers[type], outputs); });
+                  [&](Body& region) { type_region(region, type, inputs[type], outputs.buffers[type], outputs, executable); });
     }
+    body.region("every_construct::vectors",
+                [&](Body& region) { vector_region(region, inputs, vector_outputs, outputs, executable); });
     body.region("every_construct::launch", [&](Body& region) {
       Expr i = outputs.invocation;
       for (unsigned axis = 0; axis < 3; ++axis) {

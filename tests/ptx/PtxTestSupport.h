@@ -25,11 +25,14 @@ bool ptxas_or_skip();
 /// "linear_4bit__in_dim-8__out_dim-4": op name and its arguments sorted by name.
 std::string spec_stem(const ir::ops::OpInfo& op, const ir::ops::OpArgs& args);
 
-/// A program with one region per value type (u8, i8, u16, u32, i32, u64, i64, f16, f32,
-/// f64, bool) exercising every binary, unary and cast form, Select, Fma, Lookup, loads
-/// and stores, plus loops, if/else, builtins, buffer lengths, subgroup shuffle/reduce/
-/// ballot, a barrier and a return. One workgroup of 64 invocations (two full subgroups).
-ir::Program every_construct_program();
+/// A program with one region per value type (u8, i8, u16, u32, i32, u64, i64, f16, bf16,
+/// f32, f64, bool) exercising every binary, unary and cast form, Select, Fma, Lookup,
+/// loads and stores; a vector region (u32x2/x4, f32x2/x4, f16x2, bf16x2 loads, stores,
+/// packed and lane-by-lane arithmetic, bitcasts, permutes, under-aligned accesses); plus
+/// loops, if/else, builtins, buffer lengths, subgroup shuffle/reduce/ballot, a barrier
+/// and a return. One workgroup of 64 invocations (two full subgroups). `executable`
+/// forces integer divisors odd, so the program runs on any inputs without dividing by 0.
+ir::Program every_construct_program(bool executable = false);
 
 /// Number of non-overlapping occurrences of `needle` in `text`.
 std::size_t count_occurrences(const std::string& text, const std::string& needle);

@@ -1,0 +1,1033 @@
+// Instruction selection (see InstructionSelection.h): an IRVisitor that walks the legal
+// IR once, in evaluation order, and emits each operation as a ptx::Mnemonic through
+// PtxWriter::emit, which checks it against the instruction table and the target.
+// Expression visits leave their value in `result_`; lower() caches values per statement.
+#include "lower/InstructionSelection.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include "ir/IRVisitor.h"
+#include "ir/Printer.h"
+#include "ir/ScopedTable.h"
+#include "ir/analysis/Structure.h"
+#include "ptx/PtxWriter.h"
+
+namespace quantc::lower {
+namespace {
+
+using ir::BinaryOp;
+using ir::ScalarType;
+using ir::Type;
+using ptx::Compare;
+using ptx::Mnemonic;
+using ptx::Opcode;
+using ptx::RegisterClass;
+using ptx::Rounding;
+using ptx::StateSpace;
+using ptx::ValueType;
+
+constexpr char kFullWarpMask[] = "0xffffffff";
+constexpr char kShuffleClamp[] = "0x1f";  // c operand of shfl.sync: clamp 31, no segments
+
+// ---- how IR types live in PTX registers --------------------------------------------
+
+[[noreturn]] void not_lowerable(std::string_view what) {
+  throw ir::IRError(fmt::format("instruction selection: {}; legalize the program for its target first "
+                                "(lower/Legalize.h)",
+                                what));
+}
+
+bool is_narrow_integer(ScalarType type) {
+  return type == ScalarType::U8 || type == ScalarType::I8 || type == ScalarType::U16;
+}
+
+bool is_half(ScalarType type) { return type == ScalarType::F16 || type == ScalarType::BF16; }
+
+bool is_packed_half(Type type) { return type.lanes() == 2 && is_half(type.element()); }
+
+RegisterClass scalar_register_class(ScalarType type) {
+  switch (type) {
+    case ScalarType::Bool: return RegisterClass::Predicate;
+    case ScalarType::F16:
+    case ScalarType::BF16: return RegisterClass::B16;
+    case ScalarType::U64:
+    case ScalarType::I64: return RegisterClass::B64;
+    case ScalarType::F32: return RegisterClass::F32;
+    case ScalarType::F64: return RegisterClass::F64;
+    case ScalarType::U8:
+    case ScalarType::I8:
+    case ScalarType::U16:
+    case ScalarType::U32:
+    case ScalarType::I32: return RegisterClass::B32;
+    default: not_lowerable(fmt::format("{} values cannot be held in a PTX register", ir::to_string(type)));
+  }
+}
+
+/// The class of each register of a value: one .b32 for packed halves, else the lanes'.
+RegisterClass register_class(Type type) {
+  return is_packed_half(type) ? RegisterClass::B32 : scalar_register_class(type.element());
+}
+
+/// Registers a value occupies: one for scalars and packed halves, one per lane otherwise.
+unsigned register_count(Type type) { return is_packed_half(type) ? 1 : type.lanes(); }
+
+/// The integer instruction type of a register holding `type` (narrow types are 32-bit).
+ValueType integer_type(ScalarType type) {
+  bool wide = bit_width(type) == 64;
+  if (ir::is_signed(type)) return wide ? ValueType::S64 : ValueType::S32;
+  return wide ? ValueType::U64 : ValueType::U32;
+}
+
+ValueType float_type(Type type) {
+  switch (type.element()) {
+    case ScalarType::F16: return type.lanes() == 2 ? ValueType::F16x2 : ValueType::F16;
+    case ScalarType::BF16: return type.lanes() == 2 ? ValueType::BF16x2 : ValueType::BF16;
+    case ScalarType::F32: return ValueType::F32;
+    case ScalarType::F64: return ValueType::F64;
+    default: not_lowerable(fmt::format("{} is not a float type", ir::to_string(type)));
+  }
+}
+
+/// The instruction type for arithmetic on `type`.
+ValueType arithmetic_type(Type type) { return ir::is_float(type) ? float_type(type) : integer_type(type.element()); }
+
+ValueType bits_type(RegisterClass register_class) {
+  switch (register_class) {
+    case RegisterClass::Predicate: return ValueType::Pred;
+    case RegisterClass::B16: return ValueType::B16;
+    case RegisterClass::B32:
+    case RegisterClass::F32: return ValueType::B32;
+    case RegisterClass::B64:
+    case RegisterClass::F64: return ValueType::B64;
+  }
+  return ValueType::B32;
+}
+
+/// The type of mov/selp for one register of `type`: f32/f64 keep their type.
+ValueType move_type(Type type) {
+  RegisterClass register_class_of_lane = register_class(type);
+  if (register_class_of_lane == RegisterClass::F32) return ValueType::F32;
+  if (register_class_of_lane == RegisterClass::F64) return ValueType::F64;
+  return bits_type(register_class_of_lane);
+}
+
+/// The ld/st type of one register of a value (a packed half pair is one .b32).
+ValueType memory_type(Type type) {
+  if (is_packed_half(type)) return ValueType::B32;
+  switch (type.element()) {
+    case ScalarType::U8: return ValueType::U8;
+    case ScalarType::I8: return ValueType::S8;
+    case ScalarType::U16: return ValueType::U16;
+    case ScalarType::U32: return ValueType::U32;
+    case ScalarType::I32: return ValueType::S32;
+    case ScalarType::U64: return ValueType::U64;
+    case ScalarType::I64: return ValueType::S64;
+    case ScalarType::F16:
+    case ScalarType::BF16: return ValueType::B16;
+    case ScalarType::F32: return ValueType::F32;
+    case ScalarType::F64: return ValueType::F64;
+    default: not_lowerable(fmt::format("no PTX memory type for {}; bool buffers are legalized to u8", ir::to_string(type)));
+  }
+}
+
+Compare comparison(BinaryOp op, bool is_float) {
+  switch (op) {
+    case BinaryOp::Eq: return Compare::Eq;
+    case BinaryOp::Ne: return is_float ? Compare::Neu : Compare::Ne;  // IR Ne is true when either operand is NaN
+    case BinaryOp::Lt: return Compare::Lt;
+    case BinaryOp::Le: return Compare::Le;
+    case BinaryOp::Gt: return Compare::Gt;
+    case BinaryOp::Ge: return Compare::Ge;
+    default: not_lowerable(fmt::format("'{}' is not a comparison", ir::to_string(op)));
+  }
+}
+
+std::uint64_t type_mask(ScalarType type) {
+  unsigned bits = bit_width(type);
+  return bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
+}
+
+/// The immediate spelling of literal `bits` of `type`.
+std::string immediate_text(ScalarType type, std::uint64_t bits) {
+  switch (type) {
+    case ScalarType::F32: return ptx::f32_immediate(static_cast<std::uint32_t>(bits));
+    case ScalarType::F64: return ptx::f64_immediate(bits);
+    case ScalarType::F16:
+    case ScalarType::BF16: return fmt::format("0x{:04X}", bits & 0xFFFF);
+    case ScalarType::Bool: return bits ? "1" : "0";
+    default:
+      if (ir::is_signed(type)) return ptx::integer_immediate(static_cast<std::int64_t>(bits));
+      return ptx::unsigned_immediate(bits & type_mask(type));
+  }
+}
+
+std::uint64_t one_bits(ScalarType type) {
+  switch (type) {
+    case ScalarType::F16: return 0x3C00;
+    case ScalarType::BF16: return 0x3F80;
+    case ScalarType::F32: return 0x3F800000;
+    case ScalarType::F64: return 0x3FF0000000000000;
+    default: return 1;
+  }
+}
+
+/// A lowered value: its registers (or one immediate), with its IR type. `temporary`
+/// marks registers written by this expression only, which a Let may adopt.
+struct Value {
+  Type type;
+  std::array<std::string, 4> registers{};
+  unsigned count = 1;
+  bool temporary = false;
+  std::optional<std::uint64_t> constant;  // literal bits when registers[0] is an immediate
+
+  bool immediate() const { return constant.has_value(); }
+  const std::string& text() const { return registers[0]; }
+  /// "{%r1, %r2}" for a multi-register value, the register otherwise.
+  std::string operand() const {
+    if (count == 1) return registers[0];
+    std::string text = "{";
+    for (unsigned i = 0; i < count; ++i) text += (i ? ", " : "") + registers[i];
+    return text + "}";
+  }
+};
+
+/// Byte offsets and addresses of buffer elements already computed, reused while the
+/// index register holds the same value: entries are dropped when that register is
+/// written, and entries made inside a branch or loop body are forgotten on leaving it.
+class AvailableAddresses {
+ public:
+  using Key = std::pair<std::string, std::string>;  // (buffer, index register)
+  std::optional<std::string> find(const Key& key) const {
+    auto found = addresses_.find(key);
+    if (found == addresses_.end()) return std::nullopt;
+    return found->second;
+  }
+  void add(const Key& key, std::string address) { addresses_[key] = std::move(address); }
+  void forget_register(const std::string& index_register) {
+    std::erase_if(addresses_, [&](const auto& entry) { return entry.first.second == index_register; });
+  }
+  std::map<Key, std::string> snapshot() const { return addresses_; }
+  void restore(std::map<Key, std::string> saved) { addresses_ = std::move(saved); }
+
+ private:
+  std::map<Key, std::string> addresses_;
+};
+
+class Selector : public ir::IRVisitor {
+ public:
+  Selector(const ir::Program& program, const ptx::Target& target) : program_(program), target_(target), writer_(target) {}
+
+  std::string run() {
+    if (!ptx::is_ptx_identifier(program_.name)) {
+      throw ir::IRError(fmt::format(
+          "lower_to_ptx: program name '{}' is not a valid PTX identifier (letters, digits, '_' and '$', not "
+          "starting with a digit); rename the program",
+          program_.name));
+    }
+    ptx::EntrySignature entry{program_.name, {}, program_.workgroup_size};
+    for (const ir::BufferDecl& buffer : program_.buffers) {
+      std::string parameter = fmt::format("{}_param_{}", program_.name, buffer.binding);
+      entry.parameter_names.push_back(parameter);
+      writer_.comment(fmt::format("buffer @{} {}: {} {}[{}]", buffer.binding, buffer.name,
+                                  ir::to_string(buffer.access), ir::to_string(buffer.element), buffer.count));
+      std::string generic = writer_.new_register(RegisterClass::B64);
+      writer_.emit(Mnemonic::of(Opcode::Ld, ValueType::U64).in(StateSpace::Param), {generic, fmt::format("[{}]", parameter)});
+      std::string global = writer_.new_register(RegisterClass::B64);
+      writer_.emit(Mnemonic::of(Opcode::Cvta, ValueType::U64).to_global(), {global, generic});
+      buffer_addresses_[buffer.name] = global;
+    }
+    writer_.blank_line();
+    visit(program_.entry);
+    writer_.emit(Mnemonic::of(Opcode::Ret));
+    return writer_.finish(entry, fmt::format("Generated by quantc from program \"{}\" for {}", program_.name,
+                                             target_.name()));
+  }
+
+ protected:
+  // ---- expressions --------------------------------------------------------------
+
+  void visit_Literal(const ir::Literal& node) override {
+    const ScalarType type = node.scalar();
+    if (type == ScalarType::Bool || is_half(type)) {
+      // No predicate or 16-bit float immediates in PTX arithmetic: materialize.
+      Value value = fresh(type);
+      emit(Mnemonic::of(Opcode::Mov, bits_type(scalar_register_class(type))), {value.text(), immediate_text(type, node.bits)});
+      result_ = value;
+      return;
+    }
+    result_ = immediate(type, node.bits);
+  }
+
+  void visit_Var(const ir::Var& node) override { result_ = lookup(node.name); }
+
+  void visit_Load(const ir::Load& node) override {
+    const ir::BufferDecl& buffer = find_buffer(node.buffer);
+    Value index = lower(node.index);
+    std::string address = element_address(buffer, index);
+    Value value = fresh(node.type);
+    Mnemonic load = Mnemonic::of(Opcode::Ld, memory_type(node.type)).in(StateSpace::Global).lanes(value.count);
+    if (buffer.access == ir::BufferAccess::ReadOnly) load.read_only();
+    // u8/s8/u16 loads widen into the 32-bit register (zero- or sign-extended).
+    emit(load, {value.operand(), address});
+    result_ = value;
+  }
+
+  void visit_Binary(const ir::Binary& node) override {
+    Type type = node.lhs.type();
+    Value lhs = lower(node.lhs);
+    Value rhs = lower(node.rhs);
+    if (ir::is_comparison(node.op)) {
+      result_ = type == ScalarType::Bool ? boolean_compare(node.op, lhs, rhs) : compare(node.op, lhs, rhs);
+    } else if (type == ScalarType::Bool) {
+      result_ = boolean_logic(node.op, lhs, rhs);
+    } else if (node.op == BinaryOp::Shl || node.op == BinaryOp::Shr) {
+      result_ = shift(node.op, lhs, rhs);
+    } else {
+      result_ = arithmetic(node.op, lhs, rhs);
+    }
+  }
+
+  void visit_Unary(const ir::Unary& node) override {
+    Type type = node.type;
+    Value operand = lower(node.operand);
+    if (type.is_vector() && !is_packed_half(type)) not_lowerable(fmt::format("unary on {}", ir::to_string(type)));
+    std::string source = in_register(operand);
+    Value value = fresh(type);
+    if (type == ScalarType::Bool) {  // only Not is valid on bool
+      emit(Mnemonic::of(Opcode::Not, ValueType::Pred), {value.text(), source});
+    } else if (ir::is_float(type)) {
+      // Sign-bit operations, exact for every input including NaN payloads.
+      std::uint64_t sign = std::uint64_t{1} << (bit_width(type.element()) - 1);
+      if (type.lanes() == 2) sign |= sign << 16;  // both halves of a packed pair
+      ValueType bits = bits_type(register_class(type));
+      std::uint64_t all_bits = ptx::bit_width(bits) == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << ptx::bit_width(bits)) - 1;
+      std::uint64_t mask = node.op == ir::UnaryOp::Neg ? sign : all_bits & ~sign;
+      emit(Mnemonic::of(node.op == ir::UnaryOp::Neg ? Opcode::Xor : Opcode::And, bits),
+           {value.text(), source, ptx::unsigned_immediate(mask)});
+    } else if (node.op == ir::UnaryOp::Abs && !ir::is_signed(type)) {
+      result_ = operand;  // |x| == x for unsigned integers
+      return;
+    } else {
+      bool wide = bit_width(type.element()) == 64;
+      switch (node.op) {
+        case ir::UnaryOp::Neg:
+          emit(Mnemonic::of(Opcode::Neg, wide ? ValueType::S64 : ValueType::S32), {value.text(), source});
+          break;
+        case ir::UnaryOp::Not:
+          emit(Mnemonic::of(Opcode::Not, bits_type(register_class(type))), {value.text(), source});
+          break;
+        case ir::UnaryOp::Abs:
+          emit(Mnemonic::of(Opcode::Abs, wide ? ValueType::S64 : ValueType::S32), {value.text(), source});
+          break;
+      }
+    }
+    result_ = value;
+  }
+
+  void visit_Cast(const ir::Cast& node) override {
+    Value source = lower(node.value);
+    result_ = cast(source, node.type);
+  }
+
+  void visit_Bitcast(const ir::Bitcast& node) override {
+    Value source = lower(node.value);
+    result_ = bitcast(source, node.type);
+  }
+
+  void visit_Select(const ir::Select& node) override {
+    std::string condition = in_register(lower(node.cond));
+    Value if_true = lower(node.if_true);
+    Value if_false = lower(node.if_false);
+    result_ = select(node.type, condition, if_true, if_false);
+  }
+
+  void visit_Fma(const ir::Fma& node) override {
+    if (node.type.is_vector() && !is_packed_half(node.type)) not_lowerable(fmt::format("fma on {}", ir::to_string(node.type)));
+    std::string a = in_register(lower(node.a));
+    Value b = lower(node.b);
+    Value c = lower(node.c);
+    Value value = fresh(node.type);
+    emit(Mnemonic::of(Opcode::Fma, float_type(node.type)).round(Rounding::Nearest), {value.text(), a, b.text(), c.text()});
+    result_ = value;
+  }
+
+  void visit_MakeVector(const ir::MakeVector& node) override {
+    std::vector<Value> lanes;
+    for (const ir::Expr& lane : node.lanes) lanes.push_back(lower(lane));
+    if (is_packed_half(node.type)) {
+      Value value = fresh(node.type);
+      bool constant = node.lanes[0].as<ir::Literal>() && node.lanes[1].as<ir::Literal>();
+      if (constant) {  // pack at compile time: one mov of the 32-bit pattern
+        std::uint64_t bits = (node.lanes[0].as<ir::Literal>()->bits & 0xffff) | ((node.lanes[1].as<ir::Literal>()->bits & 0xffff) << 16);
+        emit(Mnemonic::of(Opcode::Mov, ValueType::B32), {value.text(), ptx::unsigned_immediate(bits)});
+      } else {
+        emit(Mnemonic::of(Opcode::Mov, ValueType::B32),
+             {value.text(), fmt::format("{{{}, {}}}", in_register(lanes[0]), in_register(lanes[1]))});
+      }
+      result_ = value;
+      return;
+    }
+    Value value{node.type, {}, static_cast<unsigned>(lanes.size()), false, std::nullopt};
+    for (std::size_t i = 0; i < lanes.size(); ++i) value.registers[i] = in_register(lanes[i]);
+    result_ = value;
+  }
+
+  void visit_ExtractLane(const ir::ExtractLane& node) override {
+    Value vector = lower(node.vector);
+    if (is_packed_half(node.vector.type())) {
+      auto [low, high] = unpack_halves(vector);
+      result_ = Value{node.type, {node.lane == 0 ? low : high}, 1, false, std::nullopt};
+      return;
+    }
+    result_ = Value{node.type, {vector.registers[node.lane]}, 1, false, std::nullopt};
+  }
+
+  void visit_InsertLane(const ir::InsertLane& node) override {
+    Value vector = lower(node.vector);
+    std::string lane = in_register(lower(node.value));
+    if (is_packed_half(node.type)) {
+      auto [low, high] = unpack_halves(vector);
+      Value value = fresh(node.type);
+      emit(Mnemonic::of(Opcode::Mov, ValueType::B32),
+           {value.text(), fmt::format("{{{}, {}}}", node.lane == 0 ? lane : low, node.lane == 1 ? lane : high)});
+      result_ = value;
+      return;
+    }
+    Value value = vector;
+    value.temporary = false;
+    value.registers[node.lane] = lane;
+    result_ = value;
+  }
+
+  void visit_Permute(const ir::Permute& node) override {
+    std::string a = in_register(lower(node.a));
+    std::string b = in_register(lower(node.b));
+    Value selector = lower(node.selector);
+    Value value = fresh(ScalarType::U32);
+    emit(Mnemonic::of(Opcode::Prmt, ValueType::B32), {value.text(), a, b, selector.text()});
+    result_ = value;
+  }
+
+  void visit_BufferLength(const ir::BufferLength& node) override {
+    result_ = immediate(ScalarType::U32, find_buffer(node.buffer).count);
+  }
+
+  void visit_Builtin(const ir::Builtin& node) override {
+    static constexpr char kAxes[] = "xyz";
+    const char axis = kAxes[node.axis < 3 ? node.axis : 0];
+    Value value = fresh(ScalarType::U32);
+    const Mnemonic move = Mnemonic::of(Opcode::Mov, ValueType::U32);
+    switch (node.builtin) {
+      case ir::BuiltinKind::LocalId:
+        emit(move, {value.text(), fmt::format("%tid.{}", axis)});
+        break;
+      case ir::BuiltinKind::WorkgroupId:
+        emit(move, {value.text(), fmt::format("%ctaid.{}", axis)});
+        break;
+      case ir::BuiltinKind::InvocationId: {
+        std::string cta = writer_.new_register(RegisterClass::B32);
+        std::string threads = writer_.new_register(RegisterClass::B32);
+        std::string thread = writer_.new_register(RegisterClass::B32);
+        emit(move, {cta, fmt::format("%ctaid.{}", axis)});
+        emit(move, {threads, fmt::format("%ntid.{}", axis)});
+        emit(move, {thread, fmt::format("%tid.{}", axis)});
+        emit(Mnemonic::of(Opcode::Mad, ValueType::U32).multiply(ptx::MulMode::Lo), {value.text(), cta, threads, thread});
+        break;
+      }
+      case ir::BuiltinKind::SubgroupLocalId:
+        emit(move, {value.text(), "%laneid"});
+        break;
+      case ir::BuiltinKind::SubgroupSize:
+        emit(move, {value.text(), "WARP_SZ"});
+        break;
+    }
+    result_ = value;
+  }
+
+  void visit_SubgroupShuffle(const ir::SubgroupShuffle& node) override {
+    Value own = lower(node.value);
+    std::string value = in_register(own);
+    Value lane = lower(node.lane);  // below 32: legalization selected the own value for the rest
+    Value result = fresh(node.type);
+    emit(Mnemonic::of(Opcode::Shfl, ValueType::B32).synchronized().with_mode(ptx::ShuffleMode::Index),
+         {result.text(), value, lane.text(), kShuffleClamp, kFullWarpMask});
+    result_ = result;
+  }
+
+  void visit_SubgroupReduce(const ir::SubgroupReduce& node) override {
+    std::string accumulator = in_register(lower(node.value));
+    Mnemonic combine;
+    switch (node.op) {
+      case ir::SubgroupReduceOp::Add:
+        combine = node.type == ScalarType::F32 ? Mnemonic::of(Opcode::Add, ValueType::F32).round(Rounding::Nearest)
+                                               : Mnemonic::of(Opcode::Add, integer_type(node.type.element()));
+        break;
+      case ir::SubgroupReduceOp::Max:
+        combine = Mnemonic::of(Opcode::Max, arithmetic_type(node.type));
+        break;
+      case ir::SubgroupReduceOp::Min:
+        combine = Mnemonic::of(Opcode::Min, arithmetic_type(node.type));
+        break;
+    }
+    // Butterfly in the order 16, 8, 4, 2, 1, exactly as the reference interpreter
+    // combines lanes, so every lane ends with the same bits.
+    RegisterClass lane_class = register_class(node.type);
+    for (int offset : {16, 8, 4, 2, 1}) {
+      std::string partner = writer_.new_register(lane_class);
+      emit(Mnemonic::of(Opcode::Shfl, ValueType::B32).synchronized().with_mode(ptx::ShuffleMode::Butterfly),
+           {partner, accumulator, std::to_string(offset), kShuffleClamp, kFullWarpMask});
+      std::string combined = writer_.new_register(lane_class);
+      emit(combine, {combined, accumulator, partner});
+      accumulator = combined;
+    }
+    result_ = Value{node.type, {accumulator}, 1, true, std::nullopt};
+  }
+
+  void visit_SubgroupBallot(const ir::SubgroupBallot& node) override {
+    std::string condition = in_register(lower(node.cond));
+    Value value = fresh(ScalarType::U32);
+    emit(Mnemonic::of(Opcode::Vote, ValueType::B32).synchronized().with_mode(ptx::VoteMode::Ballot),
+         {value.text(), condition, kFullWarpMask});
+    result_ = value;
+  }
+
+  void visit_Lookup(const ir::Lookup&) override { not_lowerable("a Lookup table remains"); }
+
+  // ---- statements ---------------------------------------------------------------
+
+  void visit_Let(const ir::Let& node) override {
+    begin_statement(node);
+    Value value = lower(node.value);
+    Value variable = value;
+    if (!value.temporary || value.immediate()) {
+      variable = fresh(value.type);
+      move(variable, value);
+    }
+    variable.temporary = false;
+    variables_.declare(node.name, variable);
+  }
+
+  void visit_Assign(const ir::Assign& node) override {
+    begin_statement(node);
+    Value value = lower(node.value);
+    const Value& variable = lookup(node.name);
+    move(variable, value);
+    for (unsigned i = 0; i < variable.count; ++i) addresses_.forget_register(variable.registers[i]);
+  }
+
+  void visit_Store(const ir::Store& node) override {
+    begin_statement(node);
+    const ir::BufferDecl& buffer = find_buffer(node.buffer);
+    if (buffer.access == ir::BufferAccess::ReadOnly) {
+      not_lowerable(fmt::format("a store to read-only buffer '{}'", buffer.name));
+    }
+    Value index = lower(node.index);
+    Value value = lower(node.value);
+    std::string address = element_address(buffer, index);
+    Value source = materialized(value);
+    emit(Mnemonic::of(Opcode::St, memory_type(value.type)).in(StateSpace::Global).lanes(source.count),
+         {address, source.operand()});
+  }
+
+  void visit_If(const ir::If& node) override {
+    begin_statement(node);
+    std::string condition = in_register(lower(node.cond));
+    const auto* else_block = node.else_body.as<ir::Block>();
+    bool has_else = else_block != nullptr && !else_block->stmts.empty();
+    std::string else_label = has_else ? writer_.new_label("else") : "";
+    std::string end_label = writer_.new_label("end_if");
+    writer_.emit_guarded(condition, true, Mnemonic::of(Opcode::Bra), {has_else ? else_label : end_label});
+    auto before = addresses_.snapshot();
+    nested(node.then_body);
+    addresses_.restore(before);
+    if (has_else) {
+      writer_.emit(Mnemonic::of(Opcode::Bra), {end_label});
+      writer_.label(else_label);
+      writer_.comment("else", depth_);
+      nested(node.else_body);
+      addresses_.restore(before);
+    }
+    writer_.label(end_label);
+  }
+
+  void visit_Loop(const ir::Loop& node) override {
+    begin_statement(node);
+    Type type = node.from.type();
+    ValueType counter_type = integer_type(type.element());
+    // Both bounds are evaluated once, on entry, per lane.
+    Value from = lower(node.from);
+    Value counter = fresh(type);
+    emit(Mnemonic::of(Opcode::Mov, move_type(type)), {counter.text(), from.text()});
+    Value to = lower(node.to);
+    std::string end = to.immediate() ? to.text() : copy_of(to);
+    std::string head = writer_.new_label("loop");
+    std::string exit = writer_.new_label("end_loop");
+    std::string done = writer_.new_register(RegisterClass::Predicate);
+    // Addresses keyed on a register the body writes are stale from the second iteration.
+    for (const std::string& name : ir::analysis::assigned_variables(node.body)) {
+      if (const Value* variable = variables_.lookup(name)) {
+        for (unsigned i = 0; i < variable->count; ++i) addresses_.forget_register(variable->registers[i]);
+      }
+    }
+    auto before = addresses_.snapshot();
+    writer_.label(head);
+    emit(Mnemonic::of(Opcode::Setp, counter_type).compare_with(Compare::Ge), {done, counter.text(), end});
+    writer_.emit_guarded(done, false, Mnemonic::of(Opcode::Bra), {exit});
+    {
+      ir::ScopedTable<Value>::Scope scope(variables_);
+      Value loop_variable = counter;
+      loop_variable.temporary = false;
+      variables_.declare(node.var, loop_variable);
+      nested(node.body);
+    }
+    addresses_.restore(before);
+    // counter < end <= max of the type, so the increment never leaves the type's range.
+    emit(Mnemonic::of(Opcode::Add, counter_type), {counter.text(), counter.text(), "1"});
+    writer_.emit(Mnemonic::of(Opcode::Bra), {head});
+    writer_.label(exit);
+  }
+
+  void visit_Block(const ir::Block& node) override {
+    ir::ScopedTable<Value>::Scope scope(variables_);
+    for (const ir::Node& stmt : node.stmts) visit(stmt);
+  }
+
+  void visit_Region(const ir::Region& node) override {
+    writer_.comment(fmt::format("region \"{}\"", node.op_id), depth_);
+    nested(node.body);
+    writer_.comment(fmt::format("end region \"{}\"", node.op_id), depth_);
+  }
+
+  void visit_Barrier(const ir::Barrier& node) override {
+    begin_statement(node);
+    emit(Mnemonic::of(Opcode::Bar).synchronized(), {"0"});
+  }
+
+  void visit_Return(const ir::Return& node) override {
+    begin_statement(node);
+    emit(Mnemonic::of(Opcode::Ret));
+  }
+
+ private:
+  void emit(const Mnemonic& mnemonic, const std::vector<std::string>& operands = {}) { writer_.emit(mnemonic, operands); }
+
+  /// The value of `expr`, evaluated once per statement: a handle seen again in the same
+  /// statement (legalization's expansions reuse operands) reads the same registers.
+  Value lower(const ir::Expr& expr) {
+    if (auto found = values_.find(expr.get()); found != values_.end()) {
+      Value shared = found->second;
+      shared.temporary = false;
+      return shared;
+    }
+    visit(expr);
+    values_[expr.get()] = result_;
+    return result_;
+  }
+
+  /// A new statement: comment it and forget the previous statement's values (variables
+  /// may have changed since).
+  void begin_statement(const ir::NodeBase& node) {
+    values_.clear();
+    unpacked_.clear();
+    constexpr std::size_t kCommentLimit = 160;  // legalized expansions (select trees) print long
+    std::string header = ir::print_header(node);
+    if (header.size() > kCommentLimit) header = header.substr(0, kCommentLimit - 4) + " ...";
+    writer_.comment(header, depth_);
+  }
+
+  Value fresh(Type type) {
+    Value value{type, {}, register_count(type), true, std::nullopt};
+    for (unsigned i = 0; i < value.count; ++i) value.registers[i] = writer_.new_register(register_class(type));
+    return value;
+  }
+
+  static Value immediate(ScalarType type, std::uint64_t bits) {
+    return Value{type, {immediate_text(type, bits)}, 1, false, bits};
+  }
+
+  /// `value` in a register (an immediate is moved into a fresh one).
+  std::string in_register(const Value& value) { return materialized(value).text(); }
+
+  Value materialized(const Value& value) {
+    if (!value.immediate()) return value;
+    Value result = fresh(value.type);
+    emit(Mnemonic::of(Opcode::Mov, move_type(value.type)), {result.text(), value.text()});
+    return result;
+  }
+
+  /// Copies every register of `source` into `target`'s.
+  void move(const Value& target, const Value& source) {
+    for (unsigned i = 0; i < target.count; ++i) {
+      emit(Mnemonic::of(Opcode::Mov, move_type(target.type)), {target.registers[i], source.registers[i]});
+    }
+  }
+
+  /// A fresh register holding `value`'s current value (a loop bound must not change
+  /// when the body assigns the variable it came from).
+  std::string copy_of(const Value& value) {
+    if (value.temporary) return value.text();
+    Value copy = fresh(value.type);
+    move(copy, value);
+    return copy.text();
+  }
+
+  /// The two halves of a packed f16x2/bf16x2 register, unpacked once per statement.
+  std::pair<std::string, std::string> unpack_halves(const Value& packed) {
+    std::string source = in_register(packed);
+    if (auto found = unpacked_.find(source); found != unpacked_.end()) return found->second;
+    std::string low = writer_.new_register(RegisterClass::B16), high = writer_.new_register(RegisterClass::B16);
+    emit(Mnemonic::of(Opcode::Mov, ValueType::B32), {fmt::format("{{{}, {}}}", low, high), source});
+    return unpacked_[source] = {low, high};
+  }
+
+  Value compare(BinaryOp op, const Value& lhs, const Value& rhs) {
+    Type type = lhs.type;
+    if (is_half(type.element())) not_lowerable("a 16-bit float comparison (compared in f32 after legalization)");
+    Value value = fresh(ScalarType::Bool);
+    emit(Mnemonic::of(Opcode::Setp, arithmetic_type(type)).compare_with(comparison(op, ir::is_float(type))),
+         {value.text(), in_register(lhs), rhs.text()});
+    return value;
+  }
+
+  Value boolean_compare(BinaryOp op, const Value& lhs, const Value& rhs) {
+    Value differ = fresh(ScalarType::Bool);
+    emit(Mnemonic::of(Opcode::Xor, ValueType::Pred), {differ.text(), in_register(lhs), in_register(rhs)});
+    if (op == BinaryOp::Ne) return differ;
+    Value equal = fresh(ScalarType::Bool);
+    emit(Mnemonic::of(Opcode::Not, ValueType::Pred), {equal.text(), differ.text()});
+    return equal;
+  }
+
+  Value boolean_logic(BinaryOp op, const Value& lhs, const Value& rhs) {
+    Opcode opcode;
+    switch (op) {
+      case BinaryOp::LogicalAnd:
+      case BinaryOp::BitAnd: opcode = Opcode::And; break;
+      case BinaryOp::LogicalOr:
+      case BinaryOp::BitOr: opcode = Opcode::Or; break;
+      case BinaryOp::BitXor: opcode = Opcode::Xor; break;
+      default: not_lowerable(fmt::format("'{}' on bool operands", ir::to_string(op)));
+    }
+    Value value = fresh(ScalarType::Bool);
+    emit(Mnemonic::of(opcode, ValueType::Pred), {value.text(), in_register(lhs), in_register(rhs)});
+    return value;
+  }
+
+  Value shift(BinaryOp op, const Value& lhs, const Value& rhs) {
+    ScalarType type = lhs.type.element();
+    bool wide = bit_width(type) == 64;
+    unsigned register_bits = wide ? 64 : 32;
+    std::string amount;
+    if (rhs.immediate()) {
+      // The IR amount is unsigned in the type's width; PTX clamps at the register width.
+      std::uint64_t bits = *rhs.constant & type_mask(type);
+      amount = std::to_string(std::min<std::uint64_t>(bits, register_bits));
+    } else if (wide) {
+      // shl.b64/shr.b64 take a u32 amount: clamp before truncating so 2^32 stays >= 64.
+      std::string clamped = writer_.new_register(RegisterClass::B64);
+      emit(Mnemonic::of(Opcode::Min, ValueType::U64), {clamped, rhs.text(), "64"});
+      amount = writer_.new_register(RegisterClass::B32);
+      emit(Mnemonic::of(Opcode::Cvt, ValueType::U32, ValueType::U64), {amount, clamped});
+    } else {
+      amount = rhs.text();  // narrow amounts are normalized, so >= width stays >= width
+    }
+    Value value = fresh(type);
+    Mnemonic mnemonic = op == BinaryOp::Shl ? Mnemonic::of(Opcode::Shl, wide ? ValueType::B64 : ValueType::B32)
+                                            : Mnemonic::of(Opcode::Shr, integer_type(type));
+    emit(mnemonic, {value.text(), in_register(lhs), amount});
+    return value;
+  }
+
+  Value arithmetic(BinaryOp op, const Value& lhs, const Value& rhs) {
+    Type type = lhs.type;
+    if (type.is_vector() && !is_packed_half(type)) not_lowerable(fmt::format("'{}' on {}", ir::to_string(op), ir::to_string(type)));
+    const bool is_float = ir::is_float(type);
+    const ValueType instruction_type = arithmetic_type(type);
+    Mnemonic mnemonic;
+    switch (op) {
+      case BinaryOp::Add:
+      case BinaryOp::Sub:
+      case BinaryOp::Mul: {
+        Opcode opcode = op == BinaryOp::Add ? Opcode::Add : op == BinaryOp::Sub ? Opcode::Sub : Opcode::Mul;
+        mnemonic = Mnemonic::of(opcode, instruction_type);
+        // .rn: never contracted into an fma, so results match the interpreter bit for bit.
+        if (is_float) mnemonic.round(Rounding::Nearest);
+        else if (op == BinaryOp::Mul) mnemonic.multiply(ptx::MulMode::Lo);
+        break;
+      }
+      case BinaryOp::Div:
+        mnemonic = Mnemonic::of(Opcode::Div, instruction_type);
+        if (is_float) mnemonic.round(Rounding::Nearest);
+        break;
+      case BinaryOp::Rem: mnemonic = Mnemonic::of(Opcode::Rem, instruction_type); break;
+      case BinaryOp::Min: mnemonic = Mnemonic::of(Opcode::Min, instruction_type); break;
+      case BinaryOp::Max: mnemonic = Mnemonic::of(Opcode::Max, instruction_type); break;
+      case BinaryOp::BitAnd: mnemonic = Mnemonic::of(Opcode::And, bits_type(register_class(type))); break;
+      case BinaryOp::BitOr: mnemonic = Mnemonic::of(Opcode::Or, bits_type(register_class(type))); break;
+      case BinaryOp::BitXor: mnemonic = Mnemonic::of(Opcode::Xor, bits_type(register_class(type))); break;
+      default: not_lowerable(fmt::format("binary '{}' on {}", ir::to_string(op), ir::to_string(type)));
+    }
+    Value value = fresh(type);
+    // 16-bit float operands have no immediate form: both in registers.
+    std::string second = is_half(type.element()) ? in_register(rhs) : rhs.text();
+    emit(mnemonic, {value.text(), in_register(lhs), second});
+    return value;
+  }
+
+  Value select(Type type, const std::string& condition, const Value& if_true, const Value& if_false) {
+    if (type == ScalarType::Bool) {
+      // (c && t) || (!c && f) on predicates.
+      std::string not_condition = writer_.new_register(RegisterClass::Predicate);
+      emit(Mnemonic::of(Opcode::Not, ValueType::Pred), {not_condition, condition});
+      std::string take_true = writer_.new_register(RegisterClass::Predicate);
+      emit(Mnemonic::of(Opcode::And, ValueType::Pred), {take_true, condition, in_register(if_true)});
+      std::string take_false = writer_.new_register(RegisterClass::Predicate);
+      emit(Mnemonic::of(Opcode::And, ValueType::Pred), {take_false, not_condition, in_register(if_false)});
+      Value value = fresh(type);
+      emit(Mnemonic::of(Opcode::Or, ValueType::Pred), {value.text(), take_true, take_false});
+      return value;
+    }
+    Value value = fresh(type);
+    for (unsigned i = 0; i < value.count; ++i) {
+      emit(Mnemonic::of(Opcode::Selp, move_type(type)), {value.registers[i], if_true.registers[i], if_false.registers[i], condition});
+    }
+    return value;
+  }
+
+  Value cast(const Value& source, Type target) {
+    Type from = source.type;
+    if (from == target) return source;
+    if (target.is_vector()) {
+      if (!is_packed_half(target) || from.element() != ScalarType::F32) {
+        not_lowerable(fmt::format("a cast from {} to {}", ir::to_string(from), ir::to_string(target)));
+      }
+      // cvt.rn.f16x2.f32 d, a, b puts a in the upper half: lane 1 first.
+      Value value = fresh(target);
+      emit(Mnemonic::of(Opcode::Cvt, float_type(target), ValueType::F32).round(Rounding::Nearest),
+           {value.text(), source.registers[1], source.registers[0]});
+      return value;
+    }
+    const ScalarType to = target.element(), from_scalar = from.element();
+    if (from_scalar == ScalarType::Bool) {
+      return select(target, source.text(), immediate_or_register(to, one_bits(to)), immediate_or_register(to, 0));
+    }
+    std::string value_text = in_register(source);
+    if (to == ScalarType::Bool) {
+      Value value = fresh(ScalarType::Bool);
+      if (is_half(from_scalar)) {
+        std::string wide = writer_.new_register(RegisterClass::F32);
+        emit(Mnemonic::of(Opcode::Cvt, ValueType::F32, float_type(from_scalar)), {wide, value_text});
+        emit(Mnemonic::of(Opcode::Setp, ValueType::F32).compare_with(Compare::Neu), {value.text(), wide, ptx::f32_immediate(0)});
+      } else if (ir::is_float(from_scalar)) {
+        // x -> bool is x != 0, and NaN != 0 holds.
+        emit(Mnemonic::of(Opcode::Setp, float_type(from_scalar)).compare_with(Compare::Neu),
+             {value.text(), value_text, immediate_text(from_scalar, 0)});
+      } else {
+        emit(Mnemonic::of(Opcode::Setp, integer_type(from_scalar)).compare_with(Compare::Ne), {value.text(), value_text, "0"});
+      }
+      return value;
+    }
+    if (ir::is_float(from_scalar) && ir::is_float(to)) {
+      Value value = fresh(target);
+      Mnemonic convert = Mnemonic::of(Opcode::Cvt, float_type(to), float_type(from_scalar));
+      if (bit_width(to) < bit_width(from_scalar)) convert.round(Rounding::Nearest);
+      emit(convert, {value.text(), value_text});
+      return value;
+    }
+    if (ir::is_float(to)) {  // integer -> float, round to nearest even
+      Value value = fresh(target);
+      emit(Mnemonic::of(Opcode::Cvt, float_type(to), integer_type(from_scalar)).round(Rounding::Nearest),
+           {value.text(), value_text});
+      return value;
+    }
+    if (ir::is_float(from_scalar)) return float_to_integer(value_text, from_scalar, to);
+    return integer_to_integer(Value{from, {value_text}, 1, source.temporary, std::nullopt}, to);
+  }
+
+  Value immediate_or_register(ScalarType type, std::uint64_t bits) {
+    Value value = immediate(type, bits);
+    return is_half(type) ? materialized(value) : value;
+  }
+
+  /// Rounds toward zero and saturates; NaN gives 0 (PTX cvt float -> integer clamps
+  /// to the destination range). Narrow targets convert to s32 and clamp to their range.
+  Value float_to_integer(const std::string& source, ScalarType from, ScalarType target) {
+    Value value = fresh(target);
+    if (!is_narrow_integer(target)) {
+      emit(Mnemonic::of(Opcode::Cvt, integer_type(target), float_type(from)).round(Rounding::ZeroInt), {value.text(), source});
+      return value;
+    }
+    emit(Mnemonic::of(Opcode::Cvt, ValueType::S32, float_type(from)).round(Rounding::ZeroInt), {value.text(), source});
+    std::int64_t low = target == ScalarType::I8 ? -128 : 0;
+    std::int64_t high = target == ScalarType::I8 ? 127 : target == ScalarType::U8 ? 255 : 65535;
+    emit(Mnemonic::of(Opcode::Max, ValueType::S32), {value.text(), value.text(), ptx::integer_immediate(low)});
+    emit(Mnemonic::of(Opcode::Min, ValueType::S32), {value.text(), value.text(), ptx::integer_immediate(high)});
+    return value;
+  }
+
+  /// Truncates or extends by the source's signedness (sources are normalized, so a
+  /// 32-bit register already holds the source extended to 32 bits).
+  Value integer_to_integer(const Value& source, ScalarType target) {
+    RegisterClass from_class = scalar_register_class(source.type.element());
+    RegisterClass to_class = scalar_register_class(target);
+    if (from_class == RegisterClass::B64 && to_class == RegisterClass::B64) {
+      return Value{target, {source.text()}, 1, source.temporary, std::nullopt};
+    }
+    if (from_class == RegisterClass::B32 && to_class == RegisterClass::B64) {
+      Value value = fresh(target);
+      bool is_signed = ir::is_signed(source.type.element());
+      emit(Mnemonic::of(Opcode::Cvt, is_signed ? ValueType::S64 : ValueType::U64, is_signed ? ValueType::S32 : ValueType::U32),
+           {value.text(), source.text()});
+      return value;
+    }
+    std::string word = source.text();
+    if (from_class == RegisterClass::B64) {
+      word = writer_.new_register(RegisterClass::B32);
+      emit(Mnemonic::of(Opcode::Cvt, ValueType::U32, ValueType::U64), {word, source.text()});
+    }
+    if (!is_narrow_integer(target)) {
+      return Value{target, {word}, 1, source.temporary || from_class == RegisterClass::B64, std::nullopt};
+    }
+    // Re-establish the narrow type's normalized form: zero- or sign-extended from its width.
+    Value value = fresh(target);
+    switch (target) {
+      case ScalarType::U8:
+        emit(Mnemonic::of(Opcode::And, ValueType::B32), {value.text(), word, "255"});
+        break;
+      case ScalarType::U16:
+        emit(Mnemonic::of(Opcode::And, ValueType::B32), {value.text(), word, "65535"});
+        break;
+      default:  // i8
+        emit(Mnemonic::of(Opcode::Bfe, ValueType::S32), {value.text(), word, "0", "8"});
+        break;
+    }
+    return value;
+  }
+
+  /// The same bits as `target`: registers are reused where the register classes agree,
+  /// moved (mov.b32/.b64) between integer and float registers, packed or unpacked with
+  /// mov.b64 {lo, hi} when the register counts differ, and zero-extended/truncated
+  /// between a 16-bit float register and the 32-bit register of a u16.
+  Value bitcast(const Value& source, Type target) {
+    Value from = materialized(source);
+    Value value{target, {}, register_count(target), true, std::nullopt};
+    const RegisterClass from_class = register_class(from.type), to_class = register_class(target);
+    if (from.count == value.count) {
+      for (unsigned i = 0; i < value.count; ++i) {
+        if (from_class == to_class) {
+          value.registers[i] = from.registers[i];
+          value.temporary = from.temporary;
+        } else if (from_class == RegisterClass::B16 || to_class == RegisterClass::B16) {
+          value.registers[i] = writer_.new_register(to_class);
+          bool widen = to_class != RegisterClass::B16;
+          emit(Mnemonic::of(Opcode::Cvt, widen ? ValueType::U32 : ValueType::U16, widen ? ValueType::U16 : ValueType::U32),
+               {value.registers[i], from.registers[i]});
+        } else {
+          value.registers[i] = writer_.new_register(to_class);
+          emit(Mnemonic::of(Opcode::Mov, bits_type(to_class)), {value.registers[i], from.registers[i]});
+        }
+      }
+      return value;
+    }
+    // 64 bits as two 32-bit lanes or back: through .b32/.b64 registers.
+    if (from.count == 2 && value.count == 1) {
+      std::string low = as_bits32(from.registers[0], from_class), high = as_bits32(from.registers[1], from_class);
+      std::string packed = writer_.new_register(RegisterClass::B64);
+      emit(Mnemonic::of(Opcode::Mov, ValueType::B64), {packed, fmt::format("{{{}, {}}}", low, high)});
+      value.registers[0] = to_class == RegisterClass::B64 ? packed : writer_.new_register(to_class);
+      if (to_class != RegisterClass::B64) emit(Mnemonic::of(Opcode::Mov, ValueType::B64), {value.registers[0], packed});
+      return value;
+    }
+    if (from.count == 1 && value.count == 2) {
+      std::string packed = from.registers[0];
+      if (from_class != RegisterClass::B64) {
+        packed = writer_.new_register(RegisterClass::B64);
+        emit(Mnemonic::of(Opcode::Mov, ValueType::B64), {packed, from.registers[0]});
+      }
+      std::string low = writer_.new_register(RegisterClass::B32), high = writer_.new_register(RegisterClass::B32);
+      emit(Mnemonic::of(Opcode::Mov, ValueType::B64), {fmt::format("{{{}, {}}}", low, high), packed});
+      for (unsigned i = 0; i < 2; ++i) {
+        const std::string& word = i == 0 ? low : high;
+        if (to_class == RegisterClass::B32) {
+          value.registers[i] = word;
+        } else {
+          value.registers[i] = writer_.new_register(to_class);
+          emit(Mnemonic::of(Opcode::Mov, ValueType::B32), {value.registers[i], word});
+        }
+      }
+      return value;
+    }
+    not_lowerable(fmt::format("a bitcast from {} to {}", ir::to_string(from.type), ir::to_string(target)));
+  }
+
+  std::string as_bits32(const std::string& register_name, RegisterClass register_class_of_it) {
+    if (register_class_of_it == RegisterClass::B32) return register_name;
+    std::string bits = writer_.new_register(RegisterClass::B32);
+    emit(Mnemonic::of(Opcode::Mov, ValueType::B32), {bits, register_name});
+    return bits;
+  }
+
+  /// "[base+offset]" for a constant index, else mul.wide.u32 + add.s64, reused while
+  /// the index register keeps its value (AvailableAddresses).
+  std::string element_address(const ir::BufferDecl& buffer, const Value& index) {
+    const std::string& base = buffer_addresses_.at(buffer.name);
+    unsigned element_bytes = ir::byte_size(buffer.element);
+    if (index.immediate()) {
+      std::uint64_t offset = *index.constant * element_bytes;
+      if (offset == 0) return fmt::format("[{}]", base);
+      if (offset < (std::uint64_t{1} << 31)) return fmt::format("[{}+{}]", base, offset);
+    }
+    std::string index_register = in_register(index);
+    AvailableAddresses::Key key{buffer.name, index_register};
+    if (auto known = addresses_.find(key)) return fmt::format("[{}]", *known);
+    std::string byte_offset = writer_.new_register(RegisterClass::B64);
+    emit(Mnemonic::of(Opcode::Mul, ValueType::U32).multiply(ptx::MulMode::Wide),
+         {byte_offset, index_register, std::to_string(element_bytes)});
+    std::string address = writer_.new_register(RegisterClass::B64);
+    emit(Mnemonic::of(Opcode::Add, ValueType::S64), {address, base, byte_offset});
+    addresses_.add(key, address);
+    return fmt::format("[{}]", address);
+  }
+
+  const ir::BufferDecl& find_buffer(const std::string& name) const {
+    const ir::BufferDecl* buffer = program_.find_buffer(name);
+    if (buffer == nullptr) throw ir::IRError(fmt::format("lower_to_ptx: undeclared buffer '{}'", name));
+    return *buffer;
+  }
+
+  const Value& lookup(const std::string& name) const {
+    if (const Value* variable = variables_.lookup(name)) return *variable;
+    throw ir::IRError(fmt::format("lower_to_ptx: undeclared variable '{}'", name));
+  }
+
+  void nested(const ir::Node& body) {
+    ++depth_;
+    visit(body);
+    --depth_;
+  }
+
+  const ir::Program& program_;
+  const ptx::Target& target_;
+  ptx::PtxWriter writer_;
+  std::map<std::string, std::string> buffer_addresses_;
+  ir::ScopedTable<Value> variables_;
+  std::unordered_map<const ir::ExprBase*, Value> values_;                         // this statement's
+  std::unordered_map<std::string, std::pair<std::string, std::string>> unpacked_;  // this statement's
+  AvailableAddresses addresses_;
+  Value result_;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+std::string select_instructions(const ir::Program& program, const ptx::Target& target) {
+  Selector selector(program, target);
+  return selector.run();
+}
+
+}  // namespace quantc::lower
