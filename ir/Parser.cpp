@@ -522,7 +522,7 @@ class Parser {
       expect_symbol("(");
       Expr vector = parse_expr();
       expect_symbol(",");
-      auto lane = static_cast<unsigned>(parse_unsigned(3));
+      auto lane = static_cast<unsigned>(parse_unsigned(255));  // the factory names a lane past the vector
       if (name == "extract_lane") {
         expect_symbol(")");
         return build(start, [&] { return ExtractLane::make(vector, lane); });

@@ -38,16 +38,23 @@ std::string access_suffix(Type type, unsigned alignment) {
   return text;
 }
 
+/// Prints an expression as a tree. Past `limit` characters it stops descending, so a
+/// legalized DAG whose tree form is exponentially long still prints in bounded time.
 class ExprPrinter : public IRVisitor {
  public:
+  explicit ExprPrinter(std::size_t limit = std::string::npos) : limit_(limit) {}
   std::string text;
+
+  void print(const Expr& expr) {
+    if (text.size() <= limit_) visit(expr);
+  }
 
  protected:
   void visit_Literal(const Literal& node) override { text += print_literal(node); }
   void visit_Var(const Var& node) override { text += node.name; }
   void visit_Load(const Load& node) override {
     text += node.buffer + "[";
-    visit(node.index);
+    print(node.index);
     text += "]" + access_suffix(node.type, node.alignment);
   }
   void visit_Binary(const Binary& node) override {
@@ -56,9 +63,9 @@ class ExprPrinter : public IRVisitor {
       return;
     }
     text += "(";
-    visit(node.lhs);
+    print(node.lhs);
     text += fmt::format(" {} ", to_string(node.op));
-    visit(node.rhs);
+    print(node.rhs);
     text += ")";
   }
   void visit_Unary(const Unary& node) override { call(to_string(node.op), {node.operand}); }
@@ -72,20 +79,20 @@ class ExprPrinter : public IRVisitor {
     text += "make_vector(";
     for (std::size_t i = 0; i < node.lanes.size(); ++i) {
       if (i) text += ", ";
-      visit(node.lanes[i]);
+      print(node.lanes[i]);
     }
     text += ")";
   }
   void visit_ExtractLane(const ExtractLane& node) override {
     text += "extract_lane(";
-    visit(node.vector);
+    print(node.vector);
     text += fmt::format(", {})", node.lane);
   }
   void visit_InsertLane(const InsertLane& node) override {
     text += "insert_lane(";
-    visit(node.vector);
+    print(node.vector);
     text += fmt::format(", {}, ", node.lane);
-    visit(node.value);
+    print(node.value);
     text += ")";
   }
   void visit_Permute(const Permute& node) override { call("permute", {node.a, node.b, node.selector}); }
@@ -113,7 +120,7 @@ class ExprPrinter : public IRVisitor {
       text += print_literal(Literal(node.scalar(), node.table[i]));
     }
     text += "](";
-    visit(node.index);
+    print(node.index);
     text += ")";
   }
 
@@ -125,28 +132,33 @@ class ExprPrinter : public IRVisitor {
     for (const Expr& arg : args) {
       if (!first) text += ", ";
       first = false;
-      visit(arg);
+      print(arg);
     }
     text += ")";
   }
+
+  std::size_t limit_;
 };
 
+/// Prints statements, one per line. `header_only` prints a compound statement's first
+/// line without its bodies; `expr_limit` bounds each expression's text (ExprPrinter).
 class NodePrinter : public IRVisitor {
  public:
-  explicit NodePrinter(int indent) : indent_(indent) {}
+  explicit NodePrinter(int indent, bool header_only = false, std::size_t expr_limit = std::string::npos)
+      : indent_(indent), header_only_(header_only), expr_limit_(expr_limit) {}
   std::string text;
 
  protected:
   void visit_Let(const Let& node) override {
-    line(fmt::format("let {}: {} = {}", node.name, to_string(node.value.type()), print(node.value)));
+    line(fmt::format("let {}: {} = {}", node.name, to_string(node.value.type()), expr(node.value)));
   }
-  void visit_Assign(const Assign& node) override { line(fmt::format("{} = {}", node.name, print(node.value))); }
+  void visit_Assign(const Assign& node) override { line(fmt::format("{} = {}", node.name, expr(node.value))); }
   void visit_Store(const Store& node) override {
-    line(fmt::format("{}[{}]{} = {}", node.buffer, print(node.index), access_suffix(node.value.type(), node.alignment),
-                     print(node.value)));
+    line(fmt::format("{}[{}]{} = {}", node.buffer, expr(node.index), access_suffix(node.value.type(), node.alignment),
+                     expr(node.value)));
   }
   void visit_If(const If& node) override {
-    line(fmt::format("if {} {{", print(node.cond)));
+    line(fmt::format("if {} {{", expr(node.cond)));
     nested(node.then_body);
     if (!node.else_body.as<Block>()->stmts.empty()) {
       line("} else {");
@@ -155,8 +167,8 @@ class NodePrinter : public IRVisitor {
     line("}");
   }
   void visit_Loop(const Loop& node) override {
-    line(fmt::format("for {}: {} in {} .. {} {{", node.var, to_string(node.from.type()), print(node.from),
-                     print(node.to)));
+    line(fmt::format("for {}: {} in {} .. {} {{", node.var, to_string(node.from.type()), expr(node.from),
+                     expr(node.to)));
     nested(node.body);
     line("}");
   }
@@ -175,11 +187,21 @@ class NodePrinter : public IRVisitor {
     text += '\n';
   }
   void nested(const Node& body) {
+    if (header_only_) return;
     ++indent_;
     visit(body);
     --indent_;
   }
+  std::string expr(const Expr& value) const {
+    if (!value.defined()) return "<undefined>";
+    ExprPrinter printer(expr_limit_);
+    printer.print(value);
+    return printer.text;
+  }
+
   int indent_;
+  bool header_only_;
+  std::size_t expr_limit_;
 };
 
 }  // namespace
@@ -197,11 +219,12 @@ std::string print(const Node& node, int indent) {
   return printer.text;
 }
 
-std::string print_header(const NodeBase& node) {
-  NodePrinter printer(0);
+std::string print_header(const NodeBase& node, std::size_t max_chars) {
+  NodePrinter printer(0, /*header_only=*/true, max_chars);
   printer.visit(node);
   std::string text = printer.text.substr(0, printer.text.find('\n'));
   if (text.ends_with(" {")) text.resize(text.size() - 2);
+  if (text.size() > max_chars) text = text.substr(0, max_chars >= 4 ? max_chars - 4 : 0) + " ...";
   return text;
 }
 

@@ -35,8 +35,10 @@ std::string print(const Node& node, int indent = 0);
 std::string print(const Program& program);
 /// The first line of a statement's text without a trailing " {", e.g. `if (i < 4u32)`,
 /// `for k: u32 in 0u32 .. 8u32` or `acc = (acc + x[k])`: a one-line description for
-/// comments in emitted code and for error messages.
-std::string print_header(const NodeBase& node);
+/// comments in emitted code and for error messages. Longer than `max_chars`, it is cut
+/// to `max_chars` characters ending in " ..." (and printing stops early, so the cost is
+/// bounded even for expressions whose tree form is huge).
+std::string print_header(const NodeBase& node, std::size_t max_chars = std::string::npos);
 /// The header line and buffer lines of `print(program)`, without the body.
 std::string print_signature(const Program& program);
 

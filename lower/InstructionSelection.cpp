@@ -635,9 +635,7 @@ class Selector : public ir::IRVisitor {
     values_.clear();
     unpacked_.clear();
     constexpr std::size_t kCommentLimit = 160;  // legalized expansions (select trees) print long
-    std::string header = ir::print_header(node);
-    if (header.size() > kCommentLimit) header = header.substr(0, kCommentLimit - 4) + " ...";
-    writer_.comment(header, depth_);
+    writer_.comment(ir::print_header(node, kCommentLimit), depth_);
   }
 
   Value fresh(Type type) {

@@ -6,11 +6,13 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <set>
 #include <sstream>
 
+#include "ir/Printer.h"
 #include "ir/ops/Registry.h"
 #include "lower/driver/Compiler.h"
 #include "lower/LowerToPtx.h"
@@ -18,6 +20,7 @@
 #include "runtime/Buffers.h"
 #include "runtime/backends/emulator/Emulator.h"
 #include "runtime/backends/reference/Interpreter.h"
+#include "tests/passes/RandomProgram.h"
 #include "tests/ptx/PtxTestSupport.h"
 
 using namespace quantc;
@@ -171,4 +174,36 @@ TEST_CASE("every IR construct and type, vectors and bf16 included: emulated PTX 
       require_same_outputs(program, expected, actual, "every_construct on " + target.name());
     }
   }
+}
+
+TEST_CASE("random programs: emulated PTX equals the interpreter on every target", "[emulator][end-to-end][random]") {
+  // The programs of the pass tests' random generator, compiled at -O0 and -O2 for the
+  // oldest, the middle and the newest legalization (sm_75, sm_80, sm_90).
+  // QUANTC_RANDOM_EMULATED=N changes the number of programs (default 300),
+  // QUANTC_RANDOM_FIRST_SEED=S the first seed (default 0: reproduce a failure with S).
+  int programs = 300, first_seed = 0;
+  if (const char* count = std::getenv("QUANTC_RANDOM_EMULATED")) programs = std::atoi(count);
+  if (const char* seed = std::getenv("QUANTC_RANDOM_FIRST_SEED")) first_seed = std::atoi(seed);
+  int runs = 0;
+  for (int seed = first_seed; seed < first_seed + programs; ++seed) {
+    ir::Program program = quantc::testing::RandomProgram(static_cast<std::uint64_t>(seed)).generate();
+    runtime::BufferSet inputs = runtime::random_buffers(program, static_cast<std::uint64_t>(seed));
+    runtime::BufferSet expected = inputs;
+    runtime::reference::run(program, expected);
+    for (int sm : {75, 80, 90}) {
+      for (lower::OptimizationLevel level : {lower::OptimizationLevel::O0, lower::OptimizationLevel::O2}) {
+        lower::PassOptions passes;
+        passes.level = level;
+        std::string context = "random program " + std::to_string(seed) + " on sm_" + std::to_string(sm) + " at -O" +
+                              std::to_string(static_cast<int>(level));
+        INFO(context << "\n" << ir::print(program));
+        lower::CompiledKernel compiled = lower::compile(program, {ptx::Target{sm}, passes});
+        runtime::BufferSet actual = inputs;
+        runtime::emulator::run(compiled.ptx, compiled.program, actual);
+        require_same_outputs(program, expected, actual, context);
+        ++runs;
+      }
+    }
+  }
+  CHECK(runs == programs * 6);
 }

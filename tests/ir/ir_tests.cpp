@@ -41,6 +41,54 @@ TEST_CASE("factories reject ill-typed operands with the operand types", "[ir][fa
   CHECK((u32(1) < u32(2)).type() == ScalarType::Bool);
 }
 
+TEST_CASE("vector types: the supported element x lane combinations, names, widths and bytes", "[ir][types]") {
+  CHECK(to_string(Type(ScalarType::U32, 4)) == "u32x4");
+  CHECK(to_string(Type(ScalarType::BF16, 2)) == "bf16x2");
+  CHECK(to_string(Type(ScalarType::F32)) == "f32");
+  CHECK(parse_type("f16x2") == Type(ScalarType::F16, 2));
+  CHECK(parse_type("bf16") == Type(ScalarType::BF16));
+  for (const char* invalid : {"f16x4", "u8x2", "f64x2", "u32x3", "f32x8", "boolx2", "u32x", "x2"}) {
+    INFO(invalid);
+    CHECK_FALSE(parse_type(invalid).has_value());
+  }
+  CHECK(Type(ScalarType::F32, 4).bits() == 128);
+  CHECK(Type(ScalarType::F16, 2).bytes() == 4);
+  CHECK(Type(ScalarType::U32, 2) != ScalarType::U32);
+  CHECK(Type(ScalarType::U32) == ScalarType::U32);
+  CHECK(is_float(Type(ScalarType::BF16, 2)));
+  CHECK(bit_width(ScalarType::BF16) == 16);
+  CHECK(literal(ScalarType::BF16, 1.0).as<Literal>()->bits == 0x3f80);
+}
+
+TEST_CASE("vector, bitcast and permute factories check lanes, widths and types", "[ir][factory]") {
+  Expr h = literal(ScalarType::F16, 1.0), b = literal(ScalarType::BF16, 1.0);
+  Expr pair = make_vector({h, h});
+  CHECK(pair.type() == Type(ScalarType::F16, 2));
+  CHECK(extract_lane(pair, 1).type() == ScalarType::F16);
+  CHECK(insert_lane(pair, 0, h).type() == pair.type());
+  CHECK(bitcast(ScalarType::U32, pair).type() == ScalarType::U32);
+  CHECK(subgroup_shuffle(pair, u32(0)).type() == pair.type());  // 32 bits: one shfl
+  CHECK((pair * pair).type() == pair.type());
+  CHECK((pair * 2.0).type() == pair.type());  // the literal is broadcast
+  CHECK_THROWS_WITH(make_vector({h, b}), Catch::Contains("lanes have different types (f16 and bf16)"));
+  CHECK_THROWS_WITH(make_vector({h, h, h}), Catch::Contains("f16x3 is not a vector type quantc supports"));
+  CHECK_THROWS_WITH(make_vector({pair, pair}), Catch::Contains("expected a scalar, got f16x2"));
+  CHECK_THROWS_WITH(extract_lane(pair, 2), Catch::Contains("lane 2 of f16x2"));
+  CHECK_THROWS_WITH(extract_lane(h, 0), Catch::Contains("the operand must be a vector"));
+  CHECK_THROWS_WITH(insert_lane(pair, 0, b), Catch::Contains("value is bf16 but the lanes of f16x2 are f16"));
+  CHECK_THROWS_WITH(bitcast(ScalarType::U64, pair), Catch::Contains("f16x2 (32 bits) -> u64 (64 bits)"));
+  CHECK_THROWS_WITH(bitcast(ScalarType::U32, boolean(true)), Catch::Contains("neither may be bool"));
+  CHECK_THROWS_WITH(cast(Type(ScalarType::F32, 4), pair), Catch::Contains("changes the lane count"));
+  CHECK_THROWS_WITH(permute(u32(1), i32(2), u32(3)), Catch::Contains("operands must be u32"));
+  CHECK_THROWS_WITH(pair < pair, Catch::Contains("not defined on vectors"));
+  CHECK_THROWS_WITH(subgroup_shuffle(make_vector({u32(1), u32(2)}), u32(0)), Catch::Contains("32-bit"));
+  CHECK_THROWS_WITH(Load::make(Type(ScalarType::F32, 4), "x", u32(0), 3), Catch::Contains("alignment 3 is invalid"));
+  CHECK_THROWS_WITH(Load::make(Type(ScalarType::F32, 4), "x", u32(0), 32), Catch::Contains("from 4 to 16 bytes"));
+  CHECK(Load::make(Type(ScalarType::F32, 4), "x", u32(0)).as<Load>()->alignment == 16);
+  CHECK(Load::make(ScalarType::F16, "x", u32(0)).as<Load>()->alignment == 2);
+  CHECK_THROWS_WITH(Store::make("y", u32(0), make_vector({u32(1), u32(2)}), 2), Catch::Contains("alignment 2 is invalid for u32x2"));
+}
+
 TEST_CASE("the printer writes typed literals, parenthesised binaries and nested blocks", "[ir][printer]") {
   ProgramBuilder builder("print_me");
   BufferRef x = builder.input("x", ScalarType::F32, 4);

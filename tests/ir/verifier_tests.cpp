@@ -4,6 +4,8 @@
 #include "ir/Builder.h"
 #include "ir/Verifier.h"
 
+#include <functional>
+
 using namespace quantc::ir;
 
 namespace {
@@ -95,4 +97,48 @@ TEST_CASE("ProgramBuilder::build throws with every problem listed", "[verifier]"
   builder.body([&](Body& body) { body.store(x, u32(0), f32(0.0f)); });
   CHECK_THROWS_WITH(builder.build(), Catch::Contains("program 'broken' failed verification") &&
                                          Catch::Contains("store to read-only buffer 'x'"));
+}
+
+TEST_CASE("vector accesses must be provably aligned; the message names buffer, index and alignment", "[verifier]") {
+  auto program_with = [](const std::function<void(Body&, BufferRef&, BufferRef&)>& body_builder) {
+    Program program;
+    program.name = "vectors";
+    program.buffers = {BufferDecl{"x", 0, BufferAccess::ReadOnly, ScalarType::F32, 256, std::nullopt},
+                       BufferDecl{"y", 1, BufferAccess::ReadWrite, ScalarType::F32, 256, std::nullopt}};
+    program.workgroup_size = {32, 1, 1};
+    Body body;
+    BufferRef x{"x", ScalarType::F32}, y{"y", ScalarType::F32};
+    body_builder(body, x, y);
+    program.entry = body.build();
+    return problems_of(program);
+  };
+  // Provably aligned: i * 4 (let facts carry divisibility), loop variables times 4,
+  // constants, and (i & 7) * 4 + 2 for 8 bytes.
+  CHECK(program_with([](Body& body, BufferRef& x, BufferRef& y) {
+          Expr i = body.let("i", local_id(0));
+          Expr at = body.let("at", i * 4u);
+          body.store(y, at, x.load(at, 4));
+          body.loop("k", u32(0), u32(8), [&](Body& loop, Expr k) { loop.store(y, k * 4u, x.load(k * 4u + 32u, 4)); });
+          body.store(y, u32(8), x.load(u32(12), 4));
+          body.store(y, (i & 7u) * 4u + 2u, x.load((i & 7u) * 4u + 2u, 4, 8), 8);
+          body.store(y, i, x.load(i, 2, 4), 4);  // 4-byte alignment states nothing beyond the element
+        }).empty());
+  std::string problems = program_with([](Body& body, BufferRef& x, BufferRef& y) {
+    Expr i = body.let("i", local_id(0));
+    body.store(y, u32(0), x.load(i, 4));
+    body.store(y, i * 2u, x.load(u32(0), 4));
+    body.store(y, u32(0), x.load(u32(6), 4, 16));
+  });
+  CHECK_THAT(problems, Catch::Contains("load from 'x' at index `i` is a f32x4 access stating 16-byte alignment, but "
+                                       "the index is only known to be a multiple of 1 (4 bytes)"));
+  CHECK_THAT(problems, Catch::Contains("store to 'y' at index `(i * 2u32)`") && Catch::Contains("multiple of 2 (8 bytes)"));
+  CHECK_THAT(problems, Catch::Contains("load from 'x' at index `6u32`") && Catch::Contains("multiple of 6 (24 bytes)"));
+  CHECK_THAT(problems, Catch::Contains("prove it aligned (e.g. multiply by 4) or state a smaller alignment"));
+}
+
+TEST_CASE("a vector access must match the buffer's element type", "[verifier]") {
+  Program program = base_program();
+  program.buffers[0].count = 64;
+  program.entry = Block::make({Let::make("v", Load::make(Type(ScalarType::U32, 4), "x", u32(0)))});
+  CHECK_THAT(problems_of(program), Catch::Contains("load from 'x' has type u32x4 but the buffer holds f32"));
 }

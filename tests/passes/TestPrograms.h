@@ -44,6 +44,16 @@ inline ir::Program every_construct_program() {
                                  cast(ScalarType::U32, Literal::u64(~0ull) % Literal::u64(7)) +
                                  cast(ScalarType::U32, literal(ScalarType::I64, -9.0)) + BufferLength::make("x") +
                                  cast(ScalarType::U32, !(i >= 5u)) + cast(ScalarType::U32, literal(ScalarType::F16, 1.5)));
+      // Vectors: aligned and under-aligned loads/stores, packed halves, lanes, bitcasts, bytes.
+      Expr at = region.let("at", (i & 15u) * 4u);
+      Expr quad = region.let("quad", x.load(at, 4));
+      Expr pair = region.let("pair", h.load(at, 2, 2));
+      Expr halves = region.let("halves", fma(pair, pair, make_vector({literal(ScalarType::F16, 1.0), extract_lane(pair, 0)})));
+      Expr brains = region.let("brains", cast(Type(ScalarType::BF16, 2), make_vector({extract_lane(quad, 0), f32(-0.0f)})));
+      region.store(out, at, insert_lane(quad + quad, 3, cast(ScalarType::F32, extract_lane(brains, 1))));
+      region.store(words, at, make_vector({bitcast(ScalarType::U32, halves), permute(i, i + 1u, u32(0x3210))}), 4);
+      region.store(words, at + 2u, bitcast(Type(ScalarType::U32, 2), bitcast(ScalarType::U64, make_vector({i, i}))));
+      region.store(out, at, cast(ScalarType::F32, literal(ScalarType::BF16, 0.15625)) + abs(-extract_lane(quad, 2)));
       region.barrier();
       region.if_then(eq(i, u32(63)), [&](Body& then) { then.return_(); });
     });

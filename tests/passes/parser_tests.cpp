@@ -34,12 +34,45 @@ TEST_CASE("a program using every construct round-trips", "[parser]") {
   CHECK(text.find("f32(inf)") != std::string::npos);
   CHECK(text.find("f32(nan 0x7fc00001)") != std::string::npos);
   CHECK(text.find("lookup<u32>[1u32, 2u32, 3u32, 4294967295u32]") != std::string::npos);
+  CHECK(text.find("let quad: f32x4 = x[at].v4") != std::string::npos);
+  CHECK(text.find("let pair: f16x2 = h[at].v2.align(2)") != std::string::npos);
+  CHECK(text.find("words[at].v2.align(4) = make_vector(bitcast<u32>(halves), permute(i, (i + 1u32), 12816u32))") !=
+        std::string::npos);
+  CHECK(text.find("extract_lane(quad, 2)") != std::string::npos);
+  CHECK(text.find("insert_lane(") != std::string::npos);
+  CHECK(text.find("cast<bf16x2>(") != std::string::npos);
+  CHECK(text.find("0.15625bf16") != std::string::npos);
+}
+
+TEST_CASE("vector and 16-bit float syntax errors name the line and the fix", "[parser]") {
+  const std::string header =
+      "program \"p\" workgroup_size(64, 1, 1) workgroup_count(1, 1, 1)\n"
+      "buffer @0 x: read_only f32[64]\nbuffer @1 y: read_write u32[64]\n";
+  auto error_of = [&](const std::string& body) {
+    try {
+      parse_program(header + "{\n" + body + "\n}\n");
+    } catch (const ParseError& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(error_of("let v: f32x3 = x[0u32]"), Catch::Contains("unknown type 'f32x3'"));
+  CHECK_THAT(error_of("let v: f32x4 = x[0u32].v4.align(3)"), Catch::Contains("alignment 3 is invalid for f32x4"));
+  CHECK_THAT(error_of("let v: f32x2 = x[0u32].v4"), Catch::Contains("declared f32x2 but its value has type f32x4"));
+  CHECK_THAT(error_of("y[0u32].v2 = 1u32"), Catch::Contains("store to y[...].v2 of a u32 value"));
+  CHECK_THAT(error_of("let v: u32 = extract_lane(x[0u32].v4, 4)"), Catch::Contains("lane 4 of f32x4"));
+  CHECK_THAT(error_of("let v: u32 = bitcast<u32>(x[0u32].v2)"), Catch::Contains("same width"));
+  CHECK_THAT(error_of("let v: f32x2 = cast<f32x2>(x[0u32].v4)"), Catch::Contains("changes the lane count"));
+  CHECK_THAT(error_of("let v: u32 = permute(1u32, 2u32, 1.0f32)"), Catch::Contains("operands must be u32"));
+  CHECK_THAT(error_of("let v: bool = (x[0u32].v2 < x[2u32].v2)"), Catch::Contains("not defined on vectors"));
 }
 
 TEST_CASE("literals of every type parse to the same bits", "[parser]") {
   for (Expr literal : {Literal::i32(-2147483647 - 1), Literal::u64(~0ull), Literal::make(ScalarType::I64, 1ull << 63),
                        Literal::f32(1e-45f), Literal::f32(-0.0f), Literal::f32(3.4028235e38f), Literal::f64(0.1),
                        Literal::f64(-1e-308), Literal::from_double(ScalarType::F16, 65504.0),
+                       Literal::from_double(ScalarType::BF16, -3.3895314e38), Literal::make(ScalarType::BF16, 0x0001),
+                       Literal::make(ScalarType::BF16, 0x7fc1), Literal::make(ScalarType::F16, 0xfc00),
                        Literal::make(ScalarType::F32, 0xff800000u), Literal::make(ScalarType::F64, 0x7ff8000000000123ull),
                        Literal::make(ScalarType::U8, 255), Literal::make(ScalarType::I8, 0x80), Literal::boolean(true)}) {
     Expr parsed = parse_expr(print(literal));
