@@ -371,6 +371,11 @@ std::string to_string(const Mnemonic& m) {
       break;
   }
   // Arithmetic, conversion and the rest: rounding or approx/full, ftz, sat, NaN, relu.
+  // A state space or vector width has no place here, but one that was parsed is
+  // rendered, so that find_form's error names the spelling that has no row.
+  if (m.space != StateSpace::Generic) add(spell(kSpaces, m.space));
+  if (m.non_coherent) add("nc");
+  if (m.vector > 1) add(fmt::format("v{}", m.vector));
   if (m.mul_mode != MulMode::None) add(spell(kMulModes, m.mul_mode));
   if (m.approx) add("approx");
   if (m.full) add("full");
