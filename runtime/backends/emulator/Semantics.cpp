@@ -841,6 +841,10 @@ void execute_Cvt(Launch&, const Instruction& in, std::uint32_t active, Warp& war
   const bool from_float = ptx::is_float(from), to_float = ptx::is_float(to);
   const unsigned to_bits = ptx::bit_width(to), from_bits = ptx::bit_width(from);
   unary(in, active, warp, [&](std::uint64_t a) -> std::uint64_t {
+    // bf16 -> f32 appends 16 zero bits, a NaN's sign and payload included: ptxas
+    // compiles cvt.f32.bf16 to a shift (SASS SHF.L.U32 by 16 on sm_90), and CUDA's
+    // __bfloat162float is that shift on the host and before sm_90.
+    if (from == ValueType::BF16 && to == ValueType::F32) return (a & 0xffffu) << 16;
     if (from_float) {
       long double value = decode_float(a, from, in.ftz);
       if (to_float) {
