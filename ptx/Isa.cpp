@@ -277,7 +277,8 @@ Mnemonic parse_mnemonic(std::string_view text) {
       continue;
     }
     if (part == "ftz") m.ftz = true, m.present |= kFtz;
-    else if (part == "sat" || part == "satfinite") m.saturate = true, m.present |= kSat;
+    else if (part == "sat") m.saturate = true, m.present |= kSat;
+    else if (part == "satfinite") m.saturate_finite = true, m.present |= kSatFinite;
     else if (part == "approx") m.approx = true, m.present |= kApprox;
     else if (part == "full") m.full = true, m.present |= kFull;
     else if (part == "NaN") m.propagate_nan = true, m.present |= kNan;
@@ -370,7 +371,7 @@ std::string to_string(const Mnemonic& m) {
     default:
       break;
   }
-  // Arithmetic, conversion and the rest: rounding or approx/full, ftz, sat, NaN, relu.
+  // Arithmetic, conversion and the rest: rounding or approx/full, ftz, sat/satfinite, NaN, relu.
   // A state space or vector width has no place here, but one that was parsed is
   // rendered, so that find_form's error names the spelling that has no row.
   if (m.space != StateSpace::Generic) add(spell(kSpaces, m.space));
@@ -382,6 +383,7 @@ std::string to_string(const Mnemonic& m) {
   rounding();
   if (m.ftz) add("ftz");
   if (m.saturate) add("sat");
+  if (m.saturate_finite) add("satfinite");
   if (m.propagate_nan) add("NaN");
   if (m.relu) add("relu");
   types();

@@ -60,6 +60,7 @@ Mnemonic representative(const InstructionForm& row, ValueType type, ValueType so
 Mnemonic with_flags(const InstructionForm& row, Mnemonic m) {
   if (row.modifiers & kFtz) m.ftz = true;
   if (row.modifiers & kSat) m.saturate = true;
+  if (row.modifiers & kSatFinite) m.saturate_finite = true;
   if (row.modifiers & kNan) m.propagate_nan = true;
   if (row.modifiers & kRelu) m.relu = true;
   if (row.modifiers & kMulMode) m.mul_mode = MulMode::Lo;
@@ -153,6 +154,13 @@ TEST_CASE("the spellings nvcc emits resolve to the expected rows", "[ptx][isa]")
       {"cvt.rn.bf16.f32", "CvtToBFloat16"},
       {"cvt.rzi.s32.f32", "Cvt"},
       {"cvt.rn.bf16.f64", "CvtBFloat16Wide"},
+      {"cvt.rn.satfinite.f16x2.f32", "CvtPackHalf"},
+      {"cvt.rn.satfinite.relu.bf16x2.f32", "CvtPackHalf"},
+      {"cvt.rn.relu.satfinite.f16x2.f32", "CvtPackHalf"},
+      {"cvt.rn.satfinite.bf16.f32", "CvtToBFloat16"},
+      {"cvt.rn.satfinite.f16.f32", "Cvt"},
+      {"cvt.rn.sat.f16.f32", "Cvt"},
+      {"cvt.rn.relu.f16.f32", "Cvt"},
       {"cvta.to.global.u64", "Cvta"},
       {"prmt.b32", "Prmt"},
       {"prmt.b32.f4e", "Prmt"},
@@ -207,6 +215,13 @@ TEST_CASE("the spellings nvcc emits resolve to the expected rows", "[ptx][isa]")
   Mnemonic shf = parse_mnemonic("shf.l.clamp.b32");
   CHECK(static_cast<ShiftDirection>(shf.mode) == ShiftDirection::Left);
   CHECK(shf.clamp);
+  // .satfinite is a modifier of its own, not .sat (clamp to [0, 1]).
+  Mnemonic satfinite = parse_mnemonic("cvt.rn.satfinite.bf16x2.f32");
+  CHECK(satfinite.saturate_finite);
+  CHECK_FALSE(satfinite.saturate);
+  CHECK(satfinite.present == (kRounding | kSatFinite));
+  CHECK(to_string(satfinite) == "cvt.rn.satfinite.bf16x2.f32");
+  CHECK(to_string(parse_mnemonic("cvt.rn.sat.f16.f32")) == "cvt.rn.sat.f16.f32");
   Mnemonic pack = parse_mnemonic("cvt.rn.f16x2.f32");
   CHECK(pack.type == ValueType::F16x2);
   CHECK(pack.source_type == ValueType::F32);
@@ -241,7 +256,11 @@ TEST_CASE("unknown opcodes, modifiers and types and forms outside the table rais
   // Parsed, but no row: the message names the whole spelling.
   for (std::string_view text : {"setp.lt.bf16", "lop3.b64", "fma.rn.s32", "add.pred", "shfl.sync.bfly.b64",
                                 "neg.ftz.bf16", "min.NaN.f64", "prmt.b16", "ld.global.v4.pred", "add.v4.f32",
-                                "ld.global.f16x2", "atom.global.add.f16x2", "cvt.rn.f16x2.f64"}) {
+                                "ld.global.f16x2", "atom.global.add.f16x2", "cvt.rn.f16x2.f64",
+                                // ptxas: "Illegal modifier '.sat' for instruction 'cvt'" /
+                                // "Illegal modifier '.satfinite' for instruction 'add'"
+                                "cvt.rn.sat.bf16x2.f32", "cvt.rn.sat.f16x2.f32", "cvt.rn.sat.bf16.f32",
+                                "add.satfinite.f32"}) {
     INFO(text);
     Mnemonic m = parse_mnemonic(text);
     CHECK_THROWS_MATCHES(find_form(m), PtxSyntaxError,

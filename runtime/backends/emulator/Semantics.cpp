@@ -279,6 +279,13 @@ long double round_integral(long double value, Rounding rounding) {
   return value;
 }
 
+/// cvt .satfinite (PTX ISA cvt): a rounded result beyond the largest finite value,
+/// infinity included, becomes the largest finite value of its sign; NaN stays NaN.
+std::uint64_t saturate_finite(std::uint64_t bits, arith::FloatFormat format) {
+  if ((bits & (format.sign_bit() - 1)) != format.infinity()) return bits;
+  return (bits & format.sign_bit()) | (format.infinity() - 1);
+}
+
 /// Float -> integer with PTX's saturation to the destination range (NaN -> 0).
 std::uint64_t float_to_integer(long double value, ValueType destination) {
   if (std::isnan(value)) return 0;
@@ -852,7 +859,8 @@ void execute_Cvt(Launch&, const Instruction& in, std::uint32_t active, Warp& war
         if (in.saturate) value = saturate_unit(value);
         if (in.relu && !std::isnan(value) && value < 0) value = 0;
         bool flush = in.ftz && to == ValueType::F32;
-        return arith::round_to_format(value, float_format(to), to_arith(in.rounding), flush);
+        std::uint64_t result = arith::round_to_format(value, float_format(to), to_arith(in.rounding), flush);
+        return in.saturate_finite ? saturate_finite(result, float_format(to)) : result;
       }
       std::uint64_t integer = float_to_integer(round_integral(value, in.rounding), to);
       return ptx::is_signed_integer(to) ? static_cast<std::uint64_t>(sign_extend(integer, to_bits)) : integer;
@@ -878,9 +886,9 @@ void execute_CvtPackHalf(Launch&, const Instruction& in, std::uint32_t active, W
   const arith::FloatFormat format = float_format(in.type);
   auto convert = [&](std::uint64_t bits) {
     long double value = load_f32(bits, in.ftz);
-    if (in.saturate) value = saturate_unit(value);
     if (in.relu && !std::isnan(value) && value < 0) value = 0;
-    return arith::round_to_format(value, format, to_arith(in.rounding));
+    std::uint64_t result = arith::round_to_format(value, format, to_arith(in.rounding));
+    return in.saturate_finite ? saturate_finite(result, format) : result;
   };
   binary(in, active, warp, [&](std::uint64_t a, std::uint64_t b) { return (convert(a) << 16) | convert(b); });
 }
