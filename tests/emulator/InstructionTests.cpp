@@ -38,7 +38,7 @@ TEST_CASE("cvt f64 -> f32 honours each rounding mode, including overflow", "[emu
   CHECK(std::isinf(as_f32(rm[3])));
 }
 
-TEST_CASE("cvt float -> integer rounds as asked and saturates; NaN gives 0", "[emulator][cvt]") {
+TEST_CASE("cvt float -> integer rounds as asked and saturates, NaN gives 0", "[emulator][cvt]") {
   std::vector<std::uint64_t> inputs = {f32(2.5f), f32(3.5f), f32(-2.5f), f32(-2.7f), f32(3e9f), f32(-3e9f),
                                        f32(std::nanf("")), f32(-1.0f)};
   auto rni = run_lanes("cvt.rni.s32.f32 %r20, %f10;", inputs);
@@ -116,7 +116,7 @@ TEST_CASE("cvt .sat and .ftz on floats", "[emulator][cvt]") {
   CHECK(kept[1] == 0);
 }
 
-TEST_CASE("cvt .satfinite to f16/bf16 (x2) clamps to the largest finite value and keeps NaN; .sat clamps to [0, 1]",
+TEST_CASE("cvt .satfinite to f16/bf16 (x2) clamps to the largest finite value and keeps NaN, .sat clamps to [0, 1]",
           "[emulator][cvt]") {
   // PTX ISA cvt: with .satfinite, a NaN input gives NaN and a result whose magnitude
   // exceeds MAX_NORM (infinity included) gives MAX_NORM with the input's sign; ptxas
@@ -374,7 +374,7 @@ std::vector<std::uint64_t> cuda_shuffle(const std::string& kind, unsigned delta,
 }
 }  // namespace
 
-TEST_CASE("shfl.sync up/down/bfly/idx with clamp and segment mask; out-of-range lanes keep their value",
+TEST_CASE("shfl.sync up/down/bfly/idx with clamp and segment mask, out-of-range lanes keep their value",
           "[emulator][shfl]") {
   std::vector<std::uint64_t> values(32);
   for (unsigned i = 0; i < 32; ++i) values[i] = 100 + i;

@@ -373,7 +373,7 @@ std::uint32_t funnel_shift(std::uint32_t lo, std::uint32_t hi, std::uint32_t shi
 
 }  // namespace
 
-TEST_CASE("nvcc sm_90 bit_ops: lop3 immediates in lowercase hex, uppercase hex and decimal; prmt in every mode; "
+TEST_CASE("nvcc sm_90 bit_ops: lop3 immediates in lowercase hex, uppercase hex and decimal, prmt in every mode, "
           "shf.l/r.wrap/clamp",
           "[emulator][nvcc][sm_90]") {
   std::string ptx = compile("bit_ops", "sm_90");
