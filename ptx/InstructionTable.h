@@ -181,15 +181,15 @@ inline constexpr unsigned kScalarOrVector = (1u << 1) | (1u << 2) | (1u << 4);  
   /* data movement and conversion (9.7.9) */                                                                           \
   X(Mov, Mov, types::kMove, 0, 0, "tt", kScalar, Mov, Move, 1, 0, 20)                                                        \
   X(Cvt, Cvt, types::kAllInteger | types::kFloat | types::of(ValueType::F16),                                           \
-    types::kAllInteger | types::kFloat | types::of(ValueType::F16), kRounding | kIntRounding | kFtz | kSat, "ts", kScalar,    \
-    Cvt, Conversion, 1, 0, 20)                                                                                         \
-  X(CvtToBFloat16, Cvt, types::of(ValueType::BF16), types::kF32, kRounding | kSat | kRelu, "ts", kScalar, Cvt, Conversion,   \
-    7, 0, 80)                                                                                                          \
+    types::kAllInteger | types::kFloat | types::of(ValueType::F16),                                                    \
+    kRounding | kIntRounding | kFtz | kSat | kSatFinite | kRelu, "ts", kScalar, Cvt, Conversion, 1, 0, 20)                \
+  X(CvtToBFloat16, Cvt, types::of(ValueType::BF16), types::kF32, kRounding | kSatFinite | kRelu, "ts", kScalar, Cvt,       \
+    Conversion, 7, 0, 80)                                                                                                          \
   X(CvtFromBFloat16, Cvt, types::kF32, types::of(ValueType::BF16), 0, "ts", kScalar, Cvt, Conversion, 7, 1, 80)              \
   X(CvtBFloat16Wide, Cvt, types::of(ValueType::BF16) | types::kF64 | types::kAllInteger,                                \
     types::of(ValueType::BF16) | types::kF64 | types::kAllInteger, kRounding | kIntRounding | kSat, "ts", kScalar, Cvt,      \
     Conversion, 7, 8, 90)                                                                                              \
-  X(CvtPackHalf, Cvt, types::of(ValueType::F16x2) | types::of(ValueType::BF16x2), types::kF32, kRounding | kSat | kRelu, \
+  X(CvtPackHalf, Cvt, types::of(ValueType::F16x2) | types::of(ValueType::BF16x2), types::kF32, kRounding | kSatFinite | kRelu, \
     "tss", kScalar, CvtPackHalf, Conversion, 7, 0, 80)                                                                       \
   X(Cvta, Cvta, types::of(ValueType::U32) | types::of(ValueType::U64), 0, kSpace | kTo, "tt", kScalar, Cvta, Move, 1, 0, 20)  \
   X(Ld, Ld, types::kMemory, 0, kSpace | kVector | kCache, "ta", kScalarOrVector, Ld, Memory, 1, 0, 20)                         \

@@ -277,7 +277,8 @@ Mnemonic parse_mnemonic(std::string_view text) {
       continue;
     }
     if (part == "ftz") m.ftz = true, m.present |= kFtz;
-    else if (part == "sat" || part == "satfinite") m.saturate = true, m.present |= kSat;
+    else if (part == "sat") m.saturate = true, m.present |= kSat;
+    else if (part == "satfinite") m.saturate_finite = true, m.present |= kSatFinite;
     else if (part == "approx") m.approx = true, m.present |= kApprox;
     else if (part == "full") m.full = true, m.present |= kFull;
     else if (part == "NaN") m.propagate_nan = true, m.present |= kNan;
@@ -370,13 +371,19 @@ std::string to_string(const Mnemonic& m) {
     default:
       break;
   }
-  // Arithmetic, conversion and the rest: rounding or approx/full, ftz, sat, NaN, relu.
+  // Arithmetic, conversion and the rest: rounding or approx/full, ftz, sat/satfinite, NaN, relu.
+  // A state space or vector width has no place here, but one that was parsed is
+  // rendered, so that find_form's error names the spelling that has no row.
+  if (m.space != StateSpace::Generic) add(spell(kSpaces, m.space));
+  if (m.non_coherent) add("nc");
+  if (m.vector > 1) add(fmt::format("v{}", m.vector));
   if (m.mul_mode != MulMode::None) add(spell(kMulModes, m.mul_mode));
   if (m.approx) add("approx");
   if (m.full) add("full");
   rounding();
   if (m.ftz) add("ftz");
   if (m.saturate) add("sat");
+  if (m.saturate_finite) add("satfinite");
   if (m.propagate_nan) add("NaN");
   if (m.relu) add("relu");
   types();

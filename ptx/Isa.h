@@ -108,7 +108,7 @@ enum Modifier : std::uint32_t {
   kRounding = 1u << 0,      // .rn .rz .rm .rp
   kIntRounding = 1u << 1,   // .rni .rzi .rmi .rpi
   kFtz = 1u << 2,
-  kSat = 1u << 3,           // .sat, .satfinite
+  kSat = 1u << 3,           // .sat: clamp to [0, 1] (floats) or the type's range (integers)
   kApprox = 1u << 4,
   kFull = 1u << 5,
   kNan = 1u << 6,           // min/max .NaN
@@ -124,6 +124,7 @@ enum Modifier : std::uint32_t {
   kUniform = 1u << 16,      // bra/ret .uni
   kTo = 1u << 17,           // cvta .to
   kRelu = 1u << 18,         // fma/max .relu on half types
+  kSatFinite = 1u << 19,    // cvt .satfinite: clamp to the largest finite value, NaN stays NaN
 };
 using ModifierSet = std::uint32_t;
 
@@ -142,6 +143,7 @@ struct Mnemonic {
   std::uint8_t mode = 0;    // ShuffleMode, VoteMode, PermuteMode, AtomicOp, TestProperty or ShiftDirection
   std::uint8_t vector = 1;  // .v2/.v4 element count
   bool ftz = false, saturate = false, approx = false, full = false, propagate_nan = false, relu = false;
+  bool saturate_finite = false; // cvt .satfinite (not .sat's [0, 1] clamp)
   bool clamp = false;           // shf.clamp (else .wrap); bfind.shiftamt
   bool non_coherent = false;    // ld.global.nc (read-only data cache)
   bool to_generic = true;       // cvta (to generic) vs cvta.to (from generic)

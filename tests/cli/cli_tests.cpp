@@ -227,7 +227,7 @@ TEST_CASE("quantc opt reads IR text and runs the named passes", "[cli][passes]")
   CHECK_THAT(broken.output, Catch::Contains("broken.qir:"));
 }
 
-TEST_CASE("quantc emit caches PTX and cubins on disk; quantc cache lists and clears them", "[cli][cache]") {
+TEST_CASE("quantc emit caches PTX and cubins on disk, quantc cache lists and clears them", "[cli][cache]") {
   fs::path dir = scratch_dir() / "cache";
   fs::remove_all(dir);
   std::string environment = "QUANTC_CACHE_DIR=" + dir.string() + " ";
@@ -257,7 +257,7 @@ TEST_CASE("quantc run --backend cuda fails clearly without a driver", "[cli][cud
   CHECK_THAT(result.output, Catch::StartsWith("error: ") && Catch::Contains("--backend reference"));
 }
 
-TEST_CASE("quantc run --backend emulator agrees with the reference; quantc profile prints counters", "[cli][emulator]") {
+TEST_CASE("quantc run --backend emulator agrees with the reference, quantc profile prints counters", "[cli][emulator]") {
   std::string spec = spec_path("linear_4bit_affine_grouped.json");
   Result compared = run_quantc("run " + spec + " --backend emulator --random-inputs 5 --compare reference");
   INFO(compared.output);

@@ -96,7 +96,7 @@ TEST_CASE("the key changes with spec, target, optimisation level and compiler ve
   CHECK_FALSE(quantc_version().empty());
 }
 
-TEST_CASE("the cache location follows QUANTC_CACHE_DIR, XDG_CACHE_HOME, HOME; QUANTC_CACHE=0 disables", "[cache]") {
+TEST_CASE("the cache location follows QUANTC_CACHE_DIR, XDG_CACHE_HOME, HOME, QUANTC_CACHE=0 disables", "[cache]") {
   const auto saved = [](const char* name) -> std::optional<std::string> {
     const char* value = std::getenv(name);
     return value ? std::optional<std::string>(value) : std::nullopt;

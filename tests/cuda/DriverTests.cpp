@@ -188,7 +188,7 @@ TEST_CASE("GPU: output byte range limits what is copied back", "[cuda][gpu]") {
   for (unsigned i = 100; i < test::kScaleCount; ++i) REQUIRE(y[i] == -5.0f);
 }
 
-TEST_CASE("GPU: rejected PTX reports the JIT log; a wrong-architecture cubin says so", "[cuda][gpu]") {
+TEST_CASE("GPU: rejected PTX reports the JIT log, a wrong-architecture cubin says so", "[cuda][gpu]") {
   if (!gpu_or_skip()) return;
   CudaBackend gpu;
   std::string broken = test::scale_by_two_ptx(gpu.target().sm);

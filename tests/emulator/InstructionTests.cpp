@@ -38,7 +38,7 @@ TEST_CASE("cvt f64 -> f32 honours each rounding mode, including overflow", "[emu
   CHECK(std::isinf(as_f32(rm[3])));
 }
 
-TEST_CASE("cvt float -> integer rounds as asked and saturates; NaN gives 0", "[emulator][cvt]") {
+TEST_CASE("cvt float -> integer rounds as asked and saturates, NaN gives 0", "[emulator][cvt]") {
   std::vector<std::uint64_t> inputs = {f32(2.5f), f32(3.5f), f32(-2.5f), f32(-2.7f), f32(3e9f), f32(-3e9f),
                                        f32(std::nanf("")), f32(-1.0f)};
   auto rni = run_lanes("cvt.rni.s32.f32 %r20, %f10;", inputs);
@@ -114,6 +114,49 @@ TEST_CASE("cvt .sat and .ftz on floats", "[emulator][cvt]") {
   auto kept = run_lanes("cvt.rni.f32.f32 %f20, %f10;\n mov.b32 %r20, %f20;", {f32(2.5f), f32(subnormal)});
   CHECK(as_f32(kept[0]) == 2.0f);
   CHECK(kept[1] == 0);
+}
+
+TEST_CASE("cvt .satfinite to f16/bf16 (x2) clamps to the largest finite value and keeps NaN, .sat clamps to [0, 1]",
+          "[emulator][cvt]") {
+  // PTX ISA cvt: with .satfinite, a NaN input gives NaN and a result whose magnitude
+  // exceeds MAX_NORM (infinity included) gives MAX_NORM with the input's sign; ptxas
+  // compiles it to F2FP.SATFINITE, a mode of its own, not .sat's [0, 1] clamp.
+  const float nan = std::nanf("");
+  std::vector<std::uint64_t> a = {f32(1e6f), f32(65520.0f), f32(0.5f), f32(3.4e38f), f32(-INFINITY), f32(nan)};
+  std::vector<std::uint64_t> b = {f32(-INFINITY), f32(nan), f32(-2.0f), f32(INFINITY), f32(-1e-3f), f32(-65504.0f)};
+  auto f16x2 = run_lanes("cvt.rn.satfinite.f16x2.f32 %r20, %f10, %f12;", a, b);
+  CHECK(f16x2[0] == 0x7bfffbffu);  // {b, a} = {-max, +max}
+  CHECK(f16x2[1] == 0x7bff7fffu);  // 65520 rounds to inf, then clamps; NaN stays NaN
+  CHECK(f16x2[2] == 0x3800c000u);  // in range: unchanged
+  CHECK(f16x2[3] == 0x7bff7bffu);
+  CHECK(f16x2[4] == 0xfbff9419u);  // -1e-3 rounds to 0x9419
+  CHECK(f16x2[5] == 0x7ffffbffu);
+  auto bf16x2 = run_lanes("cvt.rn.satfinite.bf16x2.f32 %r20, %f10, %f12;", a, b);
+  CHECK(bf16x2[0] == 0x4974ff7fu);  // 1e6 is 0x4974 in range; -inf clamps
+  CHECK(bf16x2[3] == 0x7f7f7f7fu);  // 3.4e38 rounds to bf16 infinity, then clamps
+  CHECK(bf16x2[4] == 0xff7fba83u);
+  auto relu = run_lanes("cvt.rn.satfinite.relu.bf16x2.f32 %r20, %f10, %f12;", a, b);
+  CHECK(relu[3] == 0x7f7f7f7fu);
+  CHECK(relu[4] == 0x00000000u);  // relu first: negatives become +0
+  CHECK(relu[5] == 0x7fff0000u);  // relu keeps NaN as the canonical NaN
+  auto scalar = run_lanes("cvt.rn.satfinite.f16.f32 %rs1, %f10;\n cvt.u32.u16 %r20, %rs1;", a);
+  CHECK(scalar[0] == 0x7bffu);
+  CHECK(scalar[4] == 0xfbffu);
+  CHECK(scalar[5] == 0x7fffu);
+  auto bf16 = run_lanes("cvt.rn.satfinite.bf16.f32 %rs1, %f10;\n cvt.u32.u16 %r20, %rs1;", a);
+  CHECK(bf16[3] == 0x7f7fu);
+  CHECK(bf16[4] == 0xff7fu);
+  // .sat (legal on cvt.f16.f32) is the [0, 1] clamp, NaN -> 0.
+  auto unit = run_lanes("cvt.rn.sat.f16.f32 %rs1, %f10;\n cvt.u32.u16 %r20, %rs1;", a);
+  CHECK(unit[0] == 0x3c00u);
+  CHECK(unit[2] == 0x3800u);
+  CHECK(unit[4] == 0x0000u);
+  CHECK(unit[5] == 0x0000u);
+  // ptxas refuses .sat on bf16 and packed destinations; so does the table.
+  CHECK_THROWS_WITH(parse_ptx(wrap_kernel("cvt.rn.sat.bf16x2.f32 %r20, %f10, %f12;", false)),
+                    Catch::Contains("no instruction form 'cvt.rn.sat.bf16x2.f32'"));
+  CHECK_THROWS_WITH(parse_ptx(wrap_kernel("cvt.rn.sat.f16x2.f32 %r20, %f10, %f12;", false)),
+                    Catch::Contains("no instruction form 'cvt.rn.sat.f16x2.f32'"));
 }
 
 TEST_CASE("shr is arithmetic for signed and logical for unsigned types, shifts clamp", "[emulator][shift]") {
@@ -331,7 +374,7 @@ std::vector<std::uint64_t> cuda_shuffle(const std::string& kind, unsigned delta,
 }
 }  // namespace
 
-TEST_CASE("shfl.sync up/down/bfly/idx with clamp and segment mask; out-of-range lanes keep their value",
+TEST_CASE("shfl.sync up/down/bfly/idx with clamp and segment mask, out-of-range lanes keep their value",
           "[emulator][shfl]") {
   std::vector<std::uint64_t> values(32);
   for (unsigned i = 0; i < 32; ++i) values[i] = 100 + i;

@@ -15,60 +15,13 @@
 #include <random>
 #include <sstream>
 
+#include "NvccSupport.h"
 #include "runtime/backends/emulator/Emulator.h"
 
 using namespace quantc::runtime::emulator;
+using namespace quantc::runtime::emulator::testing;
 
 namespace {
-
-std::string find_nvcc() {
-  if (std::filesystem::exists(QUANTC_NVCC)) return QUANTC_NVCC;
-  if (std::system("command -v nvcc > /dev/null 2>&1") == 0) return "nvcc";
-  return "";
-}
-
-/// The PTX for kernels/<name>.cu, or "" (with a warning) when nvcc is unavailable.
-std::string compile(const std::string& name) {
-  static std::map<std::string, std::string> cache;
-  if (auto it = cache.find(name); it != cache.end()) return it->second;
-  std::string nvcc = find_nvcc();
-  if (nvcc.empty()) {
-    WARN("nvcc not found (neither " QUANTC_NVCC " nor on PATH): skipping the nvcc validation kernel " << name);
-    return "";
-  }
-  std::filesystem::path directory = std::filesystem::path(QUANTC_BINARY_DIR) / "emulator_nvcc_ptx";
-  std::filesystem::create_directories(directory);
-  std::filesystem::path source = std::filesystem::path(QUANTC_EMULATOR_KERNELS) / (name + ".cu");
-  std::filesystem::path output = directory / (name + ".ptx");
-  std::filesystem::path log = directory / (name + ".log");
-  std::string command = "\"" + nvcc + "\" -ptx -arch=sm_80 -O3 \"" + source.string() + "\" -o \"" + output.string() +
-                        "\" > \"" + log.string() + "\" 2>&1";
-  int status = std::system(command.c_str());
-  std::ifstream log_stream(log);
-  std::stringstream log_text;
-  log_text << log_stream.rdbuf();
-  INFO("nvcc log: " << log_text.str());
-  REQUIRE(status == 0);
-  std::ifstream stream(output);
-  std::stringstream text;
-  text << stream.rdbuf();
-  cache[name] = text.str();
-  return cache[name];
-}
-
-template <class T>
-DeviceBuffer buffer_of(const std::string& name, const std::vector<T>& values) {
-  DeviceBuffer buffer{name, std::vector<std::uint8_t>(values.size() * sizeof(T))};
-  std::memcpy(buffer.bytes.data(), values.data(), buffer.bytes.size());
-  return buffer;
-}
-
-template <class T>
-std::vector<T> values_of(const DeviceBuffer& buffer) {
-  std::vector<T> values(buffer.bytes.size() / sizeof(T));
-  std::memcpy(values.data(), buffer.bytes.data(), buffer.bytes.size());
-  return values;
-}
 
 /// Evaluates f() with the host in rounding mode `mode` (this file is built with
 /// -frounding-math; operands and the result pass through volatile so the compiler can

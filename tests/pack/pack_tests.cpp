@@ -198,7 +198,7 @@ TEST_CASE("int4-symmetric: signed nibbles, ceil(cols/8) words per row, row_scale
   CHECK(restored.at(8, 1) == -14.0f);
 }
 
-TEST_CASE("pack_file writes the op's buffer names, metadata and .npy files; --transpose selects the axis") {
+TEST_CASE("pack_file writes the op's buffer names, metadata and .npy files, --transpose selects the axis") {
   const fs::path dir = fs::temp_directory_path() / "quantc_pack_test";
   fs::create_directories(dir);
   // A PyTorch-style nn.Linear weight [out_features = 4, in_features = 64].

@@ -64,7 +64,7 @@ TEST_CASE("pipeline O2 leaves one-chunk groups and unaligned groups in per-chunk
   }
 }
 
-TEST_CASE("pipeline O0 changes nothing; O1 and O2 verify", "[structure]") {
+TEST_CASE("pipeline O0 changes nothing, O1 and O2 verify", "[structure]") {
   Program original = ops::linear_4bit_affine_grouped(256, 20, 64);
   CHECK(print(optimize(original, lower::OptimizationLevel::O0)) == print(original));
   CHECK(verify(optimize(original, lower::OptimizationLevel::O1)).empty());

@@ -52,7 +52,7 @@ TEST_CASE("header: every supported target's .version is accepted by ptxas", "[em
   }
 }
 
-TEST_CASE("entry: one .param .u64 per buffer in binding order, .maxntid before the body without ';'",
+TEST_CASE("entry: one .param .u64 per buffer in binding order, .maxntid before the body without a semicolon",
           "[emitter]") {
   Program program = ops::linear_4bit_affine_grouped(64, 16, 32);
   std::string ptx = emit(program);
@@ -69,7 +69,7 @@ TEST_CASE("entry: one .param .u64 per buffer in binding order, .maxntid before t
   CHECK(ptx.find(".maxntid 256, 1, 1;") == std::string::npos);
 }
 
-TEST_CASE("loads: ld.global.nc for read-only buffers, ld.global otherwise; mul.wide.u32 addressing", "[emitter]") {
+TEST_CASE("loads: ld.global.nc for read-only buffers, ld.global otherwise, mul.wide.u32 addressing", "[emitter]") {
   Program program = small_program([](Body& body, Expr i, const BufferRef&, const BufferRef& out) {
     body.store(out, i, out[i] + 1.0f);
   });
@@ -122,7 +122,7 @@ TEST_CASE("Lookup of a 16-entry table lowers to 15 selp and no memory access", "
   CHECK(ptx.find("0fBF800000") != std::string::npos);  // table[0] = -1.0 as an immediate
 }
 
-TEST_CASE("If and Loop lower to setp + @p bra; Barrier to bar.sync 0; Return to ret", "[emitter]") {
+TEST_CASE("If and Loop lower to setp + @p bra, Barrier to bar.sync 0, Return to ret", "[emitter]") {
   Program program = small_program([](Body& body, Expr i, const BufferRef& x, const BufferRef& out) {
     Expr acc = body.let("acc", f32(0.0f));
     body.loop("k", u32(0), i, [&](Body& loop, Expr k) { loop.assign(acc, acc + x[k]); });
@@ -160,7 +160,7 @@ TEST_CASE("emission is deterministic", "[emitter]") {
   CHECK(emit(first, 90) == emit(quantc::testing::every_construct_program(), 90));
 }
 
-TEST_CASE("errors: unknown targets list the supported ones; bad names are IRError", "[emitter]") {
+TEST_CASE("errors: unknown targets list the supported ones, bad names are IRError", "[emitter]") {
   Program program = small_program();
   CHECK_THROWS_WITH(lower::lower_to_ptx(program, ptx::Target{81}),
                     Catch::Contains("sm_81") && Catch::Contains("sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_120"));

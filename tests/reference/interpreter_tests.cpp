@@ -301,7 +301,7 @@ TEST_CASE("undeclared buffers, missing variables and mismatched buffers are erro
   CHECK_THROWS_WITH(reference::run(program, wrong), Catch::Contains("buffer 'out': expected 1 elements"));
 }
 
-TEST_CASE("integer division by zero is an error; MIN / -1 wraps", "[reference][arithmetic]") {
+TEST_CASE("integer division by zero is an error, MIN / -1 wraps", "[reference][arithmetic]") {
   ProgramBuilder builder("division");
   BufferRef in = builder.input("in", ScalarType::I32, 2);
   BufferRef out = builder.output("out", ScalarType::I32, 2);

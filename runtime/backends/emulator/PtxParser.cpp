@@ -45,6 +45,19 @@ bool is_word_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '%' || c == '.';
 }
 
+/// "2.5e", "1E", ".5e": digits and at most a point, then the exponent letter, so a
+/// following '+' or '-' is the exponent's sign, not an operator.
+bool is_decimal_mantissa_with_exponent(std::string_view word) {
+  if (word.size() < 2 || (word.back() != 'e' && word.back() != 'E')) return false;
+  bool digit = false, point = false;
+  for (char c : word.substr(0, word.size() - 1)) {
+    if (std::isdigit(static_cast<unsigned char>(c))) digit = true;
+    else if (c == '.' && !point) point = true;
+    else return false;
+  }
+  return digit;
+}
+
 std::vector<Token> tokenize(const std::string& text) {
   std::vector<Token> tokens;
   std::uint32_t line = 1;
@@ -79,6 +92,12 @@ std::vector<Token> tokenize(const std::string& text) {
                                                            i + 2 < text.size() && is_word_char(text[i + 2])))) {
         i += (text[i] == ':') ? 2 : 1;
       }
+      // The signed exponent of a decimal float (2.5e-1, 1E+3) belongs to the literal.
+      if (is_decimal_mantissa_with_exponent(std::string_view(text).substr(start, i - start)) && i + 1 < text.size() &&
+          (text[i] == '+' || text[i] == '-') && std::isdigit(static_cast<unsigned char>(text[i + 1]))) {
+        ++i;
+        while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+      }
       tokens.push_back({text.substr(start, i - start), line});
       continue;
     }
@@ -99,7 +118,9 @@ struct Literal {
 };
 
 std::optional<Literal> parse_literal(std::string_view text, bool negative) {
-  if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])))) return std::nullopt;
+  // A digit first, or a decimal float starting with its point (.5).
+  const bool leading_point = text.size() > 1 && text[0] == '.' && std::isdigit(static_cast<unsigned char>(text[1]));
+  if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || leading_point)) return std::nullopt;
   Literal literal;
   auto parse_hex = [](std::string_view digits, std::uint64_t& value) {
     auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value, 16);

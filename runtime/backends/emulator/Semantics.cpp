@@ -279,6 +279,13 @@ long double round_integral(long double value, Rounding rounding) {
   return value;
 }
 
+/// cvt .satfinite (PTX ISA cvt): a rounded result beyond the largest finite value,
+/// infinity included, becomes the largest finite value of its sign; NaN stays NaN.
+std::uint64_t saturate_finite(std::uint64_t bits, arith::FloatFormat format) {
+  if ((bits & (format.sign_bit() - 1)) != format.infinity()) return bits;
+  return (bits & format.sign_bit()) | (format.infinity() - 1);
+}
+
 /// Float -> integer with PTX's saturation to the destination range (NaN -> 0).
 std::uint64_t float_to_integer(long double value, ValueType destination) {
   if (std::isnan(value)) return 0;
@@ -841,6 +848,10 @@ void execute_Cvt(Launch&, const Instruction& in, std::uint32_t active, Warp& war
   const bool from_float = ptx::is_float(from), to_float = ptx::is_float(to);
   const unsigned to_bits = ptx::bit_width(to), from_bits = ptx::bit_width(from);
   unary(in, active, warp, [&](std::uint64_t a) -> std::uint64_t {
+    // bf16 -> f32 appends 16 zero bits, a NaN's sign and payload included: ptxas
+    // compiles cvt.f32.bf16 to a shift (SASS SHF.L.U32 by 16 on sm_90), and CUDA's
+    // __bfloat162float is that shift on the host and before sm_90.
+    if (from == ValueType::BF16 && to == ValueType::F32) return (a & 0xffffu) << 16;
     if (from_float) {
       long double value = decode_float(a, from, in.ftz);
       if (to_float) {
@@ -848,7 +859,8 @@ void execute_Cvt(Launch&, const Instruction& in, std::uint32_t active, Warp& war
         if (in.saturate) value = saturate_unit(value);
         if (in.relu && !std::isnan(value) && value < 0) value = 0;
         bool flush = in.ftz && to == ValueType::F32;
-        return arith::round_to_format(value, float_format(to), to_arith(in.rounding), flush);
+        std::uint64_t result = arith::round_to_format(value, float_format(to), to_arith(in.rounding), flush);
+        return in.saturate_finite ? saturate_finite(result, float_format(to)) : result;
       }
       std::uint64_t integer = float_to_integer(round_integral(value, in.rounding), to);
       return ptx::is_signed_integer(to) ? static_cast<std::uint64_t>(sign_extend(integer, to_bits)) : integer;
@@ -874,9 +886,9 @@ void execute_CvtPackHalf(Launch&, const Instruction& in, std::uint32_t active, W
   const arith::FloatFormat format = float_format(in.type);
   auto convert = [&](std::uint64_t bits) {
     long double value = load_f32(bits, in.ftz);
-    if (in.saturate) value = saturate_unit(value);
     if (in.relu && !std::isnan(value) && value < 0) value = 0;
-    return arith::round_to_format(value, format, to_arith(in.rounding));
+    std::uint64_t result = arith::round_to_format(value, format, to_arith(in.rounding));
+    return in.saturate_finite ? saturate_finite(result, format) : result;
   };
   binary(in, active, warp, [&](std::uint64_t a, std::uint64_t b) { return (convert(a) << 16) | convert(b); });
 }
