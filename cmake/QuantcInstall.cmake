@@ -29,8 +29,8 @@ set(quantc_export_targets)
 foreach(target
     quantc_warnings quantc_llvm_adt
     quantc_ir quantc_ops quantc_ptx quantc_lower quantc_driver
-    quantc_runtime_core quantc_runtime_io quantc_runtime_reference quantc_runtime_emulator
-    quantc_runtime_cuda quantc_runtime
+    quantc_runtime_core quantc_runtime_io quantc_runtime_backend_api quantc_runtime_reference
+    quantc_runtime_emulator quantc_runtime_cuda quantc_runtime_registry quantc_runtime
     quantc)
   if(TARGET ${target})
     list(APPEND quantc_export_targets ${target})

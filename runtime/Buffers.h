@@ -21,6 +21,14 @@ class RuntimeError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A backend that cannot run on this machine (no CUDA driver, no device): the message
+/// says why and what to use instead. Code that tries every backend of the registry
+/// (runtime/backends/Registry.h) catches this one to skip a backend.
+class BackendUnavailable : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;
+};
+
 struct HostBuffer {
   ir::ScalarType element = ir::ScalarType::F32;
   std::vector<std::uint8_t> bytes;

@@ -26,6 +26,12 @@ ptx::Target resolve_target(const std::optional<std::string>& command_line, const
   return ptx::default_target();
 }
 
+std::optional<ptx::Target> requested_target(const std::optional<std::string>& command_line,
+                                            const ir::ops::OpSpec& spec) {
+  if (!command_line && !spec.target) return std::nullopt;
+  return resolve_target(command_line, spec);
+}
+
 void PipelineFlags::add_to(CLI::App& command) {
   command.add_option("-O", level, "Optimization level 0, 1 or 2 (-O0 none, -O1 fold+dce, -O2 everything; default 2)");
   command.add_option("--passes", passes, "Run exactly these passes, comma-separated, instead of an -O pipeline");
@@ -62,6 +68,19 @@ std::pair<std::string, std::string> split_binding(const std::string& text, const
     throw CommandError(fmt::format("{} expects NAME=FILE.npy, got '{}'", option, text));
   }
   return {text.substr(0, equals), text.substr(equals + 1)};
+}
+
+std::string format_buffer(const std::string& label, const runtime::HostBuffer& buffer) {
+  const std::size_t count = buffer.count();
+  std::string values;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (count > 12 && i == 8) {
+      values += " ...";
+      i = count - 4;
+    }
+    values += fmt::format("{}{:g}", i == 0 ? "" : " ", runtime::element_as_double(buffer, i));
+  }
+  return fmt::format("{} ({} x {}): [{}]\n", label, count, ir::to_string(buffer.element), values);
 }
 
 }  // namespace quantc::tools

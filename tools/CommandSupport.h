@@ -12,6 +12,7 @@
 #include "ir/ops/Spec.h"
 #include "lower/driver/Compiler.h"
 #include "ptx/Target.h"
+#include "runtime/Buffers.h"
 #include "runtime/io/AtomicFile.h"  // write_file_atomically for -o / --output
 
 namespace quantc::tools {
@@ -31,6 +32,10 @@ ir::ops::OpSpec load_spec(const std::string& path);
 
 /// The target from the command line, else the spec's "target", else sm_80.
 ptx::Target resolve_target(const std::optional<std::string>& command_line, const ir::ops::OpSpec& spec);
+/// The target from the command line, else the spec's "target", else none (the backend
+/// picks: sm_80 for the emulator, the GPU's own for cuda).
+std::optional<ptx::Target> requested_target(const std::optional<std::string>& command_line,
+                                            const ir::ops::OpSpec& spec);
 
 /// The pipeline flags shared by emit, ir, check, run and opt (LLVM's spelling):
 /// -O0/-O1/-O2 (default: the spec's "opt_level", else 2), --passes=a,b,c,
@@ -53,5 +58,8 @@ struct PipelineFlags {
 
 /// Parses "NAME=PATH"; CommandError naming `option` when malformed.
 std::pair<std::string, std::string> split_binding(const std::string& text, const std::string& option);
+
+/// `label (count x dtype): [v0 v1 ...]`, eliding the middle of buffers over 12 elements.
+std::string format_buffer(const std::string& label, const runtime::HostBuffer& buffer);
 
 }  // namespace quantc::tools

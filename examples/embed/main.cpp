@@ -1,6 +1,8 @@
-// Embedding quantc: build a kernel with the IR builder, emit PTX, and run it on the
-// reference interpreter and, when a GPU exists, through the CUDA driver; every result is
-// checked against a plain C++ loop.
+// Embedding quantc: build a kernel with the IR builder, emit PTX, and run it on every
+// backend of the registry (the reference interpreter, the PTX emulator and, when a GPU
+// exists, the CUDA driver) through the one Backend interface; where a GPU exists, also on
+// device memory the program owns itself, as a framework's tensors, with no copies. Every
+// result is checked against a plain C++ loop.
 //
 // The kernel: y[i] = 3 * x[i] + y[i] for i < 1000 (f32), one invocation per element,
 // workgroups of 128.
@@ -8,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,9 +18,7 @@
 #include "ir/Printer.h"
 #include "lower/LowerToPtx.h"
 #include "runtime/Buffers.h"
-#if defined(QUANTC_HAS_REFERENCE_BACKEND)
-#include "runtime/backends/reference/Interpreter.h"
-#endif
+#include "runtime/backends/Registry.h"
 #if defined(QUANTC_HAS_CUDA_BACKEND)
 #include "runtime/backends/cuda/Launch.h"
 #endif
@@ -42,7 +43,7 @@ ir::Program build_axpy() {
 }
 
 /// Compares the backend's y against the plain loop; prints and returns whether it matches.
-bool matches(const char* backend, const runtime::BufferSet& inputs, const runtime::BufferSet& outputs) {
+bool matches(const std::string& backend, const runtime::BufferSet& inputs, const runtime::BufferSet& outputs) {
   const std::vector<float> x = inputs.at("x").as<float>();
   const std::vector<float> y_in = inputs.at("y").as<float>();
   const std::vector<float> y = outputs.at("y").as<float>();
@@ -51,7 +52,7 @@ bool matches(const char* backend, const runtime::BufferSet& inputs, const runtim
     worst = std::max(worst, std::abs(double(y[i]) - std::fma(3.0, double(x[i]), double(y_in[i]))));
   }
   const bool ok = worst <= 1e-6;
-  std::printf("%s backend: %s (max abs difference %.3g)\n", backend, ok ? "matches" : "MISMATCH", worst);
+  std::printf("%s backend: %s (max abs difference %.3g)\n", backend.c_str(), ok ? "matches" : "MISMATCH", worst);
   return ok;
 }
 
@@ -74,29 +75,43 @@ int main() {
     std::printf("PTX emission unavailable: %s\n", error.what());
   }
 
-#if defined(QUANTC_HAS_REFERENCE_BACKEND)
-  try {
-    runtime::BufferSet buffers = inputs;
-    runtime::reference::run(program, buffers);
-    ok = matches("reference", inputs, buffers) && ok;
-  } catch (const std::exception& error) {
-    std::printf("reference backend failed: %s\n", error.what());
-    ok = false;
+  // Every backend through the one interface: compile for it, run on host buffers.
+  for (const runtime::RegisteredBackend& entry : runtime::backends()) {
+    const std::string name(entry.info.name);
+    std::unique_ptr<runtime::Backend> backend;
+    try {
+      backend = entry.make();
+    } catch (const runtime::BackendUnavailable& unavailable) {  // no CUDA driver or device
+      std::printf("%s backend: skipped (%s)\n", name.c_str(), unavailable.what());
+      continue;
+    }
+    try {
+      const runtime::BackendKernel kernel = backend->compile(program, {});
+      runtime::BufferSet buffers = inputs;
+      backend->run(kernel, buffers);
+      ok = matches(name, inputs, buffers) && ok;
+    } catch (const std::exception& error) {
+      std::printf("%s backend failed: %s\n", name.c_str(), error.what());
+      ok = false;
+    }
   }
-#else
-  std::printf("reference backend: not in this build\n");
-#endif
 
 #if defined(QUANTC_HAS_CUDA_BACKEND)
-  if (ptx.empty()) {
-    std::printf("cuda backend: skipped (no PTX)\n");
-  } else if (!runtime::cuda::gpu_available()) {
-    std::printf("cuda backend: skipped (%s)\n", runtime::cuda::gpu_unavailable_reason().c_str());
-  } else {
+  // A framework's tensors: device memory someone else allocated and filled, handed to
+  // the kernel by pointer, on the caller's stream, with no copies by quantc.
+  if (runtime::cuda::gpu_available()) {
     runtime::cuda::CudaBackend gpu;
+    const runtime::cuda::KernelImage image = runtime::cuda::KernelImage::ptx(lower::lower_to_ptx(program, gpu.target()));
+    const runtime::cuda::DeviceBufferSet tensors = gpu.upload(program, inputs);  // stands in for the framework
+    runtime::cuda::Stream stream(gpu.context());                               // the framework's stream
+    gpu.launch(program, image,
+               {{"x", {tensors.at("x").memory.get(), tensors.at("x").memory.size()}},
+                {"y", {tensors.at("y").memory.get(), tensors.at("y").memory.size()}}},
+               stream.get());
+    stream.synchronize();
     runtime::BufferSet buffers = inputs;
-    gpu.run(program, runtime::cuda::KernelImage::ptx(lower::lower_to_ptx(program, gpu.target())), buffers);
-    ok = matches("cuda", inputs, buffers) && ok;
+    gpu.download(program, tensors, buffers);
+    ok = matches("cuda (device pointers)", inputs, buffers) && ok;
   }
 #endif
   std::printf("host check: %s\n", ok ? "ok" : "FAILED");

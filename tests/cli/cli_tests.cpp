@@ -1,64 +1,8 @@
 // End-to-end tests of the quantc binary: each subcommand, each error path (exit code
 // and message), .npy round trips and the no-clobber guarantee for output files.
-#include <catch2/catch.hpp>
-#include <sys/wait.h>
-
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "runtime/io/Npy.h"
-
-namespace fs = std::filesystem;
-using quantc::runtime::HostBuffer;
-using quantc::runtime::NpyArray;
-
-namespace {
-
-struct Result {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-/// Runs quantc with `arguments`; `environment` ("NAME=value ") prefixes the command. The
-/// kernel cache defaults to one in the build tree, so tests never touch ~/.cache.
-Result run_quantc(const std::string& arguments, const std::string& environment = "") {
-  const std::string test_cache = "QUANTC_CACHE_DIR=" + std::string(QUANTC_BINARY_DIR) + "/test-kernel-cache ";
-  std::string command = test_cache + environment + std::string(QUANTC_CLI_PATH) + " " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string output;
-  char chunk[4096];
-  while (std::size_t read = fread(chunk, 1, sizeof chunk, pipe)) output.append(chunk, read);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-fs::path scratch_dir() {
-  fs::path dir = fs::temp_directory_path() / ("quantc_cli_tests_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string write_text(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-  return path.string();
-}
-
-std::string spec_path(const std::string& name) { return std::string(QUANTC_SOURCE_DIR) + "/examples/specs/" + name; }
-
-template <class T>
-std::string write_npy(const fs::path& path, quantc::ir::ScalarType element, const std::vector<T>& values) {
-  return write_text(path, quantc::runtime::to_npy_bytes({HostBuffer::from(element, values), {}}));
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(file), {});
-}
-
-}  // namespace
+#include "CliHarness.h"
 
 TEST_CASE("quantc ops lists every registered op, as text and as JSON", "[cli]") {
   Result text = run_quantc("ops");

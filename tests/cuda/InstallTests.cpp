@@ -55,5 +55,7 @@ TEST_CASE("an installed quantc is usable from another CMake project", "[install]
   const std::string output = read_all(log);
   CHECK_THAT(output, Catch::Contains("built program axpy"));
   CHECK_THAT(output, Catch::Contains("host check: ok"));
+  // Every backend of the registry is reachable from an installed tree.
+  CHECK_THAT(output, Catch::Contains("reference backend: matches") && Catch::Contains("emulator backend: matches"));
   fs::remove_all(work);
 }

@@ -1,8 +1,14 @@
-// quantc run SPEC.json [--backend reference|emulator|cuda] [--input NAME=FILE.npy]...
-//                      [--random-inputs SEED] [--output NAME=FILE.npy]... [--compare reference]
-//                      [--tolerance T] [--threads N] [--stats] [pipeline flags]
-// Every backend runs the program after the pass pipeline (-O2 by default); --compare
-// reference runs the interpreter on the same inputs as the oracle.
+// quantc run SPEC.json [--backend NAME] [--input NAME=FILE.npy]... [--random-inputs SEED]
+//                      [--output NAME=FILE.npy]... [--compare BACKEND] [--tolerance T]
+//                      [--threads N] [--stats] [--target sm_XX] [pipeline flags]
+// quantc run FILE.ptx [--entry NAME] --grid X[,Y,Z] --block X[,Y,Z] [--shared-bytes N]
+//                     [--arg ARG]... [--output INDEX=FILE.npy]... [--backend emulator|cuda] [--stats]
+//
+// A spec runs the program after the pass pipeline (-O2 by default) on any backend of the
+// registry (runtime/backends/Registry.h; default reference); --compare BACKEND runs a
+// second backend on the same inputs as the oracle. A PTX module (tools/PtxLaunchFlags.h
+// says how a file is recognised) launches one entry with the given arguments on a PTX
+// backend (default emulator).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,19 +17,22 @@
 
 #include "ir/ops/Spec.h"
 #include "lower/driver/Compiler.h"
+#include "runtime/backends/Registry.h"
+#include "runtime/backends/emulator/Profile.h"
 #include "runtime/io/Npy.h"
-#include "runtime/backends/cuda/Launch.h"
-#include "runtime/backends/emulator/Emulator.h"
-#include "runtime/backends/reference/Interpreter.h"
 #include "tools/CommandSupport.h"
+#include "tools/PtxLaunchFlags.h"
 #include "tools/commands/Commands.h"
 
 namespace quantc::tools {
 namespace {
 
+constexpr const char* kSpecDefaultBackend = "reference";
+constexpr const char* kPtxDefaultBackend = "emulator";
+
 struct RunOptions {
-  std::string spec_path;
-  std::string backend = "reference";
+  std::string path;
+  std::optional<std::string> backend;
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
   std::optional<std::uint64_t> random_seed;
@@ -33,7 +42,17 @@ struct RunOptions {
   unsigned threads = 1;
   bool statistics = false;
   PipelineFlags pipeline;
+  PtxLaunchFlags ptx;
 };
+
+/// The options only a spec takes, rejected for a PTX module.
+const std::vector<std::string>& spec_only_options() {
+  static const std::vector<std::string> names = {"--input",   "--random-inputs", "--compare", "--tolerance",
+                                                 "--target",  "--threads",       "-O",        "--passes",
+                                                 "--print-ir-after-all", "--print-ir-after", "--time-passes",
+                                                 "--verify-each"};
+  return names;
+}
 
 bool is_unsigned_integer(ir::ScalarType type) { return ir::is_integer(type) && !ir::is_signed(type); }
 
@@ -73,51 +92,6 @@ runtime::BufferSet prepare_buffers(const ir::Program& program, const RunOptions&
   return buffers;
 }
 
-void print_statistics(const runtime::reference::RunStatistics& statistics, const ir::Program& program) {
-  const std::uint64_t outputs = runtime::output_element_count(program);
-  const double per_output = outputs ? 1.0 / static_cast<double>(outputs) : 0.0;
-  auto scaled = [per_output](std::uint64_t count) { return static_cast<double>(count) * per_output; };
-  fmt::print("statistics ({} outputs): per output {:.1f} global loads, {:.1f} stores, {:.1f} shuffles, "
-             "{:.1f} subgroup reductions, {:.1f} arithmetic ops\n",
-             outputs, scaled(statistics.global_loads), scaled(statistics.global_stores), scaled(statistics.subgroup_shuffles),
-             scaled(statistics.subgroup_reductions), scaled(statistics.arithmetic_ops));
-  for (const auto& [buffer, loads] : statistics.loads_per_buffer) {
-    fmt::print("  loads from {}: {:.2f} per output\n", buffer, scaled(loads));
-  }
-}
-
-void run_backend(const RunOptions& options, const lower::CompiledKernel& kernel, runtime::BufferSet& buffers) {
-  if (options.backend == "reference") {
-    runtime::reference::RunStatistics statistics;
-    runtime::reference::RunOptions run_options;
-    run_options.threads = options.threads;
-    run_options.statistics = options.statistics ? &statistics : nullptr;
-    runtime::reference::run(kernel.program, buffers, run_options);
-    if (options.statistics) print_statistics(statistics, kernel.program);
-    return;
-  }
-  if (options.backend == "emulator") {
-    runtime::emulator::run(kernel.ptx, kernel.program, buffers);
-    return;
-  }
-  if (options.backend == "cuda") {
-    runtime::cuda::CudaBackend gpu;  // throws DriverUnavailable with the fix when no GPU/driver
-    return gpu.run(kernel.program, runtime::cuda::KernelImage::ptx(kernel.ptx), buffers);
-  }
-  throw CommandError(fmt::format("unknown backend '{}'; available: reference, emulator, cuda", options.backend));
-}
-
-/// Compiles for the backend: PTX backends need a target (the flag, else the spec's, else
-/// the GPU's own for cuda); the interpreter runs the optimised IR.
-lower::CompiledKernel compile_for_backend(const RunOptions& options, const ir::ops::OpSpec& spec) {
-  lower::PassOptions passes = options.pipeline.pass_options(&spec);
-  ir::Program program = ir::ops::build_program(spec);
-  if (options.backend == "reference") return {lower::optimize(program, passes), {}};
-  ptx::Target target = resolve_target(options.target, spec);
-  if (options.backend == "cuda" && !options.target && !spec.target) target = runtime::cuda::CudaBackend().target();
-  return lower::compile(program, {target, passes});
-}
-
 /// The logical part (output byte range) of an output buffer.
 runtime::HostBuffer logical_output(const ir::BufferDecl& decl, const runtime::HostBuffer& buffer) {
   ir::ByteRange range = decl.readable_range();
@@ -125,22 +99,9 @@ runtime::HostBuffer logical_output(const ir::BufferDecl& decl, const runtime::Ho
                                                                      buffer.bytes.begin() + static_cast<long>(range.end))};
 }
 
-void print_output(const std::string& name, const runtime::HostBuffer& buffer) {
-  const std::size_t count = buffer.count();
-  std::string values;
-  for (std::size_t i = 0; i < count; ++i) {
-    if (count > 12 && i == 8) {
-      values += " ...";
-      i = count - 4;
-    }
-    values += fmt::format("{}{:g}", i == 0 ? "" : " ", runtime::element_as_double(buffer, i));
-  }
-  fmt::print("{} ({} x {}): [{}]\n", name, count, ir::to_string(buffer.element), values);
-}
-
 /// Prints the per-buffer max abs/rel difference; returns false when beyond tolerance.
 bool compare_outputs(const ir::Program& program, const runtime::BufferSet& actual, const runtime::BufferSet& expected,
-                     const std::string& label, double tolerance) {
+                     const std::string& label, const std::string& oracle, double tolerance) {
   bool within = true;
   for (const ir::BufferDecl& decl : program.buffers) {
     if (!decl.is_output()) continue;
@@ -156,60 +117,161 @@ bool compare_outputs(const ir::Program& program, const runtime::BufferSet& actua
     }
     bool ok = max_abs <= tolerance || max_rel <= tolerance;
     within &= ok;
-    fmt::print("compare {} vs {}: {}: max abs diff {:g}, max rel diff {:g} ({})\n", label, "reference", decl.name,
-               max_abs, max_rel, ok ? "ok" : fmt::format("exceeds tolerance {:g}", tolerance));
+    fmt::print("compare {} vs {}: {}: max abs diff {:g}, max rel diff {:g} ({})\n", label, oracle, decl.name, max_abs,
+               max_rel, ok ? "ok" : fmt::format("exceeds tolerance {:g}", tolerance));
   }
   return within;
 }
 
-void run_command(const RunOptions& options) {
-  ir::ops::OpSpec spec = load_spec(options.spec_path);
-  lower::CompiledKernel kernel = compile_for_backend(options, spec);
+/// The counters a run reported, per output element; a line saying so when there are none.
+void print_counters(const runtime::Backend& backend, const runtime::RunReport& report, const std::string& kernel,
+                    const std::string& target, std::uint64_t output_elements, const ir::Program* program) {
+  if (report.statistics && program != nullptr) fmt::print("{}", runtime::reference::format_statistics(*report.statistics, *program));
+  if (report.counters) {
+    fmt::print("{}", runtime::emulator::format_profile(kernel, target, *report.counters, output_elements));
+  }
+  if (!report.has_counters()) fmt::print("backend {} reports no counters\n", backend.name());
+}
+
+/// The --compare value: a registered backend other than the one that ran.
+std::unique_ptr<runtime::Backend> make_oracle(const std::string& name) {
+  if (runtime::find_backend(name) == nullptr) {
+    throw CommandError(fmt::format("--compare '{}': no such backend; the backends are: {}", name, runtime::backend_list()));
+  }
+  return runtime::make_backend(name);
+}
+
+void run_spec(const RunOptions& options, const std::string& text, const CLI::App& command) {
+  reject_options(command, PtxLaunchFlags::names(),
+                 fmt::format("applies to PTX modules; '{}' is an op spec (its buffers are --input NAME=FILE.npy)",
+                             options.path));
+  ir::ops::OpSpec spec = ir::ops::parse_spec(text, options.path);
+  runtime::CompileOptions compile_options;
+  compile_options.passes = options.pipeline.pass_options(&spec);
+  compile_options.target = requested_target(options.target, spec);
+  const ir::Program source = ir::ops::build_program(spec);
+  std::unique_ptr<runtime::Backend> oracle;
+  if (options.compare) oracle = make_oracle(*options.compare);
+
+  // The backend is made only now, so that every spec error is reported first (the CUDA
+  // backend needs a driver and a device as soon as it exists).
+  std::unique_ptr<runtime::Backend> backend = runtime::make_backend(options.backend.value_or(kSpecDefaultBackend));
+  const runtime::BackendKernel kernel = backend->compile(source, compile_options);
   const ir::Program& program = kernel.program;
   runtime::BufferSet buffers = prepare_buffers(program, options);
-  runtime::BufferSet inputs = buffers;
-  run_backend(options, kernel, buffers);
+  for (const std::string& binding : options.outputs) {
+    auto [name, path] = split_binding(binding, "--output");
+    if (program.find_buffer(name) == nullptr) {
+      throw CommandError(fmt::format("--output {}: the program has no buffer named '{}'", binding, name));
+    }
+  }
+  const runtime::BufferSet inputs = buffers;
+  runtime::RunOptions run_options;
+  run_options.threads = options.threads;
+  run_options.counters = options.statistics;
+  const runtime::RunReport report = backend->run(kernel, buffers, run_options);
 
   for (const ir::BufferDecl& decl : program.buffers) {
-    if (decl.is_output()) print_output(decl.name, logical_output(decl, buffers.at(decl.name)));
+    if (decl.is_output()) fmt::print("{}", format_buffer(decl.name, logical_output(decl, buffers.at(decl.name))));
+  }
+  if (options.statistics) {
+    print_counters(*backend, report, program.name, kernel.target ? kernel.target->name() : "none",
+                   runtime::output_element_count(program), &program);
   }
   bool within_tolerance = true;
-  if (options.compare) {
-    if (*options.compare != "reference") throw CommandError(fmt::format("--compare supports 'reference', got '{}'", *options.compare));
-    runtime::reference::RunOptions oracle_options;
-    oracle_options.threads = options.threads;
-    runtime::reference::run(program, inputs, oracle_options);
-    within_tolerance = compare_outputs(program, buffers, inputs, options.backend, options.tolerance);
+  if (oracle) {
+    // The oracle compiles the same program with the same pipeline, quietly.
+    runtime::CompileOptions oracle_options = compile_options;
+    oracle_options.passes.print_ir_after_all = false;
+    oracle_options.passes.print_ir_after.clear();
+    oracle_options.passes.time_passes = false;
+    oracle_options.passes.log = nullptr;
+    const runtime::BackendKernel oracle_kernel = oracle->compile(source, oracle_options);
+    runtime::BufferSet expected = inputs;
+    runtime::RunOptions oracle_run;
+    oracle_run.threads = options.threads;
+    oracle->run(oracle_kernel, expected, oracle_run);
+    within_tolerance = compare_outputs(program, buffers, expected, std::string(backend->name()),
+                                       std::string(oracle->name()), options.tolerance);
+  }
+  if (!within_tolerance) {
+    throw CommandError(fmt::format("{} differs from {} beyond tolerance {:g}", backend->name(), oracle->name(),
+                                   options.tolerance));
   }
   // Outputs are written only after every run succeeded, each atomically.
   for (const std::string& binding : options.outputs) {
     auto [name, path] = split_binding(binding, "--output");
-    const ir::BufferDecl* decl = program.find_buffer(name);
-    if (decl == nullptr) throw CommandError(fmt::format("--output {}: the program has no buffer named '{}'", binding, name));
-    runtime::write_file_atomically(path, runtime::to_npy_bytes({logical_output(*decl, buffers.at(name)), {}}));
+    runtime::write_file_atomically(path, runtime::to_npy_bytes({logical_output(*program.find_buffer(name), buffers.at(name)), {}}));
   }
-  if (!within_tolerance) throw CommandError(fmt::format("{} differs from reference beyond tolerance {:g}", options.backend, options.tolerance));
+}
+
+void run_ptx(const RunOptions& options, const std::string& text, const CLI::App& command) {
+  reject_options(command, spec_only_options(),
+                 fmt::format("applies to op specs; '{}' is a PTX module (give its arguments with --arg)", options.path));
+  const std::string backend_name = options.backend.value_or(kPtxDefaultBackend);
+  const runtime::RegisteredBackend* entry = runtime::find_backend(backend_name);
+  if (entry != nullptr && entry->info.form != runtime::KernelForm::Ptx) {
+    throw CommandError(fmt::format("backend '{}' runs quantc {}, not PTX; run '{}' with --backend {}", backend_name,
+                                   runtime::to_string(entry->info.form), options.path,
+                                   fmt::join(runtime::backend_names(runtime::KernelForm::Ptx), " or --backend ")));
+  }
+  PreparedPtxLaunch prepared = prepare_ptx_launch(text, options.ptx, options.outputs);
+  std::unique_ptr<runtime::Backend> backend = runtime::make_backend(backend_name);
+  runtime::RunOptions run_options;
+  run_options.threads = options.threads;
+  run_options.counters = options.statistics;
+  const runtime::RunReport report = backend->launch_ptx(prepared.launch, prepared.buffers, run_options);
+  prepared.print_buffers();
+  if (options.statistics) {
+    const std::string kernel = runtime::check_ptx_launch(prepared.launch, prepared.buffers).name;
+    const std::string target = report.counters ? runtime::emulator::parse_ptx(text).target : "";
+    print_counters(*backend, report, kernel, target, prepared.output_elements(), nullptr);
+  }
+  // Outputs are written only after the run succeeded, each atomically.
+  prepared.write_outputs();
 }
 
 }  // namespace
 
 void add_run_command(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
-  CLI::App* command = app.add_subcommand("run", "Run a spec's kernel on a backend and print its outputs");
-  command->add_option("spec", options->spec_path, "Op spec (JSON)")->required();
-  command->add_option("--backend", options->backend, "reference (the IR interpreter), emulator (the PTX on the CPU) or cuda (a GPU)")
-      ->check(CLI::IsMember({"reference", "emulator", "cuda"}))
+  CLI::App* command = app.add_subcommand("run", "Run a spec's kernel, or an entry of any PTX module, on a backend");
+  command->add_option("file", options->path,
+                      "Op spec (JSON), or a PTX module (*.ptx, or text starting with .version) to launch with "
+                      "--entry/--grid/--block/--arg")
+      ->required();
+  std::string backends_help = fmt::format("Backend (default: {} for a spec, {} for PTX).", kSpecDefaultBackend,
+                                          kPtxDefaultBackend);
+  for (const runtime::RegisteredBackend& entry : runtime::backends()) {
+    backends_help += fmt::format(" {}: {} [runs {}].", entry.info.name, entry.info.description,
+                                 runtime::to_string(entry.info.form));
+  }
+  command->add_option("--backend", options->backend, backends_help)->check(CLI::IsMember(runtime::backend_names()));
+  command->add_option("--input", options->inputs, "Spec: NAME=FILE.npy for an input buffer (repeatable)");
+  command->add_option("--random-inputs", options->random_seed, "Spec: generate every input not given with --input from SEED");
+  command->add_option("--output", options->outputs,
+                      "Spec: NAME=FILE.npy saves an output buffer's logical range; PTX: INDEX=FILE.npy saves buffer "
+                      "argument INDEX (0-based among the --arg values) (repeatable)");
+  command->add_option("--compare", options->compare,
+                      "Spec: also run this backend (e.g. reference) and report max abs/rel differences");
+  command->add_option("--tolerance", options->tolerance, "Spec: max abs or rel difference accepted by --compare")
       ->capture_default_str();
-  command->add_option("--input", options->inputs, "NAME=FILE.npy for an input buffer (repeatable)");
-  command->add_option("--random-inputs", options->random_seed, "Generate every input not given with --input from SEED");
-  command->add_option("--output", options->outputs, "NAME=FILE.npy to save an output buffer's logical range (repeatable)");
-  command->add_option("--compare", options->compare, "Also run 'reference' and report max abs/rel differences");
-  command->add_option("--tolerance", options->tolerance, "Max abs or rel difference accepted by --compare")->capture_default_str();
-  command->add_option("--target", options->target, "PTX target for PTX backends, e.g. sm_90");
-  command->add_option("--threads", options->threads, "Interpreter host threads (0: one per core)")->capture_default_str();
-  command->add_flag("--stats", options->statistics, "Print the interpreter's dynamic operation counts per output");
+  command->add_option("--target", options->target, "Spec: PTX target for PTX backends, e.g. sm_90");
+  command->add_option("--threads", options->threads, "Spec: interpreter host threads (0: one per core)")
+      ->capture_default_str();
+  command->add_flag("--stats", options->statistics,
+                    "Print the backend's counters per output (reference: operation counts; emulator: the profile "
+                    "counters)");
   options->pipeline.add_to(*command);
-  command->callback([options] { run_command(*options); });
+  options->ptx.add_to(*command);
+  command->callback([options, command] {
+    const std::string text = read_text_file(options->path);
+    if (is_ptx_file(options->path, text)) {
+      run_ptx(*options, text, *command);
+    } else {
+      run_spec(*options, text, *command);
+    }
+  });
 }
 
 }  // namespace quantc::tools

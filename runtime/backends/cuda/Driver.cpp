@@ -14,7 +14,7 @@ namespace {
 constexpr const char* kDefaultLibrary = "libcuda.so.1";
 constexpr const char* kFallbackAdvice =
     "Fix: install the NVIDIA driver, point QUANTC_CUDA_DRIVER at its libcuda.so.1, or run on the "
-    "interpreter with --backend reference";
+    "CPU with --backend reference (the interpreter) or --backend emulator (the PTX emulator)";
 
 // Stringify after macro expansion: QUANTC_CUDA_SYMBOL(cuMemAlloc) is "cuMemAlloc_v2".
 #define QUANTC_CUDA_STRINGIFY(x) #x

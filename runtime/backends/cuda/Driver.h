@@ -41,9 +41,9 @@ class CudaError : public RuntimeError {
 /// No usable driver: the library is missing, is the toolkit's stub (its calls return
 /// CUDA_ERROR_STUB_LIBRARY), lacks a required entry point, or finds no device. The
 /// message says which, names the library path, and suggests `--backend reference`.
-class DriverUnavailable : public RuntimeError {
+class DriverUnavailable : public BackendUnavailable {
  public:
-  using RuntimeError::RuntimeError;
+  using BackendUnavailable::BackendUnavailable;
 };
 
 // Every entry point quantc uses, listed once. Names are the cuda.h names; cuda.h maps some
@@ -65,10 +65,12 @@ class DriverUnavailable : public RuntimeError {
   X(cuModuleUnload)                        \
   X(cuModuleGetFunction)                   \
   X(cuFuncGetAttribute)                    \
+  X(cuFuncSetAttribute)                    \
   X(cuMemAlloc)                            \
   X(cuMemFree)                             \
   X(cuMemcpyHtoDAsync)                     \
   X(cuMemcpyDtoHAsync)                     \
+  X(cuPointerGetAttribute)                 \
   X(cuStreamCreate)                        \
   X(cuStreamDestroy)                       \
   X(cuStreamSynchronize)                   \

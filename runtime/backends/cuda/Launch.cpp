@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/IRVisitor.h"
 #include "lower/driver/Hash.h"
 
 namespace quantc::runtime::cuda {
@@ -53,7 +54,111 @@ void check_device_buffers(const ir::Program& program, const DeviceBufferSet& buf
     }
   }
 }
+/// The widest access to each buffer: element size, vector widths, explicit alignments.
+class AlignmentCollector : public ir::IRVisitor {
+ public:
+  explicit AlignmentCollector(std::map<std::string, unsigned>& alignments) : alignments_(alignments) {}
+
+ protected:
+  void visit_Load(const ir::Load& node) override {
+    require(node.buffer, std::max(node.alignment, node.type.bytes()));
+    IRVisitor::visit_Load(node);
+  }
+  void visit_Store(const ir::Store& node) override {
+    require(node.buffer, std::max(node.alignment, node.value.type().bytes()));
+    IRVisitor::visit_Store(node);
+  }
+
+ private:
+  void require(const std::string& buffer, unsigned bytes) {
+    auto found = alignments_.find(buffer);
+    if (found != alignments_.end()) found->second = std::max(found->second, bytes);
+  }
+  std::map<std::string, unsigned>& alignments_;
+};
+
+std::string buffer_list(const LaunchPlan& plan) {
+  std::string names;
+  for (const ir::BufferDecl* decl : plan.parameters) names += (names.empty() ? "" : ", ") + decl->name;
+  return names.empty() ? std::string("none") : names;
+}
+
+/// The checks every caller-provided pointer gets, in binding order.
+std::vector<CUdeviceptr> check_pointers(const ir::Program& program, const LaunchPlan& plan,
+                                        const std::vector<DevicePointer>& ordered) {
+  const std::map<std::string, unsigned> alignments = required_alignments(program);
+  std::vector<CUdeviceptr> pointers;
+  for (std::size_t i = 0; i < plan.parameters.size(); ++i) {
+    const ir::BufferDecl& decl = *plan.parameters[i];
+    const DevicePointer& given = ordered[i];
+    if (given.pointer == 0) {
+      throw RuntimeError(fmt::format("buffer '{}' (binding {}, {} x {}): the device pointer is null; pass the "
+                                     "device address of a {}-byte allocation",
+                                     decl.name, decl.binding, decl.count, ir::to_string(decl.element),
+                                     decl.byte_size()));
+    }
+    if (given.bytes != decl.byte_size()) {
+      throw RuntimeError(fmt::format("buffer '{}' (binding {}): the program declares {} x {} ({} bytes), the device "
+                                     "pointer was given with {} bytes; pass a tensor of exactly {} bytes",
+                                     decl.name, decl.binding, decl.count, ir::to_string(decl.element),
+                                     decl.byte_size(), given.bytes, decl.byte_size()));
+    }
+    const unsigned alignment = alignments.at(decl.name);
+    if (given.pointer % alignment != 0) {
+      throw RuntimeError(fmt::format("buffer '{}' (binding {}): device pointer {:#x} is not aligned to the {} bytes "
+                                     "the kernel's accesses need; pass an allocation's start or an offset that is "
+                                     "a multiple of {}",
+                                     decl.name, decl.binding, given.pointer, alignment, alignment));
+    }
+    pointers.push_back(given.pointer);
+  }
+  return pointers;
+}
+
 }  // namespace
+
+std::map<std::string, unsigned> required_alignments(const ir::Program& program) {
+  std::map<std::string, unsigned> alignments;
+  for (const ir::BufferDecl& decl : program.buffers) alignments[decl.name] = ir::byte_size(decl.element);
+  AlignmentCollector collector(alignments);
+  collector.visit(program.entry);
+  return alignments;
+}
+
+std::vector<CUdeviceptr> bind_device_pointers(const ir::Program& program,
+                                              const std::map<std::string, DevicePointer>& buffers) {
+  const LaunchPlan plan = plan_shape(program);
+  for (const auto& [name, pointer] : buffers) {
+    if (program.find_buffer(name) == nullptr) {
+      throw RuntimeError(fmt::format("device pointer '{}' names no buffer of program '{}'; its buffers (binding "
+                                     "order): {}",
+                                     name, program.name, buffer_list(plan)));
+    }
+  }
+  std::vector<DevicePointer> ordered;
+  for (const ir::BufferDecl* decl : plan.parameters) {
+    auto found = buffers.find(decl->name);
+    if (found == buffers.end()) {
+      throw RuntimeError(fmt::format("program '{}' needs a device pointer for buffer '{}' ({} x {}, {} bytes); "
+                                     "give one for each of: {}",
+                                     program.name, decl->name, decl->count, ir::to_string(decl->element),
+                                     decl->byte_size(), buffer_list(plan)));
+    }
+    ordered.push_back(found->second);
+  }
+  return check_pointers(program, plan, ordered);
+}
+
+std::vector<CUdeviceptr> bind_device_pointers(const ir::Program& program, const std::vector<DevicePointer>& buffers) {
+  const LaunchPlan plan = plan_shape(program);
+  if (buffers.size() != plan.parameters.size()) {
+    throw RuntimeError(fmt::format("program '{}' has {} buffers ({} in binding order), {} device pointers were "
+                                   "given; pass one per buffer in that order",
+                                   program.name, plan.parameters.size(), buffer_list(plan),
+                                   buffers.size()));
+  }
+  return check_pointers(program, plan, buffers);
+}
 
 KernelImage::KernelImage(Module::Format format, std::string bytes)
     : format_(format), bytes_(std::move(bytes)), digest_(lower::sha256_hex(bytes_)) {}
@@ -107,6 +212,60 @@ DeviceBufferSet CudaBackend::upload(const ir::Program& program, const BufferSet&
 void CudaBackend::launch(const ir::Program& program, const KernelImage& image, const DeviceBufferSet& device_buffers) {
   check_device_buffers(program, device_buffers);
   const LaunchPlan plan = plan_shape(program);
+  std::vector<CUdeviceptr> pointers;
+  pointers.reserve(plan.parameters.size());
+  for (const ir::BufferDecl* decl : plan.parameters) pointers.push_back(device_buffers.at(decl->name).memory.get());
+  launch_pointers(program, image, std::move(pointers), stream_.get());
+}
+
+void CudaBackend::launch(const ir::Program& program, const KernelImage& image,
+                         const std::map<std::string, DevicePointer>& buffers, std::optional<CUstream> stream) {
+  std::vector<CUdeviceptr> pointers = bind_device_pointers(program, buffers);
+  check_device_memory(program, pointers);
+  launch_pointers(program, image, std::move(pointers), stream.value_or(stream_.get()));
+}
+
+void CudaBackend::launch(const ir::Program& program, const KernelImage& image, const std::vector<DevicePointer>& buffers,
+                         std::optional<CUstream> stream) {
+  std::vector<CUdeviceptr> pointers = bind_device_pointers(program, buffers);
+  check_device_memory(program, pointers);
+  launch_pointers(program, image, std::move(pointers), stream.value_or(stream_.get()));
+}
+
+void CudaBackend::check_device_memory(const ir::Program& program, const std::vector<CUdeviceptr>& pointers) const {
+  const LaunchPlan plan = plan_shape(program);
+  const Driver& driver = context_.driver();
+  context_.make_current();
+  for (std::size_t i = 0; i < pointers.size(); ++i) {
+    const ir::BufferDecl& decl = *plan.parameters[i];
+    // What Triton checks of every tensor argument: the driver maps it into this context.
+    CUdeviceptr device_address = 0;
+    const CUresult known =
+        driver.api().cuPointerGetAttribute(&device_address, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, pointers[i]);
+    if (known != CUDA_SUCCESS) {
+      throw RuntimeError(fmt::format("buffer '{}': {:#x} is not memory device {} can access ({} from "
+                                     "cuPointerGetAttribute); pass a device pointer (e.g. a CUDA tensor's "
+                                     "data_ptr()), not host memory or a freed allocation",
+                                     decl.name, pointers[i], context_.device().ordinal, driver.error_name(known)));
+    }
+    // The allocation's extent, where the driver reports it.
+    CUdeviceptr start = 0;
+    std::size_t size = 0;
+    if (driver.api().cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, pointers[i]) ==
+            CUDA_SUCCESS &&
+        driver.api().cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, pointers[i]) == CUDA_SUCCESS &&
+        size != 0 && pointers[i] >= start && pointers[i] - start + decl.byte_size() > size) {
+      throw RuntimeError(fmt::format("buffer '{}': {} bytes from {:#x} run past the end of its allocation ({} bytes "
+                                     "from {:#x}); the tensor is smaller than the program's {} x {}",
+                                     decl.name, decl.byte_size(), pointers[i], size, start, decl.count,
+                                     ir::to_string(decl.element)));
+    }
+  }
+}
+
+void CudaBackend::launch_pointers(const ir::Program& program, const KernelImage& image,
+                                  std::vector<CUdeviceptr> pointers, CUstream stream) {
+  const LaunchPlan plan = plan_shape(program);
   const LoadedFunction& loaded = entry(image, program.name);
   const unsigned threads = plan.block[0] * plan.block[1] * plan.block[2];
   if (static_cast<int>(threads) > loaded.max_threads_per_block) {
@@ -114,9 +273,6 @@ void CudaBackend::launch(const ir::Program& program, const KernelImage& image, c
                                    "(registers or .maxntid)",
                                    program.name, threads, loaded.max_threads_per_block));
   }
-  std::vector<CUdeviceptr> pointers;
-  pointers.reserve(plan.parameters.size());
-  for (const ir::BufferDecl* decl : plan.parameters) pointers.push_back(device_buffers.at(decl->name).memory.get());
   std::vector<void*> arguments;
   arguments.reserve(pointers.size());
   for (CUdeviceptr& pointer : pointers) arguments.push_back(&pointer);
@@ -124,7 +280,7 @@ void CudaBackend::launch(const ir::Program& program, const KernelImage& image, c
   context_.make_current();
   context_.driver().check(
       context_.driver().api().cuLaunchKernel(loaded.function.get(), plan.grid[0], plan.grid[1], plan.grid[2], plan.block[0],
-                                             plan.block[1], plan.block[2], /*sharedMemBytes=*/0, stream_.get(),
+                                             plan.block[1], plan.block[2], /*sharedMemBytes=*/0, stream,
                                              arguments.data(), /*extra=*/nullptr),
       "cuLaunchKernel",
       fmt::format("kernel '{}', grid ({}, {}, {}), block ({}, {}, {})", program.name, plan.grid[0], plan.grid[1],
@@ -156,6 +312,76 @@ void CudaBackend::run(const ir::Program& program, const KernelImage& image, Buff
   DeviceBufferSet device_buffers = upload(program, buffers);
   launch(program, image, device_buffers);
   download(program, device_buffers, buffers);
+}
+
+// ---- runtime::Backend ------------------------------------------------------------------
+
+BackendKernel CudaBackend::compile(const ir::Program& program, const CompileOptions& options) {
+  return compile_to_ptx(program, options, target());
+}
+
+RunReport CudaBackend::run(const BackendKernel& kernel, BufferSet& buffers, const RunOptions&) {
+  require_ptx(*this, kernel);
+  run(kernel.program, KernelImage::ptx(kernel.ptx), buffers);
+  return {};
+}
+
+RunReport CudaBackend::launch_ptx(const PtxLaunch& launch, std::vector<NamedBuffer>& buffers, const RunOptions&) {
+  const ptx::Entry entry_declaration = check_ptx_launch(launch, buffers);
+  const std::uint64_t threads = std::uint64_t(launch.block[0]) * launch.block[1] * launch.block[2];
+  const KernelImage image = KernelImage::ptx(launch.ptx);
+  const LoadedFunction& loaded = entry(image, entry_declaration.name);
+  if (threads > static_cast<std::uint64_t>(loaded.max_threads_per_block)) {
+    throw RuntimeError(fmt::format("kernel {}: a block of {} threads exceeds the {} the loaded kernel allows "
+                                   "(registers, .maxntid, or the device's limit)",
+                                   entry_declaration.name, threads, loaded.max_threads_per_block));
+  }
+  constexpr std::uint32_t kDefaultSharedLimit = 48 * 1024;  // above it a kernel must opt in (CUDA Programming Guide)
+  context_.make_current();
+  const Driver& driver = context_.driver();
+  if (launch.dynamic_shared_bytes > kDefaultSharedLimit) {
+    driver.check(driver.api().cuFuncSetAttribute(loaded.function.get(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                 static_cast<int>(launch.dynamic_shared_bytes)),
+                 "cuFuncSetAttribute",
+                 fmt::format("kernel {}: {} bytes of dynamic shared memory", entry_declaration.name,
+                             launch.dynamic_shared_bytes));
+  }
+  std::vector<DeviceMemory> memory;
+  memory.reserve(buffers.size());
+  for (const NamedBuffer& named : buffers) {
+    memory.emplace_back(context_, named.buffer.bytes.size());
+    if (!named.buffer.bytes.empty()) {
+      driver.check(driver.api().cuMemcpyHtoDAsync(memory.back().get(), named.buffer.bytes.data(),
+                                                  named.buffer.bytes.size(), stream_.get()),
+                   "cuMemcpyHtoDAsync", fmt::format("uploading buffer '{}'", named.name));
+    }
+  }
+  // One 8-byte slot per argument: the driver reads the parameter's size from its start
+  // (little-endian, so the scalar's low bytes).
+  std::vector<std::uint64_t> values;
+  values.reserve(launch.arguments.size());
+  for (const PtxArgument& argument : launch.arguments) {
+    values.push_back(argument.is_buffer() ? std::uint64_t(memory[argument.buffer].get()) : argument.bits);
+  }
+  std::vector<void*> arguments;
+  arguments.reserve(values.size());
+  for (std::uint64_t& value : values) arguments.push_back(&value);
+  driver.check(driver.api().cuLaunchKernel(loaded.function.get(), launch.grid[0], launch.grid[1], launch.grid[2],
+                                           launch.block[0], launch.block[1], launch.block[2],
+                                           launch.dynamic_shared_bytes, stream_.get(),
+                                           arguments.empty() ? nullptr : arguments.data(), /*extra=*/nullptr),
+               "cuLaunchKernel",
+               fmt::format("kernel '{}', grid ({}, {}, {}), block ({}, {}, {}), {} bytes of dynamic shared memory",
+                           entry_declaration.name, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0],
+                           launch.block[1], launch.block[2], launch.dynamic_shared_bytes));
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    HostBuffer& host = buffers[i].buffer;
+    if (host.bytes.empty()) continue;
+    driver.check(driver.api().cuMemcpyDtoHAsync(host.bytes.data(), memory[i].get(), host.bytes.size(), stream_.get()),
+                 "cuMemcpyDtoHAsync", fmt::format("downloading buffer '{}'", buffers[i].name));
+  }
+  stream_.synchronize();
+  return {};
 }
 
 }  // namespace quantc::runtime::cuda

@@ -13,24 +13,6 @@
 
 namespace quantc::runtime::emulator {
 
-LaunchCounters& LaunchCounters::operator+=(const LaunchCounters& o) {
-  warp_instructions += o.warp_instructions;
-  for (std::size_t i = 0; i < pipe_instructions.size(); ++i) pipe_instructions[i] += o.pipe_instructions[i];
-  thread_instructions += o.thread_instructions;
-  global_load_requests += o.global_load_requests;
-  global_store_requests += o.global_store_requests;
-  global_load_sectors += o.global_load_sectors;
-  global_store_sectors += o.global_store_sectors;
-  shared_load_requests += o.shared_load_requests;
-  shared_store_requests += o.shared_store_requests;
-  unique_global_bytes_read += o.unique_global_bytes_read;
-  unique_global_bytes_written += o.unique_global_bytes_written;
-  barriers += o.barriers;
-  ctas += o.ctas;
-  threads += o.threads;
-  return *this;
-}
-
 namespace detail {
 namespace {
 

@@ -15,31 +15,12 @@
 //   per-invocation allocation.
 #pragma once
 
-#include <cstdint>
-#include <map>
-#include <string>
-
 #include "ir/Program.h"
 #include "ir/Verifier.h"
 #include "runtime/Buffers.h"
+#include "runtime/backends/reference/Statistics.h"
 
 namespace quantc::runtime::reference {
-
-/// Dynamic operation counts of one run, summed over invocations: an operation executed
-/// by n active invocations counts n. Divide by the number of outputs for per-output
-/// figures (what a fused kernel costs per result).
-struct RunStatistics {
-  std::uint64_t workgroups = 0;
-  std::uint64_t invocations = 0;          // launched, including ones that do nothing
-  std::uint64_t global_loads = 0;         // element loads from any buffer
-  std::uint64_t global_stores = 0;        // element stores to any buffer
-  std::uint64_t subgroup_shuffles = 0;    // SubgroupShuffle, per invocation
-  std::uint64_t subgroup_reductions = 0;  // SubgroupReduce (one 5-step butterfly each), per invocation
-  std::uint64_t subgroup_ballots = 0;     // SubgroupBallot, per invocation
-  std::uint64_t arithmetic_ops = 0;       // Binary, Unary, Cast, Select, Fma and Lookup evaluations
-  std::map<std::string, std::uint64_t> loads_per_buffer;   // by buffer name (every declared buffer)
-  std::map<std::string, std::uint64_t> stores_per_buffer;  // likewise
-};
 
 struct RunOptions {
   /// When set, receives the run's operation counts (overwritten, also on error).
