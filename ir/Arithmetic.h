@@ -21,7 +21,9 @@
 //   Comparisons are false when an operand is NaN, except Ne, which is true.
 // - Conversions: float -> integer truncates toward zero and saturates, NaN -> 0
 //   (cvt.rzi.sat); integer -> float and float -> narrower float round to nearest even
-//   (cvt.rn), NaN -> canonical NaN; integer -> integer truncates or extends by the
+//   (cvt.rn), NaN -> canonical NaN, except bf16 -> f32, which appends 16 zero bits and
+//   so keeps a NaN's sign and payload (ptxas compiles cvt.f32.bf16 to that shift, and
+//   CUDA's __bfloat162float is it); integer -> integer truncates or extends by the
 //   source's signedness; x -> bool is x != 0 (true for NaN); bool -> number is 1 or 0.
 //
 // How the 16-bit formats are computed exactly on the host: operands are decoded into
@@ -376,6 +378,8 @@ To convert(From value) {
     if constexpr (kIsFloat<From>) exact = exact_value(value);
     else exact = static_cast<long double>(value);
     return To{static_cast<std::uint16_t>(round_to_format(exact, To::format()))};
+  } else if constexpr (std::is_same_v<From, BFloat16> && std::is_same_v<To, float>) {
+    return std::bit_cast<float>(std::uint32_t{value.bits} << 16);  // NaN payloads kept
   } else if constexpr (kIsHalf<From>) {
     return canonicalize(static_cast<To>(exact_value(value)));  // exact in f32 and f64
   } else if constexpr (kIsFloat<To>) {

@@ -295,18 +295,17 @@ class Legalizer : public analysis::RangeTrackingMutator {
 
   // ---- bf16 conversions ----------------------------------------------------------------
 
-  /// bf16 -> f32 (exact): cvt.f32.bf16 where the target has it, else the bf16 bits as
-  /// the high half of the f32 pattern, a NaN made canonical as the IR specifies.
+  /// bf16 -> f32 (exact, NaN payloads kept): cvt.f32.bf16 where the target has it, else
+  /// the bf16 bits as the high half of the f32 pattern (what ptxas makes of the cvt).
   Expr to_f32(const Expr& value) {
     if (value.type() == ScalarType::F32) return value;
     if (value.type() != ScalarType::BF16) return Cast::make(ScalarType::F32, value);  // f16 -> f32 is native
     if (has(target_, ptx::Mnemonic::of(Opcode::Cvt, ValueType::F32, ValueType::BF16))) {
       return Cast::make(ScalarType::F32, value);
     }
-    Expr widened = Bitcast::make(
+    return Bitcast::make(
         ScalarType::F32,
         Binary::make(BinaryOp::Shl, Cast::make(ScalarType::U32, Bitcast::make(ScalarType::U16, value)), u32(16)));
-    return Select::make(ne(widened, widened), Literal::make(ScalarType::F32, 0x7fffffffu), widened);
   }
 
   /// f32 -> f16/bf16 rounded to nearest even.

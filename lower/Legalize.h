@@ -22,8 +22,9 @@
 //   sm_80..89 become fma.rn.bf16 with 1 / -1 / -0 (one rounding, exact). bf16 fma and
 //   conversions into bf16 from f64 and integers, before sm_80/sm_90, go through
 //   round-to-odd intermediates (Boldo and Melquiond 2008) built from TwoSum in f64.
-// - bf16 <-> f32 conversions on targets without cvt.bf16 are bit manipulations: the
-//   high half of the f32 pattern, rounded to nearest even, NaN canonicalized.
+// - bf16 <-> f32 conversions on targets without cvt.bf16 are bit manipulations: a shift
+//   into the high half (NaN payload kept, as cvt.f32.bf16), or the high half rounded to
+//   nearest even (NaN canonical, as cvt.rn.bf16.f32).
 #pragma once
 
 #include "ir/Program.h"

@@ -158,7 +158,7 @@ TEST_CASE("compile follows the requested target and pipeline, else the backend's
   CHECK(reference.compile(program, unoptimized).program.buffers == program.buffers);
 }
 
-TEST_CASE("a PTX backend refuses a kernel without PTX; an IR backend refuses PTX launches", "[backends]") {
+TEST_CASE("a PTX backend refuses a kernel without PTX, an IR backend refuses PTX launches", "[backends]") {
   emulator::EmulatorBackend emulator;
   BufferSet buffers = allocate_buffers(grouped_program());
   CHECK_THROWS_WITH(emulator.run(BackendKernel{grouped_program(), {}, std::nullopt}, buffers),

@@ -99,7 +99,7 @@ TEST_CASE("ProgramBuilder::build throws with every problem listed", "[verifier]"
                                          Catch::Contains("store to read-only buffer 'x'"));
 }
 
-TEST_CASE("vector accesses must be provably aligned; the message names buffer, index and alignment", "[verifier]") {
+TEST_CASE("vector accesses must be provably aligned, and the message names buffer, index and alignment", "[verifier]") {
   auto program_with = [](const std::function<void(Body&, BufferRef&, BufferRef&)>& body_builder) {
     Program program;
     program.name = "vectors";
