@@ -18,6 +18,10 @@ namespace quantc::ir {
 ///   from its binding, re-declaring a name already in scope, assigning a loop variable
 ///   or with a different type, loads whose type differs from the buffer's element,
 ///   stores of the wrong type or to read-only buffers, an entry that is not a Block;
+/// - vector loads and stores whose byte address analysis::ValueRange cannot prove a
+///   multiple of their stated alignment (naming the buffer, the index, the alignment and
+///   how to fix it; malformed vectors, lanes and alignments are refused earlier, when
+///   the node is made);
 /// - subgroup operations under control flow that analysis::Uniformity cannot prove
 ///   subgroup-uniform (naming the operation and the branch or loop that diverges);
 ///   checked only when the statements are otherwise well formed.
