@@ -62,9 +62,25 @@ ValueRange binary_range(const Binary& node, const ValueRange& a, const ValueRang
     case BinaryOp::Max:
       return make_range(std::max(a.min, b.min), std::max(a.max, b.max), std::gcd(a.multiple_of, b.multiple_of), type);
     case BinaryOp::BitAnd: {
+      // Every bit below the lowest bit either operand's multiple guarantees is clear.
       std::uint64_t multiple = std::max(low_bit(a.multiple_of), low_bit(b.multiple_of));
-      if (multiple > type_max(type)) multiple = kHugeMultiple;
-      return make_range(0, std::min(a.max, b.max), multiple, type);
+      if (multiple > type_max(type)) return ValueRange::constant(0);
+      // x & m never exceeds x nor m.
+      std::uint64_t low = 0, high = std::min(a.max, b.max);
+      for (auto [value, mask] : {std::pair{a, b}, std::pair{b, a}}) {
+        if (!mask.is_constant()) continue;
+        const std::uint64_t cleared = ~mask.min & type_max(type);
+        if ((cleared & (cleared + 1)) == 0) {
+          // A mask clearing only low bits (x & ~7): x rounded down to a multiple of
+          // cleared + 1, which is monotone, so the bounds are the bounds' images.
+          low = std::max(low, value.min & mask.min);
+          high = std::min(high, value.max & mask.min);
+        } else if ((mask.min & (mask.min + 1)) == 0 && value.max <= mask.min) {
+          return value;  // x & (2^k - 1) with x < 2^k is x
+        }
+      }
+      high -= high % multiple;  // the largest multiple of `multiple` not above `high`
+      return make_range(low, high, multiple, type);
     }
     case BinaryOp::BitOr:
     case BinaryOp::BitXor: {
