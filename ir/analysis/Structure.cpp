@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ir/IRMutator.h"
 #include "ir/IRVisitor.h"
 
@@ -105,14 +107,21 @@ std::string NameSupply::fresh(const std::string& base) {
     // Every name a Var reads is declared by a Let or Loop of the program (verified
     // input), so the declarations are all the names there are.
     for_each_statement(root_, [&](const NodeBase& stmt) {
-      if (stmt.kind == NodeKind::Let) taken_.insert(static_cast<const Let&>(stmt).name);
-      if (stmt.kind == NodeKind::Loop) taken_.insert(static_cast<const Loop&>(stmt).var);
+      if (stmt.kind == NodeKind::Let) program_names_.push_back(static_cast<const Let&>(stmt).name);
+      if (stmt.kind == NodeKind::Loop) program_names_.push_back(static_cast<const Loop&>(stmt).var);
     });
+    std::sort(program_names_.begin(), program_names_.end());
     collected_ = true;
   }
   std::string name = base;
-  for (int suffix = 2; !taken_.insert(name).second; ++suffix) name = fmt::format("{}_{}", base, suffix);
+  for (int suffix = 2; taken(name); ++suffix) name = fmt::format("{}_{}", base, suffix);
+  handed_out_.push_back(name);
   return name;
+}
+
+bool NameSupply::taken(std::string_view name) const {
+  if (std::binary_search(program_names_.begin(), program_names_.end(), name)) return true;
+  return std::find(handed_out_.begin(), handed_out_.end(), name) != handed_out_.end();
 }
 
 std::size_t expr_size(const Expr& expr) { return expr.defined() ? expr.get()->subtree_size() : 0; }

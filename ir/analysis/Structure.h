@@ -7,7 +7,8 @@
 #include <map>
 #include <set>
 #include <string>
-#include <unordered_set>
+#include <string_view>
+#include <vector>
 
 #include "ir/Program.h"
 
@@ -35,9 +36,11 @@ class NameSupply {
   std::string fresh(const std::string& base);
 
  private:
-  Node root_;
+  bool taken(std::string_view name) const;
+  Node root_;  // keeps the names below alive
   bool collected_ = false;
-  std::unordered_set<std::string> taken_;
+  std::vector<std::string_view> program_names_;  // sorted
+  std::vector<std::string> handed_out_;
 };
 
 /// Number of expression nodes in `expr`, and of statement (Blocks not counted) plus

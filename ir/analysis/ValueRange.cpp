@@ -212,8 +212,10 @@ ValueRange ValueRange::full(Type type) {
 ValueRange ValueRange::constant(std::uint64_t value) { return ValueRange{value, value, value == 0 ? kHugeMultiple : value}; }
 
 RangeEnvironment::RangeEnvironment(const Program& program)
-    : program_(program), assigned_(AssignFinder::find(program)) {
-  facts_.reserve(64);
+    : program_(program) {
+  std::set<std::string> assigned = AssignFinder::find(program);
+  assigned_.assign(assigned.begin(), assigned.end());
+  facts_.reserve(16);
 }
 
 std::optional<ValueRange> RangeEnvironment::variable(const std::string& name) const {

@@ -12,6 +12,7 @@
 // expression gets the full range of its type (callers check `is_known`).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -54,7 +55,9 @@ class RangeEnvironment {
   std::size_t depth() const { return facts_.size(); }
   /// True when `name` is assigned somewhere in the program (its Let value is then not
   /// a fact about later uses).
-  bool is_assigned(const std::string& name) const { return assigned_.count(name) != 0; }
+  bool is_assigned(const std::string& name) const {
+    return !assigned_.empty() && std::find(assigned_.begin(), assigned_.end(), name) != assigned_.end();
+  }
 
  private:
   friend class RangeEvaluator;
@@ -68,7 +71,7 @@ class RangeEnvironment {
   std::optional<ValueRange> variable(const std::string& name, std::size_t visible) const;
   const Program& program_;
   std::vector<Fact> facts_;
-  std::set<std::string> assigned_;
+  std::vector<std::string> assigned_;  // few: accumulators and flags
 };
 
 /// The range of `expr` given the facts in `environment`. Never fails: anything

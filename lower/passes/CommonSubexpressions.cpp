@@ -31,6 +31,7 @@
 #include <unordered_map>
 
 #include "ir/IRMutator.h"
+#include "ir/IRVisitor.h"
 #include "ir/analysis/Structure.h"
 #include "lower/passes/Passes.h"
 
@@ -531,9 +532,46 @@ class Eliminator : public IRMutator {
   std::vector<std::pair<Key, Expr>> undo_;                      // (key, value it replaced)
 };
 
+/// Whether two candidate trees anywhere in the program are structurally equal (or one
+/// node is reached twice). The pass binds only trees counted twice, so without such a
+/// pair it has nothing to do; checking costs one walk and a sort of the trees' hashes,
+/// much less than the counting.
+bool has_repeated_tree(const Program& program) {
+  std::vector<std::uint64_t> hashes;
+  struct Collector : IRVisitor {
+    explicit Collector(std::vector<std::uint64_t>& hashes) : hashes(hashes) {}
+    std::vector<std::uint64_t>& hashes;
+    void note(const ExprBase& node) {
+      if (!node.subtree_has_subgroup_op()) hashes.push_back(node.structural_hash());
+    }
+#define QUANTC_NOTE(name)                        \
+  void visit_##name(const name& node) override { \
+    note(node);                                  \
+    IRVisitor::visit_##name(node);               \
+  }
+    QUANTC_NOTE(Load)
+    QUANTC_NOTE(Binary)
+    QUANTC_NOTE(Unary)
+    QUANTC_NOTE(Cast)
+    QUANTC_NOTE(Bitcast)
+    QUANTC_NOTE(Select)
+    QUANTC_NOTE(Fma)
+    QUANTC_NOTE(MakeVector)
+    QUANTC_NOTE(ExtractLane)
+    QUANTC_NOTE(InsertLane)
+    QUANTC_NOTE(Permute)
+    QUANTC_NOTE(Lookup)
+#undef QUANTC_NOTE
+  } collector(hashes);
+  collector.visit(program.entry);
+  std::sort(hashes.begin(), hashes.end());
+  return std::adjacent_find(hashes.begin(), hashes.end()) != hashes.end();
+}
+
 }  // namespace
 
 ir::Program eliminate_common_subexpressions(ir::Program program) {
+  if (!has_repeated_tree(program)) return program;
   Eliminator eliminator(program);
   ir::Node entry = eliminator.mutate(program.entry);
   program.entry = entry;

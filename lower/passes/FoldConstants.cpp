@@ -24,7 +24,12 @@ using analysis::ValueRange;
 
 bool is_unsigned_integer(Type type) { return type.is_scalar() && is_integer(type) && !is_signed(type); }
 
-std::uint64_t all_ones(ScalarType type) { return Literal::make(type, ~std::uint64_t{0}).as<Literal>()->bits; }
+/// ~0 in `type`'s Literal encoding (signed types sign-extend to all 64 bits).
+std::uint64_t all_ones(ScalarType type) {
+  const unsigned bits = bit_width(type);
+  const bool sign_extended = is_integer(type) && is_signed(type);
+  return sign_extended || bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
+}
 
 bool is_power_of_two(std::uint64_t value) { return value != 0 && (value & (value - 1)) == 0; }
 
@@ -301,7 +306,7 @@ class Simplifier : public analysis::RangeTrackingMutator {
   }
 
   /// The simplified `lhs op rhs`, or undefined when no rule applies.
-  Expr simplify_binary(BinaryOp op, Expr lhs, Expr rhs) {
+  Expr simplify_binary(BinaryOp op, const Expr& lhs, const Expr& rhs) {
     if (lhs.type().is_vector()) return Expr();
     const ScalarType type = lhs.type().element();
     const Literal* a = lhs.as<Literal>();
