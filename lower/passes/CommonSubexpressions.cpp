@@ -333,7 +333,7 @@ class Eliminator : public IRMutator {
   std::uint8_t facts(const ExprBase* expr) {
     switch (expr->kind) {
       case ExprKind::Var:
-        return assigned_.count(static_cast<const Var*>(expr)->name) ? kReadsAssigned : 0;
+        return assigned_id(*static_cast<const Var*>(expr)) != kNotAssigned ? kReadsAssigned : 0;
       case ExprKind::Literal:
       case ExprKind::Builtin:
       case ExprKind::BufferLength:
@@ -356,9 +356,9 @@ class Eliminator : public IRMutator {
   /// The versions of the assigned variables `expr` reads, at the current statement.
   std::uint64_t versions_of(const ExprBase* expr) {
     if (expr->kind == ExprKind::Var) {
-      auto found = assigned_.find(static_cast<const Var*>(expr)->name);
-      if (found == assigned_.end()) return 0;
-      return mix((std::uint64_t{found->second} << 32) | versions_[found->second]) | 1;
+      const std::uint32_t id = assigned_id(*static_cast<const Var*>(expr));
+      if (id == kNotAssigned) return 0;
+      return mix((std::uint64_t{id} << 32) | versions_[id]) | 1;
     }
     if (const std::uint64_t* found = statement_versions_.find(expr)) return *found;
     std::uint64_t result = 0;
@@ -367,6 +367,18 @@ class Eliminator : public IRMutator {
     });
     statement_versions_.insert(expr, result);
     return result;
+  }
+
+  static constexpr std::uint32_t kNotAssigned = ~std::uint32_t{0};
+  /// The id of the assigned variable `var` reads, or kNotAssigned; memoised per Var node
+  /// (a let's Var is one node shared by all its reads), so names are hashed once.
+  std::uint32_t assigned_id(const Var& var) {
+    if (assigned_.empty()) return kNotAssigned;
+    if (const std::uint32_t* found = var_ids_.find(&var)) return *found;
+    auto found = assigned_.find(var.name);
+    const std::uint32_t id = found == assigned_.end() ? kNotAssigned : found->second;
+    var_ids_.insert(&var, id);
+    return id;
   }
 
   Key key_of(const ExprBase* expr) {
@@ -527,6 +539,7 @@ class Eliminator : public IRMutator {
   std::array<std::uint64_t, 64> counted_hashes_{};
   std::array<std::uint16_t, 1024> available_buckets_{};  // available expressions per hash bucket
   PointerMap<std::uint8_t> facts_;
+  PointerMap<std::uint32_t> var_ids_;
   PointerMap<std::uint64_t> statement_versions_;
   std::unordered_map<Key, Expr, KeyHash, KeyEqual> available_;  // expression -> variable holding it
   std::vector<std::pair<Key, Expr>> undo_;                      // (key, value it replaced)
