@@ -39,6 +39,7 @@
 #include "ir/ops/Registry.h"
 #include "ir/ops/Spec.h"
 #include "ir/analysis/Structure.h"
+#include "lower/driver/Compiler.h"
 #include "lower/LowerToPtx.h"
 #include "lower/PassManager.h"
 #include "ptx/Ptxas.h"
@@ -493,11 +494,12 @@ void run_spec_case(benchmark::State& state, const SpecCase& spec_case) try {
   state.counters["nodes_after"] = double(ir::analysis::node_size(optimized.entry));
   // Spec -> PTX (what `quantc emit` does without the cache), for the total.
   const ptx::Target target = ptx::parse_target(spec.target.value_or("sm_80"));
-  constexpr int kPtxRuns = 50;
+  constexpr int kPtxRuns = 200;
   const auto ptx_start = Clock::now();
   for (int i = 0; i < kPtxRuns; ++i) {
-    std::string text = lower::lower_to_ptx(spec_to_ir(spec_case.text, nullptr), target);
-    benchmark::DoNotOptimize(text.data());
+    lower::CompiledKernel kernel =
+        lower::compile(ir::ops::build_program(ir::ops::parse_spec(spec_case.text)), lower::CompileOptions(target));
+    benchmark::DoNotOptimize(kernel.ptx.data());
   }
   state.counters["ptx_ms"] = milliseconds_since(ptx_start) / kPtxRuns;
 } catch (const std::exception& error) {
