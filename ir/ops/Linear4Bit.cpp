@@ -5,6 +5,7 @@
 #include "ir/Builder.h"
 #include "ir/ops/Checks.h"
 #include "ir/ops/Nibbles.h"
+#include "ir/ops/QuantizedGemv.h"
 
 namespace quantc::ir::ops {
 namespace {
@@ -117,6 +118,35 @@ Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, 
   return program.build();
 }
 
+Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, KernelSchedule schedule) {
+  NibbleGemv gemv{"linear_4bit", kLinear4BitId, in_dim, out_dim, 0, out_dim};
+  if (schedule == KernelSchedule::Seed || (schedule == KernelSchedule::Auto && nibble_gemv_unsupported(gemv))) {
+    return linear_4bit(in_dim, out_dim);
+  }
+  check_dims("linear_4bit", in_dim, out_dim);
+  return nibble_gemv(gemv);
+}
+
+Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,
+                                   KernelSchedule schedule) {
+  if (schedule == KernelSchedule::Seed) return linear_4bit_affine_grouped(in_dim, out_dim, group_size);
+  // The seed constructor's checks and buffer sizes first: both schedules declare the same buffers.
+  Program seed = linear_4bit_affine_grouped(in_dim, out_dim, group_size);
+  NibbleGemv gemv{"linear_4bit_affine_grouped", kAffineGroupedId, in_dim, out_dim, group_size,
+                  seed.find_buffer("out")->count};
+  if (schedule == KernelSchedule::Auto && nibble_gemv_unsupported(gemv)) return seed;
+  return nibble_gemv(gemv);
+}
+
+namespace {
+
+OpArgs scheduled(OpArgs args, const char* schedule) {
+  args.set("schedule", std::string(schedule));
+  return args;
+}
+
+}  // namespace
+
 std::vector<OpInfo> linear_4bit_ops() {
   const std::string seed = "vyre-libs-0.6.3 nn::linear_4bit";
   ParamSpec in_dim{"in_dim", ParamType::U32, "input features (reduction length)", "", "> 0, multiple of 8", {}};
@@ -128,21 +158,27 @@ std::vector<OpInfo> linear_4bit_ops() {
       .summary = "out[i] = b[i] + sum_k x[k] * w4[k, i] (unsigned nibbles, no scale)",
       .layout = "w u32 word (k/8)*out_dim + i, nibble k%8 at bits 4*(k%8)",
       .seed = seed,
-      .params = {in_dim, out_dim},
+      .params = {in_dim, out_dim, schedule_param()},
       .buffers = {{"x", "input", ScalarType::F32, "in_dim"},
                   {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim"},
                   {"b", "bias", ScalarType::F32, "out_dim"},
                   {"out", "output", ScalarType::F32, "out_dim"}},
-      .build = [](const OpArgs& args) { return linear_4bit(args.u32("in_dim"), args.u32("out_dim")); },
-      .test_shapes = {OpArgs::dims({{"in_dim", 8}, {"out_dim", 4}}), OpArgs::dims({{"in_dim", 64}, {"out_dim", 300}}),
-                      OpArgs::dims({{"in_dim", 256}, {"out_dim", 33}})},
+      .build =
+          [](const OpArgs& args) {
+            return linear_4bit(args.u32("in_dim"), args.u32("out_dim"), schedule_of(args));
+          },
+      .test_shapes = {scheduled(OpArgs::dims({{"in_dim", 8}, {"out_dim", 4}}), "seed"),
+                      scheduled(OpArgs::dims({{"in_dim", 64}, {"out_dim", 300}}), "seed"),
+                      scheduled(OpArgs::dims({{"in_dim", 256}, {"out_dim", 33}}), "seed"),
+                      scheduled(OpArgs::dims({{"in_dim", 64}, {"out_dim", 16}}), "fast"),
+                      scheduled(OpArgs::dims({{"in_dim", 136}, {"out_dim", 24}}), "fast")},
   });
   ops.push_back(OpInfo{
       .name = "linear_4bit_affine_grouped",
       .summary = "out[i] = b[i] + sum_k x[k] * (w4[k, i] - zero_point[g, i]) * scale[g, i], g = k / group_size",
       .layout = "w as linear_4bit; sidecars [ceil(in_dim/group_size), out_dim] (output fastest); one subgroup per output",
       .seed = seed,
-      .params = {in_dim, out_dim, group_size},
+      .params = {in_dim, out_dim, group_size, schedule_param()},
       .buffers = {{"x", "input", ScalarType::F32, "in_dim"},
                   {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim"},
                   {"scale", "sidecar", ScalarType::F32, "ceil(in_dim/group_size) * out_dim"},
@@ -151,12 +187,16 @@ std::vector<OpInfo> linear_4bit_ops() {
                   {"out", "output", ScalarType::F32, "ceil(out_dim/8) * 256 (bytes [0, out_dim*4) are the result)"}},
       .build =
           [](const OpArgs& args) {
-            return linear_4bit_affine_grouped(args.u32("in_dim"), args.u32("out_dim"), args.u32("group_size"));
+            return linear_4bit_affine_grouped(args.u32("in_dim"), args.u32("out_dim"), args.u32("group_size"),
+                                              schedule_of(args));
           },
-      .test_shapes = {OpArgs::dims({{"in_dim", 8}, {"out_dim", 2}, {"group_size", 4}}),
-                      OpArgs::dims({{"in_dim", 32}, {"out_dim", 8}, {"group_size", 32}}),
-                      OpArgs::dims({{"in_dim", 256}, {"out_dim", 20}, {"group_size", 64}}),
-                      OpArgs::dims({{"in_dim", 72}, {"out_dim", 9}, {"group_size", 24}})},
+      .test_shapes = {scheduled(OpArgs::dims({{"in_dim", 8}, {"out_dim", 2}, {"group_size", 4}}), "seed"),
+                      scheduled(OpArgs::dims({{"in_dim", 32}, {"out_dim", 8}, {"group_size", 32}}), "seed"),
+                      scheduled(OpArgs::dims({{"in_dim", 256}, {"out_dim", 20}, {"group_size", 64}}), "seed"),
+                      scheduled(OpArgs::dims({{"in_dim", 72}, {"out_dim", 9}, {"group_size", 24}}), "seed"),
+                      scheduled(OpArgs::dims({{"in_dim", 256}, {"out_dim", 16}, {"group_size", 64}}), "fast"),
+                      scheduled(OpArgs::dims({{"in_dim", 72}, {"out_dim", 8}, {"group_size", 24}}), "fast"),
+                      scheduled(OpArgs::dims({{"in_dim", 200}, {"out_dim", 8}, {"group_size", 128}}), "fast")},
   });
   return ops;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/Program.h"
+#include "ir/ops/QuantizedGemv.h"
 #include "ir/ops/Registry.h"
 
 namespace quantc::ir::ops {
@@ -41,7 +42,15 @@ Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim);
 /// sidecar or padded output counts.
 Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size);
 
-/// Registry entries for linear_4bit and linear_4bit_affine_grouped.
+/// The op with the program `schedule` picks (ir/ops/QuantizedGemv.h): Seed is the
+/// constructor above; Fast is nibble_gemv, whose reduction order differs (results agree
+/// within the f32 accumulation bound) and which needs out_dim % 8 == 0 (OpError
+/// otherwise); Auto takes Fast where it can run. Same buffers and errors as above.
+Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, KernelSchedule schedule);
+Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,
+                                   KernelSchedule schedule);
+
+/// Registry entries for linear_4bit and linear_4bit_affine_grouped ("schedule": auto by default).
 std::vector<OpInfo> linear_4bit_ops();
 
 }  // namespace quantc::ir::ops

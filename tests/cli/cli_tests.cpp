@@ -15,7 +15,8 @@ TEST_CASE("quantc ops lists every registered op, as text and as JSON", "[cli]") 
   for (const auto& op : ops) {
     if (op["name"] == "linear_4bit_affine_grouped") {
       found = true;
-      CHECK(op["params"].size() == 3);
+      CHECK(op["params"].size() == 4);  // in_dim, out_dim, group_size, schedule
+      CHECK(op["params"][3]["name"] == "schedule");
       CHECK(op["buffers"][5]["name"] == "out");
     }
   }
@@ -142,7 +143,7 @@ TEST_CASE("quantc check --assembler nvjitlink links in process and says it compi
 }
 
 TEST_CASE("pipeline flags: -O levels, explicit passes, printing and errors", "[cli][passes]") {
-  std::string spec = spec_path("linear_4bit_affine_grouped.json");
+  std::string spec = spec_path("linear_4bit_affine_grouped_seed.json");  // the seed's loops, which -O2 hoists
   Result unoptimized = run_quantc("ir " + spec + " -O0");
   CHECK_THAT(unoptimized.output, Catch::Contains("for chunk: u32") && !Catch::Contains("group_idx"));
   Result optimized = run_quantc("ir " + spec);  // -O2 is the default
@@ -161,7 +162,7 @@ TEST_CASE("pipeline flags: -O levels, explicit passes, printing and errors", "[c
 TEST_CASE("quantc opt reads IR text and runs the named passes", "[cli][passes]") {
   fs::path dir = scratch_dir();
   fs::path input = dir / "grouped.qir";
-  REQUIRE(run_quantc("ir " + spec_path("linear_4bit_affine_grouped.json") + " -O0 -o " + input.string()).exit_code == 0);
+  REQUIRE(run_quantc("ir " + spec_path("linear_4bit_affine_grouped_seed.json") + " -O0 -o " + input.string()).exit_code == 0);
   Result hoisted = run_quantc("opt " + input.string() + " --passes=hoist_sidecars");
   INFO(hoisted.output);
   CHECK(hoisted.exit_code == 0);

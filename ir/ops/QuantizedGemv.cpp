@@ -1,0 +1,187 @@
+#include "ir/ops/QuantizedGemv.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <vector>
+
+#include "ir/Builder.h"
+#include "ir/ops/Checks.h"
+#include "ir/ops/Registry.h"
+
+namespace quantc::ir::ops {
+namespace {
+
+constexpr std::uint32_t kSubgroupSize = 32;
+constexpr std::uint32_t kNibblesPerWord = 8;
+/// Packed rows per reduction block when the op has no groups (64 k).
+constexpr std::uint32_t kUngroupedRows = 8;
+/// 2^23 as f32: OR-ing a nibble into its mantissa gives 2^23 + q exactly.
+constexpr std::uint32_t kMagicBits = 0x4B000000u;
+constexpr float kMagic = 8388608.0f;
+
+std::uint32_t rows_per_group(const NibbleGemv& gemv) {
+  return gemv.group_size == 0 ? kUngroupedRows : gemv.group_size / kNibblesPerWord;
+}
+
+/// The largest divisor of `rows` not above `limit`: batches never straddle groups.
+std::uint32_t batch_rows(std::uint32_t rows, std::uint32_t limit) {
+  for (std::uint32_t batch = std::min(rows, limit); batch > 1; --batch) {
+    if (rows % batch == 0) return batch;
+  }
+  return 1;
+}
+
+/// Nibble `index` of `word` as an exact f32: bitcast(2^23 | q) - 2^23.
+Expr nibble_value(const Expr& word, std::uint32_t index) {
+  Expr shifted = index == 0 ? word : word >> u32(4 * index);
+  return bitcast(ScalarType::F32, (shifted & u32(0xF)) | u32(kMagicBits)) - f32(kMagic);
+}
+
+}  // namespace
+
+ParamSpec schedule_param() {
+  return ParamSpec{"schedule", ParamType::Choice,
+                   "which program: seed (the seed's loop), fast (coalesced 128-bit loads, split reduction), auto "
+                   "(fast where the shape allows)",
+                   "\"auto\"", "", {"auto", "seed", "fast"}};
+}
+
+KernelSchedule schedule_of(const OpArgs& args) {
+  if (!args.has("schedule")) return KernelSchedule::Auto;
+  const std::string& value = args.choice("schedule");
+  return value == "seed" ? KernelSchedule::Seed : value == "fast" ? KernelSchedule::Fast : KernelSchedule::Auto;
+}
+
+std::optional<std::string> nibble_gemv_unsupported(const NibbleGemv& gemv, const GemvSchedule& schedule) {
+  if (schedule.column_lanes == 0 || kSubgroupSize % schedule.column_lanes != 0 || schedule.columns_per_lane != 4 ||
+      schedule.subgroups_per_workgroup == 0 || schedule.rows_per_batch == 0) {
+    return fmt::format("schedule column_lanes={} columns_per_lane={} is not a 16-byte-per-lane split of a subgroup",
+                       schedule.column_lanes, schedule.columns_per_lane);
+  }
+  if (gemv.in_dim == 0 || gemv.in_dim % kNibblesPerWord != 0) {
+    return fmt::format("in_dim={} is not a positive multiple of 8", gemv.in_dim);
+  }
+  if (gemv.out_dim == 0 || gemv.out_dim % schedule.columns_per_subgroup() != 0) {
+    return fmt::format("out_dim={} is not a multiple of {} (the columns one subgroup loads)", gemv.out_dim,
+                       schedule.columns_per_subgroup());
+  }
+  if (gemv.group_size % kNibblesPerWord != 0) {
+    return fmt::format("group_size={} is not a multiple of 8 (a packed word would straddle two groups)",
+                       gemv.group_size);
+  }
+  return std::nullopt;
+}
+
+Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
+  if (auto reason = nibble_gemv_unsupported(gemv, schedule)) {
+    throw OpError(fmt::format("Fix: {} has no fast schedule: {}; use \"schedule\": \"seed\".", gemv.program_name,
+                              *reason));
+  }
+  const std::uint32_t rows = gemv.in_dim / kNibblesPerWord;  // packed rows of w
+  const std::uint32_t group_rows = rows_per_group(gemv);
+  const std::uint32_t groups = ceil_div(rows, group_rows);
+  const bool partial_last_group = rows % group_rows != 0;
+  const std::uint32_t batch = batch_rows(group_rows, schedule.rows_per_batch);
+  const std::uint32_t k_lanes = schedule.k_lanes();
+  const std::uint32_t group_rounds = ceil_div(groups, k_lanes);
+  const std::uint32_t columns = schedule.columns_per_lane;
+  const std::uint32_t subgroup_columns = schedule.columns_per_subgroup();
+  const std::uint32_t subgroups = gemv.out_dim / subgroup_columns;
+  const std::uint32_t workgroup_size = schedule.subgroups_per_workgroup * kSubgroupSize;
+  const bool grouped = gemv.group_size != 0;
+  const char* op = gemv.program_name.c_str();
+  std::uint32_t packed_words = checked_count(op, "in_dim/8 * out_dim", rows, gemv.out_dim);
+  std::uint32_t sidecar_count = grouped ? checked_count(op, "group_count*out_dim", groups, gemv.out_dim) : 0;
+
+  ProgramBuilder program(gemv.program_name);
+  BufferRef x = program.input("x", ScalarType::F32, gemv.in_dim);
+  BufferRef w = program.input("w", ScalarType::U32, packed_words);
+  BufferRef scale, zero_point;
+  if (grouped) {
+    scale = program.input("scale", ScalarType::F32, sidecar_count);
+    zero_point = program.input("zero_point", ScalarType::U32, sidecar_count);
+  }
+  BufferRef b = program.input("b", ScalarType::F32, gemv.out_dim);
+  BufferRef out = program.output("out", ScalarType::F32, std::max(gemv.out_count, gemv.out_dim));
+  if (gemv.out_count > gemv.out_dim) {
+    program.set_output_byte_range("out", ByteRange{0, std::uint64_t{gemv.out_dim} * 4});
+  }
+  program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, schedule.subgroups_per_workgroup), 1, 1});
+  program.body([&](Body& body) {
+    body.region(gemv.region_id, [&](Body& region) {
+      Expr local = region.let("local", local_id(0));
+      Expr subgroup = region.let("subgroup", workgroup_id(0) * schedule.subgroups_per_workgroup + local / kSubgroupSize);
+      Expr lane = region.let("lane", local % kSubgroupSize);
+      region.if_then(subgroup < subgroups, [&](Body& per_subgroup) {
+        Expr k_lane = per_subgroup.let("k_lane", lane / schedule.column_lanes);
+        Expr column = per_subgroup.let("column", subgroup * subgroup_columns + (lane % schedule.column_lanes) * columns);
+        std::vector<Expr> acc;
+        for (std::uint32_t c = 0; c < columns; ++c) acc.push_back(per_subgroup.let(fmt::format("acc{}", c), f32(0.0f)));
+        per_subgroup.loop("round", u32(0), u32(group_rounds), [&](Body& round_body, Expr round) {
+          Expr group = round_body.let("group", round * k_lanes + k_lane);
+          round_body.if_then(group < groups, [&](Body& in_group) {
+            // Per group: sum x*q per column and sum x, then the sidecars once.
+            std::vector<Expr> dot;
+            for (std::uint32_t c = 0; c < columns; ++c) {
+              dot.push_back(grouped ? in_group.let(fmt::format("dot{}", c), f32(0.0f)) : acc[c]);
+            }
+            Expr x_sum = grouped ? in_group.let("x_sum", f32(0.0f)) : Expr();
+            in_group.loop("batch", u32(0), u32(group_rows / batch), [&](Body& batch_body, Expr batch_index) {
+              Expr first_row = batch_body.let("first_row", group * group_rows + batch_index * batch);
+              // Every load of the batch first (bytes in flight), then the arithmetic.
+              std::vector<Expr> words, x_low, x_high, valid;
+              for (std::uint32_t r = 0; r < batch; ++r) {
+                Expr row = r == 0 ? first_row : first_row + r;
+                Expr in_range;
+                if (partial_last_group) {
+                  in_range = batch_body.let(fmt::format("row_valid{}", r), row < rows);
+                  row = batch_body.let(fmt::format("row{}", r), min(row, u32(rows - 1)));
+                }
+                valid.push_back(in_range);
+                words.push_back(batch_body.let(fmt::format("words{}", r), w.load(row * gemv.out_dim + column, columns)));
+                x_low.push_back(batch_body.let(fmt::format("x_low{}", r), x.load(row * kNibblesPerWord, 4)));
+                x_high.push_back(batch_body.let(fmt::format("x_high{}", r), x.load(row * kNibblesPerWord + 4u, 4)));
+              }
+              for (std::uint32_t r = 0; r < batch; ++r) {
+                for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
+                  Expr xe = extract_lane(e < 4 ? x_low[r] : x_high[r], e % 4);
+                  if (valid[r].defined()) xe = select(valid[r], xe, f32(0.0f));
+                  Expr x_value = batch_body.let(fmt::format("x{}_{}", r, e), xe);
+                  if (grouped) batch_body.assign(x_sum, x_sum + x_value);
+                  for (std::uint32_t c = 0; c < columns; ++c) {
+                    batch_body.assign(dot[c], fma(x_value, nibble_value(extract_lane(words[r], c), e), dot[c]));
+                  }
+                }
+              }
+            });
+            if (grouped) {
+              Expr sidecar = in_group.let("sidecar", group * gemv.out_dim + column);
+              Expr scales = in_group.let("scales", scale.load(sidecar, columns));
+              Expr zero_points = in_group.let("zero_points", zero_point.load(sidecar, columns));
+              for (std::uint32_t c = 0; c < columns; ++c) {
+                Expr z = cast(ScalarType::F32, extract_lane(zero_points, c));
+                in_group.assign(acc[c], fma(extract_lane(scales, c), dot[c] - z * x_sum, acc[c]));
+              }
+            }
+          });
+        });
+        // The k-lanes' partial sums: a butterfly over the lane bits above the column lanes.
+        for (std::uint32_t c = 0; c < columns; ++c) {
+          for (std::uint32_t mask = schedule.column_lanes; mask < kSubgroupSize; mask *= 2) {
+            per_subgroup.assign(acc[c], acc[c] + subgroup_shuffle(acc[c], lane ^ u32(mask)));
+          }
+        }
+        per_subgroup.if_then(eq(k_lane, u32(0)), [&](Body& leader) {
+          Expr bias = leader.let("bias", b.load(column, columns));
+          std::vector<Expr> sums;
+          for (std::uint32_t c = 0; c < columns; ++c) sums.push_back(extract_lane(bias, c) + acc[c]);
+          leader.store(out, column, make_vector(sums));
+        });
+      });
+    });
+  });
+  return program.build();
+}
+
+}  // namespace quantc::ir::ops

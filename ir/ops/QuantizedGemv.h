@@ -1,0 +1,84 @@
+// The fast batch-1 schedule of the 4-bit linear layers: a matrix-vector product that
+// streams packed weights with coalesced 128-bit loads, decodes nibbles with the
+// exponent-magic trick and factors the group's scale and zero point out of the sum.
+//
+// Weight layout (the linear_4bit layout, AutoGPTQ's `qweight`): `w` is u32 words, word
+// `(k/8)*out_dim + i` holds the eight consecutive k of output column i, nibble k%8 at
+// bits 4*(k%8); the output index i is fastest. Sidecars `[group, out_dim]`, output fastest.
+//
+// Schedule (per subgroup of 32 invocations; PTX: per warp):
+//  - a subgroup owns `column_lanes * columns_per_lane` consecutive output columns; lane
+//    l reads columns `column_lanes`-interleaved blocks of `columns_per_lane` words with
+//    one vector load (u32x4 = 16 bytes), so each packed row of the subgroup's columns is
+//    one fully used 32-byte sector;
+//  - the other lane bits (32 / column_lanes "k-lanes") split the reduction by group:
+//    k-lane j takes groups j, j + k_lanes, ...; inside a group a lane walks its rows in
+//    batches of `rows_per_batch` whose loads are issued before any use (loads in flight);
+//  - per group, sum_k x*q and sum_k x accumulate in f32 (fma), then
+//    acc += scale * (sum x*q - zero_point * sum x): scale and zero point once per group;
+//  - nibble -> f32 exactly: bitcast(0x4B000000 | q) - 2^23 (lop3 + one subtraction);
+//  - the k-lanes' partial sums meet by a shuffle butterfly (xor 2, 4, 8, 16 for two
+//    column lanes): deterministic, no atomics; lanes with k-lane 0 add the bias and
+//    store their columns with one vector store.
+// Floating-point order differs from the seed's per-k order, so results agree with the
+// seed program within the f32 accumulation bound, not bit for bit (tests/ops_linear).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ir/Program.h"
+#include "ir/ops/Registry.h"
+
+namespace quantc::ir::ops {
+
+/// Which program an op builds: `seed` (the seed document's loop, pinned by the goldens),
+/// `fast` (the schedule below; OpError where it cannot run the shape) or `auto` (fast
+/// where it can run, else seed). Ops take it as the spec parameter "schedule".
+enum class KernelSchedule : std::uint8_t { Auto, Seed, Fast };
+
+/// The "schedule" parameter (choices auto, seed, fast; default auto).
+ParamSpec schedule_param();
+/// The parameter's value in `args` (Auto when absent).
+KernelSchedule schedule_of(const OpArgs& args);
+
+/// Work split of the fast GEMV (see the file comment). Sizes in elements/invocations.
+struct GemvSchedule {
+  std::uint32_t column_lanes = 2;      // lanes sharing one packed row of the subgroup's columns
+  std::uint32_t columns_per_lane = 4;  // consecutive u32 words per lane and row (4 = a 16-byte load)
+  std::uint32_t subgroups_per_workgroup = 2;
+  std::uint32_t rows_per_batch = 8;    // packed rows (8 k each) whose loads are issued together
+  std::uint32_t columns_per_subgroup() const { return column_lanes * columns_per_lane; }
+  std::uint32_t k_lanes() const { return 32 / column_lanes; }
+};
+
+/// What the nibble GEMV computes: out[i] = b[i] + sum_k x[k] * ((q[k,i] - z[g,i]) * s[g,i])
+/// with g = k / group_size; without sidecars, out[i] = b[i] + sum_k x[k] * q[k,i].
+struct NibbleGemv {
+  std::string program_name;  // the op's name
+  std::string region_id;     // the op's seed id, for the Region node
+  std::uint32_t in_dim = 0;
+  std::uint32_t out_dim = 0;
+  /// k per scale/zero-point group; 0 means no sidecars (the reduction is still split in
+  /// blocks of kUngroupedRows packed rows for the k-lanes).
+  std::uint32_t group_size = 0;
+  /// Elements of `out` (>= out_dim): the seed op's buffer size, so that both schedules
+  /// declare identical buffers; bytes past out_dim*4 are a trimmed output range.
+  std::uint32_t out_count = 0;
+};
+
+/// Why the fast schedule cannot run `gemv`, or nullopt when it can: out_dim must be a
+/// multiple of the subgroup's columns (8) and group_size a multiple of 8 (a packed word
+/// never straddles two groups).
+std::optional<std::string> nibble_gemv_unsupported(const NibbleGemv& gemv, const GemvSchedule& schedule = {});
+
+/// The fast program. Buffers, in binding order, as the seed ops declare them:
+/// x f32[in_dim], w u32[in_dim/8*out_dim], then with sidecars scale f32[G*out_dim] and
+/// zero_point u32[G*out_dim] (G = ceil(in_dim/group_size)), b f32[out_dim], out
+/// f32[out_count]. Launch: subgroups_per_workgroup*32 invocations per workgroup,
+/// ceil(out_dim / (columns_per_subgroup * subgroups_per_workgroup)) workgroups.
+/// Throws OpError with nibble_gemv_unsupported's reason when the schedule cannot run it.
+Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule = {});
+
+}  // namespace quantc::ir::ops

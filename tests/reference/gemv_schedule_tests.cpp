@@ -1,0 +1,156 @@
+// The fast GEMV schedule of linear_4bit and linear_4bit_affine_grouped
+// (ir/ops/QuantizedGemv.h) against a double-precision oracle and against the seed
+// program, on the reference interpreter. (The emulator sweep over every op's test shapes
+// checks the emitted PTX against the interpreter bit for bit.)
+//
+// The bound. The fast schedule sums, per group g and column i, D = sum x*q and
+// X = sum x in f32 (fma), then acc += s*(D - z*X). Each of D and z*X carries a relative
+// error of at most (n_g + 1)*u against sum |x|*q and z*sum |x| (n_g terms, u = 2^-24),
+// the subtraction, the fma and the final butterfly (5 levels) and bias add a few more
+// roundings of the running magnitude. So per output:
+//   |fast - exact| <= c * u * (|b| + sum_g s_g * sum_{k in g} |x_k| * (q_k + z_g) * (n_g + 8))
+// with c = 2 for safety. The seed's own order obeys the smaller per-term bound of
+// linear4bit_tests.cpp, so |fast - seed| is within the sum of both.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+
+#include "ir/ops/Linear4Bit.h"
+#include "runtime/backends/reference/Interpreter.h"
+
+using namespace quantc;
+using namespace quantc::ir;
+using namespace quantc::ir::ops;
+using quantc::runtime::BufferSet;
+using quantc::runtime::HostBuffer;
+namespace reference = quantc::runtime::reference;
+
+namespace {
+
+struct Inputs {
+  std::vector<float> x, scale, bias;
+  std::vector<std::uint32_t> packed, zero_point;
+};
+
+Inputs random_inputs(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size, std::uint32_t seed) {
+  std::mt19937 engine(seed);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f), scales(0.01f, 0.1f);
+  Inputs in;
+  for (std::uint32_t k = 0; k < in_dim; ++k) in.x.push_back(unit(engine));
+  for (std::uint32_t i = 0; i < in_dim / 8 * out_dim; ++i) in.packed.push_back(static_cast<std::uint32_t>(engine()));
+  if (group_size != 0) {
+    const std::uint32_t groups = (in_dim + group_size - 1) / group_size;
+    for (std::uint32_t i = 0; i < groups * out_dim; ++i) {
+      in.scale.push_back(scales(engine));
+      in.zero_point.push_back(engine() & 0xFu);
+    }
+  }
+  for (std::uint32_t i = 0; i < out_dim; ++i) in.bias.push_back(unit(engine));
+  return in;
+}
+
+std::vector<float> run(const Program& program, std::uint32_t out_dim, const Inputs& in) {
+  BufferSet buffers = runtime::allocate_buffers(program);
+  buffers["x"] = HostBuffer::from(ScalarType::F32, in.x);
+  buffers["w"] = HostBuffer::from(ScalarType::U32, in.packed);
+  if (!in.scale.empty()) {
+    buffers["scale"] = HostBuffer::from(ScalarType::F32, in.scale);
+    buffers["zero_point"] = HostBuffer::from(ScalarType::U32, in.zero_point);
+  }
+  buffers["b"] = HostBuffer::from(ScalarType::F32, in.bias);
+  reference::run(program, buffers);
+  std::vector<float> out = buffers.at("out").as<float>();
+  out.resize(out_dim);
+  return out;
+}
+
+struct Exact {
+  double value = 0;
+  double bound = 0;  // the fast schedule's error bound (see the file comment)
+};
+
+Exact exact_output(const Inputs& in, std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,
+                   std::uint32_t i) {
+  const double u = std::ldexp(1.0, -24);
+  const std::uint32_t block = group_size == 0 ? 64 : group_size;  // the schedule's reduction blocks
+  Exact result{in.bias[i], 0};
+  double magnitude = std::fabs(in.bias[i]);
+  for (std::uint32_t first = 0; first < in_dim; first += block) {
+    const std::uint32_t last = std::min(first + block, in_dim);
+    const std::uint32_t sidecar = (first / block) * out_dim + i;
+    const double s = group_size == 0 ? 1.0 : in.scale[sidecar];
+    const double z = group_size == 0 ? 0.0 : in.zero_point[sidecar];
+    double group_magnitude = 0;
+    for (std::uint32_t k = first; k < last; ++k) {
+      const double q = (in.packed[(k / 8) * out_dim + i] >> ((k % 8) * 4)) & 0xF;
+      result.value += double(in.x[k]) * (q - z) * s;
+      group_magnitude += std::fabs(in.x[k]) * (q + z);
+    }
+    magnitude += s * group_magnitude * double(last - first + 8);
+  }
+  result.bound = 2 * u * magnitude;
+  return result;
+}
+
+void check_fast_schedule(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size, std::uint32_t seed) {
+  Inputs in = random_inputs(in_dim, out_dim, group_size, seed);
+  Program fast = group_size == 0 ? linear_4bit(in_dim, out_dim, KernelSchedule::Fast)
+                                 : linear_4bit_affine_grouped(in_dim, out_dim, group_size, KernelSchedule::Fast);
+  Program seed_program = group_size == 0 ? linear_4bit(in_dim, out_dim, KernelSchedule::Seed)
+                                         : linear_4bit_affine_grouped(in_dim, out_dim, group_size, KernelSchedule::Seed);
+  REQUIRE(fast.buffers == seed_program.buffers);  // same files feed either schedule
+  std::vector<float> fast_out = run(fast, out_dim, in), seed_out = run(seed_program, out_dim, in);
+  for (std::uint32_t i = 0; i < out_dim; ++i) {
+    Exact exact = exact_output(in, in_dim, out_dim, group_size, i);
+    INFO("output " << i << ": fast " << fast_out[i] << ", seed " << seed_out[i] << ", exact " << exact.value
+                   << ", bound " << exact.bound);
+    CHECK(std::fabs(fast_out[i] - exact.value) <= exact.bound);
+    CHECK(std::fabs(fast_out[i] - seed_out[i]) <= 2 * exact.bound);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fast linear_4bit matches a double oracle and the seed within the f32 bound", "[gemv][linear4bit]") {
+  for (auto [in_dim, out_dim] : {std::pair{64u, 16u}, std::pair{136u, 24u}, std::pair{1024u, 64u}, std::pair{8u, 8u}}) {
+    DYNAMIC_SECTION(in_dim << "x" << out_dim) { check_fast_schedule(in_dim, out_dim, 0, 7 + in_dim); }
+  }
+}
+
+TEST_CASE("fast linear_4bit_affine_grouped matches a double oracle and the seed within the f32 bound",
+          "[gemv][linear4bit]") {
+  for (auto [in_dim, out_dim, group_size] :
+       {std::tuple{256u, 16u, 64u}, std::tuple{72u, 8u, 24u}, std::tuple{200u, 8u, 128u}, std::tuple{1024u, 32u, 128u},
+        std::tuple{688u, 16u, 128u}, std::tuple{64u, 8u, 8u}, std::tuple{4096u, 8u, 32u}}) {
+    DYNAMIC_SECTION(in_dim << "x" << out_dim << " group " << group_size) {
+      check_fast_schedule(in_dim, out_dim, group_size, 11 + in_dim + group_size);
+    }
+  }
+}
+
+TEST_CASE("fast affine grouped with zero scales and extreme nibbles is exact on integer data", "[gemv][linear4bit]") {
+  // Integer x, power-of-two scales: every partial sum is an exact small integer, so the
+  // reordering cannot change the result and fast equals the seed bit for bit.
+  const std::uint32_t in_dim = 512, out_dim = 16, group_size = 64;
+  Inputs in = random_inputs(in_dim, out_dim, group_size, 5);
+  for (std::size_t k = 0; k < in.x.size(); ++k) in.x[k] = static_cast<float>(static_cast<int>(k % 7) - 3);
+  for (std::size_t i = 0; i < in.scale.size(); ++i) in.scale[i] = i % 5 == 0 ? 0.0f : 0.5f;
+  for (std::size_t i = 0; i < in.packed.size(); ++i) in.packed[i] = i % 3 == 0 ? 0xFFFFFFFFu : in.packed[i];
+  for (std::size_t i = 0; i < in.bias.size(); ++i) in.bias[i] = static_cast<float>(i) - 4.0f;
+  std::vector<float> fast = run(linear_4bit_affine_grouped(in_dim, out_dim, group_size, KernelSchedule::Fast), out_dim, in);
+  std::vector<float> seed = run(linear_4bit_affine_grouped(in_dim, out_dim, group_size, KernelSchedule::Seed), out_dim, in);
+  CHECK(fast == seed);
+}
+
+TEST_CASE("schedule fast names the shape it cannot run and auto falls back to the seed", "[gemv][linear4bit]") {
+  CHECK_THROWS_WITH(linear_4bit(64, 300, KernelSchedule::Fast),
+                    Catch::Contains("out_dim=300 is not a multiple of 8") && Catch::Contains("\"schedule\": \"seed\""));
+  CHECK_THROWS_WITH(linear_4bit_affine_grouped(64, 16, 4, KernelSchedule::Fast),
+                    Catch::Contains("group_size=4 is not a multiple of 8"));
+  CHECK(linear_4bit(64, 300, KernelSchedule::Auto).workgroup_size[0] == 256);           // the seed's launch
+  CHECK(linear_4bit(64, 16, KernelSchedule::Auto).workgroup_size[0] == 64);             // the fast launch
+  CHECK(linear_4bit_affine_grouped(64, 16, 4, KernelSchedule::Auto).workgroup_count[0] == 2);  // seed: ceil(16/8)
+  // Seed errors still come first for both schedules.
+  CHECK_THROWS_WITH(linear_4bit_affine_grouped(12, 16, 4, KernelSchedule::Fast), Catch::Contains("not divisible by 8"));
+}
