@@ -5,6 +5,7 @@
 //   ptxas info    : Function properties for scale
 //       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 //   ptxas info    : Used 10 registers, used 0 barriers, 368 bytes cmem[0]
+// (with ", 4096 bytes smem" before cmem when the entry declares static .shared memory)
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@ struct FunctionResources {
   std::string function;  // the entry's name
   std::string target;    // "sm_90"
   int registers = 0;     // per thread
+  int shared_bytes = 0;  // static .shared memory per CTA ("N bytes smem"; 0 when absent)
   int stack_frame_bytes = 0;
   int spill_store_bytes = 0;
   int spill_load_bytes = 0;

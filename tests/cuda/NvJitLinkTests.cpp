@@ -54,7 +54,7 @@ TEST_CASE("the ptxas report parser reads registers, stack and spills per entry",
       "ptxas info    : Compiling entry function 'first' for 'sm_90'\n"
       "ptxas info    : Function properties for first\n"
       "    8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n"
-      "ptxas info    : Used 42 registers, used 1 barriers, 8 bytes cumulative stack size\n"
+      "ptxas info    : Used 42 registers, used 1 barriers, 4096 bytes smem, 8 bytes cumulative stack size\n"
       "ptxas info    : Compiling entry function 'second' for 'sm_90'\n"
       "ptxas info    : Function properties for second\n"
       "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
@@ -67,9 +67,11 @@ TEST_CASE("the ptxas report parser reads registers, stack and spills per entry",
   CHECK(functions[0].stack_frame_bytes == 8);
   CHECK(functions[0].spill_store_bytes == 4);
   CHECK(functions[0].spill_load_bytes == 12);
+  CHECK(functions[0].shared_bytes == 4096);
   CHECK(functions[1].function == "second");
   CHECK(functions[1].registers == 10);
   CHECK(functions[1].spill_load_bytes == 0);
+  CHECK(functions[1].shared_bytes == 0);
   CHECK(parse_ptxas_report("").empty());
 }
 
