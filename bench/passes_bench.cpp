@@ -8,6 +8,10 @@
 //                                         (create + compile + get PTX + destroy).
 //   quantc/<op>/<in>x<out>/g<group>/O<n>  Google Benchmark times op constructor + pass
 //                                         pipeline + PTX emission (what `quantc emit` does).
+//   spec/<file>                           each shipped spec (examples/specs/*.json): spec
+//                                         text -> optimized -O2 IR (parse, op constructor,
+//                                         pass pipeline), with the pipeline's per-pass wall
+//                                         time and the spec -> PTX time as counters.
 // Every reported number is a counter so the JSON output (--benchmark_format=json)
 // carries it; bench/passes_report.py turns that JSON into bench/results/passes.md
 // (scripts/bench_report.sh runs both).
@@ -20,8 +24,12 @@
 #include <fmt/format.h>
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -29,6 +37,9 @@
 
 #include "ir/ops/Quantize.h"
 #include "ir/ops/Registry.h"
+#include "ir/ops/Spec.h"
+#include "ir/analysis/Structure.h"
+#include "lower/driver/Compiler.h"
 #include "lower/LowerToPtx.h"
 #include "lower/PassManager.h"
 #include "ptx/Ptxas.h"
@@ -414,7 +425,96 @@ void run_quantc_case(benchmark::State& state, const BenchCase& bench_case, lower
   }
 }
 
+// --- shipped specs: spec text -> optimized IR -------------------------------------
+
+struct SpecCase {
+  std::string name;  // file stem
+  std::string text;
+};
+
+std::vector<SpecCase> spec_cases() {
+  namespace fs = std::filesystem;
+  std::vector<SpecCase> cases;
+  fs::path directory = fs::path(QUANTC_SOURCE_DIR) / "examples" / "specs";
+  if (!fs::is_directory(directory)) return cases;
+  for (const auto& entry : fs::directory_iterator(directory)) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream stream(entry.path());
+    std::stringstream text;
+    text << stream.rdbuf();
+    cases.push_back({entry.path().stem().string(), text.str()});
+  }
+  std::sort(cases.begin(), cases.end(), [](const SpecCase& a, const SpecCase& b) { return a.name < b.name; });
+  return cases;
+}
+
+ir::Program spec_to_ir(const std::string& text, std::vector<lower::PassTiming>* timings) {
+  ir::ops::OpSpec spec = ir::ops::parse_spec(text);
+  lower::PassOptions options;
+  options.level = lower::OptimizationLevel::O2;
+  return lower::run_passes(ir::ops::build_program(spec), options, timings);
+}
+
+void run_spec_case(benchmark::State& state, const SpecCase& spec_case) try {
+  ir::Program optimized;
+  std::vector<lower::PassTiming> timings;
+  std::map<std::string, double> per_pass;  // us, summed over iterations and rounds
+  double pass_runs = 0, skipped_runs = 0;
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    timings.clear();
+    optimized = spec_to_ir(spec_case.text, &timings);
+    benchmark::DoNotOptimize(optimized.entry.get());
+    for (const lower::PassTiming& timing : timings) {
+      per_pass[timing.pass] += double(timing.wall_time.count()) / 1000.0;
+      pass_runs += timing.skipped ? 0 : 1;
+      skipped_runs += timing.skipped ? 1 : 0;
+    }
+  }
+  const double iterations = double(state.iterations());
+  state.counters["ir_ms"] = milliseconds_since(start) / iterations;
+  double passes_us = 0;
+  for (const auto& [pass, micros] : per_pass) {
+    state.counters["pass_us_" + pass] = micros / iterations;
+    passes_us += micros / iterations;
+  }
+  state.counters["passes_ms"] = passes_us / 1000.0;
+  state.counters["pass_runs"] = pass_runs / iterations;
+  state.counters["skipped_runs"] = skipped_runs / iterations;
+  ir::ops::OpSpec spec = ir::ops::parse_spec(spec_case.text);
+  // Spec parsing and the op constructor alone, for the split.
+  constexpr int kBuildRuns = 200;
+  const auto build_start = Clock::now();
+  for (int i = 0; i < kBuildRuns; ++i) {
+    ir::Program built = ir::ops::build_program(ir::ops::parse_spec(spec_case.text));
+    benchmark::DoNotOptimize(built.entry.get());
+  }
+  state.counters["build_ms"] = milliseconds_since(build_start) / kBuildRuns;
+  state.counters["nodes_before"] = double(ir::analysis::node_size(ir::ops::build_program(spec).entry));
+  state.counters["nodes_after"] = double(ir::analysis::node_size(optimized.entry));
+  // Spec -> PTX (what `quantc emit` does without the cache), for the total.
+  const ptx::Target target = ptx::parse_target(spec.target.value_or("sm_80"));
+  constexpr int kPtxRuns = 200;
+  const auto ptx_start = Clock::now();
+  for (int i = 0; i < kPtxRuns; ++i) {
+    lower::CompiledKernel kernel =
+        lower::compile(ir::ops::build_program(ir::ops::parse_spec(spec_case.text)), lower::CompileOptions(target));
+    benchmark::DoNotOptimize(kernel.ptx.data());
+  }
+  state.counters["ptx_ms"] = milliseconds_since(ptx_start) / kPtxRuns;
+} catch (const std::exception& error) {
+  state.SkipWithError(fmt::format("{}: {}", spec_case.name, error.what()).c_str());
+}
+
 void register_benchmarks() {
+  static const std::vector<SpecCase> specs = spec_cases();
+  for (const SpecCase& spec_case : specs) {
+    benchmark::RegisterBenchmark(("spec/" + spec_case.name).c_str(),
+                                 [&spec_case](benchmark::State& state) { run_spec_case(state, spec_case); })
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime()
+        ->MinTime(0.2);
+  }
   static const std::vector<BenchCase> cases = bench_cases();
   for (const BenchCase& bench_case : cases) {
     benchmark::RegisterBenchmark(("nvrtc/" + bench_case.label()).c_str(),

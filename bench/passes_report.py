@@ -3,8 +3,9 @@
 
 Usage: passes_report.py BENCH.json OUT.md   (scripts/bench_report.sh runs it)
 
-Reads the counters of the rows `quantc/<op>/<in>x<out>/g<group>/O<level>` and
-`nvrtc/<op>/<in>x<out>/g<group>` (see bench/passes_bench.cpp); standard library only.
+Reads the counters of the rows `quantc/<op>/<in>x<out>/g<group>/O<level>`,
+`nvrtc/<op>/<in>x<out>/g<group>` and `spec/<file>` (see bench/passes_bench.cpp);
+standard library only.
 """
 import json
 import re
@@ -12,6 +13,8 @@ import statistics
 import sys
 from collections import defaultdict
 
+SPEC_ROW = re.compile(r"^spec/(?P<spec>[a-z0-9_]+)(/.*)?$")
+PASSES = ["hoist_sidecars", "fold_constants", "licm", "cse", "unroll_loops", "dce"]
 QUANTC_ROW = re.compile(r"^quantc/(?P<op>[a-z0-9_]+)/(?P<in>\d+)x(?P<out>\d+)/g(?P<group>\d+)/(?P<level>O\d)(/.*)?$")
 NVRTC_ROW = re.compile(r"^nvrtc/(?P<op>[a-z0-9_]+)/(?P<in>\d+)x(?P<out>\d+)/g(?P<group>\d+)(/.*)?$")
 
@@ -38,18 +41,20 @@ def fmt(value, digits=1):
 def load(path):
     with open(path, encoding="utf-8") as handle:
         data = json.load(handle)
-    quantc, nvrtc, errors = {}, {}, []
+    quantc, nvrtc, specs, errors = {}, {}, {}, []
     for row in data["benchmarks"]:
         name = row.get("run_name", row["name"])
         if row.get("error_occurred"):
             errors.append(f"{name}: {row.get('error_message', '').strip()}")
             continue
-        if match := QUANTC_ROW.match(name):
+        if match := SPEC_ROW.match(name):
+            specs[match["spec"]] = row
+        elif match := QUANTC_ROW.match(name):
             key = (match["op"], int(match["in"]), int(match["out"]), int(match["group"]))
             quantc[key + (match["level"],)] = row
         elif match := NVRTC_ROW.match(name):
             nvrtc[(match["op"], int(match["in"]), int(match["out"]), int(match["group"]))] = row
-    return data.get("context", {}), quantc, nvrtc, errors
+    return data.get("context", {}), quantc, nvrtc, specs, errors
 
 
 def sidecar_summary(quantc):
@@ -94,10 +99,36 @@ def headline(quantc, nvrtc):
     return lines
 
 
+def spec_table(specs):
+    """Spec text -> optimized IR for every shipped spec, with the pipeline's per-pass time."""
+    lines = ["## Shipped specs: spec -> optimized IR (-O2)", ""]
+    lines.append("Each `examples/specs/*.json` at its own shape: **parse+build** = spec parsing and the op "
+                 "constructor; **passes** = the -O2 pipeline's pass runs (sum of their wall times); "
+                 "**spec -> IR** = the whole `quantc ir` path in process (parse, build, pipeline); "
+                 "**spec -> PTX** = that plus PTX emission (`quantc emit` without the cache). Per-pass columns "
+                 "are microseconds summed over the pipeline's rounds; **runs** counts pass runs, with the runs "
+                 "the pass manager skipped (result already known) in parentheses.")
+    lines.append("")
+    header = ("| spec | nodes in -> out | parse+build ms | passes ms | spec -> IR ms | spec -> PTX ms | runs | "
+              + " | ".join(PASSES) + " |")
+    lines.append(header)
+    lines.append("|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(PASSES))
+    for spec in sorted(specs):
+        row = specs[spec]
+        cells = [f"{fmt(row.get('pass_us_' + p), 1)}" for p in PASSES]
+        skipped = row.get("skipped_runs")
+        runs = fmt(row.get("pass_runs"), 0) + (f" ({fmt(skipped, 0)})" if skipped else "")
+        lines.append(f"| {spec} | {fmt(row.get('nodes_before'), 0)} -> {fmt(row.get('nodes_after'), 0)} | "
+                     f"{fmt(row.get('build_ms'), 3)} | {fmt(row.get('passes_ms'), 3)} | {fmt(row.get('ir_ms'), 3)} | "
+                     f"{fmt(row.get('ptx_ms'), 3)} | {runs} | " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
+
+
 def main(argv):
     if len(argv) != 3:
         sys.exit("usage: passes_report.py BENCH.json OUT.md")
-    context, quantc, nvrtc, errors = load(argv[1])
+    context, quantc, nvrtc, specs, errors = load(argv[1])
     out = []
     out.append("# quantc pass pipeline: compile cost and code quality vs NVRTC")
     out.append("")
@@ -126,6 +157,8 @@ def main(argv):
     out.append("")
 
     out.extend(headline(quantc, nvrtc))
+    if specs:
+        out.extend(spec_table(specs))
     summary = sidecar_summary(quantc)
     if summary:
         out.append("## Sidecar loads per output, -O0 vs -O2")

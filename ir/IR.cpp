@@ -145,6 +145,59 @@ unsigned natural_alignment(Type type) { return type.bytes(); }
 
 namespace {
 
+/// splitmix64's finaliser: a cheap, well-mixing 64-bit permutation.
+std::uint64_t mix(std::uint64_t value) {
+  value ^= value >> 30;
+  value *= 0xbf58476d1ce4e5b9ull;
+  value ^= value >> 27;
+  value *= 0x94d049bb133111ebull;
+  value ^= value >> 31;
+  return value;
+}
+
+}  // namespace
+
+std::uint64_t name_hash(const std::string& name) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a
+  for (unsigned char c : name) hash = (hash ^ c) * 0x100000001b3ull;
+  return hash;
+}
+
+std::uint64_t table_hash(const std::vector<std::uint64_t>& table) {
+  std::uint64_t hash = table.size();
+  for (std::uint64_t entry : table) hash = mix(hash ^ entry);
+  return hash;
+}
+
+void ExprBase::summarize(std::uint64_t payload, std::uint8_t flags, std::initializer_list<const ExprBase*> operands) {
+  const std::uint64_t shape = static_cast<std::uint64_t>(kind) | static_cast<std::uint64_t>(type.element()) << 8 |
+                              static_cast<std::uint64_t>(type.lanes()) << 16;
+  hash_ = mix(mix(shape) ^ payload);
+  size_ = 1;
+  flags_ = flags;
+  for (const ExprBase* operand : operands) summarize_operand(operand);
+}
+
+void ExprBase::summarize_operand(const ExprBase* operand) {
+  if (operand == nullptr) return;  // make() rejects undefined operands with a message
+  hash_ = mix(hash_ * 31 + operand->hash_);
+  size_ = operand->size_ >= 0xffffffffu - size_ ? 0xffffffffu : size_ + operand->size_;
+  flags_ |= operand->flags_;
+}
+
+bool Binary::divisor_may_trap() const {
+  if (op != BinaryOp::Div && op != BinaryOp::Rem) return false;
+  const Literal* divisor = rhs.as<Literal>();
+  return divisor == nullptr || divisor->is_zero();
+}
+
+bool Lookup::index_may_trap() const {
+  const Literal* literal = index.as<Literal>();
+  return literal == nullptr || literal->bits >= table.size();
+}
+
+namespace {
+
 void require_defined(const Expr& expr, std::string_view what) {
   if (!expr.defined()) throw IRError(fmt::format("{}: operand is undefined", what));
 }

@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -131,11 +132,39 @@ class NodeHandle {
 // ---------------------------------------------------------------------------------
 // Expressions
 
+/// Hashes used by the expression nodes' structural hashes.
+std::uint64_t name_hash(const std::string& name);
+std::uint64_t table_hash(const std::vector<std::uint64_t>& table);
+
+/// Every expression node also carries facts about the whole subtree it roots, computed
+/// once by its constructor from its operands' facts, so that passes read them in O(1)
+/// instead of walking the subtree again: a structural hash (equal for structurally
+/// equal trees, see analysis::structurally_equal), the number of expression nodes, and
+/// whether the subtree may trap (analysis::may_trap), holds a subgroup operation or
+/// holds a load.
 struct ExprBase {
   ExprBase(ExprKind kind, Type type) : kind(kind), type(type) {}
   virtual ~ExprBase() = default;
   const ExprKind kind;
   const Type type;
+
+  std::uint64_t structural_hash() const { return hash_; }
+  std::uint32_t subtree_size() const { return size_; }
+  bool subtree_may_trap() const { return (flags_ & kMayTrap) != 0; }
+  bool subtree_has_subgroup_op() const { return (flags_ & kHasSubgroupOp) != 0; }
+  bool subtree_has_load() const { return (flags_ & kHasLoad) != 0; }
+
+ protected:
+  enum : std::uint8_t { kMayTrap = 1, kHasSubgroupOp = 2, kHasLoad = 4 };
+  /// Combines the node's own `payload` (operator, literal bits, name hash, ...) and
+  /// `flags` with its operands' facts; each constructor calls it once.
+  void summarize(std::uint64_t payload, std::uint8_t flags, std::initializer_list<const ExprBase*> operands = {});
+  void summarize_operand(const ExprBase* operand);
+
+ private:
+  std::uint64_t hash_ = 0;
+  std::uint32_t size_ = 1;
+  std::uint8_t flags_ = 0;
 };
 
 /// Handle to an immutable expression node; every expression has a value type.
@@ -150,7 +179,7 @@ class Expr : public NodeHandle<ExprBase> {
 /// (A vector constant is a MakeVector of literals.)
 struct Literal : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Literal;
-  Literal(ScalarType type, std::uint64_t bits) : ExprBase(kKind, type), bits(bits) {}
+  Literal(ScalarType type, std::uint64_t bits) : ExprBase(kKind, type), bits(bits) { summarize(bits, 0); }
   const std::uint64_t bits;
   ScalarType scalar() const { return type.element(); }
   static Expr make(ScalarType type, std::uint64_t bits);  // canonicalises `bits`
@@ -172,7 +201,7 @@ struct Literal : ExprBase {
 /// A variable introduced by Let or Loop; the type is the binding's type.
 struct Var : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Var;
-  Var(Type type, std::string name) : ExprBase(kKind, type), name(std::move(name)) {}
+  Var(Type type, std::string name) : ExprBase(kKind, type), name(std::move(name)) { summarize(name_hash(this->name), 0); }
   const std::string name;
   static Expr make(Type type, std::string name);
 };
@@ -186,7 +215,9 @@ struct Var : ExprBase {
 struct Load : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Load;
   Load(Type type, std::string buffer, Expr index, unsigned alignment)
-      : ExprBase(kKind, type), buffer(std::move(buffer)), index(std::move(index)), alignment(alignment) {}
+      : ExprBase(kKind, type), buffer(std::move(buffer)), index(std::move(index)), alignment(alignment) {
+    summarize(name_hash(this->buffer) ^ alignment, kMayTrap | kHasLoad, {this->index.get()});
+  }
   const std::string buffer;
   const Expr index;
   const unsigned alignment;  // bytes
@@ -196,9 +227,13 @@ struct Load : ExprBase {
 struct Binary : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Binary;
   Binary(Type type, BinaryOp op, Expr lhs, Expr rhs)
-      : ExprBase(kKind, type), op(op), lhs(std::move(lhs)), rhs(std::move(rhs)) {}
+      : ExprBase(kKind, type), op(op), lhs(std::move(lhs)), rhs(std::move(rhs)) {
+    summarize(static_cast<std::uint64_t>(op), divisor_may_trap() ? kMayTrap : 0, {this->lhs.get(), this->rhs.get()});
+  }
   const BinaryOp op;
   const Expr lhs, rhs;
+  /// A Div/Rem whose divisor is not a non-zero literal (it may divide by zero).
+  bool divisor_may_trap() const;
   /// Operands must have the same type (shift amounts too); logical ops need bool;
   /// bitwise ops and Rem need integers (bitwise also accept bool). On vectors only the
   /// arithmetic, bitwise and shift operators are defined (lane by lane), not comparisons.
@@ -207,7 +242,9 @@ struct Binary : ExprBase {
 
 struct Unary : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Unary;
-  Unary(Type type, UnaryOp op, Expr operand) : ExprBase(kKind, type), op(op), operand(std::move(operand)) {}
+  Unary(Type type, UnaryOp op, Expr operand) : ExprBase(kKind, type), op(op), operand(std::move(operand)) {
+    summarize(static_cast<std::uint64_t>(op), 0, {this->operand.get()});
+  }
   const UnaryOp op;
   const Expr operand;
   static Expr make(UnaryOp op, Expr operand);
@@ -217,7 +254,7 @@ struct Unary : ExprBase {
 /// counts must match (f32x2 -> f16x2 is PTX's cvt.rn.f16x2.f32).
 struct Cast : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Cast;
-  Cast(Type type, Expr value) : ExprBase(kKind, type), value(std::move(value)) {}
+  Cast(Type type, Expr value) : ExprBase(kKind, type), value(std::move(value)) { summarize(0, 0, {this->value.get()}); }
   const Expr value;
   static Expr make(Type type, Expr value);
 };
@@ -226,7 +263,7 @@ struct Cast : ExprBase {
 /// u32 <-> f16x2, u32x2 <-> u64, f16 <-> u16, ...
 struct Bitcast : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Bitcast;
-  Bitcast(Type type, Expr value) : ExprBase(kKind, type), value(std::move(value)) {}
+  Bitcast(Type type, Expr value) : ExprBase(kKind, type), value(std::move(value)) { summarize(0, 0, {this->value.get()}); }
   const Expr value;
   static Expr make(Type type, Expr value);
 };
@@ -236,7 +273,9 @@ struct Bitcast : ExprBase {
 struct Select : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Select;
   Select(Type type, Expr cond, Expr if_true, Expr if_false)
-      : ExprBase(kKind, type), cond(std::move(cond)), if_true(std::move(if_true)), if_false(std::move(if_false)) {}
+      : ExprBase(kKind, type), cond(std::move(cond)), if_true(std::move(if_true)), if_false(std::move(if_false)) {
+    summarize(0, 0, {this->cond.get(), this->if_true.get(), this->if_false.get()});
+  }
   const Expr cond, if_true, if_false;
   static Expr make(Expr cond, Expr if_true, Expr if_false);
 };
@@ -245,7 +284,9 @@ struct Select : ExprBase {
 struct Fma : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Fma;
   Fma(Type type, Expr a, Expr b, Expr c)
-      : ExprBase(kKind, type), a(std::move(a)), b(std::move(b)), c(std::move(c)) {}
+      : ExprBase(kKind, type), a(std::move(a)), b(std::move(b)), c(std::move(c)) {
+    summarize(0, 0, {this->a.get(), this->b.get(), this->c.get()});
+  }
   const Expr a, b, c;
   static Expr make(Expr a, Expr b, Expr c);
 };
@@ -254,7 +295,10 @@ struct Fma : ExprBase {
 /// vector type (ir/Type.h).
 struct MakeVector : ExprBase {
   static constexpr ExprKind kKind = ExprKind::MakeVector;
-  MakeVector(Type type, std::vector<Expr> lanes) : ExprBase(kKind, type), lanes(std::move(lanes)) {}
+  MakeVector(Type type, std::vector<Expr> lanes) : ExprBase(kKind, type), lanes(std::move(lanes)) {
+    summarize(this->lanes.size(), 0);
+    for (const Expr& lane : this->lanes) summarize_operand(lane.get());
+  }
   const std::vector<Expr> lanes;
   static Expr make(std::vector<Expr> lanes);
   /// `value` in every lane of a `lanes`-lane vector.
@@ -264,7 +308,9 @@ struct MakeVector : ExprBase {
 /// Lane `lane` (a constant < lanes) of a vector.
 struct ExtractLane : ExprBase {
   static constexpr ExprKind kKind = ExprKind::ExtractLane;
-  ExtractLane(Type type, Expr vector, unsigned lane) : ExprBase(kKind, type), vector(std::move(vector)), lane(lane) {}
+  ExtractLane(Type type, Expr vector, unsigned lane) : ExprBase(kKind, type), vector(std::move(vector)), lane(lane) {
+    summarize(lane, 0, {this->vector.get()});
+  }
   const Expr vector;
   const unsigned lane;
   static Expr make(Expr vector, unsigned lane);
@@ -274,7 +320,9 @@ struct ExtractLane : ExprBase {
 struct InsertLane : ExprBase {
   static constexpr ExprKind kKind = ExprKind::InsertLane;
   InsertLane(Type type, Expr vector, unsigned lane, Expr value)
-      : ExprBase(kKind, type), vector(std::move(vector)), lane(lane), value(std::move(value)) {}
+      : ExprBase(kKind, type), vector(std::move(vector)), lane(lane), value(std::move(value)) {
+    summarize(lane, 0, {this->vector.get(), this->value.get()});
+  }
   const Expr vector;
   const unsigned lane;
   const Expr value;
@@ -288,7 +336,9 @@ struct InsertLane : ExprBase {
 struct Permute : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Permute;
   Permute(Expr a, Expr b, Expr selector)
-      : ExprBase(kKind, ScalarType::U32), a(std::move(a)), b(std::move(b)), selector(std::move(selector)) {}
+      : ExprBase(kKind, ScalarType::U32), a(std::move(a)), b(std::move(b)), selector(std::move(selector)) {
+    summarize(0, 0, {this->a.get(), this->b.get(), this->selector.get()});
+  }
   const Expr a, b, selector;
   static Expr make(Expr a, Expr b, Expr selector);
 };
@@ -296,7 +346,9 @@ struct Permute : ExprBase {
 /// The element count of a buffer, as u32.
 struct BufferLength : ExprBase {
   static constexpr ExprKind kKind = ExprKind::BufferLength;
-  explicit BufferLength(std::string buffer) : ExprBase(kKind, ScalarType::U32), buffer(std::move(buffer)) {}
+  explicit BufferLength(std::string buffer) : ExprBase(kKind, ScalarType::U32), buffer(std::move(buffer)) {
+    summarize(name_hash(this->buffer), 0);
+  }
   const std::string buffer;
   static Expr make(std::string buffer);
 };
@@ -304,7 +356,9 @@ struct BufferLength : ExprBase {
 /// Launch coordinates, all u32. `axis` is 0..2 for the id kinds and 0 otherwise.
 struct Builtin : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Builtin;
-  Builtin(BuiltinKind builtin, unsigned axis) : ExprBase(kKind, ScalarType::U32), builtin(builtin), axis(axis) {}
+  Builtin(BuiltinKind builtin, unsigned axis) : ExprBase(kKind, ScalarType::U32), builtin(builtin), axis(axis) {
+    summarize(static_cast<std::uint64_t>(builtin) * 4 + axis, 0);
+  }
   const BuiltinKind builtin;
   const unsigned axis;
   static Expr make(BuiltinKind builtin, unsigned axis = 0);
@@ -313,7 +367,9 @@ struct Builtin : ExprBase {
 struct SubgroupShuffle : ExprBase {
   static constexpr ExprKind kKind = ExprKind::SubgroupShuffle;
   SubgroupShuffle(Type type, Expr value, Expr lane)
-      : ExprBase(kKind, type), value(std::move(value)), lane(std::move(lane)) {}
+      : ExprBase(kKind, type), value(std::move(value)), lane(std::move(lane)) {
+    summarize(0, kMayTrap | kHasSubgroupOp, {this->value.get(), this->lane.get()});
+  }
   const Expr value, lane;
   /// `value` is any 32-bit type (f16x2 included); `lane` is u32.
   static Expr make(Expr value, Expr lane);
@@ -322,7 +378,9 @@ struct SubgroupShuffle : ExprBase {
 struct SubgroupReduce : ExprBase {
   static constexpr ExprKind kKind = ExprKind::SubgroupReduce;
   SubgroupReduce(Type type, SubgroupReduceOp op, Expr value)
-      : ExprBase(kKind, type), op(op), value(std::move(value)) {}
+      : ExprBase(kKind, type), op(op), value(std::move(value)) {
+    summarize(static_cast<std::uint64_t>(op), kMayTrap | kHasSubgroupOp, {this->value.get()});
+  }
   const SubgroupReduceOp op;
   const Expr value;
   /// `value` is f32, u32 or i32.
@@ -331,7 +389,9 @@ struct SubgroupReduce : ExprBase {
 
 struct SubgroupBallot : ExprBase {
   static constexpr ExprKind kKind = ExprKind::SubgroupBallot;
-  explicit SubgroupBallot(Expr cond) : ExprBase(kKind, ScalarType::U32), cond(std::move(cond)) {}
+  explicit SubgroupBallot(Expr cond) : ExprBase(kKind, ScalarType::U32), cond(std::move(cond)) {
+    summarize(0, kMayTrap | kHasSubgroupOp, {this->cond.get()});
+  }
   const Expr cond;
   static Expr make(Expr cond);
 };
@@ -343,10 +403,14 @@ struct SubgroupBallot : ExprBase {
 struct Lookup : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Lookup;
   Lookup(ScalarType type, std::vector<std::uint64_t> table, Expr index)
-      : ExprBase(kKind, type), table(std::move(table)), index(std::move(index)) {}
+      : ExprBase(kKind, type), table(std::move(table)), index(std::move(index)) {
+    summarize(table_hash(this->table), index_may_trap() ? kMayTrap : 0, {this->index.get()});
+  }
   const std::vector<std::uint64_t> table;
   const Expr index;
   ScalarType scalar() const { return type.element(); }
+  /// The index is not a literal within the table.
+  bool index_may_trap() const;
   static Expr make(ScalarType type, std::vector<std::uint64_t> table, Expr index);
 };
 

@@ -25,17 +25,6 @@ std::optional<ScalarType> parse_scalar_type(std::string_view text) {
   return std::nullopt;
 }
 
-unsigned bit_width(ScalarType type) {
-  switch (type) {
-#define QUANTC_CASE(name, text, bits) \
-  case ScalarType::name:              \
-    return bits;
-    QUANTC_SCALAR_TYPES(QUANTC_CASE)
-#undef QUANTC_CASE
-  }
-  return 0;
-}
-
 unsigned byte_size(ScalarType type) {
   if (is_storage_only(type)) {
     throw std::invalid_argument(fmt::format(
@@ -44,26 +33,6 @@ unsigned byte_size(ScalarType type) {
   }
   return type == ScalarType::Bool ? 1 : bit_width(type) / 8;
 }
-
-bool is_float(ScalarType type) {
-  return type == ScalarType::F16 || type == ScalarType::BF16 || type == ScalarType::F32 || type == ScalarType::F64;
-}
-
-bool is_integer(ScalarType type) { return type != ScalarType::Bool && !is_float(type); }
-
-bool is_signed(ScalarType type) {
-  switch (type) {
-    case ScalarType::I8:
-    case ScalarType::I32:
-    case ScalarType::I64:
-    case ScalarType::I4:
-      return true;
-    default:
-      return is_float(type);
-  }
-}
-
-bool is_storage_only(ScalarType type) { return type == ScalarType::I4 || type == ScalarType::U4; }
 
 std::string to_string(Type type) {
   if (type.is_scalar()) return std::string(to_string(type.element()));

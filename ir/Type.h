@@ -46,15 +46,33 @@ std::string_view to_string(ScalarType type);
 /// Parses a printed scalar type name ("u32", "bf16", ...); nullopt when unknown.
 std::optional<ScalarType> parse_scalar_type(std::string_view text);
 /// Width of one value in bits (bool is 1; storage-only i4/u4 are 4).
-unsigned bit_width(ScalarType type);
+constexpr unsigned bit_width(ScalarType type) {
+  switch (type) {
+#define QUANTC_CASE(name, text, bits) \
+  case ScalarType::name:              \
+    return bits;
+    QUANTC_SCALAR_TYPES(QUANTC_CASE)
+#undef QUANTC_CASE
+  }
+  return 0;
+}
 /// Bytes one element occupies in a buffer. Sub-byte types (i4/u4) cannot be buffer
 /// elements and raise std::invalid_argument; bool occupies one byte.
 unsigned byte_size(ScalarType type);
-bool is_float(ScalarType type);    // f16, bf16, f32, f64
-bool is_integer(ScalarType type);  // signed or unsigned, excludes bool
-bool is_signed(ScalarType type);   // signed integers and floats
+// The predicates are inline: passes ask them for every node they visit.
+/// f16, bf16, f32, f64
+constexpr bool is_float(ScalarType type) {
+  return type == ScalarType::F16 || type == ScalarType::BF16 || type == ScalarType::F32 || type == ScalarType::F64;
+}
+/// signed or unsigned, excludes bool
+constexpr bool is_integer(ScalarType type) { return type != ScalarType::Bool && !is_float(type); }
+/// signed integers and floats
+constexpr bool is_signed(ScalarType type) {
+  return type == ScalarType::I8 || type == ScalarType::I32 || type == ScalarType::I64 || type == ScalarType::I4 ||
+         is_float(type);
+}
 /// i4/u4 exist only to describe packed storage; no expression may have these types.
-bool is_storage_only(ScalarType type);
+constexpr bool is_storage_only(ScalarType type) { return type == ScalarType::I4 || type == ScalarType::U4; }
 
 /// A scalar or vector value type. Implicitly built from a ScalarType (one lane), so
 /// scalar code reads as before: `expr.type() == ScalarType::F32`.

@@ -34,7 +34,11 @@ struct VerifyOptions {
 
 std::vector<std::string> verify(const Program& program, const VerifyOptions& options = {});
 
-/// Throws IRError whose message lists every problem `verify` found.
+/// Throws IRError whose message lists every problem `verify` found. Remembers the last
+/// program that passed with the default options (per thread; IR nodes are immutable,
+/// so the same entry node with the same name, buffers and launch shape is the same
+/// program) and does not verify it again: the builder, compile() and the emitter each
+/// verify what they are given, and a spec compile hands the same program through all.
 void verify_or_throw(const Program& program, const VerifyOptions& options = {});
 
 }  // namespace quantc::ir

@@ -202,6 +202,9 @@ struct Value {
 class AvailableAddresses {
  public:
   using Key = std::pair<std::string, std::string>;  // (buffer, index register)
+  /// The key's first half for "index * element_bytes as u64", shared by all buffers
+  /// with that element size ('#' cannot start a buffer name).
+  static std::string byte_offset_name(unsigned element_bytes) { return fmt::format("#{}", element_bytes); }
   std::optional<std::string> find(const Key& key) const {
     auto found = addresses_.find(key);
     if (found == addresses_.end()) return std::nullopt;
@@ -616,8 +619,11 @@ class Selector : public ir::IRVisitor {
  private:
   void emit(const Mnemonic& mnemonic, const std::vector<std::string>& operands = {}) { writer_.emit(mnemonic, operands); }
 
-  /// The value of `expr`, evaluated once per statement: a handle seen again in the same
-  /// statement (legalization's expansions reuse operands) reads the same registers.
+  /// The value of `expr`, evaluated once per statement: a structurally equal tree seen
+  /// again in the same statement (legalization's expansions reuse operands; `x != x`
+  /// under both sides of an `||`) reads the same registers. Sound because selection
+  /// evaluates every operand of a statement unconditionally and nothing is assigned
+  /// within one statement.
   Value lower(const ir::Expr& expr) {
     if (auto found = values_.find(expr.get()); found != values_.end()) {
       Value shared = found->second;
@@ -970,8 +976,9 @@ class Selector : public ir::IRVisitor {
     return bits;
   }
 
-  /// "[base+offset]" for a constant index, else mul.wide.u32 + add.s64, reused while
-  /// the index register keeps its value (AvailableAddresses).
+  /// "[base+offset]" for a constant index, else a byte offset (cvt.u64.u32 for bytes,
+  /// mul.wide.u32 otherwise, shared by every buffer of that element size) + add.s64;
+  /// both reused while the index register keeps its value (AvailableAddresses).
   std::string element_address(const ir::BufferDecl& buffer, const Value& index) {
     const std::string& base = buffer_addresses_.at(buffer.name);
     unsigned element_bytes = ir::byte_size(buffer.element);
@@ -983,9 +990,20 @@ class Selector : public ir::IRVisitor {
     std::string index_register = in_register(index);
     AvailableAddresses::Key key{buffer.name, index_register};
     if (auto known = addresses_.find(key)) return fmt::format("[{}]", *known);
-    std::string byte_offset = writer_.new_register(RegisterClass::B64);
-    emit(Mnemonic::of(Opcode::Mul, ValueType::U32).multiply(ptx::MulMode::Wide),
-         {byte_offset, index_register, std::to_string(element_bytes)});
+    AvailableAddresses::Key offset_key{AvailableAddresses::byte_offset_name(element_bytes), index_register};
+    std::string byte_offset;
+    if (auto known = addresses_.find(offset_key)) {
+      byte_offset = *known;
+    } else {
+      byte_offset = writer_.new_register(RegisterClass::B64);
+      if (element_bytes == 1) {
+        emit(Mnemonic::of(Opcode::Cvt, ValueType::U64, ValueType::U32), {byte_offset, index_register});
+      } else {
+        emit(Mnemonic::of(Opcode::Mul, ValueType::U32).multiply(ptx::MulMode::Wide),
+             {byte_offset, index_register, std::to_string(element_bytes)});
+      }
+      addresses_.add(offset_key, byte_offset);
+    }
     std::string address = writer_.new_register(RegisterClass::B64);
     emit(Mnemonic::of(Opcode::Add, ValueType::S64), {address, base, byte_offset});
     addresses_.add(key, address);
@@ -1014,7 +1032,15 @@ class Selector : public ir::IRVisitor {
   ptx::PtxWriter writer_;
   std::map<std::string, std::string> buffer_addresses_;
   ir::ScopedTable<Value> variables_;
-  std::unordered_map<const ir::ExprBase*, Value> values_;                         // this statement's
+  struct StructuralHash {
+    std::size_t operator()(const ir::ExprBase* expr) const { return expr->structural_hash(); }
+  };
+  struct StructuralEqual {
+    bool operator()(const ir::ExprBase* a, const ir::ExprBase* b) const {
+      return ir::analysis::structurally_equal(a, b);
+    }
+  };
+  std::unordered_map<const ir::ExprBase*, Value, StructuralHash, StructuralEqual> values_;                         // this statement's
   std::unordered_map<std::string, std::pair<std::string, std::string>> unpacked_;  // this statement's
   AvailableAddresses addresses_;
   Value result_;

@@ -162,7 +162,8 @@ class Legalizer : public analysis::RangeTrackingMutator {
 
   Expr mutate_Lookup(const Lookup& node, const Expr&) override {
     // A Select tree on the index bits, lowest bit first, padded to a power of two with
-    // the last entry (in-range indices never reach the padding).
+    // the last entry (in-range indices never reach the padding). Equal neighbours need
+    // no select (FP8's two subnormal-exponent entries, the padding).
     Expr index = mutate(node.index);
     std::vector<Expr> level;
     std::size_t padded = std::bit_ceil(node.table.size());
@@ -172,7 +173,10 @@ class Legalizer : public analysis::RangeTrackingMutator {
     for (std::uint32_t bit = 0; level.size() > 1; ++bit) {
       Expr bit_set = ne(Binary::make(BinaryOp::BitAnd, index, u32(1u << bit)), u32(0));
       std::vector<Expr> next;
-      for (std::size_t i = 0; i < level.size(); i += 2) next.push_back(Select::make(bit_set, level[i + 1], level[i]));
+      for (std::size_t i = 0; i < level.size(); i += 2) {
+        bool same = analysis::structurally_equal(level[i + 1], level[i]);
+        next.push_back(same ? level[i] : Select::make(bit_set, level[i + 1], level[i]));
+      }
       level = std::move(next);
     }
     return level.front();

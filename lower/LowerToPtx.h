@@ -18,4 +18,9 @@ namespace quantc::lower {
 /// target can run (legalization makes this an internal error).
 std::string lower_to_ptx(const ir::Program& program, const ptx::Target& target);
 
+/// lower_to_ptx for a program known to pass the verifier (compile()'s pipeline output:
+/// its input was verified and every pass preserves validity, which the pass tests
+/// check with verify_each). Skips the second verification; same errors otherwise.
+std::string lower_verified_to_ptx(const ir::Program& program, const ptx::Target& target);
+
 }  // namespace quantc::lower

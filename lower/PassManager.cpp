@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <ostream>
 
 #include "ir/Printer.h"
@@ -14,12 +15,19 @@ namespace quantc::lower {
 
 const std::vector<PassInfo>& registered_passes() {
   static const std::vector<PassInfo> passes = {
-      {"fold_constants", "constant folding, algebraic simplification, range-decided comparisons", fold_constants},
-      {"cse", "common-subexpression elimination on pure expressions", eliminate_common_subexpressions},
-      {"licm", "hoist loop-invariant lets and provably safe read-only loads out of loops", hoist_loop_invariants},
-      {"dce", "remove unread variables, empty ifs/loops and code after return", eliminate_dead_code},
-      {"unroll_loops", "unroll small constant-trip-count loops", [](ir::Program p) { return unroll_loops(std::move(p)); }},
-      {"hoist_sidecars", "load per-group scales/zero points once per group instead of once per chunk", hoist_sidecars},
+      {"fold_constants", "constant folding, algebraic simplification, range-decided comparisons", fold_constants,
+       false},
+      // Not idempotent: reusing `let x = e` for later e's can make `x * 2` and an older
+      // `e * 2` equal, which the next run binds.
+      {"cse", "common-subexpression elimination on pure expressions", eliminate_common_subexpressions, false},
+      {"licm", "hoist loop-invariant lets and provably safe read-only loads out of loops", hoist_loop_invariants,
+       false},
+      // Idempotent: it iterates to its own fixed point.
+      {"dce", "remove unread variables, empty ifs/loops and code after return", eliminate_dead_code, true},
+      {"unroll_loops", "unroll small constant-trip-count loops", [](ir::Program p) { return unroll_loops(std::move(p)); },
+       false},
+      {"hoist_sidecars", "load per-group scales/zero points once per group instead of once per chunk", hoist_sidecars,
+       false},
   };
   return passes;
 }
@@ -73,8 +81,6 @@ namespace {
 
 std::size_t ir_size(const ir::Program& program) { return ir::analysis::node_size(program.entry); }
 
-bool same_program(const ir::Program& a, const ir::Program& b) { return a.entry.same_as(b.entry); }
-
 void print_timings(std::ostream& log, const std::vector<PassTiming>& timings) {
   log << "; ===== pass execution timing report =====\n";
   log << fmt::format("; {:<16} {:>12} {:>8} {:>8} {}\n", "pass", "wall (us)", "before", "after", "changed");
@@ -82,7 +88,8 @@ void print_timings(std::ostream& log, const std::vector<PassTiming>& timings) {
   for (const PassTiming& timing : timings) {
     total += timing.wall_time;
     log << fmt::format("; {:<16} {:>12.1f} {:>8} {:>8} {}\n", timing.pass, timing.wall_time.count() / 1000.0,
-                       timing.nodes_before, timing.nodes_after, timing.changed ? "yes" : "no");
+                       timing.nodes_before, timing.nodes_after,
+                       timing.skipped ? "skipped" : timing.changed ? "yes" : "no");
   }
   log << fmt::format("; {:<16} {:>12.1f}\n", "total", total.count() / 1000.0);
 }
@@ -99,20 +106,33 @@ ir::Program run_passes(ir::Program program, const PassOptions& options, std::vec
 
   std::vector<PassTiming> local_timings;
   std::vector<PassTiming>& record = timings ? *timings : local_timings;
+  record.reserve(record.size() + passes.size() * (options.passes.empty() ? options.max_rounds : 1));
+  const bool count_nodes = timings != nullptr || options.time_passes;
+  std::size_t nodes = count_nodes ? ir_size(program) : 0;
+  // Per pass, an entry on which running it is known to change nothing.
+  std::map<const PassInfo*, ir::Node> fixed_point;
   bool iterate = options.passes.empty() && options.level == OptimizationLevel::O2;
   unsigned rounds = iterate ? std::max(1u, options.max_rounds) : 1;
   for (unsigned round = 0; round < rounds; ++round) {
     bool round_changed = false;
     for (const PassInfo* pass : passes) {
-      PassTiming timing{pass->name, {}, ir_size(program), 0, false};
+      PassTiming timing{pass->name, {}, nodes, nodes, false, false};
+      ir::Node& known = fixed_point[pass];
+      if (known.defined() && known.same_as(program.entry)) {
+        timing.skipped = true;
+        record.push_back(timing);
+        continue;
+      }
+      const ir::Node before = program.entry;
       auto start = std::chrono::steady_clock::now();
-      ir::Program result = pass->run(program);
+      program = pass->run(std::move(program));
       timing.wall_time = std::chrono::steady_clock::now() - start;
-      timing.changed = !same_program(result, program);
-      timing.nodes_after = ir_size(result);
+      timing.changed = !program.entry.same_as(before);
+      if (count_nodes && timing.changed) nodes = ir_size(program);
+      timing.nodes_after = nodes;
       record.push_back(timing);
       round_changed |= timing.changed;
-      program = std::move(result);
+      known = !timing.changed ? before : pass->idempotent ? program.entry : ir::Node();
       if (options.verify_each) {
         std::vector<std::string> problems = ir::verify(program);
         if (!problems.empty()) {

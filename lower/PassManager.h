@@ -27,6 +27,9 @@ struct PassInfo {
   std::string name;         // as written on the command line: "fold_constants"
   std::string description;  // one line
   std::function<ir::Program(ir::Program)> run;
+  /// run(run(p)) == run(p) for every p: the pass manager then knows the pass has
+  /// nothing left to do on its own output (tests/passes check the claim).
+  bool idempotent = false;
 };
 
 /// Every pass, in a stable order: fold_constants, cse, licm, dce, unroll_loops,
@@ -49,6 +52,9 @@ struct PassTiming {
   std::size_t nodes_before = 0;  // IR nodes (statements + expressions) in the entry
   std::size_t nodes_after = 0;
   bool changed = false;
+  /// Not run: the IR was one the pass had already left unchanged, or the pass's own
+  /// output with nothing changed since (an idempotent pass has nothing to add).
+  bool skipped = false;
 };
 
 struct PassOptions {
@@ -67,8 +73,13 @@ struct PassOptions {
 
 /// Runs the configured pipeline. Printed IR is preceded by
 /// `; *** IR Dump After NAME ***` and appears only when that pass changed the IR.
-/// `timings` (optional) receives one entry per pass run, whether or not time_passes is
-/// set. Throws PassError (unknown pass, verification failure with verify_each).
+/// A pass is skipped (and reported as such) when its result is already known: the IR is
+/// one it left unchanged before, or its own output (idempotent passes) with no pass
+/// having changed it since. Passes are deterministic, so skipping never changes the
+/// result. `timings` (optional) receives one entry per pass in the pipeline, skipped
+/// ones included, whether or not time_passes is set; IR sizes are counted only when
+/// timings are wanted. Throws PassError (unknown pass, verification failure with
+/// verify_each).
 ir::Program run_passes(ir::Program program, const PassOptions& options, std::vector<PassTiming>* timings = nullptr);
 
 /// Parses "a,b,c" into pass names, checking each exists (PassError otherwise).

@@ -2,109 +2,23 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ir/IRMutator.h"
 #include "ir/IRVisitor.h"
 
 namespace quantc::ir::analysis {
 namespace {
 
-class NameCollector : public IRVisitor {
+class VariableCollector : public IRVisitor {
  public:
-  std::set<std::string> used, assigned, declared;
-  std::size_t size = 0;
-  bool has_return = false;
+  explicit VariableCollector(std::set<std::string>& used) : used_(used) {}
 
  protected:
-  void visit_Var(const Var& node) override {
-    ++size;
-    used.insert(node.name);
-  }
-  void visit_Let(const Let& node) override {
-    ++size;
-    declared.insert(node.name);
-    IRVisitor::visit_Let(node);
-  }
-  void visit_Assign(const Assign& node) override {
-    ++size;
-    assigned.insert(node.name);
-    IRVisitor::visit_Assign(node);
-  }
-  void visit_Loop(const Loop& node) override {
-    ++size;
-    declared.insert(node.var);
-    IRVisitor::visit_Loop(node);
-  }
-  void visit_Return(const Return&) override {
-    ++size;
-    has_return = true;
-  }
-  // Every other kind only counts itself and recurses.
-#define QUANTC_COUNT(name)                                        \
-  void visit_##name(const name& node) override {                  \
-    ++size;                                                       \
-    IRVisitor::visit_##name(node);                                \
-  }
-  QUANTC_COUNT(Literal)
-  QUANTC_COUNT(Load)
-  QUANTC_COUNT(Binary)
-  QUANTC_COUNT(Unary)
-  QUANTC_COUNT(Cast)
-  QUANTC_COUNT(Select)
-  QUANTC_COUNT(Fma)
-  QUANTC_COUNT(BufferLength)
-  QUANTC_COUNT(Builtin)
-  QUANTC_COUNT(SubgroupShuffle)
-  QUANTC_COUNT(SubgroupReduce)
-  QUANTC_COUNT(SubgroupBallot)
-  QUANTC_COUNT(Lookup)
-  QUANTC_COUNT(Store)
-  QUANTC_COUNT(If)
-  QUANTC_COUNT(Region)
-  QUANTC_COUNT(Barrier)
-#undef QUANTC_COUNT
-};
+  void visit_Var(const Var& node) override { used_.insert(node.name); }
 
-template <class T>
-NameCollector collect(const T& root) {
-  NameCollector collector;
-  collector.visit(root);
-  return collector;
-}
-
-class TrapFinder : public IRVisitor {
- public:
-  bool trap = false;
-  bool subgroup = false;
-
- protected:
-  void visit_Load(const Load& node) override {
-    trap = true;
-    IRVisitor::visit_Load(node);
-  }
-  void visit_Binary(const Binary& node) override {
-    if (node.op == BinaryOp::Div || node.op == BinaryOp::Rem) {
-      const Literal* divisor = node.rhs.as<Literal>();
-      if (divisor == nullptr || divisor->is_zero()) trap = true;
-    }
-    IRVisitor::visit_Binary(node);
-  }
-  void visit_Lookup(const Lookup& node) override {
-    const Literal* index = node.index.as<Literal>();
-    if (index == nullptr || index->bits >= node.table.size()) trap = true;
-    IRVisitor::visit_Lookup(node);
-  }
-  void visit_SubgroupShuffle(const SubgroupShuffle& node) override {
-    trap = subgroup = true;
-    IRVisitor::visit_SubgroupShuffle(node);
-  }
-  void visit_SubgroupReduce(const SubgroupReduce& node) override {
-    trap = subgroup = true;
-    IRVisitor::visit_SubgroupReduce(node);
-  }
-  void visit_SubgroupBallot(const SubgroupBallot& node) override {
-    trap = subgroup = true;
-    IRVisitor::visit_SubgroupBallot(node);
-  }
+ private:
+  std::set<std::string>& used_;
 };
 
 class WritableLoadFinder : public IRVisitor {
@@ -139,16 +53,43 @@ class Substituter : public IRMutator {
 
 }  // namespace
 
-std::set<std::string> used_variables(const Expr& expr) { return collect(expr).used; }
-std::set<std::string> used_variables(const Node& node) { return collect(node).used; }
-std::set<std::string> assigned_variables(const Node& node) { return collect(node).assigned; }
-std::set<std::string> declared_names(const Node& node) { return collect(node).declared; }
+std::set<std::string> used_variables(const Expr& expr) {
+  std::set<std::string> used;
+  VariableCollector(used).visit(expr);
+  return used;
+}
+
+std::set<std::string> used_variables(const Node& node) {
+  std::set<std::string> used;
+  VariableCollector collector(used);
+  collector.visit(node);
+  return used;
+}
+
+std::set<std::string> assigned_variables(const Node& node) {
+  std::set<std::string> assigned;
+  for_each_statement(node, [&](const NodeBase& stmt) {
+    if (stmt.kind == NodeKind::Assign) assigned.insert(static_cast<const Assign&>(stmt).name);
+  });
+  return assigned;
+}
+
+std::set<std::string> declared_names(const Node& node) {
+  std::set<std::string> declared;
+  for_each_statement(node, [&](const NodeBase& stmt) {
+    if (stmt.kind == NodeKind::Let) declared.insert(static_cast<const Let&>(stmt).name);
+    if (stmt.kind == NodeKind::Loop) declared.insert(static_cast<const Loop&>(stmt).var);
+  });
+  return declared;
+}
 
 std::set<std::string> all_names(const Program& program) {
-  NameCollector collector = collect(program.entry);
-  std::set<std::string> names = collector.used;
-  names.insert(collector.declared.begin(), collector.declared.end());
-  names.insert(collector.assigned.begin(), collector.assigned.end());
+  std::set<std::string> names = used_variables(program.entry);
+  for_each_statement(program.entry, [&](const NodeBase& stmt) {
+    if (stmt.kind == NodeKind::Let) names.insert(static_cast<const Let&>(stmt).name);
+    if (stmt.kind == NodeKind::Loop) names.insert(static_cast<const Loop&>(stmt).var);
+    if (stmt.kind == NodeKind::Assign) names.insert(static_cast<const Assign&>(stmt).name);
+  });
   return names;
 }
 
@@ -159,97 +100,139 @@ std::string fresh_name(const std::string& base, std::set<std::string>& taken) {
   return name;
 }
 
-std::size_t expr_size(const Expr& expr) { return collect(expr).size; }
-std::size_t node_size(const Node& node) { return collect(node).size; }
+NameSupply::NameSupply(Node root) : root_(std::move(root)) {}
 
-bool structurally_equal(const Expr& a, const Expr& b) {
-  if (a.same_as(b)) return true;
-  if (!a.defined() || !b.defined() || a.kind() != b.kind() || a.type() != b.type()) return false;
-  switch (a.kind()) {
+std::string NameSupply::fresh(const std::string& base) {
+  if (!collected_) {
+    // Every name a Var reads is declared by a Let or Loop of the program (verified
+    // input), so the declarations are all the names there are.
+    for_each_statement(root_, [&](const NodeBase& stmt) {
+      if (stmt.kind == NodeKind::Let) program_names_.push_back(static_cast<const Let&>(stmt).name);
+      if (stmt.kind == NodeKind::Loop) program_names_.push_back(static_cast<const Loop&>(stmt).var);
+    });
+    std::sort(program_names_.begin(), program_names_.end());
+    collected_ = true;
+  }
+  std::string name = base;
+  for (int suffix = 2; taken(name); ++suffix) name = fmt::format("{}_{}", base, suffix);
+  handed_out_.push_back(name);
+  return name;
+}
+
+bool NameSupply::taken(std::string_view name) const {
+  if (std::binary_search(program_names_.begin(), program_names_.end(), name)) return true;
+  return std::find(handed_out_.begin(), handed_out_.end(), name) != handed_out_.end();
+}
+
+std::size_t expr_size(const Expr& expr) { return expr.defined() ? expr.get()->subtree_size() : 0; }
+
+std::size_t node_size(const Node& node) {
+  std::size_t size = 0;
+  for_each_statement(node, [&](const NodeBase& stmt) {
+    if (stmt.kind != NodeKind::Block) ++size;  // a Block only groups statements
+    for_each_operand(stmt, [&](const Expr& expr) { size += expr_size(expr); });
+  });
+  return size;
+}
+
+bool structurally_equal(const Expr& a, const Expr& b) { return structurally_equal(a.get(), b.get()); }
+
+bool structurally_equal(const ExprBase* a, const ExprBase* b) {
+  if (a == b) return true;
+  if (a == nullptr || b == nullptr || a->structural_hash() != b->structural_hash() ||
+      a->subtree_size() != b->subtree_size() || a->kind != b->kind || a->type != b->type) {
+    return false;
+  }
+  auto same = [](const Expr& x, const Expr& y) { return structurally_equal(x.get(), y.get()); };
+  switch (a->kind) {
     case ExprKind::Literal:
-      return a.as<Literal>()->bits == b.as<Literal>()->bits;
+      return static_cast<const Literal*>(a)->bits == static_cast<const Literal*>(b)->bits;
     case ExprKind::Var:
-      return a.as<Var>()->name == b.as<Var>()->name;
-    case ExprKind::Load:
-      return a.as<Load>()->buffer == b.as<Load>()->buffer && a.as<Load>()->alignment == b.as<Load>()->alignment &&
-             structurally_equal(a.as<Load>()->index, b.as<Load>()->index);
-    case ExprKind::Binary: {
-      const Binary *x = a.as<Binary>(), *y = b.as<Binary>();
-      return x->op == y->op && structurally_equal(x->lhs, y->lhs) && structurally_equal(x->rhs, y->rhs);
+      return static_cast<const Var*>(a)->name == static_cast<const Var*>(b)->name;
+    case ExprKind::Load: {
+      auto *x = static_cast<const Load*>(a), *y = static_cast<const Load*>(b);
+      return x->buffer == y->buffer && x->alignment == y->alignment && same(x->index, y->index);
     }
-    case ExprKind::Unary:
-      return a.as<Unary>()->op == b.as<Unary>()->op && structurally_equal(a.as<Unary>()->operand, b.as<Unary>()->operand);
+    case ExprKind::Binary: {
+      auto *x = static_cast<const Binary*>(a), *y = static_cast<const Binary*>(b);
+      return x->op == y->op && same(x->lhs, y->lhs) && same(x->rhs, y->rhs);
+    }
+    case ExprKind::Unary: {
+      auto *x = static_cast<const Unary*>(a), *y = static_cast<const Unary*>(b);
+      return x->op == y->op && same(x->operand, y->operand);
+    }
     case ExprKind::Cast:
-      return structurally_equal(a.as<Cast>()->value, b.as<Cast>()->value);
+      return same(static_cast<const Cast*>(a)->value, static_cast<const Cast*>(b)->value);
     case ExprKind::Bitcast:
-      return structurally_equal(a.as<Bitcast>()->value, b.as<Bitcast>()->value);
+      return same(static_cast<const Bitcast*>(a)->value, static_cast<const Bitcast*>(b)->value);
     case ExprKind::MakeVector: {
-      const MakeVector *x = a.as<MakeVector>(), *y = b.as<MakeVector>();
+      auto *x = static_cast<const MakeVector*>(a), *y = static_cast<const MakeVector*>(b);
+      if (x->lanes.size() != y->lanes.size()) return false;
       for (std::size_t i = 0; i < x->lanes.size(); ++i) {
-        if (!structurally_equal(x->lanes[i], y->lanes[i])) return false;
+        if (!same(x->lanes[i], y->lanes[i])) return false;
       }
       return true;
     }
-    case ExprKind::ExtractLane:
-      return a.as<ExtractLane>()->lane == b.as<ExtractLane>()->lane &&
-             structurally_equal(a.as<ExtractLane>()->vector, b.as<ExtractLane>()->vector);
+    case ExprKind::ExtractLane: {
+      auto *x = static_cast<const ExtractLane*>(a), *y = static_cast<const ExtractLane*>(b);
+      return x->lane == y->lane && same(x->vector, y->vector);
+    }
     case ExprKind::InsertLane: {
-      const InsertLane *x = a.as<InsertLane>(), *y = b.as<InsertLane>();
-      return x->lane == y->lane && structurally_equal(x->vector, y->vector) && structurally_equal(x->value, y->value);
+      auto *x = static_cast<const InsertLane*>(a), *y = static_cast<const InsertLane*>(b);
+      return x->lane == y->lane && same(x->vector, y->vector) && same(x->value, y->value);
     }
     case ExprKind::Permute: {
-      const Permute *x = a.as<Permute>(), *y = b.as<Permute>();
-      return structurally_equal(x->a, y->a) && structurally_equal(x->b, y->b) &&
-             structurally_equal(x->selector, y->selector);
+      auto *x = static_cast<const Permute*>(a), *y = static_cast<const Permute*>(b);
+      return same(x->a, y->a) && same(x->b, y->b) && same(x->selector, y->selector);
     }
     case ExprKind::Select: {
-      const Select *x = a.as<Select>(), *y = b.as<Select>();
-      return structurally_equal(x->cond, y->cond) && structurally_equal(x->if_true, y->if_true) &&
-             structurally_equal(x->if_false, y->if_false);
+      auto *x = static_cast<const Select*>(a), *y = static_cast<const Select*>(b);
+      return same(x->cond, y->cond) && same(x->if_true, y->if_true) && same(x->if_false, y->if_false);
     }
     case ExprKind::Fma: {
-      const Fma *x = a.as<Fma>(), *y = b.as<Fma>();
-      return structurally_equal(x->a, y->a) && structurally_equal(x->b, y->b) && structurally_equal(x->c, y->c);
+      auto *x = static_cast<const Fma*>(a), *y = static_cast<const Fma*>(b);
+      return same(x->a, y->a) && same(x->b, y->b) && same(x->c, y->c);
     }
     case ExprKind::BufferLength:
-      return a.as<BufferLength>()->buffer == b.as<BufferLength>()->buffer;
-    case ExprKind::Builtin:
-      return a.as<Builtin>()->builtin == b.as<Builtin>()->builtin && a.as<Builtin>()->axis == b.as<Builtin>()->axis;
-    case ExprKind::SubgroupShuffle: {
-      const SubgroupShuffle *x = a.as<SubgroupShuffle>(), *y = b.as<SubgroupShuffle>();
-      return structurally_equal(x->value, y->value) && structurally_equal(x->lane, y->lane);
+      return static_cast<const BufferLength*>(a)->buffer == static_cast<const BufferLength*>(b)->buffer;
+    case ExprKind::Builtin: {
+      auto *x = static_cast<const Builtin*>(a), *y = static_cast<const Builtin*>(b);
+      return x->builtin == y->builtin && x->axis == y->axis;
     }
-    case ExprKind::SubgroupReduce:
-      return a.as<SubgroupReduce>()->op == b.as<SubgroupReduce>()->op &&
-             structurally_equal(a.as<SubgroupReduce>()->value, b.as<SubgroupReduce>()->value);
+    case ExprKind::SubgroupShuffle: {
+      auto *x = static_cast<const SubgroupShuffle*>(a), *y = static_cast<const SubgroupShuffle*>(b);
+      return same(x->value, y->value) && same(x->lane, y->lane);
+    }
+    case ExprKind::SubgroupReduce: {
+      auto *x = static_cast<const SubgroupReduce*>(a), *y = static_cast<const SubgroupReduce*>(b);
+      return x->op == y->op && same(x->value, y->value);
+    }
     case ExprKind::SubgroupBallot:
-      return structurally_equal(a.as<SubgroupBallot>()->cond, b.as<SubgroupBallot>()->cond);
-    case ExprKind::Lookup:
-      return a.as<Lookup>()->table == b.as<Lookup>()->table &&
-             structurally_equal(a.as<Lookup>()->index, b.as<Lookup>()->index);
+      return same(static_cast<const SubgroupBallot*>(a)->cond, static_cast<const SubgroupBallot*>(b)->cond);
+    case ExprKind::Lookup: {
+      auto *x = static_cast<const Lookup*>(a), *y = static_cast<const Lookup*>(b);
+      return x->table == y->table && same(x->index, y->index);
+    }
   }
   return false;
 }
 
-bool may_trap(const Expr& expr) {
-  TrapFinder finder;
-  finder.visit(expr);
-  return finder.trap;
-}
+bool may_trap(const Expr& expr) { return expr.defined() && expr.get()->subtree_may_trap(); }
 
-bool has_subgroup_op(const Expr& expr) {
-  TrapFinder finder;
-  finder.visit(expr);
-  return finder.subgroup;
-}
+bool has_subgroup_op(const Expr& expr) { return expr.defined() && expr.get()->subtree_has_subgroup_op(); }
 
 bool loads_writable_buffer(const Expr& expr, const Program& program) {
+  if (!expr.defined() || !expr.get()->subtree_has_load()) return false;
   WritableLoadFinder finder(program);
   finder.visit(expr);
   return finder.found;
 }
 
-bool contains_return(const Node& node) { return collect(node).has_return; }
+bool contains_return(const Node& node) {
+  bool found = false;
+  for_each_statement(node, [&](const NodeBase& stmt) { found |= stmt.kind == NodeKind::Return; });
+  return found;
+}
 
 Expr substitute(const Expr& expr, const std::map<std::string, Expr>& replacements) {
   if (replacements.empty()) return expr;

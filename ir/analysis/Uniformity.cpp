@@ -39,9 +39,7 @@ class UniformityWalker : public IRVisitor {
   void visit_If(const If& node) override {
     check_subgroup_ops(node.cond);
     bool divergent = analysis_.shape_of(node.cond) != Shape::Uniform;
-    if (divergent) {
-      control_.push_back(fmt::format("it sits under `if {}` whose condition is not subgroup-uniform", print(node.cond)));
-    }
+    if (divergent) control_.push_back({Reason::IfCondition, &node});
     visit(node.then_body);
     visit(node.else_body);
     if (divergent) control_.pop_back();
@@ -51,16 +49,13 @@ class UniformityWalker : public IRVisitor {
     check_subgroup_ops(node.to);
     bool divergent = analysis_.shape_of(node.from) != Shape::Uniform || analysis_.shape_of(node.to) != Shape::Uniform;
     bind(node.var, divergent ? Shape::Divergent : Shape::Uniform);
-    if (divergent) {
-      control_.push_back(fmt::format("it sits in loop `{}` whose bounds {} .. {} are not subgroup-uniform", node.var,
-                                     print(node.from), print(node.to)));
-    }
+    if (divergent) control_.push_back({Reason::LoopBounds, &node});
     // A lane that returned in an earlier iteration makes the whole body divergent.
     std::size_t exits_before = divergent_exits_;
     visit(node.body);
     if (divergent_exits_ > exits_before && !loop_reason_pushed_.count(&node)) {
       loop_reason_pushed_.insert(&node);
-      control_.push_back(fmt::format("a lane may have returned early in loop `{}`", node.var));
+      control_.push_back({Reason::ReturnInLoop, &node});
       visit(node.body);  // revisit the body under divergent control
       control_.pop_back();
     }
@@ -70,7 +65,7 @@ class UniformityWalker : public IRVisitor {
     if (control_.empty()) return;
     // Lanes that did not return continue alone: everything after is divergent.
     ++divergent_exits_;
-    control_.insert(control_.begin(), "a lane may have returned earlier under divergent control");
+    control_.insert(control_.begin(), {Reason::EarlierReturn, nullptr});
   }
 
  private:
@@ -97,12 +92,35 @@ class UniformityWalker : public IRVisitor {
       }
     } finder;
     finder.visit(expr);
-    for (const Expr& op : finder.found) divergent_ops.push_back({print(op), control_.back()});
+    for (const Expr& op : finder.found) divergent_ops.push_back({print(op), describe(control_.back())});
   }
 
   const Uniformity& analysis_;
   bool record_;
-  std::vector<std::string> control_;  // why control is divergent, innermost last
+  /// Why control is divergent, kept as the statement that made it so and formatted only
+  /// when a divergent subgroup operation is reported (walks repeat to a fixed point).
+  struct Reason {
+    enum Kind { IfCondition, LoopBounds, ReturnInLoop, EarlierReturn } kind;
+    const NodeBase* node;
+  };
+  static std::string describe(const Reason& reason) {
+    switch (reason.kind) {
+      case Reason::IfCondition:
+        return fmt::format("it sits under `if {}` whose condition is not subgroup-uniform",
+                           print(static_cast<const If*>(reason.node)->cond));
+      case Reason::LoopBounds: {
+        const Loop& loop = *static_cast<const Loop*>(reason.node);
+        return fmt::format("it sits in loop `{}` whose bounds {} .. {} are not subgroup-uniform", loop.var,
+                           print(loop.from), print(loop.to));
+      }
+      case Reason::ReturnInLoop:
+        return fmt::format("a lane may have returned early in loop `{}`", static_cast<const Loop*>(reason.node)->var);
+      case Reason::EarlierReturn:
+        break;
+    }
+    return "a lane may have returned earlier under divergent control";
+  }
+  std::vector<Reason> control_;  // innermost last
   std::size_t divergent_exits_ = 0;
   std::set<const Loop*> loop_reason_pushed_;
 };

@@ -62,9 +62,25 @@ ValueRange binary_range(const Binary& node, const ValueRange& a, const ValueRang
     case BinaryOp::Max:
       return make_range(std::max(a.min, b.min), std::max(a.max, b.max), std::gcd(a.multiple_of, b.multiple_of), type);
     case BinaryOp::BitAnd: {
+      // Every bit below the lowest bit either operand's multiple guarantees is clear.
       std::uint64_t multiple = std::max(low_bit(a.multiple_of), low_bit(b.multiple_of));
-      if (multiple > type_max(type)) multiple = kHugeMultiple;
-      return make_range(0, std::min(a.max, b.max), multiple, type);
+      if (multiple > type_max(type)) return ValueRange::constant(0);
+      // x & m never exceeds x nor m.
+      std::uint64_t low = 0, high = std::min(a.max, b.max);
+      for (auto [value, mask] : {std::pair{a, b}, std::pair{b, a}}) {
+        if (!mask.is_constant()) continue;
+        const std::uint64_t cleared = ~mask.min & type_max(type);
+        if ((cleared & (cleared + 1)) == 0) {
+          // A mask clearing only low bits (x & ~7): x rounded down to a multiple of
+          // cleared + 1, which is monotone, so the bounds are the bounds' images.
+          low = std::max(low, value.min & mask.min);
+          high = std::min(high, value.max & mask.min);
+        } else if ((mask.min & (mask.min + 1)) == 0 && value.max <= mask.min) {
+          return value;  // x & (2^k - 1) with x < 2^k is x
+        }
+      }
+      high -= high % multiple;  // the largest multiple of `multiple` not above `high`
+      return make_range(low, high, multiple, type);
     }
     case BinaryOp::BitOr:
     case BinaryOp::BitXor: {
@@ -95,9 +111,13 @@ ValueRange binary_range(const Binary& node, const ValueRange& a, const ValueRang
   return ValueRange::full(type);
 }
 
+}  // namespace
+
 class RangeEvaluator {
  public:
-  explicit RangeEvaluator(const RangeEnvironment& environment) : environment_(environment) {}
+  /// Evaluates with the first `visible` facts of `environment`.
+  RangeEvaluator(const RangeEnvironment& environment, std::size_t visible)
+      : environment_(environment), visible_(visible) {}
 
   ValueRange evaluate(const Expr& expr) {
     if (!has_range(expr.type())) return ValueRange::full(expr.type());
@@ -107,7 +127,7 @@ class RangeEvaluator {
       case ExprKind::Literal:
         return ValueRange::constant(expr.as<Literal>()->bits);
       case ExprKind::Var:
-        return environment_.variable(expr.as<Var>()->name).value_or(ValueRange::full(type));
+        return environment_.variable(expr.as<Var>()->name, visible_).value_or(ValueRange::full(type));
       case ExprKind::Binary: {
         const Binary& node = *expr.as<Binary>();
         if (!has_range(node.lhs.type())) return is_comparison(node.op) ? ValueRange{0, 1, 1} : ValueRange::full(type);
@@ -171,7 +191,10 @@ class RangeEvaluator {
   }
 
   const RangeEnvironment& environment_;
+  std::size_t visible_;
 };
+
+namespace {
 
 class AssignFinder {
  public:
@@ -189,20 +212,41 @@ ValueRange ValueRange::full(Type type) {
 ValueRange ValueRange::constant(std::uint64_t value) { return ValueRange{value, value, value == 0 ? kHugeMultiple : value}; }
 
 RangeEnvironment::RangeEnvironment(const Program& program)
-    : program_(program), assigned_(AssignFinder::find(program)) {}
+    : program_(program) {
+  std::set<std::string> assigned = AssignFinder::find(program);
+  assigned_.assign(assigned.begin(), assigned.end());
+  facts_.reserve(16);
+}
 
 std::optional<ValueRange> RangeEnvironment::variable(const std::string& name) const {
-  for (auto fact = facts_.rbegin(); fact != facts_.rend(); ++fact) {
-    if (fact->first == name) return fact->second;
+  return variable(name, facts_.size());
+}
+
+std::optional<ValueRange> RangeEnvironment::variable(const std::string& name, std::size_t visible) const {
+  if (visible == 0) return std::nullopt;
+  const std::uint64_t hash = name_hash(name);
+  for (std::size_t i = visible; i-- > 0;) {
+    const Fact& fact = facts_[i];
+    if (fact.hash != hash || fact.name != name) continue;
+    // A pushed value's range depends only on the facts below it, which cannot change
+    // while it is in scope: compute it once.
+    if (!fact.range) fact.range = RangeEvaluator(*this, i).evaluate(fact.value);
+    return fact.range;
   }
   return std::nullopt;
 }
 
-void RangeEnvironment::push(const std::string& name, ValueRange range) { facts_.emplace_back(name, range); }
+void RangeEnvironment::push(const std::string& name, ValueRange range) {
+  facts_.push_back(Fact{name_hash(name), name, range, Expr()});
+}
+
+void RangeEnvironment::push_value(const std::string& name, Expr value) {
+  facts_.push_back(Fact{name_hash(name), name, std::nullopt, std::move(value)});
+}
 void RangeEnvironment::pop() { facts_.pop_back(); }
 
 ValueRange range_of(const Expr& expr, const RangeEnvironment& environment) {
-  return RangeEvaluator(environment).evaluate(expr);
+  return RangeEvaluator(environment, environment.depth()).evaluate(expr);
 }
 
 bool proven_safe(const Expr& expr, const RangeEnvironment& environment) {
@@ -260,16 +304,26 @@ std::optional<bool> decide_comparison(BinaryOp op, const ValueRange& a, const Va
   return std::nullopt;
 }
 
+std::optional<ValueRange> let_fact(const Let& let, const RangeEnvironment& environment) {
+  if (!has_range(let.value.type()) || environment.is_assigned(let.name)) return std::nullopt;
+  return range_of(let.value, environment);
+}
+
+std::optional<ValueRange> loop_fact(const Expr& from_expr, const Expr& to_expr, const RangeEnvironment& environment) {
+  if (!has_range(from_expr.type())) return std::nullopt;
+  ValueRange from = range_of(from_expr, environment), to = range_of(to_expr, environment);
+  if (to.max == 0) return std::nullopt;  // the body never runs; no fact needed
+  return ValueRange{from.min, std::max(from.min, to.max - 1), 1};
+}
+
 std::vector<std::pair<std::string, ValueRange>> let_facts(const Let& let, const RangeEnvironment& environment) {
-  if (environment.is_assigned(let.name) || !has_range(let.value.type())) return {};
-  return {{let.name, range_of(let.value, environment)}};
+  if (std::optional<ValueRange> range = let_fact(let, environment)) return {{let.name, *range}};
+  return {};
 }
 
 std::vector<std::pair<std::string, ValueRange>> loop_facts(const Loop& loop, const RangeEnvironment& environment) {
-  if (!has_range(loop.from.type())) return {};
-  ValueRange from = range_of(loop.from, environment), to = range_of(loop.to, environment);
-  if (to.max == 0) return {};  // the body never runs; no fact needed
-  return {{loop.var, ValueRange{from.min, std::max(from.min, to.max - 1), 1}}};
+  if (std::optional<ValueRange> range = loop_fact(loop.from, loop.to, environment)) return {{loop.var, *range}};
+  return {};
 }
 
 std::vector<std::pair<std::string, ValueRange>> guard_facts(const Expr& cond, const RangeEnvironment& environment) {
@@ -318,11 +372,9 @@ Node RangeTrackingMutator::mutate_Block(const Block& node, const Node& self) {
   bool changed = false;
   std::size_t pushed = 0;
   auto push_facts = [&](const Node& stmt) {
-    if (const Let* let = stmt.as<Let>()) {
-      for (const auto& [name, range] : let_facts(*let, ranges_)) {
-        ranges_.push(name, range);
-        ++pushed;
-      }
+    if (const Let* let = stmt.as<Let>(); let && has_range(let->value.type()) && !ranges_.is_assigned(let->name)) {
+      ranges_.push_value(let->name, let->value);  // let_fact, computed when first needed
+      ++pushed;
     }
   };
   for (const Node& stmt : node.stmts) {
@@ -346,12 +398,10 @@ Node RangeTrackingMutator::mutate_Block(const Block& node, const Node& self) {
 Node RangeTrackingMutator::mutate_Loop(const Loop& node, const Node& self) {
   Expr from = mutate(node.from);
   Expr to = mutate(node.to);
-  Node body;
-  {
-    Loop probe(node.var, from, to, node.body);
-    RangeScope scope(ranges_, loop_facts(probe, ranges_));
-    body = mutate(node.body);
-  }
+  std::optional<ValueRange> fact = loop_fact(from, to, ranges_);
+  if (fact) ranges_.push(node.var, *fact);
+  Node body = mutate(node.body);
+  if (fact) ranges_.pop();
   if (from.same_as(node.from) && to.same_as(node.to) && body.same_as(node.body)) return self;
   return Loop::make(node.var, from, to, body);
 }

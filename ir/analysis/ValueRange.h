@@ -12,6 +12,7 @@
 // expression gets the full range of its type (callers check `is_known`).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -45,15 +46,32 @@ class RangeEnvironment {
   std::optional<ValueRange> variable(const std::string& name) const;
   /// Records `range` for `name` until the matching pop().
   void push(const std::string& name, ValueRange range);
+  /// Records that `name` (a never-assigned variable) holds `value`: its fact is
+  /// range_of(value) under the facts in scope now, computed on the first query that
+  /// needs it (most let values are never asked about), until the matching pop().
+  void push_value(const std::string& name, Expr value);
   void pop();
+  /// How many facts are in scope.
+  std::size_t depth() const { return facts_.size(); }
   /// True when `name` is assigned somewhere in the program (its Let value is then not
   /// a fact about later uses).
-  bool is_assigned(const std::string& name) const { return assigned_.count(name) != 0; }
+  bool is_assigned(const std::string& name) const {
+    return !assigned_.empty() && std::find(assigned_.begin(), assigned_.end(), name) != assigned_.end();
+  }
 
  private:
+  friend class RangeEvaluator;
+  struct Fact {
+    std::uint64_t hash;  // name_hash(name): lookups compare hashes before names
+    std::string name;
+    mutable std::optional<ValueRange> range;  // unset until asked for a pushed value
+    Expr value;
+  };
+  /// The fact for `name` among the first `visible` facts.
+  std::optional<ValueRange> variable(const std::string& name, std::size_t visible) const;
   const Program& program_;
-  std::vector<std::pair<std::string, ValueRange>> facts_;
-  std::set<std::string> assigned_;
+  std::vector<Fact> facts_;
+  std::vector<std::string> assigned_;  // few: accumulators and flags
 };
 
 /// The range of `expr` given the facts in `environment`. Never fails: anything
@@ -79,6 +97,9 @@ std::optional<bool> decide_comparison(BinaryOp op, const ValueRange& lhs, const 
 /// Each returns the (name, range) pairs to push.
 std::vector<std::pair<std::string, ValueRange>> let_facts(const Let& let, const RangeEnvironment& environment);
 std::vector<std::pair<std::string, ValueRange>> loop_facts(const Loop& loop, const RangeEnvironment& environment);
+/// The same facts without building vectors: the range a Let or Loop gives its variable.
+std::optional<ValueRange> let_fact(const Let& let, const RangeEnvironment& environment);
+std::optional<ValueRange> loop_fact(const Expr& from, const Expr& to, const RangeEnvironment& environment);
 std::vector<std::pair<std::string, ValueRange>> guard_facts(const Expr& cond, const RangeEnvironment& environment);
 
 /// RAII: pushes facts into an environment and pops them at scope exit.

@@ -14,7 +14,7 @@ ir::Program optimize(const ir::Program& program, const PassOptions& options) {
 
 CompiledKernel compile(const ir::Program& program, const CompileOptions& options) {
   CompiledKernel kernel{optimize(program, options.passes), {}};
-  kernel.ptx = lower_to_ptx(kernel.program, options.target);
+  kernel.ptx = lower_verified_to_ptx(kernel.program, options.target);
   return kernel;
 }
 

@@ -2,7 +2,10 @@
 // its Let and every Assign to it; dropping its value drops at most a load that the
 // program never used (as every compiler does), never a store or a subgroup operation
 // feeding a live value.
-#include <set>
+#include <string_view>
+#include <unordered_set>
+
+#include "ir/IRVisitor.h"
 
 #include "ir/IRMutator.h"
 #include "ir/analysis/Structure.h"
@@ -13,9 +16,20 @@ namespace {
 
 using namespace ir;
 
+/// The names of the variables read anywhere under `node`; the views point into the
+/// tree's Var nodes, so they are valid while `node` is.
+std::unordered_set<std::string_view> read_variables(const Node& node) {
+  struct Reads : IRVisitor {
+    std::unordered_set<std::string_view> names;
+    void visit_Var(const Var& var) override { names.insert(var.name); }
+  } reads;
+  reads.visit(node);
+  return std::move(reads.names);
+}
+
 class DeadCodeRemover : public IRMutator {
  public:
-  explicit DeadCodeRemover(std::set<std::string> read) : read_(std::move(read)) {}
+  explicit DeadCodeRemover(std::unordered_set<std::string_view> read) : read_(std::move(read)) {}
 
  protected:
   Node mutate_Let(const Let& node, const Node& self) override { return read_.count(node.name) ? self : Node(); }
@@ -54,7 +68,7 @@ class DeadCodeRemover : public IRMutator {
   }
 
  private:
-  std::set<std::string> read_;
+  std::unordered_set<std::string_view> read_;
 };
 
 }  // namespace
@@ -62,7 +76,7 @@ class DeadCodeRemover : public IRMutator {
 ir::Program eliminate_dead_code(ir::Program program) {
   // Removing one dead variable can make others dead: iterate to a fixed point.
   for (int round = 0; round < 16; ++round) {
-    Node entry = DeadCodeRemover(analysis::used_variables(program.entry)).mutate(program.entry);
+    Node entry = DeadCodeRemover(read_variables(program.entry)).mutate(program.entry);
     if (entry.same_as(program.entry)) break;
     program.entry = entry;
   }

@@ -5,6 +5,8 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 #include <optional>
 
 #include "ir/Arithmetic.h"
@@ -22,7 +24,12 @@ using analysis::ValueRange;
 
 bool is_unsigned_integer(Type type) { return type.is_scalar() && is_integer(type) && !is_signed(type); }
 
-std::uint64_t all_ones(ScalarType type) { return Literal::make(type, ~std::uint64_t{0}).as<Literal>()->bits; }
+/// ~0 in `type`'s Literal encoding (signed types sign-extend to all 64 bits).
+std::uint64_t all_ones(ScalarType type) {
+  const unsigned bits = bit_width(type);
+  const bool sign_extended = is_integer(type) && is_signed(type);
+  return sign_extended || bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
+}
 
 bool is_power_of_two(std::uint64_t value) { return value != 0 && (value & (value - 1)) == 0; }
 
@@ -107,7 +114,13 @@ class Simplifier : public analysis::RangeTrackingMutator {
   Expr mutate_Select(const Select& node, const Expr& self) override {
     Expr cond = mutate(node.cond), if_true = mutate(node.if_true), if_false = mutate(node.if_false);
     if (const Literal* literal = cond.as<Literal>()) return literal->bits ? if_true : if_false;
-    if (analysis::structurally_equal(if_true, if_false) && !may_trap(cond)) return if_true;
+    // Both branches are evaluated anyway; dropping the condition must not drop a trap.
+    if (analysis::structurally_equal(if_true, if_false) && droppable(cond)) return if_true;
+    const Literal *t = if_true.as<Literal>(), *f = if_false.as<Literal>();
+    if (t && f && t->scalar() == ScalarType::Bool) {
+      if (t->bits && !f->bits) return cond;                                 // select(c, true, false)
+      if (!t->bits && f->bits) return simplify(Unary::make(UnaryOp::Not, cond));  // select(c, false, true)
+    }
     if (cond.same_as(node.cond) && if_true.same_as(node.if_true) && if_false.same_as(node.if_false)) return self;
     return Select::make(cond, if_true, if_false);
   }
@@ -164,17 +177,101 @@ class Simplifier : public analysis::RangeTrackingMutator {
       ValueRange from = range_of(loop->from, ranges_), to = range_of(loop->to, ranges_);
       if (to.max <= from.min && !may_trap(loop->from) && !may_trap(loop->to)) return Node();  // never runs
     }
+    if (runs_exactly_once(*loop) && droppable(loop->to)) {
+      if (std::optional<std::set<std::string>> clashes = splice_clashes(node, *loop)) return splice_once(*loop, *clashes);
+    }
     return result;
   }
 
   Node mutate_Block(const Block& node, const Node& self) override {
     std::size_t substitutions = substitutions_.size();
+    blocks_.push_back(&node);
     Node result = RangeTrackingMutator::mutate_Block(node, self);
+    blocks_.pop_back();
     substitutions_.resize(substitutions);
     return splice_constant_ifs(result);
   }
 
  private:
+  /// Whether evaluating `expr` may be skipped: it cannot trap, or the ranges prove it safe.
+  bool droppable(const Expr& expr) const { return !may_trap(expr) || analysis::proven_safe(expr, ranges_); }
+
+  /// The loop provably runs exactly one iteration for every invocation.
+  bool runs_exactly_once(const Loop& loop) const {
+    const Literal* from = loop.from.as<Literal>();
+    const Literal* to = loop.to.as<Literal>();
+    if (from && to) {
+      if (is_signed(loop.from.type())) return to->as_int64() - from->as_int64() == 1 && to->as_int64() > from->as_int64();
+      return to->bits == from->bits + 1 && to->bits > from->bits;
+    }
+    if (!is_unsigned_integer(loop.from.type()) || analysis::has_subgroup_op(loop.from)) return false;
+    ValueRange a = range_of(loop.from, ranges_);
+    if (a.max == ValueRange::full(loop.from.type()).max) return false;  // from + 1 may wrap
+    if (const Binary* sum = loop.to.as<Binary>(); sum && sum->op == BinaryOp::Add) {
+      const Literal* one = sum->rhs.as<Literal>();
+      if (one && one->bits == 1 && analysis::structurally_equal(sum->lhs, loop.from)) return true;  // a .. a+1
+    }
+    ValueRange b = range_of(loop.to, ranges_);
+    return a.is_constant() && b.is_constant() && b.min == a.min + 1;
+  }
+
+  /// The names that would clash if the loop variable and the body's top-level lets
+  /// joined the enclosing block: those a statement after the loop in that block
+  /// declares too. nullopt when the enclosing block is unknown.
+  std::optional<std::set<std::string>> splice_clashes(const Loop& original, const Loop& loop) const {
+    if (blocks_.empty()) return std::nullopt;
+    const std::vector<Node>& siblings = blocks_.back()->stmts;
+    std::size_t position = 0;
+    while (position < siblings.size() && siblings[position].get() != &original) ++position;
+    if (position == siblings.size()) return std::nullopt;
+    std::set<std::string> moving{loop.var};
+    for (const Node& stmt : loop.body.as<Block>()->stmts) {
+      if (const Let* let = stmt.as<Let>()) moving.insert(let->name);
+    }
+    std::set<std::string> clashes;
+    for (std::size_t j = position + 1; j < siblings.size(); ++j) {
+      analysis::for_each_statement(siblings[j], [&](const NodeBase& stmt) {
+        const std::string* name = stmt.kind == NodeKind::Let    ? &static_cast<const Let&>(stmt).name
+                                  : stmt.kind == NodeKind::Loop ? &static_cast<const Loop&>(stmt).var
+                                                                : nullptr;
+        if (name && moving.count(*name)) clashes.insert(*name);
+      });
+    }
+    return clashes;
+  }
+
+  /// `for v in a .. a+1 { body }` -> `let v = a; body` in the enclosing block (spliced
+  /// by the Block walk), renaming the variables in `clashes` to fresh names. Every
+  /// invocation runs the body once, so the body runs under the same control as the loop
+  /// did: subgroup operations in it stay where the whole subgroup runs them, and a Return
+  /// in it ends the invocation either way.
+  Node splice_once(const Loop& loop, const std::set<std::string>& clashes) {
+    std::map<std::string, Expr> renames;
+    std::string var = loop.var;
+    if (clashes.count(var)) {
+      var = names().fresh(var);
+      renames[loop.var] = Var::make(loop.from.type(), var);
+    }
+    for (const Node& stmt : loop.body.as<Block>()->stmts) {
+      if (const Let* let = stmt.as<Let>(); let && clashes.count(let->name)) {
+        renames[let->name] = Var::make(let->value.type(), names().fresh(let->name));
+      }
+    }
+    const Node body = analysis::substitute(loop.body, renames);
+    std::vector<Node> stmts{Let::make(var, loop.from)};
+    for (const Node& stmt : body.as<Block>()->stmts) {
+      const Let* let = stmt.as<Let>();
+      auto renamed = let ? renames.find(let->name) : renames.end();
+      stmts.push_back(renamed == renames.end() ? stmt : Let::make(renamed->second.as<Var>()->name, let->value));
+    }
+    return Block::make(std::move(stmts));
+  }
+
+  analysis::NameSupply& names() {
+    if (!names_) names_.emplace(ranges_.program().entry);
+    return *names_;
+  }
+
   /// `if true { A } else { B }` -> A's statements in place (likewise for false), when
   /// A's top-level names do not clash with names declared later in the block.
   static Node splice_constant_ifs(const Node& block_node) {
@@ -209,7 +306,7 @@ class Simplifier : public analysis::RangeTrackingMutator {
   }
 
   /// The simplified `lhs op rhs`, or undefined when no rule applies.
-  Expr simplify_binary(BinaryOp op, Expr lhs, Expr rhs) {
+  Expr simplify_binary(BinaryOp op, const Expr& lhs, const Expr& rhs) {
     if (lhs.type().is_vector()) return Expr();
     const ScalarType type = lhs.type().element();
     const Literal* a = lhs.as<Literal>();
@@ -223,6 +320,7 @@ class Simplifier : public analysis::RangeTrackingMutator {
       return Binary::make(op, rhs, lhs);
     }
     if (Expr identity = apply_identity(op, lhs, rhs); identity.defined()) return identity;
+    if (Expr same = same_operands(op, lhs, rhs); same.defined()) return same;
     if (Expr chain = reassociate(op, lhs, rhs); chain.defined()) return chain;
     if (Expr decided = decide_by_range(op, lhs, rhs); decided.defined()) return decided;
     return Expr();
@@ -235,12 +333,15 @@ class Simplifier : public analysis::RangeTrackingMutator {
       if (!b) return Expr();
       bool absorbing = op == BinaryOp::LogicalAnd ? b->bits == 0 : b->bits == 1;
       if (!absorbing) return lhs;
-      return may_trap(lhs) ? Expr() : rhs;
+      return droppable(lhs) ? rhs : Expr();
+    }
+    if (const Literal* a = lhs.as<Literal>(); a && a->bits == 0 && (op == BinaryOp::Shl || op == BinaryOp::Shr)) {
+      return droppable(rhs) ? lhs : Expr();  // 0 << x, 0 >> x
     }
     if (!b) return Expr();
     std::uint64_t ones = all_ones(type);
     bool zero = b->bits == 0, one = b->bits == 1, full = b->bits == ones;
-    auto constant = [&](std::uint64_t bits) { return may_trap(lhs) ? Expr() : Literal::make(type, bits); };
+    auto constant = [&](std::uint64_t bits) { return droppable(lhs) ? Literal::make(type, bits) : Expr(); };
     switch (op) {
       case BinaryOp::Add:
       case BinaryOp::Sub:
@@ -277,6 +378,36 @@ class Simplifier : public analysis::RangeTrackingMutator {
     return Expr();
   }
 
+  /// `x op x` for integers and bool: x & x, x | x, min/max(x, x) -> x; x - x, x ^ x -> 0;
+  /// comparisons of x with itself -> true/false (x evaluated once either way for the
+  /// first group; the others drop x, so x must be droppable).
+  Expr same_operands(BinaryOp op, const Expr& lhs, const Expr& rhs) {
+    if (!analysis::structurally_equal(lhs, rhs)) return Expr();
+    const ScalarType type = lhs.type().element();
+    switch (op) {
+      case BinaryOp::BitAnd:
+      case BinaryOp::BitOr:
+      case BinaryOp::Min:
+      case BinaryOp::Max:
+      case BinaryOp::LogicalAnd:
+      case BinaryOp::LogicalOr:
+        return lhs;
+      case BinaryOp::Sub:
+      case BinaryOp::BitXor:
+        return droppable(lhs) ? Literal::make(type, 0) : Expr();
+      case BinaryOp::Eq:
+      case BinaryOp::Le:
+      case BinaryOp::Ge:
+        return droppable(lhs) ? Literal::boolean(true) : Expr();
+      case BinaryOp::Ne:
+      case BinaryOp::Lt:
+      case BinaryOp::Gt:
+        return droppable(lhs) ? Literal::boolean(false) : Expr();
+      default:
+        return Expr();
+    }
+  }
+
   /// (x op c1) op c2 -> x op (c1 op c2) for associative integer ops; +/- chains too.
   Expr reassociate(BinaryOp op, const Expr& lhs, const Expr& rhs) {
     const Literal* c2 = rhs.as<Literal>();
@@ -300,7 +431,20 @@ class Simplifier : public analysis::RangeTrackingMutator {
     if (lhs.type().is_vector()) return Expr();
     const ScalarType type = lhs.type().element();
     if (!is_unsigned_integer(type)) return Expr();
-    if (may_trap(lhs) || may_trap(rhs)) return Expr();
+    switch (op) {  // the operators a range can decide; the others need no ranges
+      case BinaryOp::Rem:
+      case BinaryOp::Div:
+      case BinaryOp::Shr:
+      case BinaryOp::BitAnd:
+      case BinaryOp::Min:
+      case BinaryOp::Max:
+        break;
+      default:
+        if (!is_comparison(op)) return Expr();
+    }
+    // A decided result drops an operand (or both): neither may trap, unless the ranges
+    // prove every load in bounds and every divisor non-zero.
+    if (!droppable(lhs) || !droppable(rhs)) return Expr();
     ValueRange a = range_of(lhs, ranges_), b = range_of(rhs, ranges_);
     if (is_comparison(op)) {
       if (auto decided = analysis::decide_comparison(op, a, b)) return Literal::boolean(*decided);
@@ -337,6 +481,8 @@ class Simplifier : public analysis::RangeTrackingMutator {
   }
 
   std::vector<std::pair<std::string, Expr>> substitutions_;
+  std::vector<const Block*> blocks_;  // the blocks being walked, innermost last
+  std::optional<analysis::NameSupply> names_;
 };
 
 }  // namespace

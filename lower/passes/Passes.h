@@ -15,9 +15,17 @@ namespace quantc::lower {
 /// Constant folding and algebraic simplification: folds literal operations exactly as
 /// the interpreter computes them (floats only when the result is bit-identical: never
 /// f16 arithmetic, NaN results, x*0 or x+0 on floats), integer identities (x*1, x+0,
-/// x&~0, ...), reassociation of constant chains ((x+1)+2 -> x+3), select/if with
-/// constant conditions, unsigned div/rem by powers of two -> shifts/masks, comparisons
-/// decided by ir::analysis value ranges, and propagation of constant and copy lets.
+/// x&~0, 0<<x, ...) and equal operands (x-x, x^x -> 0; x&x, min(x,x) -> x; x==x ->
+/// true), reassociation of constant chains ((x+1)+2 -> x+3), select/if with constant
+/// conditions, select(c, x, x) -> x and select(c, true, false) -> c, unsigned div/rem
+/// by powers of two -> shifts/masks, comparisons decided by ir::analysis value ranges,
+/// and propagation of constant and copy lets. A rewrite that drops an operand (x*0,
+/// a decided comparison, select(c, x, x)) happens only when the operand cannot trap or
+/// the ranges prove its loads in bounds and its divisors non-zero. A loop that runs
+/// exactly once for every invocation (literal bounds a .. a+1, `a .. a + 1` with a below
+/// the type's maximum, or bounds the ranges pin to that) becomes `let v = a` and its
+/// body in the enclosing block; body lets whose names a later statement of that block
+/// declares again get fresh names.
 ir::Program fold_constants(ir::Program program);
 
 /// fold_constants' expression rewriter on one expression, with ranges from
@@ -25,8 +33,15 @@ ir::Program fold_constants(ir::Program program);
 ir::Expr simplify_expr(const ir::Expr& expr, const ir::Program& context);
 
 /// Common-subexpression elimination on pure expressions (no loads from writable
-/// buffers, no subgroup operations): reuses an earlier `let` of the same expression in
-/// scope, and binds an expression used twice within one statement to a new `let`.
+/// buffers, no subgroup operations). Within each block, a subexpression evaluated twice
+/// or more -- within one statement or across statements (the indices of two loads, the
+/// values of two lets), or once at the block's level and again inside a later if/loop
+/// body it dominates -- is bound to a `let common` right before the statement that
+/// first evaluates it (the largest repeated tree first, so its parts are not bound
+/// again); when that first evaluation is a never-assigned `let x = e`, x serves. An
+/// expression reading an assigned variable is shared only between evaluations with no
+/// assignment to it in between. Nothing is moved above a guard or Return it did not
+/// follow, and the right operand of && / || (which may not run) does not count.
 ir::Program eliminate_common_subexpressions(ir::Program program);
 
 /// Loop-invariant code motion: moves Lets whose values do not change inside a loop

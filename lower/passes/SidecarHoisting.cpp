@@ -53,37 +53,60 @@ struct GroupDivision {
 /// Let definitions inside the loop body (never-assigned names declared once).
 using Definitions = std::map<std::string, Expr>;
 
-class DefinitionCollector : public IRVisitor {
- public:
-  DefinitionCollector(const std::set<std::string>& assigned, Definitions& definitions)
-      : assigned_(assigned), definitions_(definitions) {}
+/// The never-assigned lets `body` declares exactly once, by name.
+Definitions collect_definitions(const Node& body, const std::set<std::string>& assigned) {
+  Definitions definitions;
+  std::set<std::string> duplicates;
+  analysis::for_each_statement(body, [&](const NodeBase& stmt) {
+    if (stmt.kind != NodeKind::Let) return;
+    const Let& let = static_cast<const Let&>(stmt);
+    if (assigned.count(let.name)) return;
+    if (!definitions.emplace(let.name, let.value).second) duplicates.insert(let.name);
+  });
+  for (const std::string& name : duplicates) definitions.erase(name);
+  return definitions;
+}
 
- protected:
-  void visit_Let(const Let& node) override {
-    if (!assigned_.count(node.name)) {
-      if (!definitions_.emplace(node.name, node.value).second) duplicates_.insert(node.name);
+/// Whether `body` holds a u32 division or right shift by a literal: the shape's first
+/// requirement, checked before anything that costs more.
+bool has_literal_division(const Node& body) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_Binary(const Binary& node) override {
+      if ((node.op == BinaryOp::Div || node.op == BinaryOp::Shr) && node.type == ScalarType::U32 &&
+          node.rhs.kind() == ExprKind::Literal) {
+        found = true;
+        return;
+      }
+      IRVisitor::visit_Binary(node);
     }
-    IRVisitor::visit_Let(node);
-  }
-
- public:
-  std::set<std::string> duplicates_;
-
- private:
-  const std::set<std::string>& assigned_;
-  Definitions& definitions_;
-};
+  } finder;
+  analysis::for_each_statement(body, [&](const NodeBase& stmt) {
+    analysis::for_each_operand(stmt, [&](const Expr& expr) {
+      if (!finder.found) finder.visit(expr);
+    });
+  });
+  return finder.found;
+}
 
 class Matcher {
  public:
   Matcher(const std::string& loop_var, const Definitions& definitions, const analysis::RangeEnvironment& ranges,
           const std::set<std::string>& body_names)
-      : loop_var_(loop_var), definitions_(definitions), ranges_(ranges), body_names_(body_names) {}
+      : loop_var_(loop_var), definitions_(definitions), ranges_(&ranges), body_names_(&body_names) {}
+  /// A matcher of the shape alone: the offset's range and independence from the loop
+  /// are not checked, so it accepts every loop the full matcher accepts (and more).
+  Matcher(const std::string& loop_var, const Definitions& definitions)
+      : loop_var_(loop_var), definitions_(definitions) {}
 
   /// The division `expr` performs on `c*S + L`, when it has the shape.
   std::optional<GroupDivision> match(const Expr& expr) const {
     const Binary* binary = expr.as<Binary>();
-    if (binary == nullptr || binary->type != ScalarType::U32) return std::nullopt;
+    return binary ? match(*binary) : std::nullopt;
+  }
+  std::optional<GroupDivision> match(const Binary& node) const {
+    const Binary* binary = &node;
+    if (binary->type != ScalarType::U32) return std::nullopt;
     const Literal* literal = binary->rhs.as<Literal>();
     if (literal == nullptr) return std::nullopt;
     std::uint64_t divisor = 0;
@@ -119,10 +142,11 @@ class Matcher {
     for (auto [scaled_part, offset] : {std::pair{sum->lhs, sum->rhs}, std::pair{sum->rhs, sum->lhs}}) {
       std::optional<std::uint64_t> stride = is_loop_var(scaled_part) ? std::optional<std::uint64_t>(1) : scaled(scaled_part);
       if (!stride) continue;
+      if (ranges_ == nullptr) return stride;  // shape only
       for (const std::string& name : analysis::used_variables(offset)) {
-        if (body_names_.count(name)) return std::nullopt;  // the offset must not vary with the loop
+        if (body_names_->count(name)) return std::nullopt;  // the offset must not vary with the loop
       }
-      if (analysis::range_of(offset, ranges_).max < *stride) return stride;
+      if (analysis::range_of(offset, *ranges_).max < *stride) return stride;
     }
     return std::nullopt;
   }
@@ -143,8 +167,8 @@ class Matcher {
 
   const std::string& loop_var_;
   const Definitions& definitions_;
-  const analysis::RangeEnvironment& ranges_;
-  const std::set<std::string>& body_names_;
+  const analysis::RangeEnvironment* ranges_ = nullptr;
+  const std::set<std::string>* body_names_ = nullptr;
 };
 
 /// Replaces the recognised division by the group variable; with `inline_definitions`,
@@ -159,7 +183,7 @@ class GroupRewriter : public IRMutator {
 
  protected:
   Expr mutate_Binary(const Binary& node, const Expr& self) override {
-    std::optional<GroupDivision> found = matcher_.match(self);
+    std::optional<GroupDivision> found = matcher_.match(node);
     if (found && found->stride == division_.stride && found->divisor == division_.divisor) return group_;
     return IRMutator::mutate_Binary(node, self);
   }
@@ -197,37 +221,44 @@ class LoadCollector : public IRVisitor {
   }
 
  protected:
-  void visit_Load(const Load& node) override {
-    const BufferDecl* buffer = program_.find_buffer(node.buffer);
-    if (buffer && !buffer->is_output()) sites.push_back({Load::make(node.type, node.buffer, node.index, node.alignment), guarded_ == 0});
-    IRVisitor::visit_Load(node);
-  }
-  void visit_Binary(const Binary& node) override {
-    if (node.op != BinaryOp::LogicalAnd && node.op != BinaryOp::LogicalOr) {
-      IRVisitor::visit_Binary(node);
-      return;
-    }
-    visit(node.lhs);
-    ++guarded_;
-    visit(node.rhs);
-    --guarded_;
+  void visit_Let(const Let& node) override { walk(node.value); }
+  void visit_Assign(const Assign& node) override { walk(node.value); }
+  void visit_Store(const Store& node) override {
+    walk(node.index);
+    walk(node.value);
   }
   void visit_If(const If& node) override {
-    visit(node.cond);
+    walk(node.cond);
     ++guarded_;
     visit(node.then_body);
     visit(node.else_body);
     --guarded_;
   }
   void visit_Loop(const Loop& node) override {
-    visit(node.from);
-    visit(node.to);
+    walk(node.from);
+    walk(node.to);
     ++guarded_;
     visit(node.body);
     --guarded_;
   }
 
  private:
+  void walk(const Expr& expr) {
+    if (const Load* load = expr.as<Load>()) {
+      const BufferDecl* buffer = program_.find_buffer(load->buffer);
+      if (buffer && !buffer->is_output()) sites.push_back({expr, guarded_ == 0});
+    }
+    if (const Binary* binary = expr.as<Binary>();
+        binary && (binary->op == BinaryOp::LogicalAnd || binary->op == BinaryOp::LogicalOr)) {
+      walk(binary->lhs);
+      ++guarded_;
+      walk(binary->rhs);
+      --guarded_;
+      return;
+    }
+    if (expr.defined()) analysis::for_each_child(*expr.get(), [&](const Expr& child) { walk(child); });
+  }
+
   const Program& program_;
   int guarded_ = 0;
 };
@@ -240,6 +271,9 @@ class LoadReplacer : public IRMutator {
 
  protected:
   Expr mutate_Load(const Load& node, const Expr& self) override {
+    bool same_buffer = false;  // normalising (inlining the body's lets) costs; most loads are other buffers
+    for (const auto& [load, variable] : hoisted_) same_buffer |= load.as<Load>()->buffer == node.buffer;
+    if (!same_buffer) return IRMutator::mutate_Load(node, self);
     Expr normal = const_cast<GroupRewriter&>(normaliser_).mutate(self);
     for (const auto& [load, variable] : hoisted_) {
       if (analysis::structurally_equal(load, normal)) return variable;
@@ -259,7 +293,7 @@ class DivisionFinder : public IRVisitor {
 
  protected:
   void visit_Binary(const Binary& node) override {
-    if (!found) found = matcher_.match(Binary::make(node.op, node.lhs, node.rhs));
+    if (!found) found = matcher_.match(node);
     IRVisitor::visit_Binary(node);
   }
 
@@ -270,7 +304,7 @@ class DivisionFinder : public IRVisitor {
 class SidecarHoister : public analysis::RangeTrackingMutator {
  public:
   explicit SidecarHoister(const Program& program)
-      : RangeTrackingMutator(program), program_(program), names_(analysis::all_names(program)),
+      : RangeTrackingMutator(program), program_(program), names_(program.entry),
         assigned_(analysis::assigned_variables(program.entry)) {}
 
  protected:
@@ -286,10 +320,8 @@ class SidecarHoister : public analysis::RangeTrackingMutator {
     const Literal* from = loop.from.as<Literal>();
     const Literal* to = loop.to.as<Literal>();
     if (loop.from.type() != ScalarType::U32 || !from || !to || from->bits != 0 || to->bits == 0) return Node();
-    Definitions definitions;
-    DefinitionCollector collector(assigned_, definitions);
-    collector.visit(loop.body);
-    for (const std::string& name : collector.duplicates_) definitions.erase(name);
+    if (!has_literal_division(loop.body)) return Node();
+    Definitions definitions = collect_definitions(loop.body, assigned_);
     std::set<std::string> body_names = analysis::declared_names(loop.body);
     std::set<std::string> body_assigned = analysis::assigned_variables(loop.body);
     body_names.insert(body_assigned.begin(), body_assigned.end());
@@ -304,9 +336,9 @@ class SidecarHoister : public analysis::RangeTrackingMutator {
     if (chunks * division.stride > 0xffffffffull) return Node();  // c*S must not wrap
     std::uint64_t groups = (chunks + per_group - 1) / per_group;
 
-    std::set<std::string> names = names_;
-    Expr group = Var::make(ScalarType::U32, analysis::fresh_name("group_idx", names));
-    Expr group_chunk = Var::make(ScalarType::U32, analysis::fresh_name("group_chunk", names));
+    analysis::NameSupply names = names_;  // kept only when the rewrite happens
+    Expr group = Var::make(ScalarType::U32, names.fresh("group_idx"));
+    Expr group_chunk = Var::make(ScalarType::U32, names.fresh("group_chunk"));
     GroupRewriter normaliser(matcher, division, group, definitions, true);
 
     // Loads whose index, seen through the group, no longer depends on the loop.
@@ -326,7 +358,7 @@ class SidecarHoister : public analysis::RangeTrackingMutator {
       for (const auto& [load, variable] : hoisted) known |= analysis::structurally_equal(load, normal);
       if (known) continue;
       if (!site.unconditional && !analysis::proven_safe(normal, ranges_)) continue;
-      std::string name = analysis::fresh_name(normal.as<Load>()->buffer + "_group", names);
+      std::string name = names.fresh(normal.as<Load>()->buffer + "_group");
       group_lets.push_back(Let::make(name, normal));
       hoisted.emplace_back(normal, Var::make(normal.type(), name));
     }
@@ -354,13 +386,34 @@ class SidecarHoister : public analysis::RangeTrackingMutator {
   }
 
   const Program& program_;
-  std::set<std::string> names_;
+  analysis::NameSupply names_;
   std::set<std::string> assigned_;
 };
+
+/// Whether some loop of the program has the shape (ranges aside): the pass's walk, which
+/// keeps value ranges up to date everywhere, is worth it only then.
+bool has_candidate_loop(const Program& program) {
+  bool found = false;
+  analysis::for_each_statement(program.entry, [&](const NodeBase& stmt) {
+    if (found || stmt.kind != NodeKind::Loop) return;
+    const Loop& loop = static_cast<const Loop&>(stmt);
+    const Literal* from = loop.from.as<Literal>();
+    const Literal* to = loop.to.as<Literal>();
+    if (loop.from.type() != ScalarType::U32 || !from || !to || from->bits != 0 || to->bits == 0) return;
+    if (!has_literal_division(loop.body)) return;
+    Definitions definitions = collect_definitions(loop.body, {});
+    Matcher matcher(loop.var, definitions);
+    DivisionFinder finder(matcher);
+    finder.visit(loop.body);
+    found = finder.found.has_value();
+  });
+  return found;
+}
 
 }  // namespace
 
 ir::Program hoist_sidecars(ir::Program program) {
+  if (!has_candidate_loop(program)) return program;
   SidecarHoister hoister(program);
   ir::Node entry = hoister.mutate(program.entry);
   program.entry = entry;

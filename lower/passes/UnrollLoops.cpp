@@ -49,24 +49,18 @@ class LetRenamer : public IRMutator {
 };
 
 /// The Let and Loop variables `node` declares, with their types.
-class Declarations : public IRVisitor {
- public:
+std::map<std::string, Type> declarations(const Node& node) {
   std::map<std::string, Type> types;
-
- protected:
-  void visit_Let(const Let& node) override {
-    types[node.name] = node.value.type();
-    IRVisitor::visit_Let(node);
-  }
-  void visit_Loop(const Loop& node) override {
-    types[node.var] = node.from.type();
-    IRVisitor::visit_Loop(node);
-  }
-};
+  analysis::for_each_statement(node, [&](const NodeBase& stmt) {
+    if (stmt.kind == NodeKind::Let) types[static_cast<const Let&>(stmt).name] = static_cast<const Let&>(stmt).value.type();
+    if (stmt.kind == NodeKind::Loop) types[static_cast<const Loop&>(stmt).var] = static_cast<const Loop&>(stmt).from.type();
+  });
+  return types;
+}
 
 class Unroller : public IRMutator {
  public:
-  Unroller(const UnrollOptions& options, std::set<std::string> names) : options_(options), names_(std::move(names)) {}
+  Unroller(const UnrollOptions& options, const Node& root) : options_(options), names_(root) {}
 
  protected:
   Node mutate_Loop(const Loop& node, const Node& self) override {
@@ -74,7 +68,7 @@ class Unroller : public IRMutator {
     const Loop& loop = *result.as<Loop>();
     const Literal* from = loop.from.as<Literal>();
     const Literal* to = loop.to.as<Literal>();
-    if (!from || !to || analysis::contains_return(loop.body)) return result;
+    if (!from || !to) return result;
     bool is_signed_loop = is_signed(loop.from.type());
     std::int64_t first = from->as_int64(), last = to->as_int64();
     if (!is_signed_loop) {
@@ -86,13 +80,13 @@ class Unroller : public IRMutator {
     }
     std::uint64_t trips = is_signed_loop ? static_cast<std::uint64_t>(last - first) : to->bits - from->bits;
     if (trips * analysis::node_size(loop.body) > options_.max_unrolled_nodes) return result;
-    Declarations declarations;
-    declarations.visit(loop.body);
+    if (analysis::contains_return(loop.body)) return result;
+    const std::map<std::string, Type> types = declarations(loop.body);
     std::vector<Node> stmts;
     for (std::uint64_t i = 0; i < trips; ++i) {
       std::map<std::string, Expr> renames;
-      for (const auto& [name, type] : declarations.types) {
-        renames[name] = Var::make(type, analysis::fresh_name(fmt::format("{}_iteration{}", name, i), names_));
+      for (const auto& [name, type] : types) {
+        renames[name] = Var::make(type, names_.fresh(fmt::format("{}_iteration{}", name, i)));
       }
       Node copy = LetRenamer(renames).mutate(loop.body);
       copy = analysis::substitute(copy, {{loop.var, Literal::make(loop.from.type().element(), from->bits + i)}});
@@ -119,13 +113,13 @@ class Unroller : public IRMutator {
 
  private:
   UnrollOptions options_;
-  std::set<std::string> names_;
+  analysis::NameSupply names_;
 };
 
 }  // namespace
 
 ir::Program unroll_loops(ir::Program program, const UnrollOptions& options) {
-  program.entry = Unroller(options, analysis::all_names(program)).mutate(program.entry);
+  program.entry = Unroller(options, program.entry).mutate(program.entry);
   return program;
 }
 

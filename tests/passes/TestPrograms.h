@@ -2,8 +2,11 @@
 #pragma once
 
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "ir/Builder.h"
+#include "lower/PassManager.h"
 
 namespace quantc::testing {
 
@@ -59,6 +62,32 @@ inline ir::Program every_construct_program() {
     });
   });
   return program.build();
+}
+
+/// The passes that claim to be idempotent (PassInfo::idempotent: the pass manager then
+/// skips them on their own output) whose second run on `program`, or on the output of
+/// any single registered pass or pipeline, changes the IR again: empty when the claim
+/// holds there.
+inline std::vector<std::string> idempotence_failures(const ir::Program& program) {
+  std::vector<ir::Program> inputs{program};
+  for (const lower::PassInfo& pass : lower::registered_passes()) inputs.push_back(pass.run(program));
+  for (auto level : {lower::OptimizationLevel::O1, lower::OptimizationLevel::O2}) {
+    lower::PassOptions options;
+    options.level = level;
+    inputs.push_back(lower::run_passes(program, options));
+  }
+  std::vector<std::string> failures;
+  for (const lower::PassInfo& pass : lower::registered_passes()) {
+    if (!pass.idempotent) continue;
+    for (const ir::Program& input : inputs) {
+      ir::Program once = pass.run(input);
+      if (!pass.run(once).entry.same_as(once.entry)) {
+        failures.push_back(pass.name);
+        break;
+      }
+    }
+  }
+  return failures;
 }
 
 }  // namespace quantc::testing

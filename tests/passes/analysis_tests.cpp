@@ -34,6 +34,12 @@ TEST_CASE("value ranges of launch builtins and arithmetic", "[analysis]") {
   CHECK(range(workgroup_id(0) * 8u + local_id(0) / 32u).max == 79);
   CHECK(range(workgroup_id(0) * 32u).multiple_of == 32);
   CHECK(range(local_id(0) & 0xFFFFFFF8u).multiple_of == 8);
+  // x & ~(2^k - 1) rounds x down: bounds are the bounds' images (255 -> 248, 31 -> 24).
+  CHECK(range(local_id(0) & 0xFFFFFFF8u) == analysis::ValueRange{0, 248, 8});
+  CHECK(range((local_id(0) % 32u) & 0xFFFFFFF8u) == analysis::ValueRange{0, 24, 8});
+  CHECK(range((local_id(0) + 9u) & 0xFFFFFFF8u) == analysis::ValueRange{8, 264, 8});
+  CHECK(range(local_id(0) & 7u) == analysis::ValueRange{0, 7, 1});
+  CHECK(range((local_id(0) % 32u) & 0x30u).max == 16);  // never above the mask, a multiple of 16
   CHECK(range(local_id(0) - 1u) == analysis::ValueRange::full(ScalarType::U32));  // may wrap
   CHECK(range(u32(0xffffffffu) * local_id(0)) == analysis::ValueRange::full(ScalarType::U32));
   environment.push("lane", analysis::ValueRange{0, 31, 1});

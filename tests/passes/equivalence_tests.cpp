@@ -6,6 +6,7 @@
 #include "ir/ops/Registry.h"
 #include "lower/PassManager.h"
 #include "runtime/backends/reference/Interpreter.h"
+#include "TestPrograms.h"
 
 using namespace quantc;
 using namespace quantc::ir;
@@ -65,6 +66,18 @@ TEST_CASE("passes and pipelines preserve every op's results bit for bit", "[equi
         INFO(op.name << " " << describe(options) << "\n" << print(optimized));
         for (const auto& [name, buffer] : expected) CHECK(actual.at(name).bytes == buffer.bytes);
       }
+    }
+  }
+}
+
+TEST_CASE("passes marked idempotent change nothing on their own output, for every op", "[equivalence]") {
+  for (const ops::OpInfo& op : ops::OpRegistry::builtin().all()) {
+    for (const ops::OpArgs& args : op.test_shapes) {
+      Program program = op.build(args);
+      std::vector<std::string> failures = testing::idempotence_failures(program);
+      INFO(op.name << ": a second run of " << (failures.empty() ? "" : failures.front())
+                   << " changed its own output\n" << print(program));
+      CHECK(failures.empty());
     }
   }
 }

@@ -13,6 +13,7 @@ namespace {
 Program context() {
   ProgramBuilder program("context");
   program.input("x", ScalarType::F32, 100);
+  program.input("table", ScalarType::U32, 64);
   program.output("out", ScalarType::F32, 256);
   program.launch({256, 1, 1}, {4, 1, 1});
   program.body([](Body&) {});
@@ -121,4 +122,49 @@ TEST_CASE("comparisons decided by ranges of builtins", "[simplify]") {
   check(min(local_id(0) & 31u, u32(40)), local_id(0) & 31u);
   check(BufferLength::make("x"), u32(100));
   check(subgroup_size(), u32(32));
+}
+
+TEST_CASE("select with structurally equal branches drops the condition only when it cannot trap", "[simplify]") {
+  Expr x = var("x"), y = var("y");
+  check(select(x < y, x + 1u, x + 1u), x + 1u);  // equal trees, different handles
+  // table[local_id % 64] is provably in bounds (64 elements): the condition may go.
+  check(select(Load::make(ScalarType::U32, "table", local_id(0) % 64u) > 3u, y, y), y);
+  // invocation_id reaches 1023: the load may fail, so it stays for the interpreter to report.
+  Expr risky = Load::make(ScalarType::U32, "table", invocation_id(0)) > 3u;
+  check(select(risky, y, y), select(risky, y, y));
+  check(select(x < y, boolean(true), boolean(false)), x < y);
+  check(select(x < y, boolean(false), boolean(true)), !(x < y));
+}
+
+TEST_CASE("identities left over by other rewrites and operands equal to each other", "[simplify]") {
+  Expr x = var("x");
+  check((x * 3u) * 0xAAAAAAABu, x);  // 3 * 0xAAAAAAAB wraps to 1: x * 1
+  check((x + 5u) - 5u, x);            // x + 0
+  check(x - x, u32(0));
+  check(x ^ x, u32(0));
+  check(x & x, x);
+  check(x | x, x);
+  check(min(x, x), x);
+  check(max(x + 1u, x + 1u), x + 1u);
+  check(eq(x, x), boolean(true));
+  check(x < x, boolean(false));
+  check(x >= x, boolean(true));
+  check(u32(0) << x, u32(0));
+  check(u32(0) >> x, u32(0));
+  // A trapping operand keeps its evaluation.
+  Expr load = Load::make(ScalarType::U32, "table", invocation_id(0));
+  check(load - load, load - load);
+  check(var("f", ScalarType::F32) - var("f", ScalarType::F32), var("f", ScalarType::F32) - var("f", ScalarType::F32));
+}
+
+TEST_CASE("comparisons decided by ranges of masks and provably safe loads", "[simplify]") {
+  Expr lane = local_id(0) & 31u;
+  check((lane & 0xFFFFFFF8u) < 32u, boolean(true));  // x & ~7 keeps x's bound ...
+  check((lane & 0xFFFFFFF8u) <= 24u, boolean(true));  // ... rounded down to a multiple of 8
+  check((lane & 0xFFFFFFF8u) < 24u, (local_id(0) & 24u) < 24u);  // the masks combine; 24 is possible
+  check((lane & 7u) < 8u, boolean(true));
+  check((local_id(0) & 0xFFFFFFF0u) >= 241u, boolean(false));  // at most 240
+  check((Load::make(ScalarType::U32, "table", local_id(0) & 63u) & 7u) < 8u, boolean(true));
+  Expr risky = Load::make(ScalarType::U32, "table", invocation_id(0));
+  check((risky & 7u) < 8u, (risky & 7u) < 8u);
 }

@@ -47,15 +47,17 @@ TEST_CASE("pipeline O2 hoists sidecars into group loops for aligned groups", "[s
   CHECK(loops.count("chunk") == 0);
   std::string text = print(program);
   CHECK(text.find("subgroup_shuffle(packed_word_lane") != std::string::npos);  // packed word broadcast
-  CHECK(text.find("scale[((group_idx * 4096u32) + out_idx)]") != std::string::npos);
-  CHECK(text.find("zero_point[((group_idx * 4096u32) + out_idx)]") != std::string::npos);
+  // One sidecar index per group, computed once (cse) and read by both loads.
+  CHECK(text.find("let common: u32 = ((group_idx * 4096u32) + out_idx)") != std::string::npos);
+  CHECK(text.find("scale[common]") != std::string::npos);
+  CHECK(text.find("zero_point[common]") != std::string::npos);
   CHECK(text.find("/ 64u32") == std::string::npos);
   CHECK(text.find(">> 6u32") == std::string::npos);
 }
 
 TEST_CASE("pipeline O2 leaves one-chunk groups and unaligned groups in per-chunk form", "[structure]") {
-  for (auto [in_dim, out_dim, group_size] : {std::tuple{32u, 8u, 32u}, std::tuple{72u, 9u, 24u},
-                                             std::tuple{64u, 4u, 16u}, std::tuple{96u, 4u, 48u}}) {
+  for (auto [in_dim, out_dim, group_size] :
+       {std::tuple{72u, 9u, 24u}, std::tuple{64u, 4u, 16u}, std::tuple{96u, 4u, 48u}}) {
     Program program = optimize(ops::linear_4bit_affine_grouped(in_dim, out_dim, group_size));
     std::set<std::string> loops = loop_names(program);
     INFO(print(program));
@@ -64,7 +66,18 @@ TEST_CASE("pipeline O2 leaves one-chunk groups and unaligned groups in per-chunk
   }
 }
 
-TEST_CASE("pipeline O0 changes nothing, O1 and O2 verify", "[structure]") {
+TEST_CASE("pipeline O2 turns a one-chunk reduction into straight-line code", "[structure]") {
+  // in_dim 32: the chunk loop runs once, so it becomes its body with chunk = 0.
+  Program program = optimize(ops::linear_4bit_affine_grouped(32, 8, 32));
+  INFO(print(program));
+  CHECK(loop_names(program).empty());
+  std::string text = print(program);
+  CHECK(text.find("chunk") == std::string::npos);
+  CHECK(text.find("subgroup_shuffle(packed_word_lane, word_leader_lane)") != std::string::npos);
+  CHECK(text.find("x[lane]") != std::string::npos);  // k = 0*32 + lane
+}
+
+TEST_CASE("pipeline O0 changes nothing while O1 and O2 verify", "[structure]") {
   Program original = ops::linear_4bit_affine_grouped(256, 20, 64);
   CHECK(print(optimize(original, lower::OptimizationLevel::O0)) == print(original));
   CHECK(verify(optimize(original, lower::OptimizationLevel::O1)).empty());
