@@ -38,21 +38,68 @@ std::uint32_t floor_pow2(std::uint32_t value) { return value == 0 ? 1 : std::bit
 
 std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
 
-/// The widest row (lanes * bytes per lane) that still gives at least one CTA per SM,
-/// else the narrowest: fewer, wider CTAs read longer contiguous row segments.
-std::uint32_t lanes_for_sms(std::uint32_t columns, std::uint32_t columns_per_lane,
-                            std::initializer_list<std::uint32_t> choices) {
-  for (std::uint32_t lanes : choices) {
+/// Lanes side by side on one row (each loading 16 bytes = `columns_per_lane` columns): the
+/// widest row that still gives at least one CTA per SM (longer contiguous segments, fewer
+/// CTAs to stage x for), else 2 lanes (whole 32-byte sectors, the most CTAs).
+std::uint32_t lanes_for_sms(std::uint32_t columns, std::uint32_t columns_per_lane) {
+  for (std::uint32_t lanes : {8u, 4u, 2u}) {
     if (ceil_div(columns, columns_per_lane * lanes) >= kStreamingMultiprocessors) return lanes;
   }
-  return *(choices.end() - 1);
+  return 2;
 }
 
-/// Row slots per CTA: enough that each does at least `min_per_slot` reduction steps,
-/// within one warp and kMaxThreadsPerCta threads.
-std::uint32_t slots_for(std::uint32_t steps, std::uint32_t min_per_slot, std::uint32_t lanes) {
-  const std::uint32_t wanted = floor_pow2(std::max<std::uint32_t>(1, steps / min_per_slot));
-  return std::clamp(wanted, 32 / lanes, kMaxThreadsPerCta / lanes);
+/// How a CTA splits the reduction: row slots of `steps_per_slot` consecutive steps (k-words
+/// or rows) each, `lanes` lanes per row slot, `threads` threads.
+struct Tiling {
+  std::uint32_t lanes = 0, steps_per_slot = 0, threads = 0;
+};
+
+/// Estimated warp instructions of one CTA thread of a row-slot kernel, read off the PTX
+/// nvcc emits: `step_cost` per step (one 16-byte weight load and its 32 weights),
+/// `group_cost` per group/block segment (sidecar loads, scale FMAs), `fixed_cost` per
+/// thread (reduction, index math), `staging_cost` per 16 bytes of x a thread stages.
+struct CostModel {
+  double step_cost, group_cost, fixed_cost, staging_cost;
+};
+
+/// The steps per slot (a divisor or a multiple of the group length, so the slots of a warp
+/// cross group boundaries together: no divergence) and the thread count, for `steps`
+/// reduction steps in groups of `group` and `x_vectors` 16-byte vectors of x staged per CTA.
+/// Two candidates: the most threads (memory-level parallelism for latency hiding) among
+/// tilings that give every slot at least `min_steps` steps (amortising the per-slot
+/// reduction and group setup), and the tiling with the fewest estimated warp instructions
+/// per CTA; the first unless the second has as many threads (short reductions, where no
+/// tiling reaches `min_steps` or a warp is all there is).
+Tiling choose_tiling(std::uint32_t lanes, std::uint32_t steps, std::uint32_t group, std::uint32_t x_vectors,
+                     std::uint32_t min_steps, const CostModel& cost) {
+  std::vector<std::uint32_t> candidates = {steps};  // one slot: never divergent
+  for (std::uint32_t d = 1; d <= std::min(group, steps); ++d) {
+    if (group % d == 0) candidates.push_back(d);
+  }
+  for (std::uint64_t multiple = 2 * std::uint64_t{group}; multiple < std::uint64_t{steps} + group; multiple += group) {
+    candidates.push_back(static_cast<std::uint32_t>(multiple));
+  }
+  Tiling parallel, cheapest;
+  double parallel_cost = 0, cheapest_cost = 0;
+  for (std::uint32_t per_slot : candidates) {
+    const std::uint32_t slots = ceil_div(steps, per_slot);
+    const std::uint32_t threads = ceil_div(lanes * slots, 32) * 32;
+    if (threads > kMaxThreadsPerCta) continue;
+    const double per_thread = per_slot * cost.step_cost + ceil_div(per_slot, group) * cost.group_cost +
+                              cost.fixed_cost + ceil_div(x_vectors, threads) * cost.staging_cost;
+    const double estimate = threads / 32.0 * per_thread;
+    const Tiling tiling{lanes, per_slot, threads};
+    if (cheapest.threads == 0 || estimate < cheapest_cost) {
+      cheapest = tiling;
+      cheapest_cost = estimate;
+    }
+    if (per_slot >= min_steps &&
+        (parallel.threads == 0 || threads > parallel.threads || (threads == parallel.threads && estimate < parallel_cost))) {
+      parallel = tiling;
+      parallel_cost = estimate;
+    }
+  }
+  return parallel.threads > cheapest.threads ? parallel : cheapest;
 }
 
 void check_shared(const std::string& op, std::uint64_t bytes, const std::string& what) {
@@ -223,6 +270,9 @@ AccuracyCheck check_outputs(const std::vector<float>& result, const std::vector<
     } else {
       const double error = std::abs(double(e) - double(r));
       check.max_abs_error = std::max(check.max_abs_error, error);
+      if (bound.magnitude[j] > 0) {
+        check.max_error_in_units = std::max(check.max_error_in_units, error / (kUnitF32 * bound.magnitude[j]));
+      }
       ratio = error / bound_for(bound, j, r);
     }
     if (ratio > check.max_bound_ratio) {
@@ -357,9 +407,9 @@ ExpertLaunch plan_expert_launch(const std::string& op, const ir::ops::OpArgs& ar
                                     "adjacent columns' words with one 16-byte load",
                                     op, out));
     }
-    const std::uint32_t lanes = lanes_for_sms(out, 4, {8, 4, 2});
-    const std::uint32_t slots = slots_for(in / 8, 8, lanes);
-    const std::uint32_t threads = lanes * slots;
+    const std::uint32_t lanes = lanes_for_sms(out, 4);
+    const Tiling tiling = choose_tiling(lanes, in / 8, group / 8, in / 4, 8, {105, 45, 60, 9});
+    const std::uint32_t threads = tiling.threads;
     plan.source = "linear_4bit_affine_grouped.cu";
     launch.entry = "linear_4bit_affine_grouped_expert";
     launch.grid = {ceil_div(out, 4 * lanes), 1, 1};
@@ -371,6 +421,7 @@ ExpertLaunch plan_expert_launch(const std::string& op, const ir::ops::OpArgs& ar
     launch.arguments.push_back(u32_argument(out, "out_dim"));
     launch.arguments.push_back(u32_argument(group, "group_size"));
     launch.arguments.push_back(u32_argument(log2_exact(lanes), "lanes_per_row_log2"));
+    launch.arguments.push_back(u32_argument(tiling.steps_per_slot, "words_per_slot"));
   } else if (op == kNf4) {
     require_m1(op, args);
     const std::uint32_t n = args.u32("n"), k = args.u32("k");
@@ -388,7 +439,7 @@ ExpertLaunch plan_expert_launch(const std::string& op, const ir::ops::OpArgs& ar
     launch.entry = f64 ? "nf4_gemv_expert_f64" : "nf4_gemv_expert_f32";
     launch.grid = {ceil_div(n, 2 * threads / lanes), 1, 1};
     launch.block = {threads, 1, 1};
-    const std::uint64_t shared = std::uint64_t{k} * (f64 ? 8 : 4);
+    const std::uint64_t shared = std::uint64_t{k} * (f64 ? 17 : 9) / 2;  // padded x (nf4_gemm.cu)
     check_shared(op, shared, fmt::format("k={}", k));
     launch.dynamic_shared_bytes = static_cast<std::uint32_t>(shared);
     launch.arguments.push_back(u32_argument(n, "n"));
@@ -403,20 +454,19 @@ ExpertLaunch plan_expert_launch(const std::string& op, const ir::ops::OpArgs& ar
                                     "adjacent columns (16 bytes) at once and needs 16-byte aligned rows",
                                     op, n));
     }
-    const std::uint32_t lanes = lanes_for_sms(n, 32, {8, 4, 2});
-    const std::uint32_t slots = slots_for(k, 32, lanes);
-    const std::uint32_t threads = lanes * slots;
+    const std::uint32_t lanes = lanes_for_sms(n, 32);
+    const Tiling tiling = choose_tiling(lanes, k, block, 0, 32, {108, 120, 130, 0});
+    const std::uint32_t threads = tiling.threads;
     plan.source = "dequant_matmul_int4.cu";
     launch.entry = asymmetric ? "dequant_matmul_int4_expert_asymmetric" : "dequant_matmul_int4_expert_symmetric";
     launch.grid = {ceil_div(n, 32 * lanes), 1, 1};
     launch.block = {threads, 1, 1};
-    const std::uint64_t shared = std::max<std::uint64_t>(std::uint64_t{k} * 4, std::uint64_t{threads} * 128);
-    check_shared(op, shared, fmt::format("k={}", k));
-    launch.dynamic_shared_bytes = static_cast<std::uint32_t>(shared);
+    launch.dynamic_shared_bytes = threads * 128;  // 32 partial sums per thread
     launch.arguments.push_back(u32_argument(k, "k"));
     launch.arguments.push_back(u32_argument(n, "n"));
     launch.arguments.push_back(u32_argument(block, "block_size"));
     launch.arguments.push_back(u32_argument(log2_exact(lanes), "lanes_per_row_log2"));
+    launch.arguments.push_back(u32_argument(tiling.steps_per_slot, "rows_per_slot"));
   }
   return plan;
 }
@@ -442,7 +492,7 @@ std::string expert_ptx(const std::string& source, const ExpertOptions& options) 
   }
   std::filesystem::create_directories(options.cache);
   const std::filesystem::path temporary = cached.string() + fmt::format(".tmp{}", ::getpid());
-  const std::filesystem::path log = cached.string() + ".log";
+  const std::filesystem::path log = cached.string() + fmt::format(".log{}", ::getpid());
   const std::string command = fmt::format("\"{}\" {} \"{}\" -o \"{}\" > \"{}\" 2>&1", options.nvcc, flags,
                                           path.string(), temporary.string(), log.string());
   const int status = std::system(command.c_str());
@@ -450,9 +500,17 @@ std::string expert_ptx(const std::string& source, const ExpertOptions& options) 
     throw ExpertError(fmt::format("nvcc failed on {} (exit status {}):\n{}\ncommand: {}", path.string(), status,
                                   read_file(log), command));
   }
-  std::filesystem::rename(temporary, cached);
   std::filesystem::remove(log);
-  return read_file(cached);
+  const std::string ptx = read_file(temporary);
+  // The emulator runs no device-function calls: every helper must be inlined.
+  if (ptx.find(".func") != std::string::npos || ptx.find("\tcall") != std::string::npos) {
+    std::filesystem::remove(temporary);
+    throw ExpertError(fmt::format("nvcc's PTX for {} calls a device function (.func/call), which the PTX emulator "
+                                  "cannot run; mark the helper __forceinline__",
+                                  path.string()));
+  }
+  std::filesystem::rename(temporary, cached);  // atomic: a concurrent compile of the same key wins harmlessly
+  return ptx;
 }
 
 KernelRun run_expert(const std::string& op, const ir::ops::OpArgs& args, const ExpertOptions& options) {

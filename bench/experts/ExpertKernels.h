@@ -124,6 +124,8 @@ struct AccuracyCheck {
   std::uint64_t bit_identical = 0;
   double max_abs_error = 0;     // max |result - reference|
   double max_bound_ratio = 0;   // max |result - reference| / bound (the check passes at <= 1)
+  double max_error_in_units = 0;  // max |result - reference| / (2^-24 * M_j): the error in f32
+                                  // roundings of the output's magnitude M_j
   std::string bound;            // the bound's formula, for messages and reports
   bool passed() const { return max_bound_ratio <= 1.0; }
 };

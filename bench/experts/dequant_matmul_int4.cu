@@ -5,8 +5,8 @@
 //   out[j] = sum_p x[p] * (q[p, j] - z[p/block_size, j]) * s[p/block_size, j]
 //
 // Two entries, one per buffer list of the op (ir/ops/DequantMatmul.h):
-//   dequant_matmul_int4_expert_asymmetric(x, w, scales, zero_points, out, k, n, block_size, L)
-//   dequant_matmul_int4_expert_symmetric (x, w, scales, out, k, n, block_size, L)   (z = 0)
+//   dequant_matmul_int4_expert_asymmetric(x, w, scales, zero_points, out, k, n, block_size, log2 L, rows)
+//   dequant_matmul_int4_expert_symmetric (x, w, scales, out, k, n, block_size, log2 L, rows)   (z = 0)
 // Buffers, exactly quantc's at m = 1:
 //   x           f32[k]
 //   w           u8[k*n/2]: element p*n + j is the low (even) / high (odd) nibble of byte
@@ -17,9 +17,11 @@
 // Preconditions (the host library checks them): n % 32 == 0 (16-byte weight loads: row p
 // starts at byte p*n/2); any k >= 1 and block_size >= 1 (the last block may be partial).
 //
-// Launch: blockDim.x = 2^lanes_per_row_log2 * slots, a multiple of 32, at most 256;
-// gridDim.x = ceil(n / (32 * lanes_per_row)); dynamic shared memory
-// max(4*k, 128*blockDim.x) bytes (x while the k loop runs, then the partial sums).
+// Launch: blockDim.x = L * slots (L = 2^lanes_per_row_log2 lanes per row), a multiple of
+// 32, at most 256, with slots * rows_per_slot >= k; gridDim.x = ceil(n / (32*L)); dynamic
+// shared memory 128*blockDim.x bytes (the partial sums). rows_per_slot should divide or be
+// a multiple of block_size, so that all row slots of a warp cross block boundaries
+// together (no divergence); the host library picks it (bench/experts/ExpertKernels.cpp).
 //
 // How, and where the techniques come from (read, not copied):
 //  - Weight tiling for batch 1 (TensorRT-LLM's weight-only batched GEMV,
@@ -27,7 +29,7 @@
 //    columns, its threads split K, an epilogue reduces): a lane owns 32 adjacent columns, the
 //    16 bytes of one row that one `ld.global.nc.v4.u32` brings; L lanes side by side read
 //    16*L contiguous bytes of a row (L >= 2: whole 32-byte sectors); the CTA's blockDim/L
-//    row slots split the rows into contiguous ranges.
+//    row slots split the rows into contiguous ranges of rows_per_slot.
 //  - Magic-number conversion (Marlin's `lop3` dequantization, IST-DASLab/marlin
 //    marlin_cuda_kernel.cu `dequant()`; TensorRT-LLM weightOnlyBatchedGemv/converter.h):
 //    `lop3(word, 0xF << 4i, 0x4B000000)` is the f32 2^23 + q*16^i exactly (nibbles i = 0..3
@@ -36,9 +38,9 @@
 //    position, so its 16^-i factor is applied once per block, exactly (a power of two).
 //  - Zero point and scale factored per block (llama.cpp's q4_1 dot product,
 //    ggml-cuda/vecdotq.cuh, adds m * sum(y) per block the same way):
-//    sum_p x*(q - z)*s = s * (sum_p x*q - z * sum_p x). Per row: one x value from shared
-//    memory and one add for sum_p x serve all 32 columns; per block and column: one load of
-//    s (and z) and two FMAs.
+//    sum_p x*(q - z)*s = s * (sum_p x*q - z * sum_p x). Per row: one x value (a 4-byte
+//    `ld.global.nc`, the same address for the row slot's lanes, L1-resident) and one add for
+//    sum_p x serve all 32 columns; per block and column: one load of s (and z), two FMAs.
 //  - Deterministic reduction, no atomics: each thread's 32 partial sums go to shared
 //    memory (float4 stores), then every thread sums a fixed slice of row slots for one
 //    column, and one thread per column adds the slices in order and stores (with fewer
@@ -82,24 +84,17 @@ template <bool kAsymmetric>
 __device__ __forceinline__ void gemv(const float* __restrict__ x, const uint8_t* __restrict__ w,
                                      const float* __restrict__ scales, const float* __restrict__ zero_points,
                                      float* __restrict__ out, uint32_t k, uint32_t n, uint32_t block_size,
-                                     uint32_t lanes_per_row_log2) {
-  extern __shared__ float4 shared[];
-  float* xs = reinterpret_cast<float*>(shared);
-
+                                     uint32_t lanes_per_row_log2, uint32_t rows_per_slot) {
+  extern __shared__ float4 shared[];  // the partial sums, after the k loop
   const uint32_t tid = threadIdx.x;
-  for (uint32_t i = tid; i < k / 4; i += blockDim.x) shared[i] = __ldg(reinterpret_cast<const float4*>(x) + i);
-  for (uint32_t i = (k / 4) * 4 + tid; i < k; i += blockDim.x) xs[i] = __ldg(x + i);
-  __syncthreads();
-
   const uint32_t lanes_per_row = 1u << lanes_per_row_log2;
   const uint32_t columns_per_cta = 32u * lanes_per_row;
   const uint32_t slots = blockDim.x >> lanes_per_row_log2;
   const uint32_t strip = tid & (lanes_per_row - 1);  // which 32 columns of the CTA's
   const uint32_t slot = tid >> lanes_per_row_log2;   // which range of rows
   const uint32_t column = blockIdx.x * columns_per_cta + strip * 32;
-  const uint32_t chunk = (k + slots - 1) / slots;
-  const uint32_t begin = min(slot * chunk, k);
-  const uint32_t end = min(begin + chunk, k);
+  const uint32_t begin = min(slot * rows_per_slot, k);
+  const uint32_t end = min(begin + rows_per_slot, k);
   const uint32_t row_words = n / 8;  // u32 words per row of W
 
   float total[32];
@@ -119,7 +114,7 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const uint8_t*
 #pragma unroll 4
       for (; p < segment_end; ++p, index += row_words / 4) {
         const uint4 q = __ldg(w4 + index);
-        const float xp = xs[p];
+        const float xp = __ldg(x + p);
         x_sum += xp;
         accumulate_word(q.x, xp, acc);
         accumulate_word(q.y, xp, acc + 8);
@@ -141,8 +136,7 @@ __device__ __forceinline__ void gemv(const float* __restrict__ x, const uint8_t*
     }
   }
 
-  // Partial sums [slot][column of the CTA] in shared memory (x is no longer needed).
-  __syncthreads();
+  // Partial sums [slot][column of the CTA] in shared memory.
   float4* partial = shared + (slot * columns_per_cta + strip * 32) / 4;
 #pragma unroll
   for (int g = 0; g < 8; ++g)
@@ -188,13 +182,14 @@ extern "C" __global__ void __launch_bounds__(256)
 dequant_matmul_int4_expert_asymmetric(const float* __restrict__ x, const uint8_t* __restrict__ w,
                                       const float* __restrict__ scales, const float* __restrict__ zero_points,
                                       float* __restrict__ out, uint32_t k, uint32_t n, uint32_t block_size,
-                                      uint32_t lanes_per_row_log2) {
-  gemv<true>(x, w, scales, zero_points, out, k, n, block_size, lanes_per_row_log2);
+                                      uint32_t lanes_per_row_log2, uint32_t rows_per_slot) {
+  gemv<true>(x, w, scales, zero_points, out, k, n, block_size, lanes_per_row_log2, rows_per_slot);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
 dequant_matmul_int4_expert_symmetric(const float* __restrict__ x, const uint8_t* __restrict__ w,
                                      const float* __restrict__ scales, float* __restrict__ out, uint32_t k,
-                                     uint32_t n, uint32_t block_size, uint32_t lanes_per_row_log2) {
-  gemv<false>(x, w, scales, nullptr, out, k, n, block_size, lanes_per_row_log2);
+                                     uint32_t n, uint32_t block_size, uint32_t lanes_per_row_log2,
+                                     uint32_t rows_per_slot) {
+  gemv<false>(x, w, scales, nullptr, out, k, n, block_size, lanes_per_row_log2, rows_per_slot);
 }

@@ -15,9 +15,12 @@
 // group_size % 8 == 0 (a packed word never straddles two groups), out_dim % 4 == 0 (16-byte
 // weight loads). The last group may be partial.
 //
-// Launch: blockDim.x = 2^lanes_per_row_log2 * slots threads, a multiple of 32, at most 256;
-// gridDim.x = ceil(out_dim / (4 * lanes_per_row)); dynamic shared memory
-// 4*in_dim + 4*(blockDim.x/32)*4*lanes_per_row bytes (x, then the cross-warp partial sums).
+// Launch: blockDim.x = L * slots threads (L = 2^lanes_per_row_log2 lanes per row), a
+// multiple of 32, at most 256, with slots * words_per_slot >= in_dim/8; gridDim.x =
+// ceil(out_dim / (4*L)); dynamic shared memory 4*in_dim + 16*L*(blockDim.x/32) bytes (x',
+// then the warps' partial sums). words_per_slot should divide or be a multiple of
+// group_size/8, so that all row slots of a warp cross group boundaries together (no
+// divergence); the host library picks it (bench/experts/ExpertKernels.cpp).
 //
 // How, and where the techniques come from (read, not copied):
 //  - Tiling for batch 1 at the HBM limit (TensorRT-LLM's weight-only batched GEMV,
@@ -26,8 +29,8 @@
 //    (L = lanes per row); L lanes read one k-word row of those columns with one 16-byte
 //    `ld.global.nc.v4.u32` each, so each row segment is 16*L contiguous bytes (L >= 2: whole
 //    32-byte sectors). The CTA's blockDim/L "row slots" split the k-words into contiguous
-//    ranges. Here the weight is output-fastest, so K is split across row slots (lanes and
-//    warps) rather than across the lanes of one column as in llama.cpp's MMVQ.
+//    ranges of words_per_slot. The weight is output-fastest, so K is split across row
+//    slots (lanes and warps), not across the lanes of one column as in llama.cpp's MMVQ.
 //  - Magic-number nibble -> float conversion (Marlin's `lop3` dequantization,
 //    IST-DASLab/marlin marlin_cuda_kernel.cu `dequant()`, and TensorRT-LLM's
 //    weightOnlyBatchedGemv/converter.h): `lop3(word, 0xF << 4i, 0x4B000000)` is the f32
@@ -35,6 +38,7 @@
 //    by 16, of the high half. One `sub.f32` of 2^23 + z*16^i (the zero point folded into
 //    the magic subtrahend, computed once per group) leaves (q - z)*16^i exactly, and one FMA
 //    accumulates it: three instructions per weight, no I2F conversion, no nibble shifts.
+//    The subtrahends come from the same lop3 applied to z*0x1111 (z in all four nibbles).
 //  - The 16^-i position factors go into x once per CTA: x is staged in shared memory as
 //    x'[k] = x[k] * 16^-(k%4) (exact powers of two), read back as two `ld.shared.v4.f32`
 //    per k-word, shared by the lane's 4 columns.
@@ -83,10 +87,14 @@ __device__ __forceinline__ float dot_word(uint32_t word, float4 xa, float4 xb, c
   return acc;
 }
 
-// zm[i] = 2^23 + z*16^i as f32 (z <= 15, so the bits stay in the mantissa).
+// zm[i] = 2^23 + z*16^i as f32 (z <= 15, so the bits stay in the mantissa): z*0x1111
+// repeats z in the four nibbles, then the same lop3 as the weights picks nibble i.
 __device__ __forceinline__ void zero_magic(uint32_t z, float (&zm)[4]) {
-#pragma unroll
-  for (int i = 0; i < 4; ++i) asm("or.b32 %0, %1, %2;" : "=f"(zm[i]) : "r"(z << (4 * i)), "n"(kMagic));
+  const uint32_t repeated = z * 0x1111u;
+  zm[0] = magic<0x000Fu>(repeated);
+  zm[1] = magic<0x00F0u>(repeated);
+  zm[2] = magic<0x0F00u>(repeated);
+  zm[3] = magic<0xF000u>(repeated);
 }
 
 }  // namespace
@@ -95,7 +103,8 @@ extern "C" __global__ void __launch_bounds__(256)
 linear_4bit_affine_grouped_expert(const float* __restrict__ x, const uint32_t* __restrict__ w,
                                   const float* __restrict__ scale, const uint32_t* __restrict__ zero_point,
                                   const float* __restrict__ b, float* __restrict__ out, uint32_t in_dim,
-                                  uint32_t out_dim, uint32_t group_size, uint32_t lanes_per_row_log2) {
+                                  uint32_t out_dim, uint32_t group_size, uint32_t lanes_per_row_log2,
+                                  uint32_t words_per_slot) {
   extern __shared__ float4 shared[];
   float4* xs = shared;                                           // x', in_dim/4 float4
   float* partial = reinterpret_cast<float*>(shared + in_dim / 4);  // [warps][4 * lanes_per_row]
@@ -103,7 +112,6 @@ linear_4bit_affine_grouped_expert(const float* __restrict__ x, const uint32_t* _
   const uint32_t tid = threadIdx.x;
   const uint32_t lanes_per_row = 1u << lanes_per_row_log2;
   const uint32_t columns_per_cta = 4u * lanes_per_row;
-  const uint32_t slots = blockDim.x >> lanes_per_row_log2;
 
   // Stage x' = x * 16^-(k%4) in shared memory (exact: powers of two).
   const float4* x4 = reinterpret_cast<const float4*>(x);
@@ -121,9 +129,8 @@ linear_4bit_affine_grouped_expert(const float* __restrict__ x, const uint32_t* _
   const uint32_t column = blockIdx.x * columns_per_cta + quad * 4;
   const uint32_t words = in_dim / 8;
   const uint32_t words_per_group = group_size / 8;
-  const uint32_t chunk = (words + slots - 1) / slots;
-  const uint32_t begin = min(slot * chunk, words);
-  const uint32_t end = min(begin + chunk, words);
+  const uint32_t begin = min(slot * words_per_slot, words);
+  const uint32_t end = min(begin + words_per_slot, words);
 
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   if (column < out_dim) {

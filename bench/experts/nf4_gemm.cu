@@ -23,8 +23,8 @@
 //
 // Launch: blockDim.x = a multiple of 32, at most 256; each group of L = 2^lanes_per_column_log2
 // lanes (L <= 32) owns two adjacent columns, so a CTA owns 2*blockDim.x/L columns and
-// gridDim.x = ceil(n / (2*blockDim.x/L)); dynamic shared memory k*4 bytes (f32 entry) or
-// k*8 bytes (f64 entry) for the staged activations.
+// gridDim.x = ceil(n / (2*blockDim.x/L)); dynamic shared memory 4.5*k bytes (f32 entry) or
+// 8.5*k bytes (f64 entry) for the staged, padded activations.
 //
 // How, and where the techniques come from (read, not copied):
 //  - bitsandbytes' `kgemm_4bit_inference_naive` (csrc/kernels.cu): lanes split the k of a
@@ -39,7 +39,9 @@
 //    one `lop3` masks it and ORs in the table's (64-byte aligned) shared address; then one
 //    `ld.shared.f32`. The activations are staged once per CTA in shared memory (f32 or,
 //    for the f64 entry, already converted to f64) and read as `ld.shared.v4.f32` /
-//    `ld.shared.v2.f64`.
+//    `ld.shared.v2.f64`; a lane's 32 activations are 128 (256) contiguous bytes, so 16
+//    bytes of padding after each such run spread the 8 lanes of a 16-byte access phase
+//    over distinct banks (unpadded, they would all hit the same 4 banks).
 //  - Deterministic: butterfly `shfl.sync.bfly` over the L lanes of a column, no atomics.
 //  - 32-bit index math; the 8 codes of a word are unrolled.
 #include <cstdint>
@@ -159,9 +161,9 @@ nf4_gemv_expert_f32(const float* __restrict__ a, const uint32_t* __restrict__ b_
                     const float* __restrict__ b_scales, float* __restrict__ c, uint32_t n, uint32_t k,
                     uint32_t lanes_per_column_log2) {
   __shared__ __align__(64) float table[16];
-  extern __shared__ float4 xs[];  // a, k/4 float4
+  extern __shared__ float4 xs[];  // a: k/4 float4, one float4 of padding after every 8
   write_code_book(table);
-  for (uint32_t i = threadIdx.x; i < k / 4; i += blockDim.x) xs[i] = __ldg(reinterpret_cast<const float4*>(a) + i);
+  for (uint32_t i = threadIdx.x; i < k / 4; i += blockDim.x) xs[i + i / 8] = __ldg(reinterpret_cast<const float4*>(a) + i);
   __syncthreads();
 
   const Mapping m = map_threads(n, lanes_per_column_log2);
@@ -173,7 +175,7 @@ nf4_gemv_expert_f32(const float* __restrict__ a, const uint32_t* __restrict__ b_
   float acc0 = 0.0f, acc1 = 0.0f;
   if (m.first_valid) {
     for (uint32_t chunk = m.lane_in_column; chunk < chunks; chunk += lanes) {
-      const float4* x = xs + chunk * 8;
+      const float4* x = xs + chunk * 9;
       const uint4 q0 = load_chunk(b_nf4, m.column * words_per_column + chunk * 4);
       const uint4 q1 = load_chunk(b_nf4, m.second * words_per_column + chunk * 4);
       const float s0 = __ldg(b_scales + m.column * blocks_per_column + chunk / 2);
@@ -202,11 +204,11 @@ nf4_gemv_expert_f64(const float* __restrict__ a, const uint32_t* __restrict__ b_
                     const float* __restrict__ b_scales, float* __restrict__ c, uint32_t n, uint32_t k,
                     uint32_t lanes_per_column_log2) {
   __shared__ __align__(64) float table[16];
-  extern __shared__ double2 xd[];  // f64(a), k/2 double2
+  extern __shared__ double2 xd[];  // f64(a): k/2 double2, one double2 of padding after every 16
   write_code_book(table);
   for (uint32_t i = threadIdx.x; i < k / 2; i += blockDim.x) {
     const float2 v = __ldg(reinterpret_cast<const float2*>(a) + i);
-    xd[i] = make_double2(v.x, v.y);
+    xd[i + i / 16] = make_double2(v.x, v.y);
   }
   __syncthreads();
 
@@ -219,7 +221,7 @@ nf4_gemv_expert_f64(const float* __restrict__ a, const uint32_t* __restrict__ b_
   double acc0 = 0.0, acc1 = 0.0;
   if (m.first_valid) {
     for (uint32_t chunk = m.lane_in_column; chunk < chunks; chunk += lanes) {
-      const double2* x = xd + chunk * 16;
+      const double2* x = xd + chunk * 17;
       const uint4 q0 = load_chunk(b_nf4, m.column * words_per_column + chunk * 4);
       const uint4 q1 = load_chunk(b_nf4, m.second * words_per_column + chunk * 4);
       const float s0 = __ldg(b_scales + m.column * blocks_per_column + chunk / 2);
