@@ -8,8 +8,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
-#include <functional>
-#include <map>
 #include <mutex>
 #include <sstream>
 
@@ -36,7 +34,9 @@ std::uint32_t log2_exact(std::uint32_t value) { return static_cast<std::uint32_t
 
 std::uint32_t floor_pow2(std::uint32_t value) { return value == 0 ? 1 : std::bit_floor(value); }
 
-std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
+std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) {
+  return static_cast<std::uint32_t>((std::uint64_t{a} + b - 1) / b);
+}
 
 /// Lanes side by side on one row (each loading 16 bytes = `columns_per_lane` columns): the
 /// widest row that still gives at least one CTA per SM (longer contiguous segments, fewer

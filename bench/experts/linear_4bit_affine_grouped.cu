@@ -37,11 +37,11 @@
 //    2^23 + q*16^i exactly, for nibbles i = 0..3 of the low half-word and, after one shift
 //    by 16, of the high half. One `sub.f32` of 2^23 + z*16^i (the zero point folded into
 //    the magic subtrahend, computed once per group) leaves (q - z)*16^i exactly, and one FMA
-//    accumulates it: three instructions per weight, no I2F conversion, no nibble shifts.
+//    accumulates it: three instructions per weight, no I2F conversion, one shift per word.
 //    The subtrahends come from the same lop3 applied to z*0x1111 (z in all four nibbles).
 //  - The 16^-i position factors go into x once per CTA: x is staged in shared memory as
-//    x'[k] = x[k] * 16^-(k%4) (exact powers of two), read back as two `ld.shared.v4.f32`
-//    per k-word, shared by the lane's 4 columns.
+//    x'[k] = x[k] * 16^-(k%4) (exact powers of two unless |x[k]| < 2^-114 turns subnormal),
+//    read back as two `ld.shared.v4.f32` per k-word, shared by the lane's 4 columns.
 //  - Scale per group, factored out of the sum (llama.cpp's q4_1 `vec_dot`,
 //    ggml-cuda/vecdotq.cuh, applies d and m once per block the same way):
 //    acc += s * sum_{k in group} x'[k] * (q - z) * 16^i: one FMA per column per group.
@@ -49,10 +49,10 @@
 //    a warp, then the warps' partials through shared memory, summed in warp order by one
 //    thread per column, which adds b[i] and stores.
 //  - 32-bit index math; the k-word loop is unrolled by 4 so 4 weight loads are in flight.
-// Numerics: every term x[k]*(q - z) is formed exactly as the reference forms it up to
-// reordering (the reference rounds (q - z)*s first); the f32 sums are reordered (per-lane,
-// per-group, butterfly, per-warp), so results agree with the interpreter within the f32
-// accumulation bound checked by bench/ExpertKernels.cpp, not bit for bit.
+// Numerics: each term is x[k]*(q - z) rounded once (the reference rounds (q - z)*s, then x
+// times that), the scale multiplies each group's sum, and the sums run in another order
+// (per lane and group, butterfly, per warp), so results agree with the interpreter within
+// the f32 accumulation bound of bench/experts/ExpertKernels.h, not bit for bit.
 #include <cstdint>
 
 namespace {

@@ -16,7 +16,8 @@
 //   a        f32[k]
 //   b_nf4    u32[n*k/8]: column col's block j (k = 64j .. 64j+63) is the 32 bytes at byte
 //            (col*(k/64) + j)*32, k = 64j + 2t in the low nibble of byte t, 64j + 2t + 1 in
-//            the high nibble (column-major block order: k fastest within a column)
+//            the high nibble (column-major block order: k fastest within a column; low
+//            nibble first, where bitsandbytes packs the high nibble first)
 //   b_scales f32[n*k/64], element col*(k/64) + j (the absmax)
 //   c        f32[n]
 // Precondition: k % 64 == 0 (the op's own rule).
@@ -44,6 +45,13 @@
 //    over distinct banks (unpadded, they would all hit the same 4 banks).
 //  - Deterministic: butterfly `shfl.sync.bfly` over the L lanes of a column, no atomics.
 //  - 32-bit index math; the 8 codes of a word are unrolled.
+// Cost per weight: 4 instructions in the f32 entry (shift, lop3, ld.shared, fma) and 6 in
+// the f64 entry (the f32 multiply by absmax that the reference rounds, cvt.f64.f32, fma.f64),
+// so the f64 entry is issue-bound in the roofline model (and, on an H100, bound by FP64 and
+// f32->f64 conversion throughput). A 256-entry table of code pairs (one lookup per byte)
+// would halve the lookup instructions, but random 8-byte lookups into 2 KiB conflict in
+// shared-memory banks on hardware, which the emulator does not model; the 16-entry table
+// never conflicts.
 #include <cstdint>
 
 namespace {
@@ -60,9 +68,11 @@ __device__ __forceinline__ uint32_t entry_address(uint32_t shifted, uint32_t bas
   return address;
 }
 
+// volatile: the compiler sees no memory operand, so only this keeps the load after the
+// __syncthreads() that publishes the code book.
 __device__ __forceinline__ float load_shared_f32(uint32_t address) {
   float value;
-  asm("ld.shared.f32 %0, [%1];" : "=f"(value) : "r"(address));
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(value) : "r"(address));
   return value;
 }
 
@@ -78,16 +88,18 @@ __device__ __forceinline__ float lookup(uint32_t word, uint32_t base) {
 // .const/.global initializers, and a kernel argument would change the op's buffer list.
 __device__ __forceinline__ void write_code_book(float* table) {
   const uint32_t tid = threadIdx.x;
-  if (tid == 0) reinterpret_cast<float4*>(table)[0] = make_float4(-1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f);
-  if (tid == 1) reinterpret_cast<float4*>(table)[1] = make_float4(-0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f);
-  if (tid == 2) reinterpret_cast<float4*>(table)[2] = make_float4(0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f, 0.33791524171829224f);
-  if (tid == 3) reinterpret_cast<float4*>(table)[3] = make_float4(0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f);
+  float4* rows = reinterpret_cast<float4*>(table);
+  if (tid == 0) rows[0] = make_float4(-1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f);
+  if (tid == 1) rows[1] = make_float4(-0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f);
+  if (tid == 2) rows[2] = make_float4(0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f,
+                                      0.33791524171829224f);
+  if (tid == 3) rows[3] = make_float4(0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f);
 }
 
 struct Mapping {
   uint32_t lane_in_column;  // 0 .. L-1: which of the column's 16-byte chunks, modulo L
   uint32_t column;          // first column of the pair
-  uint32_t second;           // column + 1, or column when that is past n (loaded, never stored)
+  uint32_t second;          // column + 1, or column when that is past n (loaded, never stored)
   bool first_valid, second_valid;
 };
 
@@ -163,7 +175,9 @@ nf4_gemv_expert_f32(const float* __restrict__ a, const uint32_t* __restrict__ b_
   __shared__ __align__(64) float table[16];
   extern __shared__ float4 xs[];  // a: k/4 float4, one float4 of padding after every 8
   write_code_book(table);
-  for (uint32_t i = threadIdx.x; i < k / 4; i += blockDim.x) xs[i + i / 8] = __ldg(reinterpret_cast<const float4*>(a) + i);
+  for (uint32_t i = threadIdx.x; i < k / 4; i += blockDim.x) {
+    xs[i + i / 8] = __ldg(reinterpret_cast<const float4*>(a) + i);
+  }
   __syncthreads();
 
   const Mapping m = map_threads(n, lanes_per_column_log2);

@@ -101,6 +101,24 @@ TEST_CASE("expert dequant_matmul_int4 at m = 1 matches the interpreter: asymmetr
   check("dequant_matmul_int4", dequant(77, 32, 5, false));
 }
 
+TEST_CASE("expert launch plans fill 132 SMs at 4096x4096 where the layout allows it", "[experts]") {
+  const auto plan = [](const std::string& op) {
+    const ir::ops::OpArgs args = batch1_args(op, 4096, 4096);
+    return plan_expert_launch(op, args, ir::ops::OpRegistry::builtin().find(op)->build(args)).launch;
+  };
+  for (const std::string op : {"linear_4bit_affine_grouped", "nf4_gemm"}) {
+    INFO(op);
+    const runtime::PtxLaunch launch = plan(op);
+    CHECK(launch.grid[0] >= 132);
+    CHECK(launch.block[0] >= 128);
+    CHECK(launch.block[0] % 32 == 0);
+  }
+  // n fastest, 64 nibble columns per 32-byte sector: whole-sector rows allow n/64 CTAs.
+  const runtime::PtxLaunch dequant_launch = plan("dequant_matmul_int4");
+  CHECK(dequant_launch.grid[0] == 4096 / 64);
+  CHECK(dequant_launch.block[0] == 256);
+}
+
 TEST_CASE("expert kernels refuse shapes they do not cover, naming the value", "[experts]") {
   const auto message = [](const std::string& op, const ir::ops::OpArgs& args) -> std::string {
     const ir::Program program = ir::ops::OpRegistry::builtin().find(op)->build(args);
