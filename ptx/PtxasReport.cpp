@@ -24,7 +24,7 @@ std::vector<FunctionResources> parse_ptxas_report(std::string_view log) {
   static const std::regex properties(R"(Function properties for (\S+))");
   static const std::regex stack(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
   static const std::regex used(R"(Used (\d+) registers)");
-  static const std::regex smem(R"((\d+) bytes smem)");
+  static const std::regex shared(R"((\d+) bytes smem)");
   std::vector<FunctionResources> functions;
   std::string current;     // the entry being compiled ("Used N registers" belongs to it)
   std::string properties_of;  // the function whose stack line comes next
@@ -49,7 +49,7 @@ std::vector<FunctionResources> parse_ptxas_report(std::string_view log) {
     } else if (std::regex_search(line, match, used) && !current.empty()) {
       FunctionResources& function = find_or_add(functions, current);
       function.registers = std::stoi(match[1]);
-      if (std::regex_search(line, match, smem)) function.shared_bytes = std::stoi(match[1]);
+      if (std::regex_search(line, match, shared)) function.static_shared_bytes = std::stoi(match[1]);
     }
   }
   return functions;

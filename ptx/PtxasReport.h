@@ -5,7 +5,7 @@
 //   ptxas info    : Function properties for scale
 //       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 //   ptxas info    : Used 10 registers, used 0 barriers, 368 bytes cmem[0]
-// (with ", 4096 bytes smem" before cmem when the entry declares static .shared memory)
+//   ptxas info    : Used 32 registers, used 1 barriers, 64 bytes smem, 392 bytes cmem[0]
 #pragma once
 
 #include <cstdint>
@@ -20,10 +20,10 @@ struct FunctionResources {
   std::string function;  // the entry's name
   std::string target;    // "sm_90"
   int registers = 0;     // per thread
-  int shared_bytes = 0;  // static .shared memory per CTA ("N bytes smem"; 0 when absent)
   int stack_frame_bytes = 0;
   int spill_store_bytes = 0;
   int spill_load_bytes = 0;
+  int static_shared_bytes = 0;  // "N bytes smem": `.shared` arrays of fixed size (0 when absent)
 };
 
 /// Every entry/function reported in `log`, in order of appearance. Lines that are not

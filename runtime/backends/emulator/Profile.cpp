@@ -45,7 +45,7 @@ Assembled assemble(const std::string& ptx_text, const std::string& kernel, int s
   for (const ptx::FunctionResources& function : result.functions) {
     if (function.function != kernel) continue;
     out.registers = static_cast<std::uint32_t>(function.registers);
-    out.shared_bytes = static_cast<std::uint32_t>(function.shared_bytes);
+    out.shared_bytes = static_cast<std::uint32_t>(function.static_shared_bytes);
     out.spill_bytes = static_cast<std::uint64_t>(function.spill_store_bytes) + static_cast<std::uint64_t>(function.spill_load_bytes);
     return out;
   }
