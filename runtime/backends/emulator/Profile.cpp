@@ -108,6 +108,22 @@ KernelProfile profile_launch(const std::string& ptx_text, const std::string& ker
                                            kAssumedRegisters);
   }
   std::map<int, Assembled> by_arch;  // one ptxas run per architecture
+  auto assembled_for = [&](int sm) -> const Assembled& {
+    auto found = by_arch.find(sm);
+    if (found == by_arch.end()) found = by_arch.emplace(sm, assemble(ptx_text, kernel, sm)).first;
+    return found->second;
+  };
+  if (options.registers) {
+    profile.registers = *options.registers;
+    profile.registers_source = RegisterSource::Given;
+  } else if (use_ptxas && module_arch && !module_arch->arch_specific) {
+    const Assembled& own = assembled_for(module_arch->sm);
+    if (own.error.empty()) profile.registers = own.registers;
+    profile.registers_source = RegisterSource::Ptxas;
+  } else if (!use_ptxas) {
+    profile.registers = kAssumedRegisters;
+    profile.registers_source = RegisterSource::Assumed;
+  }
   for (const DeviceSpec* device : selected) {
     DeviceProfile out;
     out.device = device;
@@ -124,10 +140,7 @@ KernelProfile profile_launch(const std::string& ptx_text, const std::string& ker
       out.resources.registers_per_thread = *options.registers;
       out.registers_source = RegisterSource::Given;
     } else if (use_ptxas) {
-      auto found = by_arch.find(device->compute_capability);
-      if (found == by_arch.end())
-        found = by_arch.emplace(device->compute_capability, assemble(ptx_text, kernel, device->compute_capability)).first;
-      const Assembled& assembled = found->second;
+      const Assembled& assembled = assembled_for(device->compute_capability);
       if (!assembled.error.empty()) {
         out.error = assembled.error;
         profile.devices.push_back(std::move(out));
@@ -215,6 +228,8 @@ std::string format_counters(const std::string& kernel_name, const std::string& t
 std::string format_profile(const KernelProfile& p) {
   std::string out = format_counters(p.kernel, p.target, p.counters, p.output_elements);
   out += "cost model (an estimate for comparing kernels, not a measurement):\n";
+  if (p.registers)
+    out += fmt::format("  registers per thread for {}: {} ({})\n", p.target, *p.registers, to_string(p.registers_source));
   if (!p.registers_note.empty()) out += fmt::format("  note: {}\n", p.registers_note);
   for (const DeviceProfile& dp : p.devices) {
     const DeviceSpec& d = *dp.device;
@@ -305,7 +320,6 @@ nlohmann::ordered_json profile_json(const KernelProfile& p) {
       {"static_shared_bytes", p.static_shared_bytes},
       {"dynamic_shared_bytes", p.dynamic_shared_bytes},
   };
-  json registers = json::object();
   json by_device = json::object();
   for (const DeviceProfile& dp : p.devices) {
     const DeviceSpec& d = *dp.device;
@@ -315,7 +329,6 @@ nlohmann::ordered_json profile_json(const KernelProfile& p) {
       entry["registers_source"] = std::string(to_string(dp.registers_source));
       entry["spill_bytes"] = dp.spill_bytes;
       entry["shared_bytes_per_cta"] = dp.resources.shared_bytes_per_cta;
-      registers[d.arch()] = dp.resources.registers_per_thread;
     }
     if (!dp.estimate) {
       entry["error"] = dp.error;
@@ -364,7 +377,8 @@ nlohmann::ordered_json profile_json(const KernelProfile& p) {
     });
     by_device[std::string(d.key)] = entry;
   }
-  k["registers"] = registers;
+  k["registers"] = p.registers ? json(*p.registers) : json(nullptr);
+  k["registers_source"] = std::string(to_string(p.registers_source));
   if (!p.registers_note.empty()) k["registers_note"] = p.registers_note;
   k["devices"] = by_device;
   return k;

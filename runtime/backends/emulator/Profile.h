@@ -63,6 +63,10 @@ struct KernelProfile {
   std::uint32_t static_shared_bytes = 0;   // declared in the PTX (ptxas's figure per device, where it ran)
   std::uint32_t dynamic_shared_bytes = 0;  // of the launch
   std::vector<DeviceProfile> devices;      // in ProfileOptions::devices order (else devices() order)
+  /// Registers per thread of the kernel as compiled for its own .target (`ptxas -v` for
+  /// that architecture, --registers, or kAssumedRegisters); unset when ptxas rejected it.
+  std::optional<std::uint32_t> registers;
+  RegisterSource registers_source = RegisterSource::Assumed;
   std::string registers_note;              // set when registers are assumed: why, and how to give them
 };
 
