@@ -449,3 +449,44 @@ TEST_CASE("one CTA of 32 threads loading one word each is latency-bound", "[emul
     CHECK(e.active_sms == 1);
   }
 }
+
+// Integer cvt: truncation and 32 -> 64-bit zero extension are register reuse on the GPU
+// (free: Move); sign extension and narrow extension are one integer instruction; float
+// conversions stay on the conversion pipe (16 per clock per SM).
+const char* kConversions = R"(
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry conversions(.param .u64 out)
+{
+  .reg .b16 %h<2>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  .reg .f32 %f<2>;
+  ld.param.u64 %rd6, [out];
+  cvta.to.global.u64 %rd1, %rd6;
+  mov.u32 %r1, %tid.x;
+  cvt.u64.u32 %rd2, %r1;
+  cvt.u32.u64 %r2, %rd2;
+  cvt.s64.s32 %rd3, %r2;
+  cvt.u16.u32 %h1, %r2;
+  cvt.u32.u16 %r3, %h1;
+  cvt.rn.f32.u32 %f1, %r3;
+  cvt.rzi.u32.f32 %r4, %f1;
+  shl.b64 %rd5, %rd3, 2;
+  add.s64 %rd4, %rd5, %rd1;
+  st.global.u32 [%rd4], %r4;
+  ret;
+}
+)";
+
+TEST_CASE("integer cvt that ptxas removes counts as a move, others on the integer or conversion pipe",
+          "[emulator][cost]") {
+  const LaunchCounters c = run_kernel(kConversions, "conversions", 1, 32, {256});
+  // cvta + mov + cvt.u64.u32 + cvt.u32.u64 + cvt.u16.u32: free.
+  CHECK(c.pipe(Pipe::Move) == 5);
+  // cvt.s64.s32 (sign extension), cvt.u32.u16 (16-bit extension), shl.b64, add.s64.
+  CHECK(c.pipe(Pipe::Integer) == 4);
+  // cvt.rn.f32.u32 and cvt.rzi.u32.f32: I2F and F2I.
+  CHECK(c.pipe(Pipe::Conversion) == 2);
+}

@@ -47,7 +47,9 @@ constexpr std::string_view to_string(Subroutine subroutine) {
 /// l1tex__t_sectors / l1tex__t_requests measure).
 struct LaunchCounters {
   std::uint64_t warp_instructions = 0;
-  /// Warp instructions by the pipe their instruction-table row names (ptx::Pipe).
+  /// Warp instructions by the pipe their instruction-table row names (ptx::Pipe), except
+  /// integer-to-integer cvt: Move when it is a truncation or a 32 -> 64-bit zero extension
+  /// (no SASS instruction), else Integer.
   std::array<std::uint64_t, ptx::kPipeCount> pipe_instructions{};
   /// The Pipe::Emulated warp instructions by subroutine (they sum to pipe(Emulated)).
   std::array<std::uint64_t, kSubroutineCount> subroutine_instructions{};

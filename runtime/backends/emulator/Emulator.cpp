@@ -50,6 +50,21 @@ Subroutine subroutine_of(const Instruction& in) {
   }
 }
 
+/// The pipe an instruction is counted on: its table row's, except integer-to-integer
+/// cvt, which the row puts on Conversion with every other cvt. On the GPU a truncation
+/// (cvt.u32.u64: use the low register) or a 32 -> 64-bit zero extension (cvt.u64.u32: pair
+/// with the zero register) is no instruction at all, so it counts as a Move, which the cost
+/// model treats as free; a sign extension or an 8/16-bit extension or saturation is one
+/// integer ALU instruction (SHF/SGXT/LOP3/IMNMX), not an I2I conversion.
+ptx::Pipe counted_pipe(const Instruction& in) {
+  if (in.opcode != Opcode::Cvt || ptx::is_float(in.type) || ptx::is_float(in.source_type)) return in.form->pipe;
+  const unsigned to = ptx::bit_width(in.type), from = ptx::bit_width(in.source_type);
+  if (in.saturate) return ptx::Pipe::Integer;
+  if (to <= from) return ptx::Pipe::Move;
+  if (from == 32 && ptx::is_unsigned_integer(in.source_type)) return ptx::Pipe::Move;
+  return ptx::Pipe::Integer;
+}
+
 std::string lane_list(std::uint32_t mask) {
   std::string text;
   for_each_lane(mask, [&](unsigned lane) { text += (text.empty() ? "" : ",") + std::to_string(lane); });
@@ -234,7 +249,7 @@ void Launch::count(const Instruction& in, std::uint32_t active) {
   if (++counters_.warp_instructions > options_.max_warp_instructions)
     throw RuntimeError(fmt::format("PTX emulator: kernel {} exceeded {} warp instructions (runaway loop?) at line {}: {}",
                                    kernel_.name, options_.max_warp_instructions, in.line, text(in)));
-  const ptx::Pipe pipe = in.form->pipe;
+  const ptx::Pipe pipe = counted_pipe(in);
   ++counters_.pipe_instructions[static_cast<std::size_t>(pipe)];
   if (pipe == ptx::Pipe::Emulated) ++counters_.subroutine_instructions[static_cast<std::size_t>(subroutine_of(in))];
   else if (in.opcode == Opcode::Ld && in.space == StateSpace::Param) ++counters_.parameter_loads;
