@@ -93,7 +93,7 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
   SECTION("issue: quantc's seed linear_4bit_affine_grouped at 1024x4096") {
     fs::path spec = scratch_dir() / "affine_1024x4096.json";
     write_text(spec, R"({"op": "linear_4bit_affine_grouped", "in_dim": 1024, "out_dim": 4096, "group_size": 128,
-                       "target": "sm_90"})");
+                       "target": "sm_80"})");
     const json document = profile_json(spec.string() + " --device h100_sxm --device a100");
     const json& kernel = document["kernels"][0];
     CHECK(kernel["devices"].size() == 2);
@@ -108,6 +108,14 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
       CHECK(device["modeled_us"].get<double>() ==
             Approx(device["limits_us"][device["limit"].get<std::string>()].get<double>()).epsilon(0.2));
     }
+  }
+  SECTION("PTX for sm_90 is modeled on the sm_90 devices only; the others say why") {
+    const json kernel = profile_json(spec_path("linear_4bit_affine_grouped.json"))["kernels"][0];
+    CHECK(kernel["target"] == "sm_90");
+    CHECK(kernel["devices"]["h200"].contains("modeled_us"));
+    CHECK_FALSE(kernel["devices"]["a100"].contains("modeled_us"));
+    CHECK(kernel["devices"]["a100"]["error"] == "the PTX targets sm_90; a100 is sm_80 and cannot run it");
+    CHECK(kernel["devices"]["l40s"]["error"] == "the PTX targets sm_90; l40s is sm_89 and cannot run it");
   }
 }
 
