@@ -80,10 +80,6 @@ std::vector<Case> cases() {
   return result;
 }
 
-std::string limit_text(const LaunchEstimate& estimate) {
-  return estimate.limit_key();
-}
-
 std::string markdown(const std::vector<bench::Comparison>& comparisons, const DeviceSpec& device,
                      double total_seconds) {
   std::string text;
@@ -113,7 +109,7 @@ std::string markdown(const std::vector<bench::Comparison>& comparisons, const De
     text += fmt::format("| {} | {} | {:.2f} | {:.2f} | {:.2f}× | {:.0f}% | {:.0f}% | {} | {} |\n", comparison.op,
                         bench::case_label(comparison.op, comparison.args), quantc.seconds * 1e6, expert.seconds * 1e6,
                         quantc.seconds / expert.seconds, 100.0 * quantc.hbm_fraction(), 100.0 * expert.hbm_fraction(),
-                        limit_text(quantc), limit_text(expert));
+                        quantc.limit_key(), expert.limit_key());
   }
 
   text += "\n## Per kernel\n\n";
@@ -133,7 +129,7 @@ std::string markdown(const std::vector<bench::Comparison>& comparisons, const De
           c.sectors_per_load_request(), run->resources.ctas, run->resources.threads_per_cta, run->resources.registers,
           run->resources.static_shared_bytes + run->resources.dynamic_shared_bytes,
           c.unique_global_bytes_read + c.unique_global_bytes_written, estimate.memory_bound_seconds * 1e6,
-          estimate.seconds * 1e6, 100.0 * estimate.hbm_fraction(), limit_text(estimate),
+          estimate.seconds * 1e6, 100.0 * estimate.hbm_fraction(), estimate.limit_key(),
           run->name == "quantc" ? fmt::format("{:.2f}×", estimate.seconds / expert_seconds) : std::string("1.00×"));
     }
   }
