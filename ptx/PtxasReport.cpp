@@ -24,6 +24,7 @@ std::vector<FunctionResources> parse_ptxas_report(std::string_view log) {
   static const std::regex properties(R"(Function properties for (\S+))");
   static const std::regex stack(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
   static const std::regex used(R"(Used (\d+) registers)");
+  static const std::regex shared(R"((\d+) bytes smem)");
   std::vector<FunctionResources> functions;
   std::string current;     // the entry being compiled ("Used N registers" belongs to it)
   std::string properties_of;  // the function whose stack line comes next
@@ -46,7 +47,9 @@ std::vector<FunctionResources> parse_ptxas_report(std::string_view log) {
       function.spill_store_bytes = std::stoi(match[2]);
       function.spill_load_bytes = std::stoi(match[3]);
     } else if (std::regex_search(line, match, used) && !current.empty()) {
-      find_or_add(functions, current).registers = std::stoi(match[1]);
+      FunctionResources& function = find_or_add(functions, current);
+      function.registers = std::stoi(match[1]);
+      if (std::regex_search(line, match, shared)) function.static_shared_bytes = std::stoi(match[1]);
     }
   }
   return functions;

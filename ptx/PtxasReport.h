@@ -5,6 +5,7 @@
 //   ptxas info    : Function properties for scale
 //       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 //   ptxas info    : Used 10 registers, used 0 barriers, 368 bytes cmem[0]
+//   ptxas info    : Used 32 registers, used 1 barriers, 64 bytes smem, 392 bytes cmem[0]
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,7 @@ struct FunctionResources {
   int stack_frame_bytes = 0;
   int spill_store_bytes = 0;
   int spill_load_bytes = 0;
+  int static_shared_bytes = 0;  // "N bytes smem": `.shared` arrays of fixed size (0 when absent)
 };
 
 /// Every entry/function reported in `log`, in order of appearance. Lines that are not

@@ -48,28 +48,34 @@ void check_against_ptxas(const std::string& ptx, const ptx::Target& target, int 
 
 }  // namespace
 
-TEST_CASE("the ptxas report parser reads registers, stack and spills per entry", "[nvjitlink]") {
+TEST_CASE("the ptxas report parser reads registers, stack, spills and shared bytes per entry", "[nvjitlink]") {
   const std::string log =
       "ptxas info    : 0 bytes gmem\n"
       "ptxas info    : Compiling entry function 'first' for 'sm_90'\n"
       "ptxas info    : Function properties for first\n"
       "    8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n"
-      "ptxas info    : Used 42 registers, used 1 barriers, 8 bytes cumulative stack size\n"
+      "ptxas info    : Used 42 registers, used 1 barriers, 4096 bytes smem, 8 bytes cumulative stack size\n"
       "ptxas info    : Compiling entry function 'second' for 'sm_90'\n"
       "ptxas info    : Function properties for second\n"
       "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
-      "ptxas info    : Used 10 registers, used 0 barriers, 368 bytes cmem[0]\n";
+      "ptxas info    : Used 10 registers, used 0 barriers, 368 bytes cmem[0]\n"
+      "ptxas info    : Compiling entry function 'third' for 'sm_90'\n"
+      "ptxas info    : Used 32 registers, used 1 barriers, 64 bytes smem, 392 bytes cmem[0]\n";
   const std::vector<FunctionResources> functions = parse_ptxas_report(log);
-  REQUIRE(functions.size() == 2);
+  REQUIRE(functions.size() == 3);
   CHECK(functions[0].function == "first");
   CHECK(functions[0].target == "sm_90");
   CHECK(functions[0].registers == 42);
   CHECK(functions[0].stack_frame_bytes == 8);
   CHECK(functions[0].spill_store_bytes == 4);
   CHECK(functions[0].spill_load_bytes == 12);
+  CHECK(functions[0].static_shared_bytes == 4096);
   CHECK(functions[1].function == "second");
   CHECK(functions[1].registers == 10);
   CHECK(functions[1].spill_load_bytes == 0);
+  CHECK(functions[1].static_shared_bytes == 0);
+  CHECK(functions[2].registers == 32);
+  CHECK(functions[2].static_shared_bytes == 64);
   CHECK(parse_ptxas_report("").empty());
 }
 

@@ -128,7 +128,7 @@ void print_counters(const runtime::Backend& backend, const runtime::RunReport& r
                     const std::string& target, std::uint64_t output_elements, const ir::Program* program) {
   if (report.statistics && program != nullptr) fmt::print("{}", runtime::reference::format_statistics(*report.statistics, *program));
   if (report.counters) {
-    fmt::print("{}", runtime::emulator::format_profile(kernel, target, *report.counters, output_elements));
+    fmt::print("{}", runtime::emulator::format_counters(kernel, target, *report.counters, output_elements));
   }
   if (!report.has_counters()) fmt::print("backend {} reports no counters\n", backend.name());
 }

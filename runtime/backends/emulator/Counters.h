@@ -5,10 +5,41 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
 
 #include "ptx/InstructionTable.h"
 
 namespace quantc::runtime::emulator {
+
+/// The multi-instruction PTX forms (ptx::Pipe::Emulated), by the SASS subroutine ptxas
+/// expands them into; the cost model (CostModel.h) charges each to the pipes it runs on.
+/// (enumerator, printed name)
+#define QUANTC_SUBROUTINES(X)                                                     \
+  X(DivRem32, "div_rem_32")         /* div/rem on 16/32-bit integers */           \
+  X(DivRem64, "div_rem_64")         /* div/rem on 64-bit integers */              \
+  X(F32Div, "f32_div")              /* div.rn/.rz/.rm/.rp.f32: IEEE-rounded */    \
+  X(F32DivFast, "f32_div_fast")     /* div.approx.f32, div.full.f32 */            \
+  X(F64Div, "f64_div")              /* div.f64, rcp.f64 */                        \
+  X(F64Sqrt, "f64_sqrt")            /* sqrt.f64 */
+
+enum class Subroutine : std::uint8_t {
+#define QUANTC_ENUM(name, text) name,
+  QUANTC_SUBROUTINES(QUANTC_ENUM)
+#undef QUANTC_ENUM
+};
+#define QUANTC_COUNT(name, text) +1
+inline constexpr unsigned kSubroutineCount = 0 QUANTC_SUBROUTINES(QUANTC_COUNT);
+#undef QUANTC_COUNT
+constexpr std::string_view to_string(Subroutine subroutine) {
+  switch (subroutine) {
+#define QUANTC_CASE(name, text) \
+  case Subroutine::name:        \
+    return text;
+    QUANTC_SUBROUTINES(QUANTC_CASE)
+#undef QUANTC_CASE
+  }
+  return "?";
+}
 
 /// What one launch executed. "Warp instruction" = one instruction issued for one warp
 /// (whatever its active mask); "request" = one warp-level global ld/st instruction;
@@ -16,8 +47,15 @@ namespace quantc::runtime::emulator {
 /// l1tex__t_sectors / l1tex__t_requests measure).
 struct LaunchCounters {
   std::uint64_t warp_instructions = 0;
-  /// Warp instructions by the pipe their instruction-table row names (ptx::Pipe).
+  /// Warp instructions by the pipe their instruction-table row names (ptx::Pipe), except
+  /// integer-to-integer cvt: Move when it is a truncation or a 32 -> 64-bit zero extension
+  /// (no SASS instruction), else Integer.
   std::array<std::uint64_t, ptx::kPipeCount> pipe_instructions{};
+  /// The Pipe::Emulated warp instructions by subroutine (they sum to pipe(Emulated)).
+  std::array<std::uint64_t, kSubroutineCount> subroutine_instructions{};
+  /// Warp-level `ld.param` (part of pipe(Memory)): ptxas folds kernel parameters into
+  /// constant-bank operands, so they issue nothing on the GPU.
+  std::uint64_t parameter_loads = 0;
   std::uint64_t thread_instructions = 0;      // sum over warp instructions of active lanes
   std::uint64_t global_load_requests = 0;
   std::uint64_t global_store_requests = 0;    // atomics count as loads and stores
@@ -27,11 +65,34 @@ struct LaunchCounters {
   std::uint64_t shared_store_requests = 0;
   std::uint64_t unique_global_bytes_read = 0;     // distinct bytes, over all buffers
   std::uint64_t unique_global_bytes_written = 0;
+  /// Distinct aligned 32-byte sectors holding a byte read / written, over all buffers:
+  /// what DRAM moves when every sector crosses it once (each buffer starts sector-aligned).
+  std::uint64_t unique_global_sectors_read = 0;
+  std::uint64_t unique_global_sectors_written = 0;
+  /// Memory-level parallelism of global loads. A warp's "load batch" is the run of
+  /// global load requests it issues before its first instruction that reads or writes
+  /// the destination register of a load still in flight (where a GPU warp stalls on
+  /// its scoreboard); the batch then ends and every load issued so far counts as
+  /// arrived. A warp that exits with loads in flight ends a batch too. So
+  /// global_load_requests / global_load_batches = independent loads in flight per warp,
+  /// and 32 x global_load_sectors / global_load_batches = bytes in flight per warp.
+  /// Measured on PTX order: ptxas may hoist loads further, so this is a lower bound.
+  std::uint64_t global_load_batches = 0;
+  /// The batches by where their slowest request finds its data, with caches that never
+  /// evict: DRAM when a sector was never touched by the launch before (a compulsory
+  /// miss: the sectors DRAM moves once), else L2 when a sector was not loaded by this
+  /// CTA since the launch last stored to it, else L1. They sum to global_load_batches.
+  std::uint64_t global_load_batches_dram = 0;
+  std::uint64_t global_load_batches_l2 = 0;
+  std::uint64_t global_load_batches_l1 = 0;
   std::uint64_t barriers = 0;                 // CTA-wide barrier releases
   std::uint64_t ctas = 0;
   std::uint64_t threads = 0;                  // launched threads, all CTAs
 
   std::uint64_t pipe(ptx::Pipe pipe) const { return pipe_instructions[static_cast<std::size_t>(pipe)]; }
+  std::uint64_t subroutine(Subroutine subroutine) const {
+    return subroutine_instructions[static_cast<std::size_t>(subroutine)];
+  }
   double sectors_per_load_request() const {
     return global_load_requests ? double(global_load_sectors) / double(global_load_requests) : 0.0;
   }
@@ -44,6 +105,8 @@ struct LaunchCounters {
 inline LaunchCounters& LaunchCounters::operator+=(const LaunchCounters& o) {
   warp_instructions += o.warp_instructions;
   for (std::size_t i = 0; i < pipe_instructions.size(); ++i) pipe_instructions[i] += o.pipe_instructions[i];
+  for (std::size_t i = 0; i < subroutine_instructions.size(); ++i) subroutine_instructions[i] += o.subroutine_instructions[i];
+  parameter_loads += o.parameter_loads;
   thread_instructions += o.thread_instructions;
   global_load_requests += o.global_load_requests;
   global_store_requests += o.global_store_requests;
@@ -53,6 +116,12 @@ inline LaunchCounters& LaunchCounters::operator+=(const LaunchCounters& o) {
   shared_store_requests += o.shared_store_requests;
   unique_global_bytes_read += o.unique_global_bytes_read;
   unique_global_bytes_written += o.unique_global_bytes_written;
+  unique_global_sectors_read += o.unique_global_sectors_read;
+  unique_global_sectors_written += o.unique_global_sectors_written;
+  global_load_batches += o.global_load_batches;
+  global_load_batches_dram += o.global_load_batches_dram;
+  global_load_batches_l2 += o.global_load_batches_l2;
+  global_load_batches_l1 += o.global_load_batches_l1;
   barriers += o.barriers;
   ctas += o.ctas;
   threads += o.threads;

@@ -35,6 +35,36 @@ void insert_group(std::vector<Group>& groups, Group group) {
   else groups.insert(it, group);
 }
 
+/// The subroutine a Pipe::Emulated instruction expands into.
+Subroutine subroutine_of(const Instruction& in) {
+  switch (in.form->form) {
+    case ptx::Form::IntDiv:
+    case ptx::Form::IntRem:
+      return ptx::bit_width(in.type) > 32 ? Subroutine::DivRem64 : Subroutine::DivRem32;
+    case ptx::Form::F32Div:
+      return (in.approx || in.full) ? Subroutine::F32DivFast : Subroutine::F32Div;
+    case ptx::Form::F64Sqrt:
+      return Subroutine::F64Sqrt;
+    default:  // F64Div, F64Rcp
+      return Subroutine::F64Div;
+  }
+}
+
+/// The pipe an instruction is counted on: its table row's, except integer-to-integer
+/// cvt, which the row puts on Conversion with every other cvt. On the GPU a truncation
+/// (cvt.u32.u64: use the low register) or a 32 -> 64-bit zero extension (cvt.u64.u32: pair
+/// with the zero register) is no instruction at all, so it counts as a Move, which the cost
+/// model treats as free; a sign extension or an 8/16-bit extension or saturation is one
+/// integer ALU instruction (SHF/SGXT/LOP3/IMNMX), not an I2I conversion.
+ptx::Pipe counted_pipe(const Instruction& in) {
+  if (in.opcode != Opcode::Cvt || ptx::is_float(in.type) || ptx::is_float(in.source_type)) return in.form->pipe;
+  const unsigned to = ptx::bit_width(in.type), from = ptx::bit_width(in.source_type);
+  if (in.saturate) return ptx::Pipe::Integer;
+  if (to <= from) return ptx::Pipe::Move;
+  if (from == 32 && ptx::is_unsigned_integer(in.source_type)) return ptx::Pipe::Move;
+  return ptx::Pipe::Integer;
+}
+
 std::string lane_list(std::uint32_t mask) {
   std::string text;
   for_each_lane(mask, [&](unsigned lane) { text += (text.empty() ? "" : ",") + std::to_string(lane); });
@@ -47,7 +77,11 @@ Launch::Launch(const Kernel& kernel, const LaunchConfig& config, std::vector<Dev
                std::vector<std::uint8_t> parameters, const LaunchOptions& options)
     : kernel_(kernel), config_(config), buffers_(buffers), parameters_(std::move(parameters)), options_(options) {
   touched_.resize(buffers_.size());
-  for (std::size_t i = 0; i < buffers_.size(); ++i) touched_[i].assign(buffers_[i].bytes.size(), 0);
+  sector_state_.resize(buffers_.size());
+  for (std::size_t i = 0; i < buffers_.size(); ++i) {
+    touched_[i].assign(buffers_[i].bytes.size(), 0);
+    sector_state_[i].assign((buffers_[i].bytes.size() + 31) / 32, 0);
+  }
   threads_per_cta_ = config.block[0] * config.block[1] * config.block[2];
   warps_per_cta_ = (threads_per_cta_ + 31) / 32;
 }
@@ -61,6 +95,14 @@ LaunchCounters Launch::run() {
       counters_.unique_global_bytes_read += (flag & 1);
       counters_.unique_global_bytes_written += (flag >> 1) & 1;
     }
+  for (const auto& flags : touched_) {
+    for (std::size_t sector = 0; sector < flags.size(); sector += 32) {
+      std::uint8_t any = 0;
+      for (std::size_t i = sector; i < std::min(flags.size(), sector + 32); ++i) any |= flags[i];
+      counters_.unique_global_sectors_read += (any & 1);
+      counters_.unique_global_sectors_written += (any >> 1) & 1;
+    }
+  }
   counters_.ctas = std::uint64_t(config_.grid[0]) * config_.grid[1] * config_.grid[2];
   counters_.threads = counters_.ctas * threads_per_cta_;
   return counters_;
@@ -68,11 +110,13 @@ LaunchCounters Launch::run() {
 
 void Launch::run_cta(std::array<std::uint32_t, 3> ctaid) {
   ctaid_ = ctaid;
+  cta_linear_ = (ctaid[2] * config_.grid[1] + ctaid[1]) * config_.grid[0] + ctaid[0];
   shared_.assign(kernel_.static_shared_bytes, 0);
   dynamic_shared_.assign(config_.dynamic_shared_bytes, 0);
   local_.assign(std::size_t(warps_per_cta_) * 32 * kernel_.local_bytes, 0);
   const std::size_t warp_registers = std::size_t(kernel_.register_count) * 32;
   registers_.assign(warp_registers * warps_per_cta_, 0);
+  pending_.assign(std::size_t(kernel_.register_count) * warps_per_cta_, 0);
   std::vector<Warp> warps(warps_per_cta_);
   for (std::uint32_t w = 0; w < warps_per_cta_; ++w) {
     Warp& warp = warps[w];
@@ -80,6 +124,7 @@ void Launch::run_cta(std::array<std::uint32_t, 3> ctaid) {
     std::uint32_t lanes = std::min<std::uint32_t>(32, threads_per_cta_ - w * 32);
     warp.existing = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1);
     warp.registers = registers_.data() + warp_registers * w;
+    warp.pending = pending_.data() + std::size_t(kernel_.register_count) * w;
     initialize_registers(warp);
     warp.groups.push_back({0, warp.existing});
   }
@@ -88,7 +133,11 @@ void Launch::run_cta(std::array<std::uint32_t, 3> ctaid) {
       if (!warp.groups.empty()) run_warp(warp);
     bool waiting = false;
     for (Warp& warp : warps) waiting = waiting || !warp.at_barrier.empty();
-    if (!waiting) break;
+    if (!waiting) {
+      for (Warp& warp : warps)
+        if (!warp.pending_slots.empty()) end_load_batch(warp);  // exited with loads in flight
+      break;
+    }
     ++counters_.barriers;
     for (Warp& warp : warps) {
       for (Group group : warp.at_barrier) insert_group(warp.groups, group);
@@ -157,6 +206,7 @@ void Launch::run_warp(Warp& warp) {
       active = guard_mask;
     }
     count(in, active);
+    if (!warp.pending_slots.empty() && touches_pending(in, warp)) end_load_batch(warp);
     switch (in.opcode) {
       case Opcode::Bra: {
         warp.groups.pop_back();
@@ -199,8 +249,46 @@ void Launch::count(const Instruction& in, std::uint32_t active) {
   if (++counters_.warp_instructions > options_.max_warp_instructions)
     throw RuntimeError(fmt::format("PTX emulator: kernel {} exceeded {} warp instructions (runaway loop?) at line {}: {}",
                                    kernel_.name, options_.max_warp_instructions, in.line, text(in)));
-  ++counters_.pipe_instructions[static_cast<std::size_t>(in.form->pipe)];
+  const ptx::Pipe pipe = counted_pipe(in);
+  ++counters_.pipe_instructions[static_cast<std::size_t>(pipe)];
+  if (pipe == ptx::Pipe::Emulated) ++counters_.subroutine_instructions[static_cast<std::size_t>(subroutine_of(in))];
+  else if (in.opcode == Opcode::Ld && in.space == StateSpace::Param) ++counters_.parameter_loads;
   counters_.thread_instructions += static_cast<unsigned>(std::popcount(active));
+}
+
+bool Launch::touches_pending(const Instruction& in, const Warp& warp) const {
+  const std::uint8_t* pending = warp.pending;
+  if (in.guard >= 0 && pending[in.guard]) return true;
+  if (in.predicate_destination >= 0 && pending[in.predicate_destination]) return true;
+  for (unsigned i = 0; i < in.operand_count; ++i) {
+    const Operand& operand = in.operands[i];
+    switch (operand.kind) {
+      case Operand::Kind::Register:
+      case Operand::Kind::Address:
+        if (pending[operand.regs[0]]) return true;
+        break;
+      case Operand::Kind::Vector:
+        for (unsigned r = 0; r < operand.count; ++r)
+          if (pending[operand.regs[r]]) return true;
+        break;
+      case Operand::Kind::None:
+      case Operand::Kind::Label:
+        break;
+    }
+  }
+  return false;
+}
+
+void Launch::end_load_batch(Warp& warp) {
+  ++counters_.global_load_batches;
+  switch (static_cast<CacheLevel>(warp.pending_level)) {
+    case CacheLevel::Dram: ++counters_.global_load_batches_dram; break;
+    case CacheLevel::L2: ++counters_.global_load_batches_l2; break;
+    case CacheLevel::L1: ++counters_.global_load_batches_l1; break;
+  }
+  warp.pending_level = 0;
+  for (std::uint32_t slot : warp.pending_slots) warp.pending[slot] = 0;
+  warp.pending_slots.clear();
 }
 
 const std::string& Launch::text(const Instruction& in) const {
@@ -298,15 +386,26 @@ std::uint64_t Launch::Request::unique() {
   return static_cast<std::uint64_t>(std::unique(sectors.begin(), sectors.begin() + count) - sectors.begin());
 }
 
-void Launch::finish_request(Request& request, bool load, bool store, StateSpace space) {
+CacheLevel Launch::finish_request(Request& request, bool load, bool store, StateSpace space) {
+  CacheLevel level = CacheLevel::L1;
   if (request.global) {
     std::uint64_t sectors = request.unique();
     if (load) { ++counters_.global_load_requests; counters_.global_load_sectors += sectors; }
     if (store) { ++counters_.global_store_requests; counters_.global_store_sectors += sectors; }
+    const std::uint32_t mine = cta_linear_ + 1;
+    for (std::uint64_t i = 0; i < sectors; ++i) {
+      // Every buffer lives at (index + 1) << 32: its sectors are numbered from 0 there.
+      const std::uint64_t sector = request.sectors[i];
+      std::uint32_t& state = sector_state_[(sector >> (kBufferShift - 5)) - 1][sector & ((kWindowSize >> 5) - 1)];
+      if (state == 0) level = CacheLevel::Dram;
+      else if (state != mine && level == CacheLevel::L1) level = CacheLevel::L2;
+      state = store ? kStoredSector : mine;
+    }
   } else if (space == StateSpace::Shared) {
     if (load) ++counters_.shared_load_requests;
     if (store) ++counters_.shared_store_requests;
   }
+  return level;
 }
 
 void Launch::mark(const Access& access, unsigned size, std::uint8_t flag) {
@@ -337,7 +436,17 @@ void Launch::load(const Instruction& in, std::uint32_t active, Warp& warp) {
       }
     }
   });
-  finish_request(request, true, false, in.space);
+  const CacheLevel level = finish_request(request, true, false, in.space);
+  if (request.global) {
+    warp.pending_level = std::max(warp.pending_level, static_cast<std::uint8_t>(level));
+    for (unsigned e = 0; e < in.vector; ++e) {
+      std::uint32_t slot = destination.regs[e];
+      if (!warp.pending[slot]) {
+        warp.pending[slot] = 1;
+        warp.pending_slots.push_back(slot);
+      }
+    }
+  }
 }
 
 void Launch::store(const Instruction& in, std::uint32_t active, Warp& warp) {

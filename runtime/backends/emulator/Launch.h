@@ -51,7 +51,15 @@ struct Warp {
   std::vector<Group> groups;      // sorted by pc, descending: back() is the lowest pc
   std::vector<Group> at_barrier;  // parked at bar.sync, resuming at `pc`
   std::uint64_t* registers = nullptr;
+  /// Per register slot: 1 while it is the destination of a global load in flight
+  /// (LaunchCounters::global_load_batches); `pending_slots` lists the set ones.
+  std::uint8_t* pending = nullptr;
+  std::vector<std::uint32_t> pending_slots;
+  std::uint8_t pending_level = 0;  // CacheLevel: the slowest of the loads in flight
 };
+
+/// Where a global load finds its data (LaunchCounters::global_load_batches_*), slowest last.
+enum class CacheLevel : std::uint8_t { L1, L2, Dram };
 
 /// Register `slot` of a warp: 32 lanes of 64-bit words.
 inline std::uint64_t* reg(const Warp& warp, std::uint32_t slot) { return warp.registers + std::size_t(slot) * 32; }
@@ -153,13 +161,19 @@ class Launch {
   std::uint64_t special_value(SpecialRegister special, const Warp& warp, unsigned lane) const;
   void run_warp(Warp& warp);
   void count(const Instruction& in, std::uint32_t active);
+  /// Whether `in` reads or writes a register some global load in flight will write.
+  bool touches_pending(const Instruction& in, const Warp& warp) const;
+  /// The warp waits for its loads in flight: one load batch ends.
+  void end_load_batch(Warp& warp);
   const std::string& text(const Instruction& in) const;
   [[noreturn]] void fail(const Instruction& in, std::uint32_t warp, unsigned lane, const std::string& message) const;
   [[noreturn]] void fail_warp(const Instruction& in, std::uint32_t warp, const std::string& message) const;
 
   Access resolve(const Instruction& in, const Warp& warp, unsigned lane, StateSpace space, std::uint64_t address,
                  unsigned size, bool store);
-  void finish_request(Request& request, bool load, bool store, StateSpace space);
+  /// Counts the request; for a global one, returns where a load finds its data and
+  /// updates the sectors' cache state.
+  CacheLevel finish_request(Request& request, bool load, bool store, StateSpace space);
   void mark(const Access& access, unsigned size, std::uint8_t flag);
   std::uint32_t uniform_mask(const Instruction& in, const Warp& warp, std::uint32_t active, const Operand& operand);
   /// The member mask must name exactly the non-exited threads executing the
@@ -172,6 +186,11 @@ class Launch {
   std::vector<std::uint8_t> parameters_;
   const LaunchOptions& options_;
   std::vector<std::vector<std::uint8_t>> touched_;  // per global byte: 1 read, 2 written
+  /// Per global 32-byte sector: 0 never touched, kStoredSector after a store, else
+  /// 1 + the linear index of the CTA that last loaded it (CacheLevel of later loads).
+  std::vector<std::vector<std::uint32_t>> sector_state_;
+  static constexpr std::uint32_t kStoredSector = 0xffffffffu;
+  std::uint32_t cta_linear_ = 0;
   std::uint32_t threads_per_cta_ = 0;
   std::uint32_t warps_per_cta_ = 0;
   std::array<std::uint32_t, 3> ctaid_{};
@@ -179,6 +198,7 @@ class Launch {
   std::vector<std::uint8_t> dynamic_shared_;
   std::vector<std::uint8_t> local_;
   std::vector<std::uint64_t> registers_;
+  std::vector<std::uint8_t> pending_;  // Warp::pending of every warp of the CTA
   LaunchCounters counters_;
 };
 

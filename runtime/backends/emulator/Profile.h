@@ -1,55 +1,106 @@
-// `quantc profile`: the emulator's counters for one kernel launch, per kernel and per
-// output element, with a roofline estimate for NVIDIA H100 SXM and H200.
+// `quantc profile`: the emulator's counters of one kernel launch (per kernel and per
+// output element) and the cost model's estimate of that launch on each modeled GPU
+// (CostModel.h), as text or as JSON.
 //
-// The model (an estimate for comparing kernels, not a measurement):
-//  - memory-bound time = unique global bytes (read + written) / HBM bandwidth, i.e. every
-//    byte crosses HBM exactly once (perfect L2 reuse, no sector over-fetch);
-//  - issue-bound time  = warp instructions / (SMs x 4 warp schedulers x clock), i.e. one
-//    warp instruction per scheduler per cycle, perfect occupancy and latency hiding;
-//  - the estimate is the larger of the two, and that bound "dominates".
-// Device figures: H100 SXM 3.35 TB/s, 132 SMs, 1.98 GHz boost; H200 4.8 TB/s, 132 SMs,
-// 1.98 GHz boost (NVIDIA H100/H200 datasheets).
+// The resources the model needs besides the counters come from the launch (threads per
+// CTA, CTAs, dynamic shared memory) and from ptxas: `ptxas -v` run on the PTX for each
+// device's architecture (sm_80, sm_89, sm_90; whole-program mode, as the driver
+// JIT-compiles PTX) gives registers per thread, static shared memory and spill bytes.
+// When ptxas cannot be run, registers are assumed (kAssumedRegisters) and marked so;
+// --registers N gives them instead.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "runtime/backends/emulator/CostModel.h"
 #include "runtime/backends/emulator/Emulator.h"
 
 namespace quantc::runtime::emulator {
 
-struct RooflineDevice {
-  std::string name;
-  double bandwidth_bytes_per_second = 0;
-  unsigned streaming_multiprocessors = 0;
-  unsigned schedulers_per_multiprocessor = 4;
-  double clock_hz = 0;
+/// Where a device's registers per thread came from.
+enum class RegisterSource : std::uint8_t {
+  Ptxas,    // `ptxas -v` for the device's architecture
+  Given,    // ProfileOptions::registers (--registers)
+  Assumed,  // kAssumedRegisters: ptxas was not found (or not run) and none were given
+};
+std::string_view to_string(RegisterSource source);  // "ptxas", "given", "assumed"
+
+/// Registers per thread assumed when ptxas cannot be run and none were given: the most
+/// with which a CTA of any size still reaches full occupancy on sm_80 and sm_90 (65536
+/// registers / 2048 threads), so an unknown count never makes occupancy look worse than a
+/// simple kernel's. Counting the PTX's `.reg` declarations would be meaningless: ptxas
+/// allocates registers itself.
+inline constexpr std::uint32_t kAssumedRegisters = 32;
+
+struct ProfileOptions {
+  std::vector<std::string> devices;        // device keys (find_device); empty: every modeled device
+  std::optional<std::uint32_t> registers;  // per thread on every device; ptxas is then not run
+  bool run_ptxas = true;                   // false: registers are assumed unless given
 };
 
-/// H100 SXM and H200, in that order.
-const std::vector<RooflineDevice>& roofline_devices();
-
-struct RooflineEstimate {
-  double memory_seconds = 0;  // unique global bytes / bandwidth
-  double issue_seconds = 0;   // warp instructions / (SMs x schedulers x clock)
-  bool memory_bound() const { return memory_seconds >= issue_seconds; }
-  double seconds() const { return memory_bound() ? memory_seconds : issue_seconds; }
+/// The model's view of one launch on one device.
+struct DeviceProfile {
+  const DeviceSpec* device = nullptr;
+  KernelResources resources;
+  RegisterSource registers_source = RegisterSource::Assumed;
+  std::uint64_t spill_bytes = 0;           // ptxas's spill stores + loads per thread (not timed by the model)
+  std::optional<LaunchEstimate> estimate;  // unset when `error` says why
+  std::string error;                       // the device cannot run the PTX or the launch, or ptxas failed
 };
 
-RooflineEstimate estimate_roofline(const LaunchCounters& counters, const RooflineDevice& device);
+struct KernelProfile {
+  std::string kernel;
+  std::string target;  // the module's .target, as written ("sm_80")
+  LaunchCounters counters;
+  std::uint64_t output_elements = 0;  // 0: no per-output-element figures
+  std::uint32_t threads_per_cta = 0;
+  std::uint32_t static_shared_bytes = 0;   // declared in the PTX (ptxas's figure per device, where it ran)
+  std::uint32_t dynamic_shared_bytes = 0;  // of the launch
+  std::vector<DeviceProfile> devices;      // in ProfileOptions::devices order (else devices() order)
+  /// Registers per thread of the kernel as compiled for its own .target (`ptxas -v` for
+  /// that architecture, --registers, or kAssumedRegisters); unset when ptxas rejected it.
+  std::optional<std::uint32_t> registers;
+  RegisterSource registers_source = RegisterSource::Assumed;
+  std::string registers_note;              // set when registers are assumed: why, and how to give them
+};
 
-/// The profile report as text: the counters (totals, per output element when
-/// `output_elements` > 0), coalescing, and the roofline estimate for each device with
-/// the model's assumptions spelled out. `target` (e.g. "sm_90") is only printed.
-std::string format_profile(const std::string& kernel_name, const std::string& target, const LaunchCounters& counters,
-                           std::uint64_t output_elements);
+/// Models a launch of entry `kernel` of the PTX module `ptx_text` whose emulation gave
+/// `counters` (CTAs from counters.ctas), with `threads_per_cta` threads and
+/// `dynamic_shared_bytes` of dynamic shared memory per CTA. Throws CostModelError for an
+/// unknown device key, a registers value above 255, or counters of 0 CTAs; PtxParseError
+/// when the module does not parse or has no such entry. A device that cannot run the
+/// PTX (its .target is newer), cannot fit the launch or on which ptxas fails gets an
+/// `error` instead of an estimate; the others are still modeled.
+KernelProfile profile_launch(const std::string& ptx_text, const std::string& kernel, std::uint32_t threads_per_cta,
+                             std::uint32_t dynamic_shared_bytes, const LaunchCounters& counters,
+                             std::uint64_t output_elements, const ProfileOptions& options = {});
 
-/// Everything `quantc profile` prints for one kernel: runs `ptx_text` for `program` in
-/// the emulator on runtime::random_buffers(program, seed) and formats the counters with
-/// format_profile; output elements = the readable bytes of every written buffer divided
-/// by its element size. Throws what run() throws (parse errors, out-of-bounds accesses...).
-std::string profile_program(const ir::Program& program, const std::string& ptx_text, const std::string& target,
-                            std::uint64_t seed = 1);
+/// Runs `ptx_text` for `program` in the emulator on runtime::random_buffers(program, seed)
+/// and models it (profile_launch); output elements = the readable bytes of every written
+/// buffer divided by its element size. Throws what run() and profile_launch() throw.
+KernelProfile profile_program(const ir::Program& program, const std::string& ptx_text, std::uint64_t seed = 1,
+                              const ProfileOptions& options = {});
+
+/// The counters as text: totals, per output element when `output_elements` > 0, pipes,
+/// coalescing, unique bytes and sectors, loads in flight. `target` is only printed.
+std::string format_counters(const std::string& kernel_name, const std::string& target, const LaunchCounters& counters,
+                            std::uint64_t output_elements);
+
+/// format_counters plus, per device, the model's occupancy, waves, component times,
+/// modeled time, limit and HBM fraction, and the model's assumptions.
+std::string format_profile(const KernelProfile& profile);
+
+/// The profile as JSON (keys documented in README.md, "quantc profile --json").
+nlohmann::ordered_json profile_json(const KernelProfile& profile);
+
+/// The modeled devices' figures as JSON (name, compute capability, SMs, clock, bandwidth,
+/// latency, limits per SM, throughput table, calibration), keyed by device key.
+nlohmann::ordered_json devices_json();
 
 }  // namespace quantc::runtime::emulator

@@ -1,0 +1,145 @@
+// `quantc profile --json`: the documented keys (README, "quantc profile") hold the numbers
+// the cost model must give for kernels whose answer is known by hand, and bad --device /
+// --registers values fail naming the value.
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
+
+#include "CliHarness.h"
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string kernels() { return std::string(QUANTC_SOURCE_DIR) + "/tests/cli/kernels/launch_kernels.ptx"; }
+
+/// Peak DRAM bandwidth of each modeled device, bytes per second (CostModel.cpp's table).
+const std::map<std::string, double> kBandwidth = {
+    {"h100_sxm", 3.35e12}, {"h200", 4.8e12}, {"a100", 2.039e12}, {"l40s", 864e9}};
+
+json profile_json(const std::string& arguments) {
+  Result result = run_quantc("profile " + arguments + " --json");
+  INFO("quantc profile " << arguments << " --json\n" << result.output);
+  REQUIRE(result.exit_code == 0);
+  json document = json::parse(result.output, nullptr, /*allow_exceptions=*/false);
+  REQUIRE_FALSE(document.is_discarded());
+  return document;
+}
+
+bool known_limit(const std::string& limit) {
+  static const std::set<std::string> fixed = {"dram_bandwidth", "latency", "issue_dispatch", "ctas"};
+  return fixed.count(limit) != 0 || limit.rfind("issue_", 0) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("quantc profile --json: a streaming elementwise kernel is modeled at unique bytes / DRAM bandwidth",
+          "[cli][profile]") {
+  // affine: y[i] = a * x[i] + b over 2^20 floats in 4096 CTAs of 256 threads; each warp
+  // loads and stores 128 contiguous bytes once, so DRAM moves exactly 4 MiB + 4 MiB.
+  const std::uint64_t n = 1u << 20;
+  const json document = profile_json(kernels() + " --entry affine --grid 4096 --block 256 --arg x:f32:" +
+                                     std::to_string(n) + " --arg y:f32:" + std::to_string(n) +
+                                     " --arg f32:2 --arg s32:1 --arg u32:" + std::to_string(n));
+  REQUIRE(document["kernels"].size() == 1);
+  const json& kernel = document["kernels"][0];
+  CHECK(kernel["kernel"] == "affine");
+  CHECK(kernel["ctas"] == 4096);
+  CHECK(kernel["threads_per_cta"] == 256);
+  CHECK(kernel["unique_bytes_read"] == 4 * n);
+  CHECK(kernel["unique_bytes_written"] == 4 * n);
+  CHECK(kernel["load_requests"] == n / 32);      // one per warp
+  CHECK(kernel["load_sectors"] == n / 32 * 4);   // 128 bytes = 4 sectors per request
+  CHECK(kernel["warp_instructions"].get<std::uint64_t>() > n / 32 * 5);
+  CHECK(kernel["registers"].get<int>() > 0);
+  CHECK(kernel["registers"].get<int>() <= 32);
+  REQUIRE(kernel["devices"].size() == 4);
+  for (const auto& [key, bandwidth] : kBandwidth) {
+    INFO(key);
+    const json& device = kernel["devices"][key];
+    REQUIRE(device.contains("modeled_us"));
+    CHECK(device["memory_bound_us"].get<double>() == Approx(8.0 * n / bandwidth * 1e6).epsilon(1e-12));
+    CHECK(device["modeled_us"].get<double>() >= device["memory_bound_us"].get<double>());
+    CHECK(device["hbm_fraction"].get<double>() ==
+          Approx(device["memory_bound_us"].get<double>() / device["modeled_us"].get<double>()));
+    CHECK(known_limit(device["limit"].get<std::string>()));
+    CHECK(device["limits_us"].contains(device["limit"].get<std::string>()));
+    CHECK(document["devices"][key]["dram_bandwidth_tb_per_s"].get<double>() == Approx(bandwidth / 1e12));
+  }
+  // On H100 SXM: 8 MiB / 3.35 TB/s = 2.504 us; issue (~0.4 us) and a DRAM round trip per wave
+  // (530 ns against 645 ns of DRAM time per wave of 1056 CTAs) stay below it.
+  const json& h100 = kernel["devices"]["h100_sxm"];
+  CHECK(h100["memory_bound_us"].get<double>() == Approx(2.504).epsilon(1e-3));
+  CHECK(h100["limit"] == "dram_bandwidth");
+  CHECK(h100["hbm_fraction"].get<double>() == Approx(1.0).epsilon(1e-9));
+  CHECK(h100["waves"] == 4);
+}
+
+TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed affine GEMV is issue-bound",
+          "[cli][profile]") {
+  SECTION("latency: 1 CTA of 32 threads, one load each, waits one DRAM round trip") {
+    const json document =
+        profile_json(kernels() + " --entry affine --grid 1 --block 32 --arg x:f32:8 --arg y:f32:8 --arg f32:2 "
+                                 "--arg s32:1 --arg u32:8 --device h100_sxm");
+    const json& kernel = document["kernels"][0];
+    REQUIRE(kernel["devices"].size() == 1);
+    const json& h100 = kernel["devices"]["h100_sxm"];
+    CHECK(h100["limit"] == "latency");
+    // 700 cycles at 1.98 GHz x 1.5 under load = 530.3 ns; 64 bytes move in 0.019 ns.
+    CHECK(h100["modeled_us"].get<double>() == Approx(0.5303).epsilon(1e-3));
+    CHECK(h100["hbm_fraction"].get<double>() < 0.001);
+  }
+  SECTION("issue: quantc's seed linear_4bit_affine_grouped at 1024x4096") {
+    fs::path spec = scratch_dir() / "affine_1024x4096.json";
+    write_text(spec, R"({"op": "linear_4bit_affine_grouped", "in_dim": 1024, "out_dim": 4096, "group_size": 128,
+                       "target": "sm_80"})");
+    const json document = profile_json(spec.string() + " --device h100_sxm --device a100");
+    const json& kernel = document["kernels"][0];
+    CHECK(kernel["devices"].size() == 2);
+    CHECK_FALSE(kernel["devices"].contains("h200"));
+    const std::string source = kernel["registers_source"].get<std::string>();
+    CHECK((source == "ptxas" || source == "assumed"));
+    for (const char* key : {"h100_sxm", "a100"}) {
+      INFO(key);
+      const json& device = kernel["devices"][key];
+      CHECK(device["limit"].get<std::string>().rfind("issue_", 0) == 0);
+      CHECK(device["hbm_fraction"].get<double>() < 0.5);
+      CHECK(device["modeled_us"].get<double>() ==
+            Approx(device["limits_us"][device["limit"].get<std::string>()].get<double>()).epsilon(0.2));
+    }
+  }
+  SECTION("PTX for sm_90 is modeled on the sm_90 devices only; the others say why") {
+    const json kernel = profile_json(spec_path("linear_4bit_affine_grouped.json"))["kernels"][0];
+    CHECK(kernel["target"] == "sm_90");
+    CHECK(kernel["devices"]["h200"].contains("modeled_us"));
+    CHECK_FALSE(kernel["devices"]["a100"].contains("modeled_us"));
+    CHECK(kernel["devices"]["a100"]["error"] == "the PTX targets sm_90; a100 is sm_80 and cannot run it");
+    CHECK(kernel["devices"]["l40s"]["error"] == "the PTX targets sm_90; l40s is sm_89 and cannot run it");
+  }
+}
+
+TEST_CASE("quantc profile: bad --device and --registers values exit 1 naming the value", "[cli][profile]") {
+  const std::string spec = spec_path("dequantize_int4.json");
+  Result device = run_quantc("profile " + spec + " --device h100");
+  INFO(device.output);
+  CHECK(device.exit_code == 1);
+  CHECK_THAT(device.output, Catch::StartsWith("error: ") && Catch::Contains("unknown device 'h100'") &&
+                                Catch::Contains("h100_sxm, h200, a100, l40s"));
+  for (const char* registers : {"0", "256"}) {
+    Result result = run_quantc("profile " + spec + " --json --registers " + registers);
+    INFO(result.output);
+    CHECK(result.exit_code == 1);
+    CHECK_THAT(result.output, Catch::StartsWith("error: ") &&
+                                  Catch::Contains(std::string("--registers ") + registers + ": registers per thread must be 1..255"));
+  }
+  Result given = run_quantc("profile " + spec + " --json --registers 255 --device l40s");
+  INFO(given.output);
+  REQUIRE(given.exit_code == 0);
+  const json kernel = json::parse(given.output)["kernels"][0];
+  CHECK(kernel["registers"] == 255);
+  CHECK(kernel["registers_source"] == "given");
+  // 255 registers: 256 x 32 = 8192 per warp, 8 warps per SM: occupancy bound by registers.
+  CHECK(kernel["devices"]["l40s"]["occupancy_limit"] == "registers");
+  CHECK(kernel["devices"]["l40s"]["resident_warps_per_sm"] == 8);
+}
