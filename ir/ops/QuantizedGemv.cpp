@@ -127,6 +127,13 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
               dot.push_back(grouped ? in_group.let(fmt::format("dot{}", c), f32(0.0f)) : acc[c]);
             }
             Expr x_sum = grouped ? in_group.let("x_sum", f32(0.0f)) : Expr();
+            // The group's sidecars load first, in flight with its first batch of rows.
+            Expr scales, zero_points;
+            if (grouped) {
+              Expr sidecar = in_group.let("sidecar", group * gemv.out_dim + column);
+              scales = in_group.let("scales", scale.load(sidecar, columns));
+              zero_points = in_group.let("zero_points", zero_point.load(sidecar, columns));
+            }
             in_group.loop("batch", u32(0), u32(group_rows / batch), [&](Body& batch_body, Expr batch_index) {
               Expr first_row = batch_body.let("first_row", group * group_rows + batch_index * batch);
               // Every load of the batch first (bytes in flight), then the arithmetic.
@@ -156,9 +163,6 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
               }
             });
             if (grouped) {
-              Expr sidecar = in_group.let("sidecar", group * gemv.out_dim + column);
-              Expr scales = in_group.let("scales", scale.load(sidecar, columns));
-              Expr zero_points = in_group.let("zero_points", zero_point.load(sidecar, columns));
               for (std::uint32_t c = 0; c < columns; ++c) {
                 Expr z = cast(ScalarType::F32, extract_lane(zero_points, c));
                 in_group.assign(acc[c], fma(extract_lane(scales, c), dot[c] - z * x_sum, acc[c]));

@@ -93,7 +93,7 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
   SECTION("issue: quantc's seed linear_4bit_affine_grouped at 1024x4096") {
     fs::path spec = scratch_dir() / "affine_1024x4096.json";
     write_text(spec, R"({"op": "linear_4bit_affine_grouped", "in_dim": 1024, "out_dim": 4096, "group_size": 128,
-                       "target": "sm_80"})");
+                       "schedule": "seed", "target": "sm_80"})");
     const json document = profile_json(spec.string() + " --device h100_sxm --device a100");
     const json& kernel = document["kernels"][0];
     CHECK(kernel["devices"].size() == 2);
@@ -108,6 +108,22 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
       CHECK(device["modeled_us"].get<double>() ==
             Approx(device["limits_us"][device["limit"].get<std::string>()].get<double>()).epsilon(0.2));
     }
+  }
+  SECTION("bandwidth: the fast linear_4bit_affine_grouped at 4096x4096 streams at the HBM limit") {
+    fs::path spec = scratch_dir() / "affine_fast.json";
+    write_text(spec, R"({"op": "linear_4bit_affine_grouped", "in_dim": 4096, "out_dim": 4096, "group_size": 128,
+                       "schedule": "fast", "target": "sm_90"})");
+    const json kernel = profile_json(spec.string() + " --device h100_sxm")["kernels"][0];
+    const json& device = kernel["devices"]["h100_sxm"];
+    INFO(device.dump());
+    CHECK(device["limit"] == "dram_bandwidth");
+    CHECK(device["modeled_us"].get<double>() <= 1.15 * device["memory_bound_us"].get<double>());
+    CHECK(device["hbm_fraction"].get<double>() >= 0.87);
+    // 16-byte loads of whole 32-byte sectors: far fewer requests than the seed's 4-byte ones.
+    CHECK(kernel["load_sectors"].get<double>() / kernel["load_requests"].get<double>() >= 8.0);
+    // Issued warp instructions per packed-weight byte (register moves ptxas removes are not issued).
+    const double issued = kernel["warp_instructions"].get<double>() - kernel["pipe_instructions"]["move"].get<double>();
+    CHECK(issued / (4096.0 * 4096 / 2) <= 0.35);
   }
   SECTION("PTX for sm_90 is modeled on the sm_90 devices only; the others say why") {
     const json kernel = profile_json(spec_path("linear_4bit_affine_grouped.json"))["kernels"][0];
