@@ -369,6 +369,7 @@ ir::ops::OpArgs batch1_args(const std::string& op, std::uint32_t in_dim, std::ui
   ir::ops::OpArgs args;
   if (op == kAffine) {
     args = ir::ops::OpArgs::dims({{"in_dim", in_dim}, {"out_dim", out_dim}, {"group_size", 64}});
+    args.set("schedule", std::string("seed"));
   } else if (op == kNf4) {
     args = ir::ops::OpArgs::dims({{"m", 1}, {"n", out_dim}, {"k", in_dim}});
   } else {
@@ -380,7 +381,8 @@ ir::ops::OpArgs batch1_args(const std::string& op, std::uint32_t in_dim, std::ui
 
 std::string case_label(const std::string& op, const ir::ops::OpArgs& args) {
   if (op == kAffine) {
-    return fmt::format("{}x{} g{}", args.u32("in_dim"), args.u32("out_dim"), args.u32("group_size"));
+    const std::string schedule = args.has("schedule") ? " " + args.choice("schedule") : "";
+    return fmt::format("{}x{} g{}{}", args.u32("in_dim"), args.u32("out_dim"), args.u32("group_size"), schedule);
   }
   if (op == kNf4) {
     const std::string accumulate = args.has("accumulate") ? args.choice("accumulate") : "f64";

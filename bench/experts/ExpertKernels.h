@@ -70,13 +70,13 @@ const std::vector<std::string>& expert_ops();
 
 /// The op's parameters for a batch-1 layer with `in_dim` inputs (K, the reduction) and
 /// `out_dim` outputs (N), with the group size quantc's shipped specs use: affine
-/// group_size 64; nf4_gemm m = 1 (block 64 is fixed; accumulate left at its default
+/// group_size 64 with the seed schedule; nf4_gemm m = 1 (block 64 is fixed; accumulate left at its default
 /// "f64"); dequant_matmul_int4 m = 1, block_size 64, asymmetric. Throws ExpertError for an
 /// op outside expert_ops().
 ir::ops::OpArgs batch1_args(const std::string& op, std::uint32_t in_dim, std::uint32_t out_dim);
 
 /// A short label for a case: "in×out" plus the parameters that are not the shape
-/// ("g64", "f32", "sym").
+/// ("g64", plus the schedule when args name one: "g64 seed"; "f32", "sym").
 std::string case_label(const std::string& op, const ir::ops::OpArgs& args);
 
 /// How the expert kernel is launched for one case.

@@ -57,17 +57,29 @@ Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim) {
   return program.build();
 }
 
-Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size) {
+namespace {
+
+/// The affine op's parameter checks (OpError as documented) and its `out` element count,
+/// shared by both schedules so that they reject the same shapes and declare the same buffers.
+std::uint32_t affine_grouped_out_count(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size) {
   const char* op = "linear_4bit_affine_grouped";
   check_dims(op, in_dim, out_dim);
   require_nonzero(op, "group_size", group_size, "group size must be > 0");
   check_divisible_by_8(op, in_dim);
-  std::uint32_t packed_words = checked_count(op, "in_dim/8 * out_dim", in_dim / 8, out_dim);
-  std::uint32_t group_count = ceil_div(in_dim, group_size);
-  std::uint32_t sidecar_count = checked_count(op, "group_count*out_dim (sidecar elements)", group_count, out_dim);
-  std::uint32_t workgroups = ceil_div(out_dim, kOutputsPerWorkgroup);
-  std::uint32_t padded_outputs =
-      checked_count(op, "ceil(out_dim/8)*256 (padded outputs)", workgroups, kWorkgroupInvocations);
+  checked_count(op, "in_dim/8 * out_dim", in_dim / 8, out_dim);
+  checked_count(op, "group_count*out_dim (sidecar elements)", ceil_div(in_dim, group_size), out_dim);
+  return checked_count(op, "ceil(out_dim/8)*256 (padded outputs)", ceil_div(out_dim, kOutputsPerWorkgroup),
+                       kWorkgroupInvocations);
+}
+
+}  // namespace
+
+Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size) {
+  const std::uint32_t padded_outputs = affine_grouped_out_count(in_dim, out_dim, group_size);
+  const std::uint32_t packed_words = in_dim / 8 * out_dim;
+  const std::uint32_t group_count = ceil_div(in_dim, group_size);
+  const std::uint32_t sidecar_count = group_count * out_dim;
+  const std::uint32_t workgroups = ceil_div(out_dim, kOutputsPerWorkgroup);
   std::uint32_t chunks = ceil_div(in_dim, kLanesPerOutput);
 
   ProgramBuilder program("linear_4bit_affine_grouped");
@@ -123,18 +135,19 @@ Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, KernelSchedule 
   if (schedule == KernelSchedule::Seed || (schedule == KernelSchedule::Auto && nibble_gemv_unsupported(gemv))) {
     return linear_4bit(in_dim, out_dim);
   }
-  check_dims("linear_4bit", in_dim, out_dim);
+  check_dims("linear_4bit", in_dim, out_dim);  // the seed's errors first, as for the affine op
+  check_divisible_by_8("linear_4bit", in_dim);
   return nibble_gemv(gemv);
 }
 
 Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,
                                    KernelSchedule schedule) {
   if (schedule == KernelSchedule::Seed) return linear_4bit_affine_grouped(in_dim, out_dim, group_size);
-  // The seed constructor's checks and buffer sizes first: both schedules declare the same buffers.
-  Program seed = linear_4bit_affine_grouped(in_dim, out_dim, group_size);
   NibbleGemv gemv{"linear_4bit_affine_grouped", kAffineGroupedId, in_dim, out_dim, group_size,
-                  seed.find_buffer("out")->count};
-  if (schedule == KernelSchedule::Auto && nibble_gemv_unsupported(gemv)) return seed;
+                  affine_grouped_out_count(in_dim, out_dim, group_size)};
+  if (schedule == KernelSchedule::Auto && nibble_gemv_unsupported(gemv)) {
+    return linear_4bit_affine_grouped(in_dim, out_dim, group_size);
+  }
   return nibble_gemv(gemv);
 }
 

@@ -4,6 +4,8 @@
 // for byte addresses included), no add/or/shift by 0, and no comparison of two
 // immediates. A checker test first shows each finding is detected.
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
