@@ -72,7 +72,7 @@ struct EmitCase {
 
 EmitCase emit_case() {
   const ir::ops::OpInfo& op = ir::ops::OpRegistry::builtin().all().front();
-  EmitCase result{ir::ops::OpSpec{&op, op.test_shapes.front(), std::nullopt, std::nullopt}, op.name};
+  EmitCase result{ir::ops::OpSpec{&op, op.test_shapes.front(), std::nullopt, std::nullopt, std::nullopt}, op.name};
   try {
     lower::compile(ir::ops::build_program(result.spec), {ptx::default_target()});
   } catch (const std::exception&) {

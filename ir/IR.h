@@ -13,7 +13,9 @@
 // - Floats are IEEE binary16 (f16), bfloat16 (bf16), binary32 and binary64 with
 //   round-to-nearest-even on every operation, as PTX's `add.rn.f16x2` or
 //   `fma.rn.bf16x2` define them; Add, Sub and Mul are never contracted into an FMA
-//   (only `Fma` fuses, with one rounding). A NaN result is the format's canonical NaN
+//   (only `Fma` fuses, with one rounding). The -O2 pipeline's first pass,
+//   lower::contract_fma, rewrites f32/f64 `a*b + c` into Fma (--fp-contract=off
+//   keeps them apart), so an optimized program's rounding is that of its rewritten IR. A NaN result is the format's canonical NaN
 //   (0x7fff, 0x7fffffff, ...); Neg and Abs flip or clear the sign bit only. Min/Max
 //   return the non-NaN operand when exactly one is NaN (PTX `min.f32`) and order -0
 //   below +0. Ne is true when either operand is NaN; the other comparisons are false then.

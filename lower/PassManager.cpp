@@ -28,6 +28,8 @@ const std::vector<PassInfo>& registered_passes() {
        false},
       {"hoist_sidecars", "load per-group scales/zero points once per group instead of once per chunk", hoist_sidecars,
        false},
+      {"contract_fma", "fuse a*b+c on f32/f64 into fma (changes rounding; -O2 runs it first)", contract_fma, true,
+       false},
   };
   return passes;
 }
@@ -52,6 +54,11 @@ std::vector<std::string> pipeline(OptimizationLevel level) {
       return {"hoist_sidecars", "fold_constants", "licm", "cse", "unroll_loops", "fold_constants", "dce"};
   }
   return {};
+}
+
+std::vector<std::string> prologue(const PassOptions& options) {
+  if (!options.passes.empty() || options.level != OptimizationLevel::O2 || !options.fp_contract) return {};
+  return {"contract_fma"};
 }
 
 std::vector<std::string> parse_pass_list(std::string_view text) {
@@ -98,54 +105,59 @@ void print_timings(std::ostream& log, const std::vector<PassTiming>& timings) {
 
 ir::Program run_passes(ir::Program program, const PassOptions& options, std::vector<PassTiming>* timings) {
   std::vector<std::string> names = options.passes.empty() ? pipeline(options.level) : options.passes;
-  std::vector<const PassInfo*> passes;
+  std::vector<const PassInfo*> passes, prologue_passes;
   for (const std::string& name : names) passes.push_back(&find_pass(name));
+  for (const std::string& name : prologue(options)) prologue_passes.push_back(&find_pass(name));
   for (const std::string& name : options.print_ir_after) find_pass(name);
   bool logging = options.print_ir_after_all || !options.print_ir_after.empty() || options.time_passes;
   if (logging && options.log == nullptr) throw PassError("pass printing or timing requested without a log stream");
 
   std::vector<PassTiming> local_timings;
   std::vector<PassTiming>& record = timings ? *timings : local_timings;
-  record.reserve(record.size() + passes.size() * (options.passes.empty() ? options.max_rounds : 1));
+  record.reserve(record.size() + prologue_passes.size() +
+                 passes.size() * (options.passes.empty() ? options.max_rounds : 1));
   const bool count_nodes = timings != nullptr || options.time_passes;
   std::size_t nodes = count_nodes ? ir_size(program) : 0;
   // Per pass, an entry on which running it is known to change nothing.
   std::map<const PassInfo*, ir::Node> fixed_point;
+  // Runs `pass` (or skips it where its result is known); true when it changed the IR.
+  auto run_pass = [&](const PassInfo* pass) {
+    PassTiming timing{pass->name, {}, nodes, nodes, false, false};
+    ir::Node& known = fixed_point[pass];
+    if (known.defined() && known.same_as(program.entry)) {
+      timing.skipped = true;
+      record.push_back(timing);
+      return false;
+    }
+    const ir::Node before = program.entry;
+    auto start = std::chrono::steady_clock::now();
+    program = pass->run(std::move(program));
+    timing.wall_time = std::chrono::steady_clock::now() - start;
+    timing.changed = !program.entry.same_as(before);
+    if (count_nodes && timing.changed) nodes = ir_size(program);
+    timing.nodes_after = nodes;
+    record.push_back(timing);
+    known = !timing.changed ? before : pass->idempotent ? program.entry : ir::Node();
+    if (options.verify_each) {
+      std::vector<std::string> problems = ir::verify(program);
+      if (!problems.empty()) {
+        std::string message = fmt::format("pass '{}' produced IR that fails verification:", pass->name);
+        for (const std::string& problem : problems) message += "\n  - " + problem;
+        throw PassError(message + "\n" + ir::print(program));
+      }
+    }
+    bool print = options.print_ir_after_all ||
+                 std::find(options.print_ir_after.begin(), options.print_ir_after.end(), pass->name) !=
+                     options.print_ir_after.end();
+    if (print && timing.changed) *options.log << "; *** IR Dump After " << pass->name << " ***\n" << ir::print(program);
+    return timing.changed;
+  };
+  for (const PassInfo* pass : prologue_passes) run_pass(pass);
   bool iterate = options.passes.empty() && options.level == OptimizationLevel::O2;
   unsigned rounds = iterate ? std::max(1u, options.max_rounds) : 1;
   for (unsigned round = 0; round < rounds; ++round) {
     bool round_changed = false;
-    for (const PassInfo* pass : passes) {
-      PassTiming timing{pass->name, {}, nodes, nodes, false, false};
-      ir::Node& known = fixed_point[pass];
-      if (known.defined() && known.same_as(program.entry)) {
-        timing.skipped = true;
-        record.push_back(timing);
-        continue;
-      }
-      const ir::Node before = program.entry;
-      auto start = std::chrono::steady_clock::now();
-      program = pass->run(std::move(program));
-      timing.wall_time = std::chrono::steady_clock::now() - start;
-      timing.changed = !program.entry.same_as(before);
-      if (count_nodes && timing.changed) nodes = ir_size(program);
-      timing.nodes_after = nodes;
-      record.push_back(timing);
-      round_changed |= timing.changed;
-      known = !timing.changed ? before : pass->idempotent ? program.entry : ir::Node();
-      if (options.verify_each) {
-        std::vector<std::string> problems = ir::verify(program);
-        if (!problems.empty()) {
-          std::string message = fmt::format("pass '{}' produced IR that fails verification:", pass->name);
-          for (const std::string& problem : problems) message += "\n  - " + problem;
-          throw PassError(message + "\n" + ir::print(program));
-        }
-      }
-      bool print = options.print_ir_after_all ||
-                   std::find(options.print_ir_after.begin(), options.print_ir_after.end(), pass->name) !=
-                       options.print_ir_after.end();
-      if (print && timing.changed) *options.log << "; *** IR Dump After " << pass->name << " ***\n" << ir::print(program);
-    }
+    for (const PassInfo* pass : passes) round_changed |= run_pass(pass);
     if (!round_changed) break;
   }
   if (options.time_passes) print_timings(*options.log, record);

@@ -30,10 +30,13 @@ struct PassInfo {
   /// run(run(p)) == run(p) for every p: the pass manager then knows the pass has
   /// nothing left to do on its own output (tests/passes check the claim).
   bool idempotent = false;
+  /// Results stay bit-identical on the interpreter (false only for contract_fma, which
+  /// removes roundings; tests/passes compare it with its own oracle instead).
+  bool preserves_rounding = true;
 };
 
 /// Every pass, in a stable order: fold_constants, cse, licm, dce, unroll_loops,
-/// hoist_sidecars.
+/// hoist_sidecars, contract_fma.
 const std::vector<PassInfo>& registered_passes();
 /// The pass named `name`; throws PassError listing the known names otherwise.
 const PassInfo& find_pass(std::string_view name);
@@ -44,6 +47,7 @@ enum class OptimizationLevel : std::uint8_t { O0, O1, O2 };
 /// hoist_sidecars, fold_constants, licm, cse, unroll_loops, fold_constants, dce
 /// (repeated until the IR stops changing, at most PassOptions::max_rounds times).
 std::vector<std::string> pipeline(OptimizationLevel level);
+
 
 /// One pass run as reported by --time-passes.
 struct PassTiming {
@@ -69,7 +73,14 @@ struct PassOptions {
   /// Where printing and timing go (required when any of them is on).
   std::ostream* log = nullptr;
   unsigned max_rounds = 4;           // fixed-point bound for -O2
+  /// -O2 fuses a*b+c into FMAs (contract_fma) first; false keeps every product rounded,
+  /// like nvcc's --fmad=false (--fp-contract=off, spec "fp_contract": "off").
+  bool fp_contract = true;
 };
+
+/// The passes run once before the rounds: contract_fma at -O2 when options.fp_contract,
+/// else none (an explicit pass list has no prologue).
+std::vector<std::string> prologue(const PassOptions& options);
 
 /// Runs the configured pipeline. Printed IR is preceded by
 /// `; *** IR Dump After NAME ***` and appears only when that pass changed the IR.

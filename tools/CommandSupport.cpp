@@ -34,6 +34,9 @@ std::optional<ptx::Target> requested_target(const std::optional<std::string>& co
 
 void PipelineFlags::add_to(CLI::App& command) {
   command.add_option("-O", level, "Optimization level 0, 1 or 2 (-O0 none, -O1 fold+dce, -O2 everything; default 2)");
+  command.add_option("--fp-contract", fp_contract,
+                     "on (default): -O2 fuses a*b+c into fma; off: every product is rounded (nvcc --fmad=false)")
+      ->check(CLI::IsMember({"on", "off"}));
   command.add_option("--passes", passes, "Run exactly these passes, comma-separated, instead of an -O pipeline");
   command.add_flag("--print-ir-after-all", print_ir_after_all, "Print the IR to stderr after every pass that changed it");
   command.add_option("--print-ir-after", print_ir_after, "Print the IR to stderr after pass NAME (repeatable)");
@@ -48,6 +51,11 @@ lower::PassOptions PipelineFlags::pass_options(const ir::ops::OpSpec* spec) cons
       options.level = lower::parse_optimization_level(*level);
     } else if (spec != nullptr && spec->opt_level) {
       options.level = lower::parse_optimization_level(*spec->opt_level);
+    }
+    if (fp_contract) {
+      options.fp_contract = *fp_contract == "on";
+    } else if (spec != nullptr && spec->fp_contract) {
+      options.fp_contract = *spec->fp_contract == "on";
     }
     if (!passes.empty()) options.passes = lower::parse_pass_list(passes);
     for (const std::string& name : print_ir_after) lower::parse_pass_list(name);  // validates the name

@@ -38,11 +38,12 @@ std::optional<ptx::Target> requested_target(const std::optional<std::string>& co
                                             const ir::ops::OpSpec& spec);
 
 /// The pipeline flags shared by emit, ir, check, run and opt (LLVM's spelling):
-/// -O0/-O1/-O2 (default: the spec's "opt_level", else 2), --passes=a,b,c,
-/// --print-ir-after-all, --print-ir-after=NAME, --time-passes, --verify-each.
+/// -O0/-O1/-O2 (default: the spec's "opt_level", else 2), --fp-contract=on|off (default:
+/// the spec's "fp_contract", else on), --passes=a,b,c, --print-ir-after-all, --print-ir-after=NAME, --time-passes, --verify-each.
 /// Printing and timing go to stderr so stdout stays the artifact.
 struct PipelineFlags {
   std::optional<std::string> level;
+  std::optional<std::string> fp_contract;
   std::string passes;
   bool print_ir_after_all = false;
   std::vector<std::string> print_ir_after;

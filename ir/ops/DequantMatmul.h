@@ -9,7 +9,9 @@
 //
 // Floating-point order (the seed's, so results match RLX's CPU reference bit for bit):
 // each output starts from +0.0 and adds x[i, p] * w(p, j) for p = 0, 1, ..., k-1 in
-// that order, the product rounded before the add (no FMA contraction, see ir/IR.h).
+// that order, the product rounded before the add (as built; -O2's contract_fma fuses
+// them into FMAs unless --fp-contract=off, see ir/IR.h, and RLX bit-exactness then
+// needs --fp-contract=off).
 // How w(p, j) and the product are rounded is given per op below.
 //
 // Kernel tile (every op): an invocation owns one output column j and a tile of

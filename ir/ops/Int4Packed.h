@@ -11,7 +11,8 @@
 // `i32(word << (28 - 4i)) >> 28` (arithmetic).
 //
 // Floating-point order (interpreter, oracle and GPU agree bit for bit when they follow
-// it): products are rounded, then added (no FMA contraction, see ir/IR.h). Each lane of
+// it): products are rounded, then added (the program has no FMA; -O2's contract_fma
+// fuses them unless --fp-contract=off, see ir/IR.h). Each lane of
 // a 32-lane subgroup owns the words lane, lane+32, lane+64, ... of a row and adds their
 // products to its f32 partial sum in increasing column order, starting from +0.0; the 32
 // partials are combined by subgroup_add (butterfly 16, 8, 4, 2, 1); the scale is applied

@@ -17,7 +17,7 @@ std::string known_ops(const OpRegistry& registry) {
 }
 
 std::string known_keys(const OpInfo& op) {
-  std::string keys = "op, target, opt_level";
+  std::string keys = "op, target, opt_level, fp_contract";
   for (const ParamSpec& param : op.params) keys += ", " + param.name;
   return keys;
 }
@@ -83,8 +83,12 @@ OpSpec parse_spec(const std::string& text, const std::string& source, const OpRe
   }
   spec.target = optional_string(object, "target", source);
   spec.opt_level = optional_string(object, "opt_level", source);
+  spec.fp_contract = optional_string(object, "fp_contract", source);
+  if (spec.fp_contract && *spec.fp_contract != "on" && *spec.fp_contract != "off") {
+    throw SpecError(fmt::format("{}: \"fp_contract\" must be \"on\" or \"off\", got \"{}\"", source, *spec.fp_contract));
+  }
   for (const auto& [key, value] : object.items()) {
-    if (key == "op" || key == "target" || key == "opt_level") continue;
+    if (key == "op" || key == "target" || key == "opt_level" || key == "fp_contract") continue;
     const ParamSpec* param = nullptr;
     for (const ParamSpec& candidate : spec.op->params) {
       if (candidate.name == key) param = &candidate;
@@ -113,6 +117,7 @@ std::string OpSpec::canonical_json() const {
   }
   if (target) object["target"] = *target;
   if (opt_level) object["opt_level"] = *opt_level;
+  if (fp_contract) object["fp_contract"] = *fp_contract;
   return object.dump();  // nlohmann's object keys are sorted, so the text is canonical
 }
 

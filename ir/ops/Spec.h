@@ -25,6 +25,8 @@ struct OpSpec {
   OpArgs args;
   std::optional<std::string> target;    // "sm_90"; validated by the emitter, not here
   std::optional<std::string> opt_level;  // "O0" | "O1" | "O2"; validated by the pass manager
+  /// "on" | "off" (validated here): whether -O2 fuses a*b+c into FMAs (default on).
+  std::optional<std::string> fp_contract;
   /// Canonical JSON text (sorted keys, defaults filled): the kernel cache key's input.
   std::string canonical_json() const;
 };

@@ -26,7 +26,7 @@ std::string pipeline_name(const PassOptions& options) {
     case OptimizationLevel::O1:
       return "O1";
     case OptimizationLevel::O2:
-      return "O2";
+      return options.fp_contract ? "O2" : "O2,fp-contract=off";
   }
   return "O2";
 }

@@ -30,8 +30,8 @@ ir::Program optimize(const ir::Program& program, const PassOptions& options);
 /// plus ir::IRError when the program cannot be lowered.
 CompiledKernel compile(const ir::Program& program, const CompileOptions& options);
 
-/// The pipeline's name for cache keys and logs: "O0", "O1", "O2", or
-/// "passes=a,b,c" for an explicit list.
+/// The pipeline's name for cache keys and logs: "O0", "O1", "O2" ("O2,fp-contract=off"
+/// without contraction), or "passes=a,b,c" for an explicit list.
 std::string pipeline_name(const PassOptions& options);
 
 }  // namespace quantc::lower

@@ -1,6 +1,7 @@
 // The optimization passes, one file each (lower/passes/*.cpp), each a plain function
-// Program -> Program built on ir::IRMutator. Every pass keeps the program's results
-// bit-for-bit identical on the reference interpreter (ir/IR.h SEMANTICS) and returns
+// Program -> Program built on ir::IRMutator. Every pass but contract_fma keeps the
+// program's results bit-for-bit identical on the reference interpreter (ir/IR.h
+// SEMANTICS); contract_fma defines -O2's rounding, see below. Every pass returns
 // the input's `entry` handle unchanged (same_as) when it has nothing to do, so the pass
 // manager can tell whether a pass changed the IR. Inputs must pass ir::verify; outputs
 // do too.
@@ -75,5 +76,18 @@ ir::Program unroll_loops(ir::Program program);
 /// Recognises the shape, never an op name. Loads under a guard inside the loop move
 /// only when the range analysis proves their hoisted index in bounds.
 ir::Program hoist_sidecars(ir::Program program);
+
+/// Floating-point contraction, the one pass that changes results: within an expression,
+/// `a*b + c`, `c + a*b`, `a*b - c` and `c - a*b` on f32 or f64 (scalars and vectors)
+/// become Fma(a, b, c), Fma(a, b, c), Fma(a, b, -c) and Fma(-a, b, c): the product is no
+/// longer rounded before the add, as nvcc does by default (--fmad=true) and clang with
+/// -ffp-contract=on. A product bound to a variable is not fused (only Mul operands of
+/// the Add/Sub itself), nor are f16/bf16 sums. When both operands are products, the
+/// left one is fused. Negation is exact, so the signs of zeros match the unfused
+/// expression's wherever the product is exact. Idempotent.
+/// -O2 runs it once, before its other passes (PassOptions::fp_contract); every later
+/// pass preserves bits, so a -O2 program computes what the interpreter computes on
+/// contract_fma(program), on every backend.
+ir::Program contract_fma(ir::Program program);
 
 }  // namespace quantc::lower

@@ -159,6 +159,34 @@ TEST_CASE("pipeline flags: -O levels, explicit passes, printing and errors", "[c
   CHECK(run_quantc("ir " + spec + " -O7").exit_code == 1);
 }
 
+TEST_CASE("--fp-contract and the spec's fp_contract choose whether -O2 fuses a*b+c", "[cli][passes]") {
+  std::string spec = spec_path("linear_4bit_affine_grouped_seed.json");  // the seed's mul + add per nibble
+  Result fused = run_quantc("emit " + spec);
+  REQUIRE(fused.exit_code == 0);
+  CHECK_THAT(fused.output, Catch::Contains("fma.rn.f32"));
+  Result separate = run_quantc("emit " + spec + " --fp-contract=off");
+  REQUIRE(separate.exit_code == 0);
+  CHECK_THAT(separate.output, !Catch::Contains("fma.rn.f32") && Catch::Contains("mul.rn.f32"));
+  // The cache keys the two pipelines apart: emitting "on" again after "off" still fuses.
+  CHECK_THAT(run_quantc("emit " + spec + " --fp-contract=on").output, Catch::Contains("fma.rn.f32"));
+
+  fs::path dir = scratch_dir();
+  write_text(dir / "off.json", R"({"op": "linear_4bit_affine_grouped", "in_dim": 256, "out_dim": 16,
+                                  "group_size": 64, "schedule": "seed", "fp_contract": "off"})");
+  Result from_spec = run_quantc("emit " + (dir / "off.json").string());
+  REQUIRE(from_spec.exit_code == 0);
+  CHECK_THAT(from_spec.output, !Catch::Contains("fma.rn.f32"));
+  CHECK_THAT(run_quantc("emit " + (dir / "off.json").string() + " --fp-contract=on").output,
+             Catch::Contains("fma.rn.f32"));  // the flag overrides the spec
+  write_text(dir / "bad.json", R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 8, "fp_contract": "fast"})");
+  Result bad_spec = run_quantc("emit " + (dir / "bad.json").string());
+  CHECK(bad_spec.exit_code == 1);
+  CHECK_THAT(bad_spec.output, Catch::Contains("\"fp_contract\" must be \"on\" or \"off\", got \"fast\""));
+  Result bad_flag = run_quantc("emit " + spec + " --fp-contract=fast");
+  CHECK(bad_flag.exit_code != 0);
+  CHECK_THAT(bad_flag.output, Catch::Contains("--fp-contract"));
+}
+
 TEST_CASE("quantc opt reads IR text and runs the named passes", "[cli][passes]") {
   fs::path dir = scratch_dir();
   fs::path input = dir / "grouped.qir";

@@ -1,6 +1,8 @@
 // Hand-built programs shared by the pass tests.
 #pragma once
 
+#include <algorithm>
+
 #include <limits>
 #include <string>
 #include <vector>
@@ -68,6 +70,14 @@ inline ir::Program every_construct_program() {
 /// skips them on their own output) whose second run on `program`, or on the output of
 /// any single registered pass or pipeline, changes the IR again: empty when the claim
 /// holds there.
+/// Whether `options` runs contract_fma (the one pass that changes rounding): then the
+/// bit-exact reference for the optimized program is the interpreter on
+/// lower::contract_fma(original), since every other pass preserves bits.
+inline bool contracts(const lower::PassOptions& options) {
+  return !lower::prologue(options).empty() ||
+         std::find(options.passes.begin(), options.passes.end(), "contract_fma") != options.passes.end();
+}
+
 inline std::vector<std::string> idempotence_failures(const ir::Program& program) {
   std::vector<ir::Program> inputs{program};
   for (const lower::PassInfo& pass : lower::registered_passes()) inputs.push_back(pass.run(program));

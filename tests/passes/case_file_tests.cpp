@@ -1,7 +1,8 @@
 // IR-text-in / IR-text-out pass tests in the style of LLVM/MLIR FileCheck tests.
 //
 // Each tests/passes/cases/*.qir file holds several cases separated by a line
-// `// -----`. A case is a `// RUN: --passes=a,b` (or `// RUN: -O2`) line, an input
+// `// -----`. A case is a `// RUN: --passes=a,b` (or `// RUN: -O2`, optionally with
+// `--fp-contract=off`) line, an input
 // program, and the expected output as `// CHECK: ` (first line) and `// CHECK-NEXT: `
 // lines, which must match the printed result exactly. Regenerate every expectation
 // with scripts/update_pass_tests.sh (sets QUANTC_UPDATE_PASS_TESTS=1) and review the diff.
@@ -60,6 +61,8 @@ lower::PassOptions options_for(const std::string& run_line) {
   for (std::string word; words >> word;) {
     if (word.rfind("--passes=", 0) == 0) {
       options.passes = lower::parse_pass_list(word.substr(9));
+    } else if (word == "--fp-contract=off") {
+      options.fp_contract = false;
     } else {
       options.level = lower::parse_optimization_level(word);
     }

@@ -9,6 +9,7 @@
 
 #include "ir/Printer.h"
 #include "lower/PassManager.h"
+#include "lower/passes/Passes.h"
 #include "runtime/backends/reference/Interpreter.h"
 #include "TestPrograms.h"
 #include "tests/passes/RandomProgram.h"
@@ -31,6 +32,9 @@ std::vector<lower::PassOptions> configurations() {
     options.level = level;
     result.push_back(options);
   }
+  lower::PassOptions uncontracted;
+  uncontracted.fp_contract = false;
+  result.push_back(uncontracted);
   for (lower::PassOptions& options : result) options.verify_each = true;
   return result;
 }
@@ -44,10 +48,12 @@ TEST_CASE("random programs keep their results through every pass and pipeline", 
   int checked = 0;
   for (int seed = 0; seed < programs; ++seed) {
     Program program = RandomProgram(static_cast<std::uint64_t>(seed)).generate();
-    runtime::BufferSet expected = runtime::random_buffers(program, static_cast<std::uint64_t>(seed));
-    runtime::BufferSet inputs = expected;
-    runtime::reference::run(program, expected);
+    const runtime::BufferSet inputs = runtime::random_buffers(program, static_cast<std::uint64_t>(seed));
+    runtime::BufferSet uncontracted = inputs, contracted = inputs;
+    runtime::reference::run(program, uncontracted);
+    runtime::reference::run(lower::contract_fma(program), contracted);
     for (const lower::PassOptions& options : options_list) {
+      const runtime::BufferSet& expected = testing::contracts(options) ? contracted : uncontracted;
       Program optimized = lower::run_passes(program, options);
       runtime::BufferSet actual = inputs;
       runtime::reference::run(optimized, actual);
@@ -55,7 +61,8 @@ TEST_CASE("random programs keep their results through every pass and pipeline", 
       for (const auto& [name, buffer] : expected) same &= actual.at(name).bytes == buffer.bytes;
       if (!same) {
         FAIL_CHECK("seed " << seed << ", "
-                           << (options.passes.empty() ? "pipeline -O" + std::to_string(static_cast<int>(options.level))
+                           << (options.passes.empty() ? "pipeline -O" + std::to_string(static_cast<int>(options.level)) +
+                                                            (options.fp_contract ? "" : " --fp-contract=off")
                                                       : "--passes=" + options.passes[0])
                            << " changed the results\n--- before ---\n"
                            << print(program) << "--- after ---\n"

@@ -100,7 +100,8 @@ TEST_CASE("pass manager: explicit lists, print-ir-after, time-passes, errors", "
   CHECK(log.str().find("IR Dump After dce") == std::string::npos);
   CHECK(log.str().find("pass execution timing report") != std::string::npos);
   CHECK_THROWS_WITH(lower::parse_pass_list("fold_constants,nope"),
-                    "unknown pass 'nope'; known passes: fold_constants, cse, licm, dce, unroll_loops, hoist_sidecars");
+                    "unknown pass 'nope'; known passes: fold_constants, cse, licm, dce, unroll_loops, hoist_sidecars, "
+                    "contract_fma");
   CHECK_THROWS_WITH(lower::parse_optimization_level("-O3"), "unknown optimization level '3'; use -O0, -O1 or -O2");
   CHECK(lower::parse_optimization_level("-O1") == lower::OptimizationLevel::O1);
 }
