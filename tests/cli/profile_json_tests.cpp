@@ -135,6 +135,30 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
   }
 }
 
+TEST_CASE("quantc profile --json: the fast int4 row GEMVs at 4096x4096 stream at the HBM limit", "[cli][profile]") {
+  // K-contiguous signed INT4 (ir/ops/Int4Packed.h, "schedule": "fast"): a warp owns 4 rows,
+  // each lane one 16-byte chunk of every row per step, x shared by the 4 rows.
+  for (const char* op : {"int4_matvec_f32_scaled", "int4_batched_matvec_f32_scaled"}) {
+    DYNAMIC_SECTION(op) {
+      fs::path spec = scratch_dir() / (std::string(op) + "_fast.json");
+      write_text(spec, std::string(R"({"op": ")") + op + R"(", "rows": 4096, "cols": 4096, "schedule": "fast", )" +
+                           (std::string(op) == "int4_matvec_f32_scaled" ? "" : R"("batch": 1, )") +
+                           R"("target": "sm_90"})");
+      const json kernel = profile_json(spec.string() + " --device h100_sxm")["kernels"][0];
+      const json& device = kernel["devices"]["h100_sxm"];
+      INFO(device.dump());
+      CHECK(device["limit"] == "dram_bandwidth");
+      CHECK(device["modeled_us"].get<double>() <= 1.15 * device["memory_bound_us"].get<double>());
+      CHECK(device["hbm_fraction"].get<double>() >= 0.87);
+      // Weight loads: 16 sectors per request (512 contiguous bytes); x loads touch 32
+      // sectors each (16 of every 32 bytes per lane), so the mean is at least 16.
+      CHECK(kernel["load_sectors"].get<double>() / kernel["load_requests"].get<double>() >= 16.0);
+      const double issued = kernel["warp_instructions"].get<double>() - kernel["pipe_instructions"]["move"].get<double>();
+      CHECK(issued / (4096.0 * 4096 / 2) <= 0.35);
+    }
+  }
+}
+
 TEST_CASE("quantc profile: bad --device and --registers values exit 1 naming the value", "[cli][profile]") {
   const std::string spec = spec_path("dequantize_int4.json");
   Result device = run_quantc("profile " + spec + " --device h100");
