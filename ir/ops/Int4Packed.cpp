@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <string>
@@ -21,6 +23,8 @@ constexpr std::uint32_t kValuesPerWord = 8;
 // accumulators, so weight traffic drops 4x while a lane holds only 4 partial sums.
 constexpr std::uint32_t kBatchTile = 4;
 constexpr std::uint32_t kMaxExactF32Index = 1u << 24;
+// Batches per subgroup of the fast schedule when batch > 1 (see fast_batch_tile).
+constexpr std::uint32_t kFastBatchTile = 2;
 
 constexpr char kDotId[] = "vyre-libs::quant::int4_dot_i32";
 constexpr char kDotScaledId[] = "vyre-libs::quant::int4_dot_f32_scaled";
@@ -192,6 +196,177 @@ Program batched_matvec_program(const char* name, const char* op_id, std::uint32_
   return program.build();
 }
 
+// --- the fast row GEMV (schedule "fast") -------------------------------------------
+
+/// Rows one subgroup owns; the x chunk a lane loads is reused for all of them.
+constexpr std::uint32_t kFastRowsPerSubgroup = 4;
+constexpr std::uint32_t kFastSubgroupsPerWorkgroup = 4;
+/// Columns one lane reads per step: a u32x4 of 4 packed words (16 bytes, 32 nibbles).
+constexpr std::uint32_t kFastLaneColumns = 32;
+
+/// Batches per subgroup of the fast schedule: 1 for a matvec; for batch > 1 a tile of
+/// kFastBatchTile activation vectors shares each decoded nibble.
+std::uint32_t fast_batch_tile(std::uint32_t batch) { return batch == 1 ? 1 : std::min(batch, kFastBatchTile); }
+
+/// Nibble `position` (0..4) of `source` as the exact f32 of its signed value q. The
+/// constant D sets the f32 exponent of 2^(23-4p), so the mantissa bits 4p..4p+3 weigh
+/// 1, 2, 4, 8, and flips the nibble's top bit: (source & M) ^ D (one lop3) is the float
+/// 2^(23-4p) + (q+8) exactly, and subtracting 2^(23-4p) + 8 leaves q exactly.
+Expr fast_signed_nibble(const Expr& source, std::uint32_t position) {
+  const std::uint32_t mask = 0xFu << (4 * position);
+  const std::uint32_t exponent = (150u - 4 * position) << 23;  // 2^(23-4p) as f32 bits
+  const std::uint32_t flip = 0x8u << (4 * position);
+  const float offset = std::ldexp(1.0f, 23 - 4 * static_cast<int>(position)) + 8.0f;
+  return bitcast(ScalarType::F32, (source & u32(mask)) ^ u32(exponent | flip)) - f32(offset);
+}
+
+}  // namespace
+
+std::optional<std::string> int4_row_gemv_unsupported(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols) {
+  if (cols == 0 || cols % kFastLaneColumns != 0) {
+    return fmt::format("cols={} is not a multiple of 32 (a lane's 16-byte load of 4 words must start on a 16-byte "
+                       "boundary of the row; pad the rows to a multiple of 32 values)",
+                       cols);
+  }
+  if (batch == 0 || rows == 0) return fmt::format("batch={} rows={} is empty", batch, rows);
+  const std::uint32_t tile = fast_batch_tile(batch);
+  if (ceil_div(batch, tile) > 65535) {
+    return fmt::format("batch={} needs ceil(batch/{})={} workgroups along y, over the CUDA limit of 65535", batch,
+                       tile, ceil_div(batch, tile));
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+/// The fast program (see the header): the seed's checks and buffers, then the schedule.
+Program fast_row_gemv_program(const char* name, const char* op_id, std::uint32_t batch, std::uint32_t rows,
+                              std::uint32_t cols) {
+  check_int4_dims(name, batch, rows, cols);
+  const std::uint32_t words_per_row = int4_packed_words(cols);
+  const std::uint32_t weight_words = checked_count(name, "rows*ceil(cols/8)", rows, words_per_row);
+  const std::uint32_t x_count = checked_count(name, "batch*cols", batch, cols);
+  const std::uint32_t out_count = checked_count(name, "batch*rows", batch, rows);
+  require_grid_yz(name, "y (ceil(batch/4))", ceil_div(batch, std::min(batch, kBatchTile)),
+                  "split the batch into launches of <= 262140");
+  if (auto reason = int4_row_gemv_unsupported(batch, rows, cols)) {
+    throw OpError(fmt::format("Fix: {} has no fast schedule: {}; or use \"schedule\": \"seed\".", name, *reason));
+  }
+  const std::uint32_t tile = fast_batch_tile(batch);
+  const std::uint32_t row_tile = kFastRowsPerSubgroup;
+  const std::uint32_t chunks = cols / kFastLaneColumns;  // u32x4 vectors per row
+  const std::uint32_t steps = ceil_div(chunks, kSubgroupLanes);
+  const std::uint32_t row_groups = ceil_div(rows, row_tile);
+  const bool partial_rows = rows % row_tile != 0;
+
+  ProgramBuilder program(name);
+  BufferRef weights = program.input("weights", ScalarType::U32, weight_words);
+  BufferRef x = program.input("x", ScalarType::F32, x_count);
+  BufferRef row_scales = program.input("row_scales", ScalarType::F32, rows);
+  BufferRef out = program.output("out", ScalarType::F32, out_count);
+  program.launch({kFastSubgroupsPerWorkgroup * kSubgroupLanes, 1, 1},
+                 {ceil_div(row_groups, kFastSubgroupsPerWorkgroup), ceil_div(batch, tile), 1});
+  program.body([&](Body& body) {
+    body.region(op_id, [&](Body& region) {
+      Expr local = region.let("local", local_id(0));
+      Expr subgroup = region.let("subgroup", workgroup_id(0) * kFastSubgroupsPerWorkgroup + local / kSubgroupLanes);
+      Expr lane = region.let("lane", local % kSubgroupLanes);
+      // Uniform per subgroup: the shuffles below run with all 32 lanes active.
+      region.if_then(subgroup < row_groups, [&](Body& per_subgroup) {
+        Expr first_row = per_subgroup.let("first_row", subgroup * row_tile);
+        Expr batch_begin = per_subgroup.let("batch_begin", workgroup_id(1) * tile);
+        std::vector<Expr> weight_base, scales, x_base;
+        for (std::uint32_t r = 0; r < row_tile; ++r) {
+          // Rows past the end (last subgroup) read the last row; their stores are skipped.
+          Expr row = r == 0 ? first_row : first_row + r;
+          if (partial_rows) row = per_subgroup.let(fmt::format("row{}", r), min(row, u32(rows - 1)));
+          weight_base.push_back(per_subgroup.let(fmt::format("weight_base{}", r), row * words_per_row));
+          // Loaded now: in flight with the first step's weights, used after the loop.
+          scales.push_back(per_subgroup.let(fmt::format("scale{}", r), row_scales[row]));
+        }
+        for (std::uint32_t b = 0; b < tile; ++b) {
+          Expr batch_index = b == 0 ? batch_begin : batch_begin + b;
+          if (batch % tile != 0) batch_index = min(batch_index, u32(batch - 1));
+          x_base.push_back(per_subgroup.let(fmt::format("x_base{}", b), batch_index * cols));
+        }
+        std::vector<std::vector<Expr>> acc(row_tile);
+        for (std::uint32_t r = 0; r < row_tile; ++r) {
+          for (std::uint32_t b = 0; b < tile; ++b) acc[r].push_back(per_subgroup.let(fmt::format("acc{}_{}", r, b), f32(0.0f)));
+        }
+        auto step_body = [&](Body& work, const Expr& chunk) {
+          // Every load of the step first (weights of all rows, x of all batches), then the math.
+          std::vector<Expr> words, xs;
+          for (std::uint32_t r = 0; r < row_tile; ++r) {
+            words.push_back(work.let(fmt::format("words{}", r), weights.load(weight_base[r] + chunk * 4u, 4)));
+          }
+          Expr column = work.let("column", chunk * kFastLaneColumns);
+          for (std::uint32_t b = 0; b < tile; ++b) {
+            for (std::uint32_t v = 0; v < kFastLaneColumns / 4; ++v) {
+              xs.push_back(work.let(fmt::format("x{}_{}", b, v), x.load(x_base[b] + column + 4u * v, 4)));
+            }
+          }
+          for (std::uint32_t r = 0; r < row_tile; ++r) {
+            for (std::uint32_t j = 0; j < 4; ++j) {
+              Expr word = work.let(fmt::format("w{}_{}", r, j), extract_lane(words[r], j));
+              Expr high = work.let(fmt::format("w{}_{}_high", r, j), word >> u32(16));
+              for (std::uint32_t i = 0; i < kValuesPerWord; ++i) {
+                Expr q = fast_signed_nibble(i < 5 ? word : high, i < 5 ? i : i - 4);
+                if (tile > 1) q = work.let(fmt::format("q{}_{}_{}", r, j, i), q);
+                const std::uint32_t c = j * kValuesPerWord + i;  // column within the lane's 32
+                for (std::uint32_t b = 0; b < tile; ++b) {
+                  Expr xe = extract_lane(xs[b * (kFastLaneColumns / 4) + c / 4], c % 4);
+                  work.assign(acc[r][b], fma(xe, q, acc[r][b]));
+                }
+              }
+            }
+          }
+        };
+        per_subgroup.loop("step", u32(0), u32(steps), [&](Body& loop, Expr step) {
+          Expr chunk = loop.let("chunk", step * kSubgroupLanes + lane);
+          if (chunks % kSubgroupLanes == 0) {
+            step_body(loop, chunk);
+          } else {
+            loop.if_then(chunk < chunks, [&](Body& in_range) { step_body(in_range, chunk); });
+          }
+        });
+        // The lanes' partial sums: a butterfly (xor 16, 8, 4, 2, 1); every lane ends with the total.
+        for (std::uint32_t r = 0; r < row_tile; ++r) {
+          for (std::uint32_t b = 0; b < tile; ++b) {
+            for (std::uint32_t mask = kSubgroupLanes / 2; mask >= 1; mask /= 2) {
+              per_subgroup.assign(acc[r][b], acc[r][b] + subgroup_shuffle(acc[r][b], lane ^ u32(mask)));
+            }
+          }
+        }
+        per_subgroup.if_then(eq(lane, u32(0)), [&](Body& leader) {
+          for (std::uint32_t b = 0; b < tile; ++b) {
+            Expr batch_index = b == 0 ? batch_begin : batch_begin + b;
+            auto store_batch = [&](Body& store) {
+              Expr out_base = store.let(fmt::format("out_base{}", b), batch_index * rows + first_row);
+              if (!partial_rows) {
+                std::vector<Expr> lanes;
+                for (std::uint32_t r = 0; r < row_tile; ++r) lanes.push_back(scales[r] * acc[r][b]);
+                store.store(out, out_base, make_vector(lanes));
+                return;
+              }
+              for (std::uint32_t r = 0; r < row_tile; ++r) {
+                store.if_then(first_row + r < rows, [&](Body& in_range) {
+                  in_range.store(out, r == 0 ? out_base : out_base + r, scales[r] * acc[r][b]);
+                });
+              }
+            };
+            if (batch % tile == 0) {
+              store_batch(leader);
+            } else {
+              leader.if_then(batch_index < batch, store_batch);
+            }
+          }
+        });
+      });
+    });
+  });
+  return program.build();
+}
+
 struct PackedMatmulBuffers {
   BufferRef weights, activations, row_scales, batch_scales;
 };
@@ -233,6 +408,22 @@ Program int4_matvec_f32_scaled(std::uint32_t rows, std::uint32_t cols) {
 
 Program int4_batched_matvec_f32_scaled(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols) {
   return batched_matvec_program("int4_batched_matvec_f32_scaled", kBatchedMatvecId, batch, rows, cols);
+}
+
+Program int4_matvec_f32_scaled(std::uint32_t rows, std::uint32_t cols, KernelSchedule schedule) {
+  if (schedule == KernelSchedule::Seed || (schedule == KernelSchedule::Auto && int4_row_gemv_unsupported(1, rows, cols))) {
+    return int4_matvec_f32_scaled(rows, cols);
+  }
+  return fast_row_gemv_program("int4_matvec_f32_scaled", kMatvecId, 1, rows, cols);
+}
+
+Program int4_batched_matvec_f32_scaled(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols,
+                                       KernelSchedule schedule) {
+  if (schedule == KernelSchedule::Seed ||
+      (schedule == KernelSchedule::Auto && int4_row_gemv_unsupported(batch, rows, cols))) {
+    return int4_batched_matvec_f32_scaled(batch, rows, cols);
+  }
+  return fast_row_gemv_program("int4_batched_matvec_f32_scaled", kBatchedMatvecId, batch, rows, cols);
 }
 
 Program int4_batched_matmul_f32_scaled(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols) {
@@ -357,6 +548,15 @@ Program int4_batched_matmul_top1_f32_scaled(std::uint32_t batch, std::uint32_t r
   return program.build();
 }
 
+namespace {
+
+OpArgs scheduled(OpArgs args, const char* schedule) {
+  args.set("schedule", std::string(schedule));
+  return args;
+}
+
+}  // namespace
+
 std::vector<OpInfo> int4_packed_ops() {
   const std::string seed = "vyre-libs-0.6.2 quant::int4";
   const std::string packing = "8 signed nibbles per u32, value i at bits 4i..4i+3; row of cols = ceil(cols/8) words";
@@ -405,31 +605,41 @@ std::vector<OpInfo> int4_packed_ops() {
       .summary = "out[r] = row_scales[r] * sum_c w[r][c] * x[c]",
       .layout = packing + "; one subgroup per row",
       .seed = seed,
-      .params = {rows, cols},
+      .params = {rows, cols, schedule_param()},
       .buffers = {weights,
                   {"x", "input", ScalarType::F32, "cols"},
                   row_scales,
                   {"out", "output", ScalarType::F32, "rows"}},
-      .build = [](const OpArgs& args) { return int4_matvec_f32_scaled(args.u32("rows"), args.u32("cols")); },
-      .test_shapes = {OpArgs::dims({{"rows", 2}, {"cols", 8}}), OpArgs::dims({{"rows", 3}, {"cols", 9}}),
-                      OpArgs::dims({{"rows", 9}, {"cols", 263}})},
+      .build =
+          [](const OpArgs& args) {
+            return int4_matvec_f32_scaled(args.u32("rows"), args.u32("cols"), schedule_of(args));
+          },
+      .test_shapes = {scheduled(OpArgs::dims({{"rows", 2}, {"cols", 8}}), "seed"),
+                      scheduled(OpArgs::dims({{"rows", 3}, {"cols", 9}}), "seed"),
+                      scheduled(OpArgs::dims({{"rows", 9}, {"cols", 263}}), "seed"),
+                      scheduled(OpArgs::dims({{"rows", 8}, {"cols", 64}}), "fast"),
+                      scheduled(OpArgs::dims({{"rows", 5}, {"cols", 1056}}), "fast")},
   });
   ops.push_back(OpInfo{
       .name = "int4_batched_matvec_f32_scaled",
       .summary = "out[b, r] = row_scales[r] * sum_c w[r][c] * x[b, c]",
       .layout = packing + "; x [batch, cols], out [batch, rows] (row fastest); subgroup per row x 4 batches",
       .seed = seed,
-      .params = {batch, rows, cols},
+      .params = {batch, rows, cols, schedule_param()},
       .buffers = {weights,
                   {"x", "input", ScalarType::F32, "batch * cols"},
                   row_scales,
                   {"out", "output", ScalarType::F32, "batch * rows"}},
       .build =
           [](const OpArgs& args) {
-            return int4_batched_matvec_f32_scaled(args.u32("batch"), args.u32("rows"), args.u32("cols"));
+            return int4_batched_matvec_f32_scaled(args.u32("batch"), args.u32("rows"), args.u32("cols"),
+                                                  schedule_of(args));
           },
-      .test_shapes = {OpArgs::dims({{"batch", 2}, {"rows", 2}, {"cols", 8}}), OpArgs::dims({{"batch", 2}, {"rows", 3}, {"cols", 9}}),
-                      OpArgs::dims({{"batch", 5}, {"rows", 9}, {"cols", 71}})},
+      .test_shapes = {scheduled(OpArgs::dims({{"batch", 2}, {"rows", 2}, {"cols", 8}}), "seed"),
+                      scheduled(OpArgs::dims({{"batch", 2}, {"rows", 3}, {"cols", 9}}), "seed"),
+                      scheduled(OpArgs::dims({{"batch", 5}, {"rows", 9}, {"cols", 71}}), "seed"),
+                      scheduled(OpArgs::dims({{"batch", 1}, {"rows", 4}, {"cols", 64}}), "fast"),
+                      scheduled(OpArgs::dims({{"batch", 3}, {"rows", 6}, {"cols", 1056}}), "fast")},
   });
   ops.push_back(OpInfo{
       .name = "int4_batched_matmul_f32_scaled",

@@ -20,9 +20,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/Program.h"
+#include "ir/ops/QuantizedGemv.h"
 #include "ir/ops/Registry.h"
 
 namespace quantc::ir::ops {
@@ -87,7 +90,58 @@ Program int4_batched_matmul_f32_scaled(std::uint32_t batch, std::uint32_t rows, 
 /// a buffer count over 2^32-1.
 Program int4_batched_matmul_top1_f32_scaled(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols);
 
-/// Registry entries for the six ops above.
+/// The fast schedule of the two float matvec ops ("schedule": "fast"; the seed programs
+/// above stay "schedule": "seed"). Same buffers, in the same binding order, with the
+/// same element types and counts, and the same parameter errors first, so a user's
+/// inputs run on either program. Layout as above: row r's ceil(cols/8) words are
+/// consecutive, the column (reduction) index is fastest.
+///
+/// Schedule (per 32-lane subgroup; PTX: per warp):
+///  - a subgroup owns 4 consecutive rows (and, for batch > 1, a tile of 2 activation
+///    vectors); workgroups of 4 subgroups, (ceil(ceil(rows/4)/4), ceil(batch/tile))
+///    workgroups. Rows past `rows` in the last subgroup read row rows-1 and are not stored;
+///    batches past `batch` likewise read the last batch;
+///  - a row is cols/32 chunks of 4 words (16 bytes, 32 nibbles); lane l takes chunks l,
+///    l+32, l+64, ... and loads each with one u32x4 per row (the 32 lanes read 512
+///    consecutive bytes of a row: whole 32-byte sectors), plus the chunk's 32 x values
+///    as 8 f32x4 loads per batch, shared by the 4 rows; all loads of a step are issued
+///    before the first is used;
+///  - nibble -> f32 exactly by the exponent magic, per nibble position p of a word (or of
+///    word >> 16 for nibbles 5..7): bitcast((w & 0xF<<4p) ^ (bits(2^(23-4p)) | 8<<4p))
+///    - (2^(23-4p) + 8) = q (one lop3, one subtraction; no shifts for nibbles 0..4);
+///  - acc = fma(x[c], q, acc) per row (and batch) in f32; the 32 lane partials meet by a
+///    shuffle butterfly (xor 16, 8, 4, 2, 1), deterministic and without atomics; lane 0
+///    stores row_scales[r] * total, the 4 rows of a batch as one f32x4 store when
+///    rows % 4 == 0.
+///
+/// Floating-point order (the interpreter and the emulated PTX agree bit for bit): per
+/// lane, for its chunks in increasing order and within a chunk in increasing column
+/// order, acc = fma(x, q, acc) from +0.0 (one rounding per column, no separate product
+/// rounding); then acc += shuffle(acc, lane ^ m) for m = 16, 8, 4, 2, 1; then one
+/// product with the row scale. With m = 32*ceil(cols/1024) terms per lane and u = 2^-24:
+///   |fast - exact| <= gamma(m + 6) * |row_scale| * sum_c |x[c] * q[c]|,
+///   gamma(n) = n*u / (1 - n*u); the seed obeys the same form with its own term count
+///   (8*ceil(cols/256) products, each rounded, plus its butterfly), so |fast - seed| is
+///   within the sum of the two (tests/reference/int4_gemv_schedule_tests.cpp). When every
+///   partial sum is exact (e.g. small integer x), fast equals the seed bit for bit.
+/// The semantics are the seed's (vyre-libs 0.6.2 quant::int4_matvec_f32_scaled /
+/// int4_batched_matvec_f32_scaled); only the summation order differs.
+///
+/// Errors (OpError): the seed op's errors first (any dimension 0, a count over 2^32-1,
+/// ceil(batch/4) over 65535), then, for "fast" only, the reason of
+/// int4_row_gemv_unsupported with the fix. "auto" (the default) builds the fast program
+/// where int4_row_gemv_unsupported is nullopt, else the seed's.
+Program int4_matvec_f32_scaled(std::uint32_t rows, std::uint32_t cols, KernelSchedule schedule);
+Program int4_batched_matvec_f32_scaled(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols,
+                                       KernelSchedule schedule);
+
+/// Why the fast schedule cannot run the shape, or nullopt: cols must be a multiple of 32
+/// (whole 16-byte chunks, so every row starts 16-byte aligned) and ceil(batch/tile)
+/// workgroups along y must fit the CUDA limit of 65535 (tile = 1 for batch 1, else 2).
+/// rows and batch need no alignment (tails are clamped and masked).
+std::optional<std::string> int4_row_gemv_unsupported(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols);
+
+/// Registry entries for the six ops above ("schedule": auto by default on the two matvecs).
 std::vector<OpInfo> int4_packed_ops();
 
 }  // namespace quantc::ir::ops

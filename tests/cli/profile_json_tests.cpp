@@ -135,6 +135,33 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
   }
 }
 
+TEST_CASE("quantc profile --json: the fast int4 row GEMVs at 4096x4096 stream at the HBM limit", "[cli][profile]") {
+  // K-contiguous signed INT4 (ir/ops/Int4Packed.h, "schedule": "fast"): a warp owns 4 rows,
+  // each lane one 16-byte chunk of every row per step, x shared by the 4 rows.
+  for (const char* op : {"int4_matvec_f32_scaled", "int4_batched_matvec_f32_scaled"}) {
+    DYNAMIC_SECTION(op) {
+      fs::path spec = scratch_dir() / (std::string(op) + "_fast.json");
+      write_text(spec, std::string(R"({"op": ")") + op + R"(", "rows": 4096, "cols": 4096, "schedule": "fast", )" +
+                           (std::string(op) == "int4_matvec_f32_scaled" ? "" : R"("batch": 1, )") +
+                           R"("target": "sm_90"})");
+      const json kernel = profile_json(spec.string() + " --device h100_sxm")["kernels"][0];
+      const json& device = kernel["devices"]["h100_sxm"];
+      INFO(device.dump());
+      CHECK(device["limit"] == "dram_bandwidth");
+      CHECK(device["modeled_us"].get<double>() <= 1.15 * device["memory_bound_us"].get<double>());
+      CHECK(device["hbm_fraction"].get<double>() >= 0.87);
+      // 1024 warps x 4 steps: per step 4 weight loads of 16 sectors each (512 contiguous
+      // bytes, the ideal for u32x4: 100% sector efficiency) and 8 x loads of 32 sectors
+      // (16 bytes of each lane's own 32-byte sector); 4096 row-scale loads of one sector.
+      CHECK(kernel["load_requests"] == 1024 * 4 * (4 + 8) + 4096);
+      CHECK(kernel["load_sectors"] == 1024 * 4 * (4 * 16 + 8 * 32) + 4096);
+      CHECK(kernel["unique_bytes_read"] == 4096 * 4096 / 2 + 4096 * 4 + 4096 * 4);
+      const double issued = kernel["warp_instructions"].get<double>() - kernel["pipe_instructions"]["move"].get<double>();
+      CHECK(issued / (4096.0 * 4096 / 2) <= 0.35);
+    }
+  }
+}
+
 TEST_CASE("quantc profile: bad --device and --registers values exit 1 naming the value", "[cli][profile]") {
   const std::string spec = spec_path("dequantize_int4.json");
   Result device = run_quantc("profile " + spec + " --device h100");
