@@ -144,7 +144,7 @@ struct Nf4GemvSchedule {
 /// Work split of the fast nf4_gemm_transpose (m == 1).
 struct Nf4GemvTransposeSchedule {
   std::uint32_t output_lanes = 1;        // lanes of 32 outputs per subgroup (1 or 2)
-  std::uint32_t columns_per_batch = 16;  // columns whose loads are issued together
+  std::uint32_t columns_per_batch = 32;  // columns whose loads are issued together
   std::uint32_t columns_per_chunk = 64;  // columns summed in f32 before the f64 add (multiple of the batch)
   std::uint32_t subgroups_per_workgroup = 1;
 };
