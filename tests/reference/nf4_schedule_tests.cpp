@@ -65,7 +65,9 @@ std::vector<float> run(const Program& program, const Inputs& in) {
   buffers["a"] = HostBuffer::from(ScalarType::F32, in.a);
   buffers["b_nf4"] = HostBuffer::from(ScalarType::U32, in.packed);
   buffers["b_scales"] = HostBuffer::from(ScalarType::F32, in.scales);
-  reference::run(program, buffers, /*threads=*/2);
+  reference::RunOptions options;
+  options.threads = 2;
+  reference::run(program, buffers, options);
   return buffers.at("c").as<float>();
 }
 
