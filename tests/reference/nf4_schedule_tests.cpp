@@ -234,7 +234,7 @@ TEST_CASE("fast nf4 schedules keep NaN and infinity as the seed does", "[nf4][sc
   for (std::uint32_t col = 1; col < n; ++col) CHECK(std::isfinite(fast[col]));
 }
 
-TEST_CASE("schedule fast names m and the fix; auto picks fast only at m == 1", "[nf4][schedule]") {
+TEST_CASE("schedule fast names m and the fix and auto picks fast only at m == 1", "[nf4][schedule]") {
   CHECK_THROWS_WITH(nf4_gemm(3, 16, 64, Nf4Accumulation::F64, KernelSchedule::Fast),
                     Catch::Contains("m=3") && Catch::Contains("m == 1") && Catch::Contains("\"schedule\": \"seed\""));
   CHECK_THROWS_WITH(nf4_gemm_transpose(2, 16, 64, KernelSchedule::Fast),
