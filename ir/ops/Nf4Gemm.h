@@ -109,7 +109,7 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k);
 //   F64: |fast - E| <= u*|E| + 33*u*T (32-term f32 sums, the f64 part below 2^-40*T);
 //        the seed's own |seed - E| <= u*|E| + u*T (its f32 rounding of NF4*s), so
 //        |fast - seed| <= 2^-23*|E| + 34*u*T.
-//   F32: |fast - E| <= (32 + k/(32*k_lanes) + log2(k_lanes) + 2)*u*T (first order), and
+//   F32: |fast - E| <= (32 + ceil(k/(32*k_lanes)) + log2(k_lanes) + 3)*u*T (first order), and
 //        the seed's f32 fma chain |seed - E| <= (k + 1)*u*T, so |fast - seed| is within
 //        the sum of both.
 //  Errors (OpError): the seed's, first; then "schedule": "fast" with m != 1 names m and
@@ -124,8 +124,15 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k);
 //  Per column the lane forms w = a[c] * s[c, block] once (f32, one rounding), then 32
 //  fmas p_r = fma(w, NF4[code_r], p_r) in f32; after each chunk of columns_per_chunk
 //  columns the 32 partials convert to f64 once and are added into f64 accumulators.
-//  The c-lanes' f64 sums meet in a butterfly, the sum rounds to f32 once; c-lane 0
-//  stores 32 outputs as eight 16-byte stores. Launch: subgroups_per_workgroup * 32
+//  The c-lanes' f64 sums meet in a reduce-scatter butterfly (xor 16, 8, ..: at each level
+//  a lane keeps the half of its outputs its lane bit selects and adds the partner's copy;
+//  31 f64 exchanges instead of 32 * 5), so lane c_lane ends with outputs
+//  c_lane*output_lanes + 0..output_lanes-1 of its group, rounds them to f32 once and
+//  stores them (coalesced). Sectors: with output_lanes = 1 (the default) each lane's
+//  16-byte load is half of a 32-byte sector of its own column (the other half belongs to
+//  the neighbouring group's warp: DRAM still moves every sector once, but a request
+//  touches 32 sectors); output_lanes = 2 reads whole sectors but leaves only k/64
+//  subgroups, too few for 132 SMs (modeled 3x slower at 4096x4096). Launch: subgroups_per_workgroup * 32
 //  invocations per workgroup, ceil(k / (32 * output_lanes * subgroups_per_workgroup))
 //  workgroups (k/32 output groups; groups past k/32 are clamped and never stored).
 //  Bound (T_r = sum_c |a_c * NF4 * s|, E_r exact, J = columns_per_chunk):
