@@ -459,7 +459,14 @@ class Selector : public ir::IRVisitor {
   void visit_SubgroupShuffle(const ir::SubgroupShuffle& node) override {
     Value own = lower(node.value);
     std::string value = in_register(own);
-    Value lane = lower(node.lane);  // below 32: legalization selected the own value for the rest
+    // Below 32: legalization selected the own value for the rest. shfl.sync.idx reads only
+    // bits 4..0 of the lane, so a `& m` with m's low 5 bits all set is left to it.
+    ir::Expr lane_expr = node.lane;
+    if (const auto* masked = lane_expr.as<ir::Binary>(); masked && masked->op == ir::BinaryOp::BitAnd) {
+      const auto* mask = masked->rhs.as<ir::Literal>();
+      if (mask && (mask->bits & 31u) == 31u) lane_expr = masked->lhs;
+    }
+    Value lane = lower(lane_expr);
     Value result = fresh(node.type);
     emit(Mnemonic::of(Opcode::Shfl, ValueType::B32).synchronized().with_mode(ptx::ShuffleMode::Index),
          {result.text(), value, lane.text(), kShuffleClamp, kFullWarpMask});

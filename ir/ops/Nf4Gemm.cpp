@@ -137,10 +137,322 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
 }
 
 namespace {
+
+constexpr std::uint32_t kSubgroupSize = 32;
+constexpr std::uint32_t kHalfBlock = 32;        // codes per u32x4 load
+constexpr std::uint32_t kWordsPerHalfBlock = 4;
+
+bool power_of_two(std::uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+/// kNf4Table[lane & 15] in every lane: the shuffle code book (built once per lane).
+Expr code_book(Body& body, const Expr& lane) {
+  return body.let("code_book", Lookup::make(ScalarType::F32, nf4_lookup_table(), lane & 15u));
+}
+
+/// NF4 value of nibble `e` of `word` read from the lanes' code book. The lane index keeps
+/// bit 4 (the next nibble's low bit): lanes l and l + 16 hold the same entry, and the
+/// `& 31` (which makes the IR shuffle's lane provably < 32) costs no instruction.
+Expr nf4_value(const Expr& book, const Expr& word, std::uint32_t e) {
+  Expr lane = e == 0 ? (word & 31u) : e == 7 ? (word >> 28u) : ((word >> (4 * e)) & 31u);
+  return subgroup_shuffle(book, lane);
+}
+
+/// f64 through a 32-bit shuffle: two halves.
+Expr shuffle_f64(const Expr& value, const Expr& lane) {
+  Expr halves = bitcast(Type(ScalarType::U32, 2), value);
+  return bitcast(ScalarType::F64, make_vector({subgroup_shuffle(extract_lane(halves, 0), lane),
+                                               subgroup_shuffle(extract_lane(halves, 1), lane)}));
+}
+
+Expr shuffle_any(const Expr& value, const Expr& lane) {
+  return value.type() == ScalarType::F64 ? shuffle_f64(value, lane) : subgroup_shuffle(value, lane);
+}
+
+std::string fast_m_error(const char* op, std::uint32_t m) {
+  return fmt::format(
+      "Fix: {} m={} has no fast schedule: the fast program is the batch-1 GEMV (m == 1); use \"schedule\": \"seed\" "
+      "(or \"auto\", which picks seed for m > 1).",
+      op, m);
+}
+
+}  // namespace
+
+namespace {
+
+Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation, const Nf4GemvSchedule& split) {
+  const char* op = "nf4_gemm";
+  if (!power_of_two(split.k_lanes) || split.k_lanes < 2 || split.k_lanes > kSubgroupSize ||
+      split.columns_per_lane == 0 || split.columns_per_lane > 4 || split.rounds_per_batch == 0 ||
+      split.subgroups_per_workgroup == 0 || split.subgroups_per_workgroup > 32) {
+    throw OpError(fmt::format("Fix: {} fast split k_lanes={} columns_per_lane={} is invalid; k_lanes must be a power "
+                              "of two in 2..32, columns_per_lane 1..4.",
+                              op, split.k_lanes, split.columns_per_lane));
+  }
+  const bool f64_acc = accumulation == Nf4Accumulation::F64;
+  const std::uint32_t blocks_per_column = k / kBlockSize;
+  const std::uint32_t half_blocks = k / kHalfBlock;
+  const std::uint32_t words_per_column = k / kNibblesPerWord;
+  const std::uint32_t L = split.k_lanes, R = split.columns_per_lane;
+  const std::uint32_t rounds = ceil_div(half_blocks, L);
+  const std::uint32_t batch = std::min(split.rounds_per_batch, rounds);
+  const std::uint32_t batches = ceil_div(rounds, batch);
+  const bool partial = half_blocks % L != 0 || rounds % batch != 0;
+  const std::uint32_t subgroup_columns = split.columns_per_subgroup();
+  const std::uint32_t subgroups = ceil_div(n, subgroup_columns);
+  const std::uint32_t workgroup_size = split.subgroups_per_workgroup * kSubgroupSize;
+
+  ProgramBuilder program(f64_acc ? "nf4_gemm" : "nf4_gemm_f32_accumulate");
+  BufferRef a = program.input("a", ScalarType::F32, k);
+  BufferRef b_nf4 = program.input("b_nf4", ScalarType::U32, n * (k / 8));
+  BufferRef b_scales = program.input("b_scales", ScalarType::F32, n * blocks_per_column);
+  BufferRef c = program.output("c", ScalarType::F32, n);
+  program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, split.subgroups_per_workgroup), 1, 1});
+  program.body([&](Body& body) {
+    body.region(kSeedId, [&](Body& region) {
+      Expr local = region.let("local", local_id(0));
+      Expr subgroup = region.let("subgroup", workgroup_id(0) * split.subgroups_per_workgroup + local / kSubgroupSize);
+      Expr lane = region.let("lane", local % kSubgroupSize);
+      region.if_then(subgroup < subgroups, [&](Body& sg) {
+        Expr book = code_book(sg, lane);
+        Expr k_lane = sg.let("k_lane", lane % L);
+        Expr first_column = sg.let("first_column", subgroup * subgroup_columns + (lane / L) * R);
+        std::vector<Expr> column, word_base, scale_base, acc;
+        for (std::uint32_t r = 0; r < R; ++r) {
+          Expr col = r == 0 ? first_column : first_column + r;
+          column.push_back(col);
+          Expr clamped = n % subgroup_columns == 0 ? col : sg.let(fmt::format("column{}", r), min(col, u32(n - 1)));
+          word_base.push_back(sg.let(fmt::format("word_base{}", r), clamped * words_per_column));
+          scale_base.push_back(sg.let(fmt::format("scale_base{}", r), clamped * blocks_per_column));
+          acc.push_back(sg.let(fmt::format("acc{}", r), f64_acc ? f64(0.0) : f32(0.0f)));
+        }
+        sg.loop("batch", u32(0), u32(batches), [&](Body& bb, Expr batch_index) {
+          // Every load of the batch first: weights, scales and activations of `batch` half blocks.
+          std::vector<Expr> valid, xs;
+          std::vector<std::vector<Expr>> words(batch), scales(batch);
+          for (std::uint32_t i = 0; i < batch; ++i) {
+            Expr hb = bb.let(fmt::format("half_block{}", i), (batch_index * batch + i) * L + k_lane);
+            Expr ok;
+            if (partial) {
+              ok = bb.let(fmt::format("valid{}", i), hb < half_blocks);
+              hb = bb.let(fmt::format("half_block_clamped{}", i), min(hb, u32(half_blocks - 1)));
+            }
+            valid.push_back(ok);
+            for (std::uint32_t r = 0; r < R; ++r) {
+              words[i].push_back(bb.let(fmt::format("words{}_{}", i, r),
+                                        b_nf4.load(word_base[r] + hb * kWordsPerHalfBlock, 4)));
+              scales[i].push_back(bb.let(fmt::format("scale{}_{}", i, r), b_scales[scale_base[r] + hb / 2u]));
+            }
+            for (std::uint32_t j = 0; j < kHalfBlock / 4; ++j) {
+              xs.push_back(bb.let(fmt::format("x{}_{}", i, j), a.load(hb * kHalfBlock + 4 * j, 4)));
+            }
+          }
+          for (std::uint32_t i = 0; i < batch; ++i) {
+            for (std::uint32_t r = 0; r < R; ++r) {
+              Expr p = bb.let(fmt::format("p{}_{}", i, r), f32(0.0f));
+              for (std::uint32_t w = 0; w < kWordsPerHalfBlock; ++w) {
+                Expr word = extract_lane(words[i][r], w);
+                for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
+                  const std::uint32_t kk = w * kNibblesPerWord + e;
+                  Expr x = extract_lane(xs[i * (kHalfBlock / 4) + kk / 4], kk % 4);
+                  bb.assign(p, fma(x, nf4_value(book, word, e), p));
+                }
+              }
+              Expr sum = valid[i].defined() ? select(valid[i], p, f32(0.0f)) : p;
+              if (f64_acc) {
+                bb.assign(acc[r], fma(cast(ScalarType::F64, sum), cast(ScalarType::F64, scales[i][r]), acc[r]));
+              } else {
+                bb.assign(acc[r], fma(scales[i][r], sum, acc[r]));
+              }
+            }
+          }
+        });
+        // The k-lanes' sums: butterfly over the low lane bits.
+        for (std::uint32_t r = 0; r < R; ++r) {
+          for (std::uint32_t mask = 1; mask < L; mask *= 2) {
+            sg.assign(acc[r], acc[r] + shuffle_any(acc[r], lane ^ u32(mask)));
+          }
+        }
+        sg.if_then(eq(k_lane, u32(0)), [&](Body& leader) {
+          for (std::uint32_t r = 0; r < R; ++r) {
+            Expr value = f64_acc ? cast(ScalarType::F32, acc[r]) : acc[r];
+            if (n % subgroup_columns == 0) {
+              leader.store(c, column[r], value);
+            } else {
+              leader.if_then(column[r] < n, [&](Body& store) { store.store(c, column[r], value); });
+            }
+          }
+        });
+      });
+    });
+  });
+  return program.build();
+}
+
+Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvTransposeSchedule& split) {
+  const char* op = "nf4_gemm_transpose";
+  const std::uint32_t O = split.output_lanes;
+  if ((O != 1 && O != 2) || split.columns_per_batch == 0 || split.columns_per_chunk == 0 ||
+      split.columns_per_chunk % split.columns_per_batch != 0 || split.subgroups_per_workgroup == 0 ||
+      split.subgroups_per_workgroup > 32) {
+    throw OpError(fmt::format("Fix: {} fast split output_lanes={} columns_per_batch={} columns_per_chunk={} is "
+                              "invalid; output_lanes 1 or 2, the chunk a multiple of the batch.",
+                              op, O, split.columns_per_batch, split.columns_per_chunk));
+  }
+  const std::uint32_t C = kSubgroupSize / O;  // c-lanes
+  const std::uint32_t blocks_per_column = k / kBlockSize;
+  const std::uint32_t words_per_column = k / kNibblesPerWord;
+  const std::uint32_t groups = k / kHalfBlock;  // output groups of 32
+  const std::uint32_t subgroups = ceil_div(groups, O);
+  const std::uint32_t rounds = ceil_div(n, C);  // columns per c-lane
+  const std::uint32_t batch = std::min(split.columns_per_batch, rounds);
+  const std::uint32_t batches = ceil_div(rounds, batch);
+  const std::uint32_t chunk_batches = std::max(1u, split.columns_per_chunk / split.columns_per_batch);
+  const std::uint32_t full_chunks = batches / chunk_batches, rest_batches = batches % chunk_batches;
+  const bool partial_columns = n % C != 0 || rounds % batch != 0;
+  const bool partial_groups = groups % O != 0;
+  const std::uint32_t workgroup_size = split.subgroups_per_workgroup * kSubgroupSize;
+
+  ProgramBuilder program("nf4_gemm_transpose");
+  BufferRef a = program.input("a", ScalarType::F32, n);
+  BufferRef b_nf4 = program.input("b_nf4", ScalarType::U32, n * (k / 8));
+  BufferRef b_scales = program.input("b_scales", ScalarType::F32, n * blocks_per_column);
+  BufferRef c = program.output("c", ScalarType::F32, k);
+  program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, split.subgroups_per_workgroup), 1, 1});
+  program.body([&](Body& body) {
+    body.region(kSeedId, [&](Body& region) {
+      Expr local = region.let("local", local_id(0));
+      Expr subgroup = region.let("subgroup", workgroup_id(0) * split.subgroups_per_workgroup + local / kSubgroupSize);
+      Expr lane = region.let("lane", local % kSubgroupSize);
+      region.if_then(subgroup < subgroups, [&](Body& sg) {
+        Expr book = code_book(sg, lane);
+        Expr c_lane = sg.let("c_lane", lane / O);
+        Expr group = sg.let("group", O == 1 ? subgroup : subgroup * O + lane % O);
+        Expr group_clamped = partial_groups ? sg.let("group_clamped", min(group, u32(groups - 1))) : group;
+        Expr word_offset = sg.let("word_offset", group_clamped * kWordsPerHalfBlock);
+        Expr block = sg.let("block", group_clamped / 2u);
+        std::vector<Expr> acc, p;
+        for (std::uint32_t o = 0; o < kHalfBlock; ++o) {
+          acc.push_back(sg.let(fmt::format("acc{}", o), f64(0.0)));
+          p.push_back(sg.let(fmt::format("p{}", o), f32(0.0f)));
+        }
+        auto emit_batch = [&](Body& bb, const Expr& batch_index) {
+          std::vector<Expr> words, weight_scale;
+          std::vector<Expr> col_values, scale_values, valid;
+          for (std::uint32_t i = 0; i < batch; ++i) {
+            Expr col = bb.let(fmt::format("column{}", i), (batch_index * batch + i) * C + c_lane);
+            Expr ok;
+            if (partial_columns) {
+              ok = bb.let(fmt::format("valid{}", i), col < n);
+              col = bb.let(fmt::format("column_clamped{}", i), min(col, u32(n - 1)));
+            }
+            valid.push_back(ok);
+            words.push_back(bb.let(fmt::format("words{}", i), b_nf4.load(col * words_per_column + word_offset, 4)));
+            col_values.push_back(bb.let(fmt::format("a{}", i), a[col]));
+            scale_values.push_back(bb.let(fmt::format("scale{}", i), b_scales[col * blocks_per_column + block]));
+          }
+          for (std::uint32_t i = 0; i < batch; ++i) {
+            Expr w = col_values[i] * scale_values[i];
+            if (valid[i].defined()) w = select(valid[i], w, f32(0.0f));
+            Expr weight = bb.let(fmt::format("weight{}", i), w);
+            for (std::uint32_t wd = 0; wd < kWordsPerHalfBlock; ++wd) {
+              Expr word = extract_lane(words[i], wd);
+              for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
+                Expr& target = p[wd * kNibblesPerWord + e];
+                bb.assign(target, fma(weight, nf4_value(book, word, e), target));
+              }
+            }
+          }
+        };
+        auto flush = [&](Body& fb) {
+          for (std::uint32_t o = 0; o < kHalfBlock; ++o) {
+            fb.assign(acc[o], acc[o] + cast(ScalarType::F64, p[o]));
+            fb.assign(p[o], f32(0.0f));
+          }
+        };
+        if (full_chunks > 0) {
+          sg.loop("chunk", u32(0), u32(full_chunks), [&](Body& cb, Expr chunk) {
+            cb.loop("batch", u32(0), u32(chunk_batches), [&](Body& bb, Expr b) { emit_batch(bb, chunk * chunk_batches + b); });
+            flush(cb);
+          });
+        }
+        if (rest_batches > 0) {
+          sg.loop("rest_batch", u32(0), u32(rest_batches),
+                  [&](Body& bb, Expr b) { emit_batch(bb, b + full_chunks * chunk_batches); });
+          flush(sg);
+        }
+        // Reduce-scatter over the c-lane bits, highest first: at each level a lane keeps
+        // the half of its values its bit selects, adds the partner's copy of that half
+        // and sends the other half. At the end c-lane j holds outputs j*(32/C) ...
+        std::vector<Expr> values = acc;
+        for (std::uint32_t mask = kSubgroupSize / 2; mask >= O; mask /= 2) {
+          Expr upper = sg.let(fmt::format("upper{}", mask), ne(lane & mask, u32(0)));
+          const std::size_t half = values.size() / 2;
+          std::vector<Expr> kept;
+          for (std::size_t v = 0; v < half; ++v) {
+            Expr send = select(upper, values[v], values[v + half]);
+            Expr keep = select(upper, values[v + half], values[v]);
+            kept.push_back(sg.let(fmt::format("sum{}_{}", mask, v), keep + shuffle_f64(send, lane ^ u32(mask))));
+          }
+          values = kept;
+          if (mask == O) break;
+        }
+        // values: 32/C = O outputs per lane, outputs group*32 + c_lane*O + v.
+        auto store_all = [&](Body& st) {
+          Expr first = st.let("output", group * kHalfBlock + c_lane * O);
+          if (O == 1) {
+            st.store(c, first, cast(ScalarType::F32, values[0]));
+          } else {
+            st.store(c, first, make_vector({cast(ScalarType::F32, values[0]), cast(ScalarType::F32, values[1])}));
+          }
+        };
+        if (partial_groups) sg.if_then(group < groups, store_all);
+        else store_all(sg);
+      });
+    });
+  });
+  return program.build();
+}
+
+}  // namespace
+
+Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation,
+                 KernelSchedule schedule, const Nf4GemvSchedule& split) {
+  if (schedule == KernelSchedule::Seed || (schedule == KernelSchedule::Auto && m != 1)) {
+    return nf4_gemm(m, n, k, accumulation);
+  }
+  const char* op = "nf4_gemm";
+  check_dims(op, m, n, k);
+  check_count(op, "m*k", m, k);
+  check_count(op, "m*n", m, n);
+  check_count(op, "n*k/8", n, k / 8);
+  if (m != 1) throw OpError(fast_m_error(op, m));
+  return nf4_gemv_fast(n, k, accumulation, split);
+}
+
+Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, KernelSchedule schedule,
+                           const Nf4GemvTransposeSchedule& split) {
+  if (schedule == KernelSchedule::Seed || (schedule == KernelSchedule::Auto && m != 1)) {
+    return nf4_gemm_transpose(m, n, k);
+  }
+  const char* op = "nf4_gemm_transpose";
+  check_dims(op, m, n, k);
+  check_count(op, "m*n", m, n);
+  check_count(op, "m*k", m, k);
+  check_count(op, "n*k/8", n, k / 8);
+  if (m != 1) throw OpError(fast_m_error(op, m));
+  return nf4_gemv_transpose_fast(n, k, split);
+}
+
+namespace {
 OpArgs shape(std::uint32_t m, std::uint32_t n, std::uint32_t k) { return OpArgs::dims({{"m", m}, {"n", n}, {"k", k}}); }
 OpArgs shape(std::uint32_t m, std::uint32_t n, std::uint32_t k, const char* accumulate) {
   OpArgs args = shape(m, n, k);
   args.set("accumulate", std::string(accumulate));
+  return args;
+}
+
+OpArgs scheduled(OpArgs args, const char* schedule) {
+  args.set("schedule", std::string(schedule));
   return args;
 }
 
@@ -169,7 +481,7 @@ std::vector<OpInfo> nf4_gemm_ops() {
       .summary = "C[m,n] = A[m,k] @ dequant(B_nf4[k,n]), NF4 code book in registers",
       .layout = layout + "; A, C row-major; one invocation per output",
       .seed = seed,
-      .params = {m, n, k, accumulate},
+      .params = {m, n, k, accumulate, schedule_param()},
       .buffers = {{"a", "input", ScalarType::F32, "m*k"},
                   {"b_nf4", "weight", ScalarType::U32, "n*k/8"},
                   {"b_scales", "sidecar", ScalarType::F32, "n*k/64"},
@@ -177,23 +489,30 @@ std::vector<OpInfo> nf4_gemm_ops() {
       .build = [](const OpArgs& args) {
         Nf4Accumulation accumulation =
             args.has("accumulate") ? parse_accumulation(args.choice("accumulate")) : Nf4Accumulation::F64;
-        return nf4_gemm(args.u32("m"), args.u32("n"), args.u32("k"), accumulation);
+        return nf4_gemm(args.u32("m"), args.u32("n"), args.u32("k"), accumulation, schedule_of(args));
       },
-      .test_shapes = {shape(1, 1, 64, "f64"), shape(3, 33, 128, "f64"), shape(2, 5, 192, "f32"),
-                      shape(1, 300, 64, "f64")},
+      .test_shapes = {scheduled(shape(1, 1, 64, "f64"), "seed"), scheduled(shape(3, 33, 128, "f64"), "seed"),
+                      scheduled(shape(2, 5, 192, "f32"), "seed"), scheduled(shape(1, 300, 64, "f64"), "seed"),
+                      scheduled(shape(1, 8, 192, "f64"), "fast"), scheduled(shape(1, 5, 1024, "f32"), "fast"),
+                      scheduled(shape(1, 12, 64, "f64"), "fast")},
   });
   ops.push_back(OpInfo{
       .name = "nf4_gemm_transpose",
       .summary = "C[m,k] = A[m,n] @ dequant(B_nf4[k,n])^T (backward pass), f64 accumulation",
       .layout = layout + "; A, C row-major; one invocation per output",
       .seed = seed,
-      .params = {m, n, k},
+      .params = {m, n, k, schedule_param()},
       .buffers = {{"a", "input", ScalarType::F32, "m*n"},
                   {"b_nf4", "weight", ScalarType::U32, "n*k/8"},
                   {"b_scales", "sidecar", ScalarType::F32, "n*k/64"},
                   {"c", "output", ScalarType::F32, "m*k"}},
-      .build = [](const OpArgs& args) { return nf4_gemm_transpose(args.u32("m"), args.u32("n"), args.u32("k")); },
-      .test_shapes = {shape(1, 1, 64), shape(3, 33, 128), shape(2, 3, 320)},
+      .build =
+          [](const OpArgs& args) {
+            return nf4_gemm_transpose(args.u32("m"), args.u32("n"), args.u32("k"), schedule_of(args));
+          },
+      .test_shapes = {scheduled(shape(1, 1, 64), "seed"), scheduled(shape(3, 33, 128), "seed"),
+                      scheduled(shape(2, 3, 320), "seed"), scheduled(shape(1, 40, 128), "fast"),
+                      scheduled(shape(1, 3, 320), "fast")},
   });
   return ops;
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ir/Program.h"
+#include "ir/ops/QuantizedGemv.h"
 #include "ir/ops/Registry.h"
 
 namespace quantc::ir::ops {
@@ -65,7 +66,105 @@ Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k,
 /// Errors (OpError): as nf4_gemm with m*n, m*k and n*k/8 checked.
 Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k);
 
-/// Registry entries: nf4_gemm (parameter accumulate: "f64" | "f32"), nf4_gemm_transpose.
+// ---------------------------------------------------------------------------------
+// The fast batch-1 schedules (m == 1), selected by the spec parameter "schedule"
+// ("auto" default: fast where m == 1, else seed; "seed"; "fast": OpError unless m == 1).
+// Both declare exactly the seed's buffers (names, element types, counts, bindings), so the
+// same inputs feed either program; only the launch and the summation order differ. The
+// semantics stay aprender-gpu 0.31.2's (C = A @ dequant(B) with dequant = NF4[code] *
+// block scale); only the floating-point order changes, within the bounds stated below
+// (tests/reference/nf4_schedule_tests.cpp asserts them).
+//
+// Common to both:
+//  - code book: every lane holds kNf4Table[lane & 15] in one register (built once by the
+//    Lookup select tree); code -> value is one shfl.sync.idx from lane `code` (the nibble
+//    shifted to bits 0..3; bit 4 may hold the next nibble's low bit, which only picks
+//    the lane l + 16 holding the same entry; instruction selection drops the `& 31` mask
+//    since shfl reads lane bits 4..0 only). No selp tree, no shared memory.
+//  - 128-bit weight loads (u32x4: 32 codes = half a block), f32x4 activation loads, all
+//    of a batch issued before the first use; 32-bit index math; no atomics: lanes meet
+//    in a shuffle-xor butterfly, so the result is deterministic.
+//  - per element: one shift, one shuffle, one f32 fma; the block scale is applied once per
+//    (column, half block) per lane; no per-element f64 conversion.
+//  - non-finite inputs: a NaN activation or code book product gives NaN as in the seed;
+//    an infinite scale gives a non-finite result, but where the seed forms NF4[7] * inf =
+//    NaN per element the fast nf4_gemm scales the block's sum and may give +-inf instead.
+//
+// nf4_gemm fast (m == 1): c[col] = sum_k a[k] * NF4[code(k, col)] * s[col, k/64].
+//  Column col's codes are k/2 contiguous bytes (k fastest), so the reduction runs along
+//  contiguous memory. A subgroup owns (32 / k_lanes) * columns_per_lane consecutive
+//  columns: lane = column_group * k_lanes + k_lane; k-lane j of a column group reads half
+//  blocks j, j + k_lanes, ... of each of its columns_per_lane columns (adjacent k-lanes
+//  read adjacent 16 bytes: whole 32-byte sectors) and the 32 activations of each half
+//  block once for all its columns; batches of rounds_per_batch half blocks are loaded
+//  before use. Per (column, half block) the lane sums p = sum_{32 k} a*NF4 in f32 (fma,
+//  k ascending), then F32: acc = fma(s, p, acc) in f32; F64: acc = fma(f64(p), f64(s),
+//  acc) in f64 (the product exact, one f64 rounding). The k-lanes' acc meet in a butterfly
+//  (xor 1, 2, .., k_lanes/2; f64 shuffled as two 32-bit halves), the sum rounds to f32
+//  once (F64), k-lane 0 stores. Launch: subgroups_per_workgroup * 32 invocations per
+//  workgroup, ceil(n / columns per workgroup) workgroups; columns past n are clamped for
+//  loads and never stored; half blocks past k/32 (k/32 not a multiple of k_lanes) load a
+//  clamped address and contribute 0.
+//  Bound (u = 2^-24, T = sum_k |a_k * NF4_k * s_k|, E = the exact real sum):
+//   F64: |fast - E| <= u*|E| + 33*u*T (32-term f32 sums, the f64 part below 2^-40*T);
+//        the seed's own |seed - E| <= u*|E| + u*T (its f32 rounding of NF4*s), so
+//        |fast - seed| <= 2^-23*|E| + 34*u*T.
+//   F32: |fast - E| <= (32 + ceil(k/(32*k_lanes)) + log2(k_lanes) + 3)*u*T (first order), and
+//        the seed's f32 fma chain |seed - E| <= (k + 1)*u*T, so |fast - seed| is within
+//        the sum of both.
+//  Errors (OpError): the seed's, first; then "schedule": "fast" with m != 1 names m and
+//  the fix ("schedule": "seed" or "auto").
+//
+// nf4_gemm_transpose fast (m == 1): c[r] = sum_c a[c] * NF4[code(r, c)] * s[c, r/64].
+//  Within column c the outputs r are contiguous (r fastest): lane groups own 32
+//  consecutive outputs (one u32x4: half a block) and the other lane bits ("c-lanes")
+//  split the columns: a subgroup holds output_lanes groups of 32 outputs and
+//  32/output_lanes c-lanes; c-lane j takes columns j, j + c_lanes, ... in batches of
+//  columns_per_batch whose weight, activation and scale loads are issued before use.
+//  Per column the lane forms w = a[c] * s[c, block] once (f32, one rounding), then 32
+//  fmas p_r = fma(w, NF4[code_r], p_r) in f32; after each chunk of columns_per_chunk
+//  columns the 32 partials convert to f64 once and are added into f64 accumulators.
+//  The c-lanes' f64 sums meet in a reduce-scatter butterfly (xor 16, 8, ..: at each level
+//  a lane keeps the half of its outputs its lane bit selects and adds the partner's copy;
+//  31 f64 exchanges instead of 32 * 5), so lane c_lane ends with outputs
+//  c_lane*output_lanes + 0..output_lanes-1 of its group, rounds them to f32 once and
+//  stores them (coalesced). Sectors: with output_lanes = 1 (the default) each lane's
+//  16-byte load is half of a 32-byte sector of its own column (the other half belongs to
+//  the neighbouring group's warp: DRAM still moves every sector once, but a request
+//  touches 32 sectors); output_lanes = 2 reads whole sectors but leaves only k/64
+//  subgroups, too few for 132 SMs (modeled 3x slower at 4096x4096). Launch: subgroups_per_workgroup * 32
+//  invocations per workgroup, ceil(k / (32 * output_lanes * subgroups_per_workgroup))
+//  workgroups (k/32 output groups; groups past k/32 are clamped and never stored).
+//  Bound (T_r = sum_c |a_c * NF4 * s|, E_r exact, J = columns_per_chunk):
+//   |fast - E| <= u*|E| + (J + 2)*u*T_r; |fast - seed| <= 2^-23*|E| + (J + 3)*u*T_r.
+//  Errors (OpError): the seed's first; then "fast" with m != 1.
+
+/// Work split of the fast nf4_gemm (m == 1).
+struct Nf4GemvSchedule {
+  std::uint32_t k_lanes = 16;           // lanes splitting one column's half blocks (power of two, 2..32)
+  std::uint32_t columns_per_lane = 2;   // columns each lane reads for the same k (reuses the activations)
+  std::uint32_t rounds_per_batch = 2;   // half blocks per column loaded before use
+  std::uint32_t subgroups_per_workgroup = 2;
+  std::uint32_t columns_per_subgroup() const { return 32 / k_lanes * columns_per_lane; }
+};
+
+/// Work split of the fast nf4_gemm_transpose (m == 1).
+struct Nf4GemvTransposeSchedule {
+  std::uint32_t output_lanes = 1;        // lanes of 32 outputs per subgroup (1 or 2)
+  std::uint32_t columns_per_batch = 32;  // columns whose loads are issued together
+  std::uint32_t columns_per_chunk = 64;  // columns summed in f32 before the f64 add (multiple of the batch)
+  std::uint32_t subgroups_per_workgroup = 1;
+};
+
+/// nf4_gemm with the program `schedule` picks (see above); Auto takes fast when m == 1.
+Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation,
+                 KernelSchedule schedule, const Nf4GemvSchedule& split = {});
+/// nf4_gemm_transpose with the program `schedule` picks; Auto takes fast when m == 1.
+Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, KernelSchedule schedule,
+                           const Nf4GemvTransposeSchedule& split = {});
+
+/// Registry entries: nf4_gemm (parameters accumulate: "f64" | "f32", schedule),
+/// nf4_gemm_transpose (schedule).
 std::vector<OpInfo> nf4_gemm_ops();
 
 }  // namespace quantc::ir::ops

@@ -125,6 +125,25 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
     const double issued = kernel["warp_instructions"].get<double>() - kernel["pipe_instructions"]["move"].get<double>();
     CHECK(issued / (4096.0 * 4096 / 2) <= 0.35);
   }
+  SECTION("bandwidth: the fast nf4_gemm (f64, f32) and nf4_gemm_transpose at 4096x4096 stream at the HBM limit") {
+    for (const char* op : {R"("op": "nf4_gemm", "accumulate": "f64")", R"("op": "nf4_gemm", "accumulate": "f32")",
+                           R"("op": "nf4_gemm_transpose")"}) {
+      fs::path spec = scratch_dir() / "nf4_fast.json";
+      write_text(spec, std::string("{") + op + R"(, "m": 1, "n": 4096, "k": 4096, "schedule": "fast", "target": "sm_90"})");
+      const json kernel = profile_json(spec.string() + " --device h100_sxm")["kernels"][0];
+      const json& device = kernel["devices"]["h100_sxm"];
+      INFO(op << "\n" << device.dump());
+      CHECK(device["limit"] == "dram_bandwidth");
+      CHECK(device["modeled_us"].get<double>() <= 1.15 * device["memory_bound_us"].get<double>());
+      CHECK(device["hbm_fraction"].get<double>() >= 0.87);
+      // 16-byte weight loads; nf4_gemm's are whole sectors (16 per request), the transpose's
+      // half sectors (its reduction runs across columns, see ir/ops/Nf4Gemm.h); activation
+      // and scale loads bring the average down.
+      CHECK(kernel["load_sectors"].get<double>() / kernel["load_requests"].get<double>() >= 8.0);
+      const double issued = kernel["warp_instructions"].get<double>() - kernel["pipe_instructions"]["move"].get<double>();
+      CHECK(issued / (4096.0 * 4096 / 2) <= 0.35);
+    }
+  }
   SECTION("PTX for sm_90 is modeled on the sm_90 devices only; the others say why") {
     const json kernel = profile_json(spec_path("linear_4bit_affine_grouped.json"))["kernels"][0];
     CHECK(kernel["target"] == "sm_90");

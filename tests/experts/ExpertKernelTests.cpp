@@ -51,6 +51,7 @@ ir::ops::OpArgs affine(std::uint32_t in, std::uint32_t out, std::uint32_t group)
 ir::ops::OpArgs nf4(std::uint32_t n, std::uint32_t k, const char* accumulate) {
   ir::ops::OpArgs args = ir::ops::OpArgs::dims({{"m", 1}, {"n", n}, {"k", k}});
   args.set("accumulate", std::string(accumulate));
+  args.set("schedule", std::string("seed"));  // the f64 expert sums as the seed does (auto picks fast at m == 1)
   return args;
 }
 
@@ -87,6 +88,12 @@ TEST_CASE("expert nf4_gemm at m = 1 matches the interpreter: f64 (default) and f
   // a k of 6 blocks.
   check("nf4_gemm", nf4(33, 64, "f64"));
   check("nf4_gemm", nf4(5, 384, "f32"));
+  // Against the fast schedule: within the widened f64 bound (34 u M for its f32 partial sums).
+  for (const char* accumulate : {"f64", "f32"}) {
+    ir::ops::OpArgs fast = nf4(64, 256, accumulate);
+    fast.set("schedule", std::string("fast"));
+    check("nf4_gemm", fast);
+  }
 }
 
 TEST_CASE("expert dequant_matmul_int4 at m = 1 matches the interpreter: asymmetric and symmetric", "[experts]") {
