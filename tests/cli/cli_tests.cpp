@@ -159,7 +159,7 @@ TEST_CASE("pipeline flags: -O levels, explicit passes, printing and errors", "[c
   CHECK(run_quantc("ir " + spec + " -O7").exit_code == 1);
 }
 
-TEST_CASE("--fp-contract and the spec's fp_contract choose whether -O2 fuses a*b+c", "[cli][passes]") {
+TEST_CASE("the spec's fp_contract and --fp-contract choose whether -O2 fuses a*b+c", "[cli][passes]") {
   std::string spec = spec_path("linear_4bit_affine_grouped_seed.json");  // the seed's mul + add per nibble
   Result fused = run_quantc("emit " + spec);
   REQUIRE(fused.exit_code == 0);
