@@ -85,6 +85,10 @@ Expr BufferRef::load(Expr index, unsigned lanes, unsigned alignment) const {
   return Load::make(Type(element, lanes), name, std::move(index), alignment);
 }
 
+Expr BufferRef::load_words(Expr index, unsigned lanes) const {
+  return Load::make(Type(ScalarType::U32, lanes), name, std::move(index), 0, true);
+}
+
 Expr Body::let(const std::string& name, Expr value) {
   Type type = value.type();
   stmts_.push_back(Let::make(name, std::move(value)));

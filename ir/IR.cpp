@@ -310,14 +310,30 @@ Expr Var::make(Type type, std::string name) {
   return Expr(std::make_shared<Var>(type, std::move(name)));
 }
 
-Expr Load::make(Type type, std::string buffer, Expr index, unsigned alignment) {
+Expr Load::make(Type type, std::string buffer, Expr index, unsigned alignment, bool reinterpret) {
   require_defined(index, "Load");
   if (index.type() != ScalarType::U32) {
     throw IRError(fmt::format("Load {}: index must be u32, got {}", buffer, to_string(index.type())));
   }
   require_value_type(type, "Load " + buffer);
   alignment = checked_alignment(type, alignment, "Load " + buffer);
-  return Expr(std::make_shared<Load>(type, std::move(buffer), std::move(index), alignment));
+  if (reinterpret) {
+    if (type.element() != ScalarType::U32) {
+      throw IRError(fmt::format("Load {}: a reinterpreting load reads u32 words (u32, u32x2, u32x4), not {}", buffer,
+                                to_string(type)));
+    }
+    if (alignment != natural_alignment(type)) {
+      throw IRError(fmt::format("Load {}: a reinterpreting {} load needs its natural {}-byte alignment, not {}",
+                                buffer, to_string(type), natural_alignment(type), alignment));
+    }
+  }
+  return Expr(std::make_shared<Load>(type, std::move(buffer), std::move(index), alignment, reinterpret));
+}
+
+unsigned Load::elements_read(ScalarType buffer_element) const {
+  if (!reinterpret) return type.lanes();
+  const unsigned element_bytes = buffer_element == ScalarType::Bool ? 1 : byte_size(buffer_element);
+  return type.bytes() / element_bytes;
 }
 
 Expr Binary::make(BinaryOp op, Expr lhs, Expr rhs) {

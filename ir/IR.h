@@ -214,16 +214,35 @@ struct Var : ExprBase {
 /// at least the element size and at most lanes * element size for a vector (0 in make
 /// means the natural lanes * element size). PTX needs natural alignment for .v2/.v4
 /// accesses; legalization splits an under-aligned vector access.
+///
+/// A reinterpreting load (`reinterpret`, text `w[i].as<u32x4>`) reads a byte buffer
+/// (u8 or i8 elements) as little-endian u32 words: `type` is u32, u32x2 or u32x4, and
+/// the load reads the 4 * lanes bytes starting at byte `index` (the index still counts
+/// the buffer's elements, i.e. bytes), lane 0 from the lowest four. Its alignment is
+/// always the natural 4 * lanes bytes, which the verifier must prove (`index` a
+/// multiple of 4 * lanes, buffers start 256-byte aligned); every byte of the span must
+/// lie in the buffer (the interpreter reports an out-of-bounds load otherwise, and
+/// analysis::proven_safe asks for the whole span). It lets 16-byte `ld.global.v4.u32`
+/// stream u8/i8 weights while the buffer keeps the element type its users pass.
 struct Load : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Load;
-  Load(Type type, std::string buffer, Expr index, unsigned alignment)
-      : ExprBase(kKind, type), buffer(std::move(buffer)), index(std::move(index)), alignment(alignment) {
-    summarize(name_hash(this->buffer) ^ alignment, kMayTrap | kHasLoad, {this->index.get()});
+  Load(Type type, std::string buffer, Expr index, unsigned alignment, bool reinterpret)
+      : ExprBase(kKind, type),
+        buffer(std::move(buffer)),
+        index(std::move(index)),
+        alignment(alignment),
+        reinterpret(reinterpret) {
+    summarize(name_hash(this->buffer) ^ alignment ^ (reinterpret ? 0x9e3779b97f4a7c15ull : 0), kMayTrap | kHasLoad,
+              {this->index.get()});
   }
   const std::string buffer;
   const Expr index;
   const unsigned alignment;  // bytes
-  static Expr make(Type type, std::string buffer, Expr index, unsigned alignment = 0);
+  const bool reinterpret;    // u32 words read from a u8/i8 buffer (see above)
+  /// Buffer elements the load reads, for a buffer of `buffer_element`s: the lanes, or
+  /// for a reinterpreting load the 4 * lanes bytes.
+  unsigned elements_read(ScalarType buffer_element) const;
+  static Expr make(Type type, std::string buffer, Expr index, unsigned alignment = 0, bool reinterpret = false);
 };
 
 struct Binary : ExprBase {

@@ -33,7 +33,7 @@ Expr IRMutator::mutate_Builtin(const Builtin&, const Expr& self) { return self; 
 
 Expr IRMutator::mutate_Load(const Load& node, const Expr& self) {
   Expr index = mutate(node.index);
-  return index.same_as(node.index) ? self : Load::make(node.type, node.buffer, index, node.alignment);
+  return index.same_as(node.index) ? self : Load::make(node.type, node.buffer, index, node.alignment, node.reinterpret);
 }
 
 Expr IRMutator::mutate_Binary(const Binary& node, const Expr& self) {

@@ -441,6 +441,12 @@ class Parser {
       ScalarType element = buffer_element(name, start);
       Expr index = parse_expr();
       expect_symbol("]");
+      if (peek_symbol(".") && peek_identifier("as", 1) && peek_symbol("<", 2)) {  // w[i].as<u32x4>
+        take();
+        take();
+        Type type = parse_type_argument();
+        return build(start, [&] { return Load::make(type, name, index, 0, true); });
+      }
       auto [lanes, alignment] = parse_access_suffix();
       return build(start, [&] { return Load::make(Type(element, lanes), name, index, alignment); });
     }

@@ -55,7 +55,8 @@ class ExprPrinter : public IRVisitor {
   void visit_Load(const Load& node) override {
     text += node.buffer + "[";
     print(node.index);
-    text += "]" + access_suffix(node.type, node.alignment);
+    text += "]" + (node.reinterpret ? fmt::format(".as<{}>", to_string(node.type))
+                                    : access_suffix(node.type, node.alignment));
   }
   void visit_Binary(const Binary& node) override {
     if (node.op == BinaryOp::Min || node.op == BinaryOp::Max) {

@@ -37,7 +37,14 @@ class StatementChecker : public IRVisitor {
 
   void visit_Load(const Load& node) override {
     if (const BufferDecl* buffer = find_buffer(node.buffer, "load from")) {
-      if (buffer->element != node.type.element()) {
+      if (node.reinterpret) {
+        if (buffer->element != ScalarType::U8 && buffer->element != ScalarType::I8) {
+          report("reinterpreting load of {} from '{}' needs a u8 or i8 buffer, but the buffer holds {}",
+                 to_string(node.type), node.buffer, to_string(buffer->element));
+        } else {
+          check_alignment("load from", node.buffer, node.index, node.type, node.alignment, 1);
+        }
+      } else if (buffer->element != node.type.element()) {
         report("load from '{}' has type {} but the buffer holds {}", node.buffer, to_string(node.type),
                to_string(buffer->element));
       } else {
@@ -127,9 +134,11 @@ class StatementChecker : public IRVisitor {
   /// A vector access stating more than its element's alignment must be provably
   /// aligned: buffers start 256-byte aligned, so the index (in elements) times the
   /// element size must be a multiple of the alignment for every invocation.
+  /// `index_bytes` is the byte size of one index step (the buffer's element; 0: the
+  /// access type's element, which is the buffer's except for reinterpreting loads).
   void check_alignment(std::string_view what, const std::string& buffer, const Expr& index, Type type,
-                       unsigned alignment) {
-    const unsigned element_bytes = byte_size(type.element());
+                       unsigned alignment, unsigned index_bytes = 0) {
+    const unsigned element_bytes = index_bytes != 0 ? index_bytes : byte_size(type.element());
     if (alignment <= element_bytes) return;
     analysis::ValueRange range = analysis::range_of(index, ranges_);
     std::uint64_t multiple = range.is_constant() ? (range.min == 0 ? alignment : range.min) : range.multiple_of;

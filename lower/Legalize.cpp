@@ -89,7 +89,7 @@ class Legalizer : public analysis::RangeTrackingMutator {
       }
       return MakeVector::make(std::move(lanes));
     }
-    return index.same_as(node.index) ? self : Load::make(node.type, node.buffer, index, node.alignment);
+    return index.same_as(node.index) ? self : Load::make(node.type, node.buffer, index, node.alignment, node.reinterpret);
   }
 
   Node mutate_Store(const Store& node, const Node& self) override {

@@ -384,6 +384,7 @@ ir::ops::OpArgs batch1_args(const std::string& op, std::uint32_t in_dim, std::ui
   } else {
     args = ir::ops::OpArgs::dims({{"m", 1}, {"k", in_dim}, {"n", out_dim}, {"block_size", 64}});
     args.set("asymmetric", true);
+    args.set("schedule", std::string("seed"));  // at m = 1 "auto" would pick the fast schedule
   }
   return args;
 }
@@ -398,8 +399,9 @@ std::string case_label(const std::string& op, const ir::ops::OpArgs& args) {
     const std::string schedule = args.has("schedule") ? " " + args.choice("schedule") : "";
     return fmt::format("{}x{} {}{}", args.u32("k"), args.u32("n"), accumulate, schedule);
   }
-  return fmt::format("{}x{} b{} {}", args.u32("k"), args.u32("n"), args.u32("block_size"),
-                     args.boolean("asymmetric") ? "asym" : "sym");
+  const std::string schedule = args.has("schedule") ? " " + args.choice("schedule") : "";
+  return fmt::format("{}x{} b{} {}{}", args.u32("k"), args.u32("n"), args.u32("block_size"),
+                     args.boolean("asymmetric") ? "asym" : "sym", schedule);
 }
 
 ExpertLaunch plan_expert_launch(const std::string& op, const ir::ops::OpArgs& args, const ir::Program& program) {

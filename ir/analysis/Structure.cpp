@@ -151,7 +151,8 @@ bool structurally_equal(const ExprBase* a, const ExprBase* b) {
       return static_cast<const Var*>(a)->name == static_cast<const Var*>(b)->name;
     case ExprKind::Load: {
       auto *x = static_cast<const Load*>(a), *y = static_cast<const Load*>(b);
-      return x->buffer == y->buffer && x->alignment == y->alignment && same(x->index, y->index);
+      return x->buffer == y->buffer && x->alignment == y->alignment && x->reinterpret == y->reinterpret &&
+             same(x->index, y->index);
     }
     case ExprKind::Binary: {
       auto *x = static_cast<const Binary*>(a), *y = static_cast<const Binary*>(b);

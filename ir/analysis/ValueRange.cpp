@@ -256,7 +256,9 @@ bool proven_safe(const Expr& expr, const RangeEnvironment& environment) {
     bool safe = true;
     void visit_Load(const Load& node) override {
       const BufferDecl* buffer = environment.program().find_buffer(node.buffer);
-      if (buffer == nullptr || range_of(node.index, environment).max >= buffer->count) safe = false;
+      // A reinterpreting load reads a span of bytes, all of which must be in the buffer.
+      const std::uint64_t tail = node.reinterpret && buffer != nullptr ? node.elements_read(buffer->element) - 1 : 0;
+      if (buffer == nullptr || range_of(node.index, environment).max + tail >= buffer->count) safe = false;
       IRVisitor::visit_Load(node);
     }
     void visit_Binary(const Binary& node) override {

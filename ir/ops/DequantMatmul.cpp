@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include "ir/Builder.h"
 #include "ir/ops/Checks.h"
@@ -153,6 +155,410 @@ void check_block_size(const char* op, std::uint32_t block_size) {
   require_nonzero(op, "block_size", block_size, "every k-block needs at least one element; pass block_size >= 1");
 }
 
+// ---------------------------------------------------------------------------------
+// The fast batch-1 schedule (see DequantMatmul.h, "Fast schedule").
+
+constexpr std::uint32_t kSubgroupSize = 32;
+constexpr std::uint32_t kLaneBytes = 16;    // one u32x4 weight load per lane and row
+constexpr std::uint32_t kColumnLanes = 2;   // lanes sharing one 32-byte row sector
+constexpr std::uint32_t kKLanes = kSubgroupSize / kColumnLanes;
+/// 2^23 as f32: OR-ing a byte into its mantissa gives 2^23 + byte exactly.
+constexpr std::uint32_t kMagicBits = 0x4B000000u;
+constexpr float kMagic = 8388608.0f;
+
+/// What one op contributes to the shared fast program.
+struct FastGemv {
+  const char* name = nullptr;
+  const char* op_id = nullptr;
+  std::uint32_t k = 0, n = 0;
+  std::uint32_t columns_per_byte = 1;  // 1 (int8, fp8) or 2 (int4, nvfp4)
+  /// Rows sharing one sidecar entry (0: no per-block sidecars; fp8).
+  std::uint32_t block_rows = 0;
+  /// Rows a k-lane takes at a time (a multiple of block_rows when there are blocks).
+  std::uint32_t chunk_rows = 0;
+  std::uint32_t max_batch_rows = 32;   // weight rows whose loads are issued together
+  bool needs_x_sum = false;            // asymmetric: sum x per block for the zero point
+  BufferRef x, w, out;
+  /// Once per invocation before the k loop (loads of per-column or global scales).
+  std::function<void(Body&, const Expr& column)> prologue = [](Body&, const Expr&) {};
+  /// Per block: loads (only loads: they fly with the batch's rows) the lane's sidecars
+  /// of block `block` into slot `slot` (0 .. blocks per batch - 1).
+  std::function<void(Body&, const Expr& block, const Expr& column, std::uint32_t slot)> begin_block =
+      [](Body&, const Expr&, const Expr&, std::uint32_t) {};
+  /// The f32 values of word `word` (0..3) of a lane's 16 bytes, in column order
+  /// (4 for one byte per column, 8 for nibbles); lets go in `body`.
+  std::function<std::vector<Expr>(Body&, const Expr& word, unsigned index)> decode;
+  /// Per block: folds the block's dot products (and x sum) into the accumulators.
+  std::function<void(Body&, std::vector<Expr>& acc, const std::vector<Expr>& dot, const Expr& x_sum,
+                     std::uint32_t slot)>
+      end_block;
+  /// After the k loop, before the butterfly (e.g. NaN flags into the accumulators).
+  std::function<void(Body&, std::vector<Expr>& acc)> before_reduce = [](Body&, std::vector<Expr>&) {};
+  /// The stored value of column `c` (0..lane columns-1) from its reduced accumulator.
+  std::function<Expr(Body&, unsigned c, const Expr& acc, const Expr& stored_column)> finish =
+      [](Body&, unsigned, const Expr& acc, const Expr&) { return acc; };
+};
+
+std::uint32_t lane_columns(const FastGemv& g) { return kLaneBytes * g.columns_per_byte; }
+std::uint32_t subgroup_columns(const FastGemv& g) { return kColumnLanes * lane_columns(g); }
+
+/// The largest divisor of `rows` not above `limit`: batches never straddle chunks.
+std::uint32_t divisor_at_most(std::uint32_t rows, std::uint32_t limit) {
+  for (std::uint32_t d = std::min(rows, limit); d > 1; --d) {
+    if (rows % d == 0) return d;
+  }
+  return 1;
+}
+
+/// Why the fast schedule cannot run, or nullopt.
+std::optional<std::string> fast_unsupported(const char* name, std::uint32_t m, std::uint32_t n,
+                                            std::uint32_t columns_per_byte) {
+  if (m != 1) {
+    return fmt::format("m={} is not 1 (the fast schedule is the batch-1 GEMV; batches use the seed's row tiles)", m);
+  }
+  const std::uint32_t multiple = kLaneBytes * columns_per_byte;
+  if (n % multiple != 0) {
+    return fmt::format("n={} is not a multiple of {} (each lane loads 16 bytes = {} columns of a weight row, 16-byte "
+                       "aligned); pad n to a multiple of {}",
+                       n, multiple, multiple, multiple);
+  }
+  (void)name;
+  return std::nullopt;
+}
+
+[[noreturn]] void throw_fast_unsupported(const char* name, const std::string& reason) {
+  throw OpError(fmt::format("Fix: {} has no fast schedule: {}; use \"schedule\": \"seed\" (or \"auto\").", name, reason));
+}
+
+void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
+  const std::uint32_t columns = lane_columns(g);
+  const std::uint32_t warp_columns = subgroup_columns(g);
+  const std::uint32_t row_bytes = g.n / g.columns_per_byte;
+  const std::uint32_t chunks = ceil_div(g.k, g.chunk_rows);
+  const std::uint32_t rounds = ceil_div(chunks, kKLanes);
+  // A batch is either a divisor of a block (big blocks) or whole blocks (small blocks).
+  const std::uint32_t block = g.block_rows ? g.block_rows : g.chunk_rows;
+  const std::uint32_t batch =
+      block >= g.max_batch_rows || g.chunk_rows % block != 0 ? divisor_at_most(block, g.max_batch_rows)
+                                                             : block * divisor_at_most(g.chunk_rows / block,
+                                                                                       g.max_batch_rows / block);
+  const std::uint32_t blocks_per_batch = batch > block ? batch / block : 1;
+  const std::uint32_t batches_per_block = batch > block ? 1 : block / batch;
+  const std::uint32_t block_groups = g.chunk_rows / (batch > block ? batch : block);  // per chunk
+  const std::uint32_t blocks = ceil_div(g.k, block);
+  const bool partial_rows = g.k % g.chunk_rows != 0;
+  const bool vector_x = batch % 4 == 0 && g.chunk_rows % 4 == 0 && block % 4 == 0 && g.k % 4 == 0;
+  const std::uint32_t subgroups = ceil_div(g.n, warp_columns);
+  const bool partial_columns = g.n % warp_columns != 0;
+  program.launch({kSubgroupSize, 1, 1}, {subgroups, 1, 1});
+  program.body([&](Body& body) {
+    body.region(g.op_id, [&](Body& region) {
+      Expr lane = region.let("lane", local_id(0));
+      Expr k_lane = region.let("k_lane", lane / kColumnLanes);
+      Expr stored_byte = region.let("column_byte", workgroup_id(0) * (kColumnLanes * kLaneBytes) +
+                                                       (lane % kColumnLanes) * kLaneBytes);
+      // Lanes past n (the last subgroup of a partial tile) reload the last valid columns
+      // and skip their stores, so that every lane runs the same loop (uniform shuffles).
+      Expr column_byte = partial_columns ? region.let("load_byte", min(stored_byte, u32(row_bytes - kLaneBytes)))
+                                         : stored_byte;
+      Expr stored_column = g.columns_per_byte == 1 ? stored_byte : region.let("column", stored_byte * g.columns_per_byte);
+      Expr column = !partial_columns ? stored_column
+                    : g.columns_per_byte == 1 ? column_byte
+                                              : region.let("load_column", column_byte * g.columns_per_byte);
+      std::vector<Expr> acc;
+      for (std::uint32_t c = 0; c < columns; ++c) acc.push_back(region.let(fmt::format("acc{}", c), f32(0.0f)));
+      g.prologue(region, column);
+      region.loop("round", u32(0), u32(rounds), [&](Body& round_body, Expr round) {
+        Expr chunk = round_body.let("chunk", round * kKLanes + k_lane);
+        round_body.if_then(chunk < chunks, [&](Body& in_chunk) {
+          Expr chunk_row = in_chunk.let("chunk_row", chunk * g.chunk_rows);
+          in_chunk.loop("group", u32(0), u32(block_groups), [&](Body& group_body, Expr group) {
+            // One block (batches inside it) or one batch of blocks_per_batch blocks.
+            Expr group_row = group_body.let("group_row", chunk_row + group * (batch > block ? batch : block));
+            std::vector<Expr> block_valid(blocks_per_batch);
+            std::vector<Expr> block_index(blocks_per_batch);
+            auto begin_blocks = [&](Body& b) {  // sidecar loads only: they fly with the rows
+              if (!g.block_rows) return;
+              for (std::uint32_t slot = 0; slot < blocks_per_batch; ++slot) {
+                Expr index = b.let(fmt::format("block{}", slot),
+                                   chunk * (g.chunk_rows / block) + group * blocks_per_batch + slot);
+                if (partial_rows && blocks_per_batch > 1) {
+                  block_valid[slot] = b.let(fmt::format("block_valid{}", slot), index < blocks);
+                  index = b.let(fmt::format("load_block{}", slot), min(index, u32(blocks - 1)));
+                }
+                block_index[slot] = index;
+                g.begin_block(b, index, column, slot);
+              }
+            };
+            std::vector<std::vector<Expr>> dots(blocks_per_batch);
+            std::vector<Expr> x_sums(blocks_per_batch);
+            auto start_dots = [&](Body& b, std::uint32_t slot) {
+              dots[slot].clear();
+              for (std::uint32_t c = 0; c < columns; ++c) {
+                dots[slot].push_back(g.block_rows ? b.let(fmt::format("dot{}_{}", slot, c), f32(0.0f)) : acc[c]);
+              }
+              if (g.needs_x_sum) x_sums[slot] = b.let(fmt::format("x_sum{}", slot), f32(0.0f));
+            };
+            auto finish_block = [&](Body& b, std::uint32_t slot) {
+              if (!g.block_rows) return;
+              if (block_valid[slot].defined()) {
+                // A block wholly past k (in the last batch) adds nothing, not even 0 * its scale.
+                b.if_then(block_valid[slot], [&](Body& valid_body) {
+                  g.end_block(valid_body, acc, dots[slot], x_sums[slot], slot);
+                });
+                return;
+              }
+              g.end_block(b, acc, dots[slot], x_sums[slot], slot);
+            };
+            if (batch <= block) begin_blocks(group_body);
+            if (batch <= block) start_dots(group_body, 0);
+            group_body.loop("batch", u32(0), u32(batches_per_block), [&](Body& batch_body, Expr batch_index) {
+              Expr first_row = batches_per_block == 1 ? group_row : batch_body.let("first_row", group_row + batch_index * batch);
+              // Every load of the batch first (bytes in flight), then the arithmetic.
+              std::vector<Expr> words, valid, x_vectors;
+              for (std::uint32_t r = 0; r < batch; ++r) {
+                Expr row = r == 0 ? first_row : first_row + r;
+                Expr in_range;
+                if (partial_rows) {
+                  in_range = batch_body.let(fmt::format("row_valid{}", r), row < g.k);
+                  row = batch_body.let(fmt::format("row{}", r), min(row, u32(g.k - 1)));
+                }
+                valid.push_back(in_range);
+                Expr loaded = g.w.load_words(row * row_bytes + column_byte, 4);
+                // Rows past k read code 0 (value +0 in every format), so NaN codes of the
+                // clamped row cannot leak into the sum.
+                if (in_range.defined()) loaded = select(in_range, loaded, make_vector({u32(0), u32(0), u32(0), u32(0)}));
+                words.push_back(batch_body.let(fmt::format("words{}", r), loaded));
+              }
+              if (batch > block) begin_blocks(batch_body);  // the batch's blocks' sidecars, also in flight
+              if (vector_x) {
+                for (std::uint32_t r = 0; r < batch; r += 4) {
+                  Expr row = r == 0 ? first_row : first_row + r;
+                  if (partial_rows) row = min(row, u32(g.k - 4));
+                  x_vectors.push_back(batch_body.let(fmt::format("x_vec{}", r / 4), g.x.load(row, 4)));
+                }
+              }
+              std::vector<Expr> xs;
+              for (std::uint32_t r = 0; r < batch; ++r) {
+                Expr xr;
+                if (vector_x) {
+                  xr = extract_lane(x_vectors[r / 4], r % 4);
+                } else {
+                  Expr row = r == 0 ? first_row : first_row + r;
+                  xr = g.x[partial_rows ? min(row, u32(g.k - 1)) : row];
+                }
+                if (valid[r].defined()) xr = select(valid[r], xr, f32(0.0f));
+                xs.push_back(batch_body.let(fmt::format("x{}", r), xr));
+              }
+              for (std::uint32_t r = 0; r < batch; ++r) {
+                const std::uint32_t slot = batch > block ? r / block : 0;
+                if (batch > block && r % block == 0) start_dots(batch_body, slot);
+                if (g.needs_x_sum) batch_body.assign(x_sums[slot], x_sums[slot] + xs[r]);
+                for (unsigned word = 0; word < 4; ++word) {
+                  Expr word_value = batch_body.let(fmt::format("word{}_{}", r, word), extract_lane(words[r], word));
+                  std::vector<Expr> values = g.decode(batch_body, word_value, word);
+                  for (std::size_t e = 0; e < values.size(); ++e) {
+                    const std::size_t c = word * values.size() + e;
+                    batch_body.assign(dots[slot][c], fma(xs[r], values[e], dots[slot][c]));
+                  }
+                }
+                if (batch > block && r % block == block - 1) finish_block(batch_body, slot);
+              }
+            });
+            if (batch <= block) finish_block(group_body, 0);
+          });
+        });
+      });
+      g.before_reduce(region, acc);
+      // The k-lanes' partial sums: a butterfly over the lane bits above the column lanes.
+      for (std::uint32_t c = 0; c < columns; ++c) {
+        for (std::uint32_t mask = kColumnLanes; mask < kSubgroupSize; mask *= 2) {
+          region.assign(acc[c], acc[c] + subgroup_shuffle(acc[c], lane ^ u32(mask)));
+        }
+      }
+      Expr leader = eq(k_lane, u32(0));
+      if (partial_columns) leader = logical_and(leader, stored_column < g.n);
+      region.if_then(leader, [&](Body& store_body) {
+        for (std::uint32_t c = 0; c < columns; c += 4) {
+          std::vector<Expr> lanes;
+          for (std::uint32_t l = 0; l < 4; ++l) lanes.push_back(g.finish(store_body, c + l, acc[c + l], stored_column));
+          store_body.store(g.out, c == 0 ? stored_column : stored_column + c, make_vector(lanes));
+        }
+      });
+    });
+  });
+}
+
+
+/// The int8/int4 fast program: buffers as block_affine_program declares them.
+Program block_affine_fast(const char* name, const char* op_id, std::uint32_t k, std::uint32_t n,
+                          std::uint32_t block_size, bool asymmetric, ScalarType weight_element,
+                          std::uint32_t weight_count, std::uint32_t columns_per_byte) {
+  const std::uint32_t blocks = ceil_div(k, block_size);
+  const std::uint32_t sidecar_count = blocks * n;  // checked by the caller
+  ProgramBuilder program(name);
+  FastGemv g;
+  g.name = name;
+  g.op_id = op_id;
+  g.k = k;
+  g.n = n;
+  g.columns_per_byte = columns_per_byte;
+  g.block_rows = block_size;
+  g.chunk_rows = block_size;
+  g.max_batch_rows = 32;
+  g.needs_x_sum = asymmetric;
+  g.x = program.input("x", ScalarType::F32, k);
+  g.w = program.input("w", weight_element, weight_count);
+  BufferRef scales = program.input("scales", ScalarType::F32, sidecar_count);
+  BufferRef zero_points;
+  if (asymmetric) zero_points = program.input("zero_points", ScalarType::F32, sidecar_count);
+  g.out = program.output("out", ScalarType::F32, n);
+  const std::uint32_t columns = lane_columns(g);
+  std::vector<std::vector<Expr>> block_scales(32), block_zero_points(32);
+  g.begin_block = [&](Body& body, const Expr& block, const Expr& column, std::uint32_t slot) {
+    // The block's sidecars load first, in flight with its first batch of rows.
+    Expr sidecar = body.let(fmt::format("sidecar{}", slot), block * n + column);
+    block_scales[slot].clear();
+    block_zero_points[slot].clear();
+    for (std::uint32_t q = 0; q < columns / 4; ++q) {
+      Expr at = q == 0 ? sidecar : sidecar + 4 * q;
+      block_scales[slot].push_back(body.let(fmt::format("scales{}_{}", slot, q), scales.load(at, 4)));
+      if (asymmetric) {
+        block_zero_points[slot].push_back(
+            body.let(fmt::format("zero_points{}_{}", slot, q), zero_points.load(at, 4)));
+      }
+    }
+  };
+  g.decode = [&](Body&, const Expr& word, unsigned) {
+    return columns_per_byte == 1 ? decode_int8_word(word) : decode_uint4_word(word);
+  };
+  g.end_block = [&](Body& body, std::vector<Expr>& acc, const std::vector<Expr>& dot, const Expr& x_sum,
+                    std::uint32_t slot) {
+    // acc += s * (sum x*q - z * sum x): the scale and zero point once per block.
+    for (std::uint32_t c = 0; c < columns; ++c) {
+      Expr s = extract_lane(block_scales[slot][c / 4], c % 4);
+      Expr centred =
+          asymmetric ? fma(-extract_lane(block_zero_points[slot][c / 4], c % 4), x_sum, dot[c]) : dot[c];
+      body.assign(acc[c], fma(s, centred, acc[c]));
+    }
+  };
+  emit_fast_gemv(program, g);
+  return program.build();
+}
+
+Program fp8_fast(std::uint32_t k, std::uint32_t n, Fp8Format format) {
+  const char* name = "dequant_matmul_fp8";
+  ProgramBuilder program(name);
+  FastGemv g;
+  g.name = name;
+  g.op_id = kFp8Id;
+  g.k = k;
+  g.n = n;
+  g.columns_per_byte = 1;
+  g.block_rows = 0;
+  g.chunk_rows = std::min<std::uint32_t>(32, k);
+  g.max_batch_rows = 32;
+  g.x = program.input("x", ScalarType::F32, k);
+  g.w = program.input("w", ScalarType::U8, k * n);
+  BufferRef scales = program.input("scales", ScalarType::F32, n);
+  g.out = program.output("out", ScalarType::F32, n);
+  const std::uint32_t columns = lane_columns(g);
+  const bool e4m3 = format == Fp8Format::E4M3;
+  std::vector<Expr> nan_flags;
+  g.prologue = [&](Body& body, const Expr&) {
+    if (e4m3) {
+      for (unsigned word = 0; word < 4; ++word) nan_flags.push_back(body.let(fmt::format("nan_bytes{}", word), u32(0)));
+    }
+  };
+  g.decode = [&](Body& body, const Expr& word, unsigned index) {
+    std::vector<Expr> values;
+    if (e4m3) body.assign(nan_flags[index], nan_flags[index] | fp8_e4m3_nan_bytes(word));
+    for (unsigned i = 0; i < 4; ++i) values.push_back(decode_fp8_byte(format, word, i));
+    return values;
+  };
+  g.before_reduce = [&](Body& body, std::vector<Expr>& acc) {
+    if (!e4m3) return;
+    // A NaN code makes its column's sum NaN; the butterfly carries it to the leader.
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (std::uint32_t c = 0; c < columns; ++c) {
+      Expr flagged = ne(nan_flags[c / 4] & u32(0x80u << (8 * (c % 4))), u32(0));
+      body.assign(acc[c], select(flagged, f32(nan), acc[c]));
+    }
+  };
+  std::vector<Expr> column_scales;
+  g.finish = [&](Body& body, unsigned c, const Expr& acc, const Expr& column) {
+    // The seed's (x * w) * s with the scale factored out of the column's sum.
+    if (c % 4 == 0) {
+      column_scales.push_back(
+          body.let(fmt::format("column_scales{}", c / 4), scales.load(c == 0 ? column : column + c, 4)));
+    }
+    return acc * extract_lane(column_scales[c / 4], c % 4);
+  };
+  emit_fast_gemv(program, g);
+  return program.build();
+}
+
+Program nvfp4_fast(std::uint32_t k, std::uint32_t n, std::uint32_t scale_count) {
+  const char* name = "dequant_matmul_nvfp4";
+  ProgramBuilder program(name);
+  FastGemv g;
+  g.name = name;
+  g.op_id = kNvfp4Id;
+  g.k = k;
+  g.n = n;
+  g.columns_per_byte = 2;
+  g.block_rows = kNvfp4BlockSize;
+  g.chunk_rows = 2 * kNvfp4BlockSize;
+  g.max_batch_rows = 2 * kNvfp4BlockSize;
+  g.x = program.input("x", ScalarType::F32, k);
+  g.w = program.input("w", ScalarType::U8, ceil_div(k * n, 2));
+  BufferRef scales = program.input("scales", ScalarType::U8, scale_count);
+  BufferRef global_scale = program.input("global_scale", ScalarType::F32, 1);
+  g.out = program.output("out", ScalarType::F32, n);
+  const std::uint32_t columns = lane_columns(g);
+  Expr global;
+  std::vector<Expr> nan_flags;
+  g.prologue = [&](Body& body, const Expr&) {
+    global = body.let("global", global_scale[0u]);
+    for (std::uint32_t q = 0; q < columns / 4; ++q) nan_flags.push_back(body.let(fmt::format("nan_bytes{}", q), u32(0)));
+  };
+  std::vector<std::vector<Expr>> scale_words(8);
+  g.begin_block = [&](Body& body, const Expr& block, const Expr& column, std::uint32_t slot) {
+    // The lane's 32 scale bytes: two 16-byte loads at byte block*n + column.
+    Expr at = body.let(fmt::format("scale_byte{}", slot), block * n + column);
+    scale_words[slot].clear();
+    for (unsigned q = 0; q < columns / 16; ++q) {
+      scale_words[slot].push_back(
+          body.let(fmt::format("scale_codes{}_{}", slot, q), scales.load_words(q == 0 ? at : at + 16 * q, 4)));
+    }
+  };
+  g.decode = [&](Body&, const Expr& word, unsigned) { return decode_fp4_e2m1_word_x2(word); };
+  g.end_block = [&](Body& body, std::vector<Expr>& acc, const std::vector<Expr>& dot, const Expr&, std::uint32_t slot) {
+    // acc += (scale / 2) * sum x * (2 * e2m1): the block scale once per block and column;
+    // halving the decoded E4M3 scale is exact (2^119 instead of 2^120: its smallest value
+    // 2^-9 stays normal). NaN scale codes are flagged per column (before_reduce).
+    for (std::uint32_t q = 0; q < columns / 4; ++q) {
+      Expr code_word = body.let(fmt::format("scale_word{}_{}", slot, q), extract_lane(scale_words[slot][q / 4], q % 4));
+      body.assign(nan_flags[q], nan_flags[q] | fp8_e4m3_nan_bytes(code_word));
+      for (std::uint32_t i = 0; i < 4; ++i) {
+        const std::uint32_t c = 4 * q + i;
+        Expr half_scale = decode_fp8_byte(Fp8Format::E4M3, code_word, i) * f32(0.5f);
+        body.assign(acc[c], fma(half_scale, dot[c], acc[c]));
+      }
+    }
+  };
+  g.before_reduce = [&](Body& body, std::vector<Expr>& acc) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (std::uint32_t c = 0; c < columns; ++c) {
+      Expr flagged = ne(nan_flags[c / 4] & u32(0x80u << (8 * (c % 4))), u32(0));
+      body.assign(acc[c], select(flagged, f32(nan), acc[c]));
+    }
+  };
+  g.finish = [&](Body&, unsigned, const Expr& acc, const Expr&) { return acc * global; };
+  emit_fast_gemv(program, g);
+  return program.build();
+}
+
 }  // namespace
 
 std::string_view to_string(Fp8Format format) { return format == Fp8Format::E4M3 ? "e4m3" : "e5m2"; }
@@ -190,6 +596,76 @@ Expr decode_fp4_e2m1(Expr code) {
   static const std::vector<float> kValues = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
                                              -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
   return Lookup::make(ScalarType::F32, f32_table(kValues), std::move(code));
+}
+
+std::vector<Expr> decode_int8_word(const Expr& word) {
+  // XOR 0x80 per byte turns each signed q into the unsigned q + 128; prmt places it under
+  // the 0x4B exponent byte: bitcast(0x4B0000xx) = 2^23 + q + 128 exactly.
+  Expr biased = word ^ u32(0x80808080u);
+  std::vector<Expr> values;
+  for (unsigned i = 0; i < 4; ++i) {
+    Expr bits = permute(biased, u32(kMagicBits), u32(0x7440u | i));
+    values.push_back(bitcast(ScalarType::F32, bits) - f32(kMagic + 128.0f));
+  }
+  return values;
+}
+
+std::vector<Expr> decode_uint4_word(const Expr& word) {
+  std::vector<Expr> values;
+  for (unsigned i = 0; i < 8; ++i) {
+    Expr shifted = i == 0 ? word : word >> u32(4 * i);
+    values.push_back(bitcast(ScalarType::F32, (shifted & u32(0xF)) | u32(kMagicBits)) - f32(kMagic));
+  }
+  return values;
+}
+
+Expr decode_fp8_byte(Fp8Format format, const Expr& word, unsigned index) {
+  const bool e4m3 = format == Fp8Format::E4M3;
+  // Byte `index` into bits 31..24, zeros below (prmt from word and a zero word).
+  Expr top = permute(word, u32(0), u32((index << 12) | 0x0444u));
+  // An arithmetic shift copies the sign over the bits the mask clears: sign at bit 31,
+  // exponent and mantissa at the top of the f32 exponent/mantissa fields.
+  Expr shifted = bitcast(ScalarType::U32, bitcast(ScalarType::I32, top) >> i32(e4m3 ? 4 : 3));
+  Expr bits = shifted & u32(e4m3 ? 0x87F00000u : 0x8FE00000u);
+  if (!e4m3) {
+    // Exponent 31: infinity (mantissa 0) or NaN, with the sign kept.
+    bits = select(eq(bits & u32(0x0F800000u), u32(0x0F800000u)), bits | u32(0x7F800000u), bits);
+  }
+  return bitcast(ScalarType::F32, bits) * f32(std::ldexp(1.0f, e4m3 ? 120 : 112));
+}
+
+Expr fp8_e4m3_nan_bytes(const Expr& word) {
+  // A byte whose low 7 bits are all ones carries into bit 7 when 1 is added to them.
+  return ((word & u32(0x7F7F7F7Fu)) + u32(0x01010101u)) & u32(0x80808080u);
+}
+
+std::vector<Expr> decode_fp4_e2m1_word_x2(const Expr& word) {
+  // Code books of 128 + 2*|v| and 128 - 2*|v| (|v| = 0 0.5 1 1.5 2 3 4 6) as bytes of two
+  // words each: one prmt looks four codes up (selector nibbles = the magnitude bits).
+  const std::uint32_t plus_low = 0x83828180u, plus_high = 0x8C888684u;
+  const std::uint32_t minus_low = 0x7D7E7F80u, minus_high = 0x74787A7Cu;
+  Expr magnitudes = word & u32(0x77777777u);
+  Expr magnitudes_high = magnitudes >> u32(16);
+  // Byte masks 0xFF where the code's sign bit (nibble bit 3) is set: prmt replicates the
+  // top bit of a byte; the sign bits of codes 1, 3 (5, 7) are bits 7, 15 (23, 31) of the
+  // word, those of codes 0, 2 (4, 6) the same bits of word << 4.
+  Expr shifted = word << u32(4);
+  std::array<Expr, 2> signs = {permute(shifted, word, u32(0xD9C8u)), permute(shifted, word, u32(0xFBEAu))};
+  // biased = plus, or minus where the sign is set: plus ^ ((plus ^ minus) & signs), with
+  // plus ^ minus looked up from the XOR of the two books (one lop3).
+  std::array<Expr, 2> biased;
+  for (unsigned half = 0; half < 2; ++half) {
+    Expr selector = half == 0 ? magnitudes : magnitudes_high;
+    Expr plus = permute(u32(plus_low), u32(plus_high), selector);
+    Expr flip = permute(u32(plus_low ^ minus_low), u32(plus_high ^ minus_high), selector);
+    biased[half] = (flip & signs[half]) ^ plus;
+  }
+  std::vector<Expr> values;
+  for (unsigned i = 0; i < 8; ++i) {
+    Expr bits = permute(biased[i / 4], u32(kMagicBits), u32(0x7440u | (i % 4)));
+    values.push_back(bitcast(ScalarType::F32, bits) - f32(kMagic + 128.0f));
+  }
+  return values;
 }
 
 Program dequant_matmul_int8(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
@@ -270,6 +746,55 @@ Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n) 
   return program.build();
 }
 
+Program dequant_matmul_int8(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
+                           bool asymmetric, KernelSchedule schedule) {
+  const char* name = "dequant_matmul_int8";
+  if (schedule == KernelSchedule::Seed) return dequant_matmul_int8(m, k, n, block_size, asymmetric);
+  check_block_size(name, block_size);  // the seed's errors first, for every schedule
+  check_matmul_dims(name, {m, k, n});
+  checked_count(name, "ceil(k/block_size)*n (sidecar elements)", ceil_div(k, block_size), n);
+  auto reason = fast_unsupported(name, m, n, 1);
+  if (reason && schedule == KernelSchedule::Auto) return dequant_matmul_int8(m, k, n, block_size, asymmetric);
+  if (reason) throw_fast_unsupported(name, *reason);
+  return block_affine_fast(name, kInt8Id, k, n, block_size, asymmetric, ScalarType::I8, k * n, 1);
+}
+
+Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
+                           bool asymmetric, KernelSchedule schedule) {
+  const char* name = "dequant_matmul_int4";
+  if (schedule == KernelSchedule::Seed) return dequant_matmul_int4(m, k, n, block_size, asymmetric);
+  check_block_size(name, block_size);
+  check_matmul_dims(name, {m, k, n});
+  checked_count(name, "ceil(k/block_size)*n (sidecar elements)", ceil_div(k, block_size), n);
+  auto reason = fast_unsupported(name, m, n, 2);
+  if (reason && schedule == KernelSchedule::Auto) return dequant_matmul_int4(m, k, n, block_size, asymmetric);
+  if (reason) throw_fast_unsupported(name, *reason);
+  return block_affine_fast(name, kInt4Id, k, n, block_size, asymmetric, ScalarType::U8, ceil_div(k * n, 2), 2);
+}
+
+Program dequant_matmul_fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp8Format format,
+                          KernelSchedule schedule) {
+  const char* name = "dequant_matmul_fp8";
+  if (schedule == KernelSchedule::Seed) return dequant_matmul_fp8(m, k, n, format);
+  check_matmul_dims(name, {m, k, n});
+  auto reason = fast_unsupported(name, m, n, 1);
+  if (reason && schedule == KernelSchedule::Auto) return dequant_matmul_fp8(m, k, n, format);
+  if (reason) throw_fast_unsupported(name, *reason);
+  return fp8_fast(k, n, format);
+}
+
+Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, KernelSchedule schedule) {
+  const char* name = "dequant_matmul_nvfp4";
+  if (schedule == KernelSchedule::Seed) return dequant_matmul_nvfp4(m, k, n);
+  check_matmul_dims(name, {m, k, n});
+  const std::uint32_t scale_count =
+      checked_count(name, "ceil(k/16)*n (scale bytes)", ceil_div(k, kNvfp4BlockSize), n);
+  auto reason = fast_unsupported(name, m, n, 2);
+  if (reason && schedule == KernelSchedule::Auto) return dequant_matmul_nvfp4(m, k, n);
+  if (reason) throw_fast_unsupported(name, *reason);
+  return nvfp4_fast(k, n, scale_count);
+}
+
 namespace {
 OpArgs dims_shape(std::uint32_t m, std::uint32_t k, std::uint32_t n) {
   return OpArgs::dims({{"m", m}, {"k", k}, {"n", n}});
@@ -283,6 +808,11 @@ OpArgs block_shape(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint3
 OpArgs fp8_shape(std::uint32_t m, std::uint32_t k, std::uint32_t n, const char* format) {
   OpArgs args = dims_shape(m, k, n);
   args.set("format", std::string(format));
+  return args;
+}
+
+OpArgs scheduled(OpArgs args, const char* schedule) {
+  args.set("schedule", std::string(schedule));
   return args;
 }
 
@@ -308,10 +838,11 @@ std::vector<OpInfo> dequant_matmul_ops() {
   const BufferSpec scales{"scales", "sidecar", ScalarType::F32, sidecar_count};
   const BufferSpec zero_points{"zero_points", "sidecar", ScalarType::F32, sidecar_count + " (asymmetric only)"};
 
-  auto build_block = [](auto constructor) {
+  auto build_block = [](Program (*constructor)(std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, bool,
+                                                KernelSchedule)) {
     return [constructor](const OpArgs& args) {
       return constructor(args.u32("m"), args.u32("k"), args.u32("n"), args.u32("block_size"),
-                         args.boolean("asymmetric"));
+                         args.boolean("asymmetric"), schedule_of(args));
     };
   };
   std::vector<OpInfo> ops;
@@ -320,50 +851,63 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .summary = "out = x @ ((f32(W) - zero_point) * scale), W i8 with per-block sidecars",
       .layout = layout + "; W i8 element p*n + j; sidecars [ceil(k/block_size), n]",
       .seed = seed,
-      .params = {m, k, n, block_size, asymmetric},
+      .params = {m, k, n, block_size, asymmetric, schedule_param()},
       .buffers = {x, {"w", "weight", ScalarType::I8, "k * n"}, scales, zero_points, out},
       .build = build_block(dequant_matmul_int8),
-      .test_shapes = {block_shape(1, 8, 4, 4, false), block_shape(3, 20, 9, 8, true),
-                      block_shape(5, 64, 33, 32, true), block_shape(4, 7, 130, 3, false)},
+      .test_shapes = {scheduled(block_shape(1, 8, 4, 4, false), "seed"), scheduled(block_shape(3, 20, 9, 8, true), "seed"),
+                      scheduled(block_shape(5, 64, 33, 32, true), "seed"),
+                      scheduled(block_shape(4, 7, 130, 3, false), "seed"),
+                      scheduled(block_shape(1, 64, 32, 32, true), "fast"),
+                      scheduled(block_shape(1, 37, 48, 16, false), "fast")},
   });
   ops.push_back(OpInfo{
       .name = "dequant_matmul_int4",
       .summary = "out = x @ ((f32(W4) - zero_point) * scale), unsigned nibbles with per-block sidecars",
       .layout = layout + "; element p*n + j is nibble (low first) of byte (p*n + j)/2",
       .seed = seed,
-      .params = {m, k, n, block_size, asymmetric},
+      .params = {m, k, n, block_size, asymmetric, schedule_param()},
       .buffers = {x, {"w", "weight", ScalarType::U8, "ceil(k*n / 2)"}, scales, zero_points, out},
       .build = build_block(dequant_matmul_int4),
-      .test_shapes = {block_shape(1, 8, 4, 4, false), block_shape(3, 20, 9, 8, true),
-                      block_shape(5, 64, 33, 32, true), block_shape(2, 9, 7, 5, false)},
+      .test_shapes = {scheduled(block_shape(1, 8, 4, 4, false), "seed"), scheduled(block_shape(3, 20, 9, 8, true), "seed"),
+                      scheduled(block_shape(5, 64, 33, 32, true), "seed"),
+                      scheduled(block_shape(2, 9, 7, 5, false), "seed"),
+                      scheduled(block_shape(1, 64, 64, 32, true), "fast"),
+                      scheduled(block_shape(1, 37, 96, 16, false), "fast")},
   });
   ops.push_back(OpInfo{
       .name = "dequant_matmul_fp8",
       .summary = "out[i, j] = sum_p (x[i, p] * fp8(W[p, j])) * scales[j] (OCP E4M3 or E5M2)",
       .layout = layout + "; W u8 codes element p*n + j; scales [n]",
       .seed = seed,
-      .params = {m, k, n, format},
+      .params = {m, k, n, format, schedule_param()},
       .buffers = {x, {"w", "weight", ScalarType::U8, "k * n"}, {"scales", "sidecar", ScalarType::F32, "n"}, out},
       .build =
           [](const OpArgs& args) {
-            return dequant_matmul_fp8(args.u32("m"), args.u32("k"), args.u32("n"), fp8_format_arg(args));
+            return dequant_matmul_fp8(args.u32("m"), args.u32("k"), args.u32("n"), fp8_format_arg(args),
+                                      schedule_of(args));
           },
-      .test_shapes = {fp8_shape(1, 8, 4, "e4m3"), fp8_shape(3, 9, 7, "e5m2"), fp8_shape(6, 33, 129, "e4m3"),
-                      fp8_shape(2, 16, 9, "e5m2")},
+      .test_shapes = {scheduled(fp8_shape(1, 8, 4, "e4m3"), "seed"), scheduled(fp8_shape(3, 9, 7, "e5m2"), "seed"),
+                      scheduled(fp8_shape(6, 33, 129, "e4m3"), "seed"), scheduled(fp8_shape(2, 16, 9, "e5m2"), "seed"),
+                      scheduled(fp8_shape(1, 40, 32, "e4m3"), "fast"), scheduled(fp8_shape(1, 33, 48, "e5m2"), "fast")},
   });
   ops.push_back(OpInfo{
       .name = "dequant_matmul_nvfp4",
       .summary = "out = x @ (e2m1(W4) * e4m3(block scale) * global_scale), 16-element k blocks",
       .layout = layout + "; W nibbles as int4; scales u8 [ceil(k/16), n]; global_scale [1]",
       .seed = seed,
-      .params = {m, k, n},
+      .params = {m, k, n, schedule_param()},
       .buffers = {x,
                   {"w", "weight", ScalarType::U8, "ceil(k*n / 2)"},
                   {"scales", "sidecar", ScalarType::U8, "ceil(k/16) * n"},
                   {"global_scale", "sidecar", ScalarType::F32, "1"},
                   out},
-      .build = [](const OpArgs& args) { return dequant_matmul_nvfp4(args.u32("m"), args.u32("k"), args.u32("n")); },
-      .test_shapes = {dims_shape(1, 16, 4), dims_shape(3, 20, 9), dims_shape(5, 64, 33), dims_shape(2, 7, 3)},
+      .build =
+          [](const OpArgs& args) {
+            return dequant_matmul_nvfp4(args.u32("m"), args.u32("k"), args.u32("n"), schedule_of(args));
+          },
+      .test_shapes = {scheduled(dims_shape(1, 16, 4), "seed"), scheduled(dims_shape(3, 20, 9), "seed"),
+                      scheduled(dims_shape(5, 64, 33), "seed"), scheduled(dims_shape(2, 7, 3), "seed"),
+                      scheduled(dims_shape(1, 32, 64), "fast"), scheduled(dims_shape(1, 23, 96), "fast")},
   });
   return ops;
 }

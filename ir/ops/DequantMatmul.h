@@ -25,6 +25,54 @@
 // The k loop runs block by block so each block's sidecars are loaded once. Rows past
 // m in the last row tile reload row m-1 and skip their stores. The IR has no shared
 // memory, so there is no cross-invocation staging; a later tuning pass may add it.
+//
+// Fast schedule ("schedule": "fast"; "auto", the default, takes it where it can run,
+// else the seed program above; "seed" always the seed). The batch-1 GEMV (m == 1) a GPU
+// engineer writes for N-contiguous packed weights; it declares exactly the seed's
+// buffers (names, element types, counts, binding order), so the same inputs feed both.
+//  - Work split: one subgroup (warp) per workgroup; it owns the columns of one 32-byte
+//    sector of every weight row: 32 columns (int8, fp8) or 64 (int4, nvfp4). Lanes
+//    l = 2*k_lane + c: column lane c reads 16 bytes of each row with one reinterpreting
+//    u32x4 load (ir::Load::reinterpret; `w` stays u8/i8), 16 or 32 consecutive columns;
+//    the 16 k-lanes split the reduction into chunks (one sidecar block for int8/int4,
+//    two 16-row scale blocks for nvfp4, 32 rows for fp8) taken round-robin: k-lane j
+//    does chunks j, j + 16, ... Inside a chunk a lane issues the loads of a batch of rows
+//    (up to 32: the largest divisor of the block, or of the chunk in whole blocks), with
+//    the x values and the batch's blocks' sidecars, before any use: one wait per batch.
+//    Registers (ptxas, sm_90, 4096x4096): int8 96, fp8 64, int4 167, nvfp4 255, no spills.
+//  - Decoding (exact in f32, shared definitions below): int8 by XOR 0x80 + prmt under the
+//    0x4B exponent byte minus 2^23 + 128; int4 by OR 0x4B000000 minus 2^23; FP8 by moving
+//    the code's bits into an f32 pattern (prmt, arithmetic shift, mask) and one exact
+//    power-of-two multiply, E4M3 NaN codes flagged per byte and forced into the column's
+//    sum at the end, E5M2 exponent 31 mapped to inf/NaN per element; NVFP4 by a prmt code
+//    book of twice the E2M1 magnitudes (four codes per prmt) and the sign bit XOR-ed in.
+//    Per element: one fma into the lane's per-column partial sum.
+//  - Block factoring: per block and column, D = sum x*q and (asymmetric) X = sum x in f32
+//    fma; then acc = fma(s, fma(-z, X, D), acc) (int8/int4); acc = fma(scale/2, D2, acc)
+//    with D2 = sum x * (2*e2m1) (nvfp4: the block scale decoded once per block and
+//    column; halving it is exact); fp8 accumulates sum x*w and multiplies by the column
+//    scale once; nvfp4 multiplies by the global scale once.
+//  - The 16 k-lanes' sums meet by a shuffle-xor butterfly (2, 4, 8, 16): deterministic,
+//    no atomics; k-lane 0 stores its columns with 16-byte vector stores.
+//  - PTX's cvt.rn.f16x2.e4m3x2 (sm_89+) decodes two E4M3 codes per instruction but
+//    yields f16; with f32 activations each value then needs a cvt.f32.f16 on the
+//    conversion pipe (16 results/clock/SM on sm_90 against 64 for the integer/fp32 pipes
+//    the bit decode uses), which costs more than the three integer instructions it
+//    replaces, so the bit decode is used. It pays once activations are f16.
+// Floating-point order and the bound against the seed: the seed adds x*w per k in order;
+// the fast schedule forms per-chunk f32 fma sums, folds them per block, and sums the 16
+// k-lanes by the butterfly. With u = 2^-24, per output |fast - exact| <= c * u * M where
+// M = sum_blocks |s| * sum_{p in block} |x_p| * (|q_p| + |z|) * (n_b + 8) (n_b the
+// block's rows; fp8/nvfp4 the same with |w| and their scales), c = 2; the seed obeys the
+// smaller per-term bound, so |fast - seed| <= 2 * c * u * M, asserted in
+// tests/reference/dequant_fast_tests.cpp. Where every partial sum is an exact small
+// integer multiple of a power of two (integer x, power-of-two scales) both are exact and
+// agree bit for bit.
+// Fast errors (OpError, after the seed's own checks): m != 1 ("the batch-1 GEMV");
+// n not a multiple of 16 (int8, fp8) or 32 (int4, nvfp4), the columns of one lane's
+// 16-byte row load. k needs no multiple: rows past k read code 0 and x 0; n needs no
+// multiple of a subgroup's columns: the last subgroup's lanes past n reload valid columns
+// and skip their stores.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +83,7 @@
 #include "ir/Builder.h"
 #include "ir/IR.h"
 #include "ir/Program.h"
+#include "ir/ops/QuantizedGemv.h"
 #include "ir/ops/Registry.h"
 
 namespace quantc::ir::ops {
@@ -63,6 +112,30 @@ Expr decode_fp8(Body& body, Fp8Format format, const Expr& code, const std::strin
 /// Lookup: codes 0..7 are 0, 0.5, 1, 1.5, 2, 3, 4, 6; code 8+c is the negation of code c
 /// (8 is -0.0). E2M1 has no infinities or NaN.
 Expr decode_fp4_e2m1(Expr code);
+
+// Word decoders of the fast schedule: a u32 `word` of packed codes (byte / nibble i of
+// the word is the code of column i of the word) to exact f32 values, without Lookup.
+
+/// The four signed bytes (i8, -128..127) of `word` as f32: XOR 0x80 per byte, prmt each
+/// byte under 0x4B (bitcast(0x4B0000xx) = 2^23 + q + 128), subtract 2^23 + 128.
+std::vector<Expr> decode_int8_word(const Expr& word);
+/// The eight unsigned nibbles (low first) of `word` as f32: bitcast(0x4B000000 | q) - 2^23.
+std::vector<Expr> decode_uint4_word(const Expr& word);
+/// FP8 byte `index` (0..3) of `word` as f32, equal to decode_fp8 for every code except
+/// E4M3's NaN codes (0x7F, 0xFF), which give -+480 here: find them with
+/// fp8_e4m3_nan_bytes. The code moves into an f32 bit pattern (prmt to the top byte,
+/// arithmetic shift by 4 (E4M3) / 3 (E5M2), mask 0x87F00000 / 0x8FE00000: the sign, the
+/// exponent field = the code's exponent, its mantissa on top), times 2^120 / 2^112,
+/// exact for normal and subnormal codes alike; E5M2 exponent 31 becomes inf / NaN.
+Expr decode_fp8_byte(Fp8Format format, const Expr& word, unsigned index);
+/// Bit 7 of byte i is set when byte i of `word` is an E4M3 NaN code (low 7 bits all ones).
+Expr fp8_e4m3_nan_bytes(const Expr& word);
+/// The eight E2M1 nibbles (low first) of `word` as f32 values *twice* decode_fp4_e2m1's
+/// (0, 1, 2, 3, 4, 6, 8, 12 and their negations), exactly, except that code 8 (-0.0)
+/// gives +0.0 (a sum started at +0.0 cannot tell them apart): prmt code books of
+/// 128 + 2|v| and of its XOR with 128 - 2|v| (four codes per prmt), a per-byte select
+/// by the sign bits (prmt sign replication, one lop3), then prmt under 0x4B minus 2^23 + 128.
+std::vector<Expr> decode_fp4_e2m1_word_x2(const Expr& word);
 
 /// INT8 block-quantized weights: w(p, j) = (f32(q) - z) * s, where q = W[p*n + j] (i8,
 /// -128..127), s = scales[b*n + j], z = zero_points[b*n + j] (asymmetric) or absent
@@ -99,6 +172,17 @@ Program dequant_matmul_fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp
 /// is partial). Buffers: x f32[m*k], w u8[ceil(k*n/2)], scales u8[ceil(k/16)*n],
 /// global_scale f32[1], out f32[m*n]. Errors as for dequant_matmul_fp8.
 Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n);
+
+/// The ops with a schedule (see "Fast schedule" above); the overloads without one build
+/// the seed program. Fast throws OpError naming the value and the fix where it cannot
+/// run; Auto falls back to the seed.
+Program dequant_matmul_int8(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
+                           bool asymmetric, KernelSchedule schedule);
+Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
+                           bool asymmetric, KernelSchedule schedule);
+Program dequant_matmul_fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp8Format format,
+                          KernelSchedule schedule);
+Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, KernelSchedule schedule);
 
 /// Registry entries for the four ops above.
 std::vector<OpInfo> dequant_matmul_ops();

@@ -136,6 +136,27 @@ TEST_CASE("vector accesses must be provably aligned, and the message names buffe
   CHECK_THAT(problems, Catch::Contains("prove it aligned (e.g. multiply by 4) or state a smaller alignment"));
 }
 
+TEST_CASE("a reinterpreting load reads u32 words of a byte buffer at a proven 4*lanes-byte index", "[verifier]") {
+  Program program = base_program();
+  program.buffers[0].element = ScalarType::U8;
+  program.buffers[0].count = 64;
+  Expr i = Var::make(ScalarType::U32, "i");
+  program.entry = Block::make({Let::make("i", local_id(0)),
+                               Let::make("good", Load::make(Type(ScalarType::U32, 4), "x", i * 16u, 0, true)),
+                               Let::make("pair", Load::make(Type(ScalarType::U32, 2), "x", u32(40), 0, true)),
+                               Let::make("bad", Load::make(Type(ScalarType::U32, 4), "x", i * 8u, 0, true)),
+                               Let::make("from_f32", Load::make(Type(ScalarType::U32, 4), "y", u32(0), 0, true))});
+  std::string problems = problems_of(program);
+  CHECK_THAT(problems, Catch::Contains("load from 'x' at index `(i * 8u32)` is a u32x4 access stating 16-byte "
+                                       "alignment, but the index is only known to be a multiple of 8 (8 bytes)"));
+  CHECK_THAT(problems, Catch::Contains("reinterpreting load of u32x4 from 'y' needs a u8 or i8 buffer, but the buffer "
+                                       "holds f32"));
+  CHECK_THAT(problems, !Catch::Contains("`(i * 16u32)`") && !Catch::Contains("`40u32`"));
+  CHECK_THROWS_WITH(Load::make(Type(ScalarType::F32, 4), "x", u32(0), 0, true), Catch::Contains("reads u32 words"));
+  CHECK_THROWS_WITH(Load::make(Type(ScalarType::U32, 4), "x", u32(0), 4, true),
+                    Catch::Contains("needs its natural 16-byte alignment"));
+}
+
 TEST_CASE("a vector access must match the buffer's element type", "[verifier]") {
   Program program = base_program();
   program.buffers[0].count = 64;

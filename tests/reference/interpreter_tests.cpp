@@ -281,6 +281,33 @@ TEST_CASE("out-of-bounds loads and stores name buffer, index and count", "[refer
   CHECK_THAT(store_error, Catch::Contains("out-of-bounds store to buffer 'out': index 4000000000 >= count 4"));
 }
 
+TEST_CASE("a reinterpreting load reads little-endian u32 words of a byte buffer and checks its whole span",
+          "[reference][bounds]") {
+  ProgramBuilder builder("wide");
+  BufferRef bytes = builder.input("bytes", ScalarType::I8, 36);
+  BufferRef out = builder.output("out", ScalarType::U32, 4);
+  BufferRef index_buffer = builder.input("indices", ScalarType::U32, 1);
+  builder.launch({1, 1, 1}, {1, 1, 1});
+  builder.body([&](Body& b) { b.store(out, u32(0), bytes.load_words((index_buffer[0u] & 3u) * 16u, 4)); });
+  Program program = builder.build();
+  std::vector<std::int8_t> data(36);
+  for (int i = 0; i < 36; ++i) data[i] = static_cast<std::int8_t>(i - 100);
+  auto inputs = [&](std::uint32_t block) {
+    return BufferSet{{"bytes", HostBuffer::from(ScalarType::I8, data)},
+                     {"indices", HostBuffer::from(ScalarType::U32, std::vector<std::uint32_t>{block})}};
+  };
+  BufferSet result = run_program(program, inputs(1));
+  std::vector<std::uint32_t> words = result.at("out").as<std::uint32_t>();
+  for (unsigned lane = 0; lane < 4; ++lane) {
+    std::uint32_t expected;
+    std::memcpy(&expected, data.data() + 16 + 4 * lane, 4);
+    CHECK(words[lane] == expected);
+  }
+  // Bytes 32..47 of a 36-byte buffer: the span, not just the first byte, must be in range.
+  CHECK_THAT(error_of(program, inputs(2)), Catch::Contains("out-of-bounds load of 16 elements from buffer 'bytes': "
+                                                           "index 32 + 16 > count 36"));
+}
+
 TEST_CASE("undeclared buffers, missing variables and mismatched buffers are errors", "[reference][bounds]") {
   Program program;
   program.name = "undeclared";

@@ -246,25 +246,29 @@ const Word* load_kernel(const ExprNode& node, Machine& machine, const LaneSpan& 
   const BufferView& buffer = machine.buffers[node.buffer];
   const ir::Type type = node.source.type();
   const unsigned count = type.lanes(), words = words_of(type);
+  // Buffer elements read: the lanes, or a reinterpreting load's 4 * lanes bytes of a u8/i8 buffer.
+  const bool reinterpret = node.source.as<ir::Load>()->reinterpret;
+  const unsigned span = reinterpret ? count * unsigned(sizeof(T)) / buffer.element_size : count;
   Word* out = machine.reg(node.result);
   for_each_lane(lanes, [&](std::uint32_t lane) {
     std::uint32_t element = get<std::uint32_t>(index[lane]);
-    if (std::uint64_t{element} + count > buffer.count) {
+    if (std::uint64_t{element} + span > buffer.count) {
       throw_at(machine, lane, node.source,
-               count == 1 ? fmt::format("out-of-bounds load from buffer '{}': index {} >= count {}", buffer.name,
-                                        element, buffer.count)
-                          : fmt::format("out-of-bounds load of {} elements from buffer '{}': index {} + {} > count {}",
-                                        count, buffer.name, element, count, buffer.count));
+               span == 1 ? fmt::format("out-of-bounds load from buffer '{}': index {} >= count {}", buffer.name,
+                                       element, buffer.count)
+                         : fmt::format("out-of-bounds load of {} elements from buffer '{}': index {} + {} > count {}",
+                                       span, buffer.name, element, span, buffer.count));
     }
+    const std::uint8_t* source = buffer.bytes + std::size_t{element} * buffer.element_size;
     if constexpr (std::is_same_v<T, bool>) {
-      out[lane] = put(buffer.bytes[element] != 0);  // any non-zero byte reads as true
+      out[lane] = put(*source != 0);  // any non-zero byte reads as true
     } else if (count == 1) {
       T value;
-      std::memcpy(&value, buffer.bytes + std::size_t{element} * sizeof(T), sizeof(T));
+      std::memcpy(&value, source, sizeof(T));
       out[lane] = put(value);
     } else {
       VectorValue value;
-      std::memcpy(value.words, buffer.bytes + std::size_t{element} * sizeof(T), count * sizeof(T));
+      std::memcpy(value.words, source, count * sizeof(T));
       value.write(out, machine.lanes, lane, words);
     }
   });

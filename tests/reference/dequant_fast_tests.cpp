@@ -1,0 +1,363 @@
+// The fast batch-1 schedule of dequant_matmul_{int8,int4,fp8,nvfp4} (ir/ops/DequantMatmul.h,
+// "Fast schedule") against a double-precision oracle and against the seed program, on the
+// reference interpreter. (The emulator sweep over every op's "fast" test shapes checks the
+// emitted PTX against the interpreter bit for bit.)
+//
+// The bound (the header's): with u = 2^-24 and T_p = |x_p| * (|q_p| + |z_b|) * |s_b|
+// (fp8: |x_p * w_p * s|, nvfp4: |x_p * e2m1_p * scale_b * global|), the fast schedule's
+// longest chain of f32 roundings per output is L = (rows of one block sum) + (blocks one
+// k-lane folds) + 8 (the zero-point fma, the block fma, the 5 butterfly levels, the final
+// scale), so |fast - exact| <= 2 * u * L * sum_p T_p. The seed adds k products in order,
+// |seed - exact| <= 2 * u * (k + 2) * sum_p T_p, hence |fast - seed| <= the sum of both.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "ir/ops/DequantMatmul.h"
+#include "runtime/backends/reference/Interpreter.h"
+
+using namespace quantc;
+using namespace quantc::ir;
+using namespace quantc::ir::ops;
+using quantc::runtime::BufferSet;
+using quantc::runtime::HostBuffer;
+namespace reference = quantc::runtime::reference;
+
+namespace {
+
+enum class Kind { Int8, Int4, Fp8, Nvfp4 };
+
+struct Shape {
+  Kind kind;
+  std::uint32_t k, n;
+  std::uint32_t block = 0;  // int8/int4
+  bool asymmetric = false;
+  Fp8Format format = Fp8Format::E4M3;
+};
+
+struct Inputs {
+  std::vector<float> x, scales, zero_points, global{1.0f};
+  std::vector<std::uint8_t> w, scale_codes;  // w: bytes (i8 stored as u8 bits)
+};
+
+double fp8_value(std::uint8_t code, Fp8Format format) {
+  const bool e4m3 = format == Fp8Format::E4M3;
+  const int mantissa_bits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  const int exponent = (code & 0x7F) >> mantissa_bits, mantissa = code & ((1 << mantissa_bits) - 1);
+  const double sign = (code & 0x80) ? -1.0 : 1.0;
+  if (e4m3 && (code & 0x7F) == 0x7F) return std::numeric_limits<double>::quiet_NaN();
+  if (!e4m3 && exponent == 31) return mantissa == 0 ? sign * INFINITY : std::numeric_limits<double>::quiet_NaN();
+  if (exponent == 0) return sign * mantissa * std::ldexp(1.0, 1 - bias - mantissa_bits);
+  return sign * (mantissa + (1 << mantissa_bits)) * std::ldexp(1.0, exponent - bias - mantissa_bits);
+}
+
+double e2m1_value(std::uint32_t code) {
+  static const double kValues[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+  return (code & 8 ? -1.0 : 1.0) * kValues[code & 7];
+}
+
+std::uint32_t nibble(const std::vector<std::uint8_t>& bytes, std::uint64_t element) {
+  return (bytes[element / 2] >> (4 * (element % 2))) & 0xF;
+}
+
+std::uint32_t blocks_of(const Shape& s) {
+  return s.kind == Kind::Nvfp4 ? (s.k + 15) / 16 : s.kind == Kind::Fp8 ? 1 : (s.k + s.block - 1) / s.block;
+}
+
+Inputs random_inputs(const Shape& s, std::uint32_t seed) {
+  std::mt19937 engine(seed);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f), scales(0.01f, 0.1f);
+  Inputs in;
+  for (std::uint32_t p = 0; p < s.k; ++p) in.x.push_back(unit(engine));
+  const std::uint64_t elements = std::uint64_t{s.k} * s.n;
+  const bool nibbles = s.kind == Kind::Int4 || s.kind == Kind::Nvfp4;
+  for (std::uint64_t i = 0; i < (nibbles ? (elements + 1) / 2 : elements); ++i) {
+    std::uint8_t byte = static_cast<std::uint8_t>(engine());
+    if (s.kind == Kind::Fp8) {  // finite codes only here (NaN/inf: their own test)
+      if (s.format == Fp8Format::E4M3 && (byte & 0x7F) == 0x7F) byte ^= 1;
+      if (s.format == Fp8Format::E5M2 && ((byte >> 2) & 31) == 31) byte &= 0xBF;
+    }
+    in.w.push_back(byte);
+  }
+  if (s.kind == Kind::Int8 || s.kind == Kind::Int4) {
+    for (std::uint32_t i = 0; i < blocks_of(s) * s.n; ++i) {
+      in.scales.push_back(scales(engine));
+      if (s.asymmetric) in.zero_points.push_back(float(engine() % 17) - (s.kind == Kind::Int8 ? 8.0f : 0.0f) + 0.25f);
+    }
+  } else if (s.kind == Kind::Fp8) {
+    for (std::uint32_t j = 0; j < s.n; ++j) in.scales.push_back(scales(engine));
+  } else {
+    for (std::uint32_t i = 0; i < blocks_of(s) * s.n; ++i) {
+      std::uint8_t code = static_cast<std::uint8_t>(0x20 + engine() % 0x40);  // 2^-4 .. 2^3, some negative
+      if (engine() % 5 == 0) code |= 0x80;
+      in.scale_codes.push_back(code);
+    }
+    in.global = {0.75f};
+  }
+  return in;
+}
+
+Program build(const Shape& s, KernelSchedule schedule) {
+  switch (s.kind) {
+    case Kind::Int8: return dequant_matmul_int8(1, s.k, s.n, s.block, s.asymmetric, schedule);
+    case Kind::Int4: return dequant_matmul_int4(1, s.k, s.n, s.block, s.asymmetric, schedule);
+    case Kind::Fp8: return dequant_matmul_fp8(1, s.k, s.n, s.format, schedule);
+    case Kind::Nvfp4: return dequant_matmul_nvfp4(1, s.k, s.n, schedule);
+  }
+  return {};
+}
+
+std::vector<float> run(const Program& program, const Shape& s, const Inputs& in) {
+  BufferSet buffers = runtime::allocate_buffers(program);
+  buffers["x"] = HostBuffer::from(ScalarType::F32, in.x);
+  if (s.kind == Kind::Int8) {
+    std::vector<std::int8_t> signed_bytes(in.w.size());
+    std::memcpy(signed_bytes.data(), in.w.data(), in.w.size());
+    buffers["w"] = HostBuffer::from(ScalarType::I8, signed_bytes);
+  } else {
+    buffers["w"] = HostBuffer::from(ScalarType::U8, in.w);
+  }
+  if (s.kind == Kind::Nvfp4) {
+    buffers["scales"] = HostBuffer::from(ScalarType::U8, in.scale_codes);
+    buffers["global_scale"] = HostBuffer::from(ScalarType::F32, in.global);
+  } else {
+    buffers["scales"] = HostBuffer::from(ScalarType::F32, in.scales);
+  }
+  if (s.asymmetric) buffers["zero_points"] = HostBuffer::from(ScalarType::F32, in.zero_points);
+  reference::run(program, buffers);
+  return buffers.at("out").as<float>();
+}
+
+struct Exact {
+  double value = 0;
+  double magnitude = 0;  // sum_p T_p
+};
+
+Exact exact_output(const Shape& s, const Inputs& in, std::uint32_t j) {
+  Exact r;
+  for (std::uint32_t p = 0; p < s.k; ++p) {
+    const std::uint64_t e = std::uint64_t{p} * s.n + j;
+    double w = 0, scale = 1, zero = 0;
+    switch (s.kind) {
+      case Kind::Int8:
+      case Kind::Int4: {
+        const std::uint32_t sidecar = (p / s.block) * s.n + j;
+        w = s.kind == Kind::Int8 ? double(static_cast<std::int8_t>(in.w[e])) : double(nibble(in.w, e));
+        scale = in.scales[sidecar];
+        zero = s.asymmetric ? in.zero_points[sidecar] : 0.0;
+        break;
+      }
+      case Kind::Fp8:
+        w = fp8_value(in.w[e], s.format);
+        scale = in.scales[j];
+        break;
+      case Kind::Nvfp4:
+        w = e2m1_value(nibble(in.w, e));
+        scale = fp8_value(in.scale_codes[(p / 16) * s.n + j], Fp8Format::E4M3) * in.global[0];
+        break;
+    }
+    r.value += double(in.x[p]) * (w - zero) * scale;
+    r.magnitude += std::fabs(in.x[p]) * (std::fabs(w) + std::fabs(zero)) * std::fabs(scale);
+  }
+  return r;
+}
+
+/// L of the file comment: the longest chain of roundings of one output.
+double chain_length(const Shape& s) {
+  const std::uint32_t k_lanes = 16;
+  switch (s.kind) {
+    case Kind::Int8:
+    case Kind::Int4: return s.block + (blocks_of(s) + k_lanes - 1) / k_lanes + 8;
+    case Kind::Fp8: return 32.0 * ((s.k + 31) / 32 + k_lanes - 1) / k_lanes + 8;
+    case Kind::Nvfp4: return 16 + (blocks_of(s) + k_lanes - 1) / k_lanes + 8;
+  }
+  return 0;
+}
+
+void check_fast(const Shape& s, std::uint32_t seed) {
+  Inputs in = random_inputs(s, seed);
+  Program fast = build(s, KernelSchedule::Fast), seed_program = build(s, KernelSchedule::Seed);
+  REQUIRE(fast.workgroup_size[0] == 32);          // the fast launch
+  REQUIRE(fast.buffers == seed_program.buffers);  // same files feed either schedule
+  std::vector<float> fast_out = run(fast, s, in), seed_out = run(seed_program, s, in);
+  const double u = std::ldexp(1.0, -24);
+  for (std::uint32_t j = 0; j < s.n; ++j) {
+    Exact exact = exact_output(s, in, j);
+    const double fast_bound = 2 * u * chain_length(s) * exact.magnitude;
+    const double seed_bound = 2 * u * (s.k + 2) * exact.magnitude;
+    INFO("column " << j << ": fast " << fast_out[j] << ", seed " << seed_out[j] << ", exact " << exact.value
+                   << ", fast bound " << fast_bound);
+    CHECK(std::fabs(fast_out[j] - exact.value) <= fast_bound);
+    CHECK(std::fabs(seed_out[j] - exact.value) <= seed_bound);
+    CHECK(std::fabs(fast_out[j] - seed_out[j]) <= fast_bound + seed_bound);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fast dequant_matmul_int8 matches a double oracle and the seed within the f32 bound", "[dequant_fast]") {
+  for (Shape s : {Shape{Kind::Int8, 256, 64, 64, true}, Shape{Kind::Int8, 37, 48, 16, false},
+                  Shape{Kind::Int8, 300, 32, 128, true}, Shape{Kind::Int8, 64, 16, 5, true},
+                  Shape{Kind::Int8, 1, 32, 1, false}}) {
+    DYNAMIC_SECTION(s.k << "x" << s.n << " block " << s.block << (s.asymmetric ? " asym" : " sym")) {
+      check_fast(s, 3 + s.k + s.n);
+    }
+  }
+}
+
+TEST_CASE("fast dequant_matmul_int4 matches a double oracle and the seed within the f32 bound", "[dequant_fast]") {
+  for (Shape s : {Shape{Kind::Int4, 256, 128, 64, true}, Shape{Kind::Int4, 37, 96, 16, false},
+                  Shape{Kind::Int4, 520, 64, 128, true}, Shape{Kind::Int4, 24, 32, 7, true}}) {
+    DYNAMIC_SECTION(s.k << "x" << s.n << " block " << s.block << (s.asymmetric ? " asym" : " sym")) {
+      check_fast(s, 5 + s.k + s.n);
+    }
+  }
+}
+
+TEST_CASE("fast dequant_matmul_fp8 matches a double oracle and the seed within the f32 bound", "[dequant_fast]") {
+  for (Shape s : {Shape{Kind::Fp8, 256, 64, 0, false, Fp8Format::E4M3}, Shape{Kind::Fp8, 33, 48, 0, false, Fp8Format::E5M2},
+                  Shape{Kind::Fp8, 1100, 32, 0, false, Fp8Format::E4M3}, Shape{Kind::Fp8, 7, 16, 0, false, Fp8Format::E5M2}}) {
+    DYNAMIC_SECTION(s.k << "x" << s.n << " " << to_string(s.format)) { check_fast(s, 9 + s.k + s.n); }
+  }
+}
+
+TEST_CASE("fast dequant_matmul_nvfp4 matches a double oracle and the seed within the f32 bound", "[dequant_fast]") {
+  for (Shape s : {Shape{Kind::Nvfp4, 256, 128}, Shape{Kind::Nvfp4, 23, 96}, Shape{Kind::Nvfp4, 600, 64},
+                  Shape{Kind::Nvfp4, 5, 32}}) {
+    DYNAMIC_SECTION(s.k << "x" << s.n) { check_fast(s, 13 + s.k + s.n); }
+  }
+}
+
+TEST_CASE("fast and seed agree bit for bit where every partial sum is exact", "[dequant_fast]") {
+  // Integer x, power-of-two scales, integer zero points / dyadic codes of a narrow exponent
+  // range: every product and partial sum is exactly representable, so no order can round.
+  auto integer_x = [](Inputs& in) {
+    for (std::size_t p = 0; p < in.x.size(); ++p) in.x[p] = static_cast<float>(static_cast<int>(p % 7) - 3);
+  };
+  SECTION("int8 and int4") {
+    for (Shape s : {Shape{Kind::Int8, 256, 64, 64, true}, Shape{Kind::Int4, 200, 96, 32, true}}) {
+      Inputs in = random_inputs(s, 21);
+      integer_x(in);
+      for (std::size_t i = 0; i < in.scales.size(); ++i) in.scales[i] = i % 5 == 0 ? 0.0f : 0.5f;
+      for (float& z : in.zero_points) z = std::floor(z);
+      for (std::size_t i = 0; i < in.w.size(); i += 3) in.w[i] = s.kind == Kind::Int8 ? 0x80 : 0xFF;  // extremes
+      CHECK(run(build(s, KernelSchedule::Fast), s, in) == run(build(s, KernelSchedule::Seed), s, in));
+    }
+  }
+  SECTION("fp8 e4m3") {
+    Shape s{Kind::Fp8, 64, 32, 0, false, Fp8Format::E4M3};
+    Inputs in = random_inputs(s, 22);
+    integer_x(in);
+    for (std::uint8_t& code : in.w) code = static_cast<std::uint8_t>((code & 0x87) | (0x20 + (code & 0x38)));  // e 4..11
+    for (float& scale : in.scales) scale = 0.25f;
+    CHECK(run(build(s, KernelSchedule::Fast), s, in) == run(build(s, KernelSchedule::Seed), s, in));
+  }
+  SECTION("nvfp4") {
+    Shape s{Kind::Nvfp4, 96, 64};
+    Inputs in = random_inputs(s, 23);
+    integer_x(in);
+    for (std::uint8_t& code : in.scale_codes) code = static_cast<std::uint8_t>((code & 0x80) | 0x38);  // +-1
+    in.global = {2.0f};
+    CHECK(run(build(s, KernelSchedule::Fast), s, in) == run(build(s, KernelSchedule::Seed), s, in));
+  }
+}
+
+TEST_CASE("fast fp8 and nvfp4 keep NaN and infinity codes to their columns", "[dequant_fast]") {
+  SECTION("e4m3 NaN codes") {
+    Shape s{Kind::Fp8, 64, 32, 0, false, Fp8Format::E4M3};
+    Inputs in = random_inputs(s, 31);
+    in.w[5 * 32 + 3] = 0x7F;
+    in.w[40 * 32 + 17] = 0xFF;
+    std::vector<float> fast = run(build(s, KernelSchedule::Fast), s, in), seed = run(build(s, KernelSchedule::Seed), s, in);
+    for (std::uint32_t j = 0; j < s.n; ++j) {
+      INFO("column " << j);
+      CHECK(std::isnan(fast[j]) == (j == 3 || j == 17));
+      CHECK(std::isnan(seed[j]) == std::isnan(fast[j]));
+    }
+  }
+  SECTION("e5m2 infinities and NaN") {
+    Shape s{Kind::Fp8, 32, 16, 0, false, Fp8Format::E5M2};
+    Inputs in = random_inputs(s, 32);
+    for (std::uint32_t p = 0; p < s.k; ++p) in.x[p] = 0.5f + p;  // positive: +inf * x stays +inf
+    in.w[2 * 16 + 1] = 0x7C;   // +inf
+    in.w[9 * 16 + 4] = 0xFC;   // -inf
+    in.w[3 * 16 + 6] = 0x7D;   // NaN
+    in.w[4 * 16 + 8] = 0x7C;   // +inf and -inf in one column: NaN
+    in.w[5 * 16 + 8] = 0xFC;
+    std::vector<float> fast = run(build(s, KernelSchedule::Fast), s, in), seed = run(build(s, KernelSchedule::Seed), s, in);
+    CHECK(fast[1] == INFINITY);
+    CHECK(fast[4] == -INFINITY);
+    CHECK(std::isnan(fast[6]));
+    CHECK(std::isnan(fast[8]));
+    for (std::uint32_t j : {1u, 4u, 6u, 8u}) CHECK(std::isnan(seed[j]) == std::isnan(fast[j]));
+    CHECK(seed[1] == fast[1]);
+    CHECK(seed[4] == fast[4]);
+    for (std::uint32_t j = 0; j < s.n; ++j) {
+      if (j != 1 && j != 4 && j != 6 && j != 8) CHECK(std::isfinite(fast[j]));
+    }
+  }
+  SECTION("nvfp4 NaN block scale") {
+    Shape s{Kind::Nvfp4, 48, 64};
+    Inputs in = random_inputs(s, 33);
+    in.scale_codes[1 * 64 + 10] = 0x7F;
+    std::vector<float> fast = run(build(s, KernelSchedule::Fast), s, in), seed = run(build(s, KernelSchedule::Seed), s, in);
+    for (std::uint32_t j = 0; j < s.n; ++j) CHECK(std::isnan(fast[j]) == (j == 10));
+    CHECK(std::isnan(seed[10]));
+  }
+}
+
+TEST_CASE("the word decoders are exact for every code", "[dequant_fast]") {
+  // Every byte value in every byte position, through the interpreter.
+  for (Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
+    Shape s{Kind::Fp8, 1, 1024, 0, false, format};
+    Inputs in = random_inputs(s, 41);
+    in.x = {1.0f};
+    for (std::uint32_t j = 0; j < s.n; ++j) in.w[j] = static_cast<std::uint8_t>(j % 256);
+    for (float& scale : in.scales) scale = 1.0f;
+    std::vector<float> out = run(build(s, KernelSchedule::Fast), s, in);
+    for (std::uint32_t j = 0; j < s.n; ++j) {
+      INFO(to_string(format) << " code " << j % 256);
+      const double expected = fp8_value(static_cast<std::uint8_t>(j % 256), format);
+      if (std::isnan(expected)) {
+        CHECK(std::isnan(out[j]));
+      } else {
+        CHECK(out[j] == expected);
+      }
+    }
+  }
+  Shape s{Kind::Nvfp4, 1, 512};
+  Inputs in = random_inputs(s, 42);
+  in.x = {1.0f};
+  in.global = {1.0f};
+  for (std::uint32_t i = 0; i < in.w.size(); ++i) in.w[i] = static_cast<std::uint8_t>(i % 256);
+  for (std::uint8_t& code : in.scale_codes) code = 0x38;  // 1.0
+  std::vector<float> out = run(build(s, KernelSchedule::Fast), s, in);
+  for (std::uint32_t j = 0; j < s.n; ++j) {
+    INFO("e2m1 code " << nibble(in.w, j));
+    CHECK(out[j] == e2m1_value(nibble(in.w, j)));
+  }
+}
+
+TEST_CASE("dequant schedule fast names the shape it cannot run and auto falls back to the seed", "[dequant_fast]") {
+  CHECK_THROWS_WITH(dequant_matmul_int8(2, 64, 32, 32, false, KernelSchedule::Fast),
+                    Catch::Contains("dequant_matmul_int8 has no fast schedule: m=2 is not 1") &&
+                        Catch::Contains("\"schedule\": \"seed\""));
+  CHECK_THROWS_WITH(dequant_matmul_int8(1, 64, 24, 32, false, KernelSchedule::Fast),
+                    Catch::Contains("n=24 is not a multiple of 16") && Catch::Contains("pad n to a multiple of 16"));
+  CHECK_THROWS_WITH(dequant_matmul_int4(1, 64, 48, 32, true, KernelSchedule::Fast),
+                    Catch::Contains("n=48 is not a multiple of 32"));
+  CHECK_THROWS_WITH(dequant_matmul_fp8(3, 64, 32, Fp8Format::E4M3, KernelSchedule::Fast), Catch::Contains("m=3 is not 1"));
+  CHECK_THROWS_WITH(dequant_matmul_nvfp4(1, 64, 16, KernelSchedule::Fast), Catch::Contains("n=16 is not a multiple of 32"));
+  // The seed's own errors come first for every schedule.
+  CHECK_THROWS_WITH(dequant_matmul_int4(1, 64, 64, 0, true, KernelSchedule::Fast), Catch::Contains("block_size=0"));
+  CHECK_THROWS_WITH(dequant_matmul_fp8(1, 0, 64, Fp8Format::E4M3, KernelSchedule::Fast), Catch::Contains("k=0"));
+  // Auto: fast where it can run (32-invocation workgroups), else the seed (128).
+  CHECK(dequant_matmul_int8(1, 64, 32, 32, false, KernelSchedule::Auto).workgroup_size[0] == 32);
+  CHECK(dequant_matmul_int8(2, 64, 32, 32, false, KernelSchedule::Auto).workgroup_size[0] == 128);
+  CHECK(dequant_matmul_int4(1, 64, 48, 32, false, KernelSchedule::Auto).workgroup_size[0] == 128);
+  CHECK(dequant_matmul_fp8(1, 64, 32, Fp8Format::E5M2, KernelSchedule::Auto).workgroup_size[0] == 32);
+  CHECK(dequant_matmul_nvfp4(4, 64, 64, KernelSchedule::Auto).workgroup_size[0] == 128);
+}
