@@ -459,18 +459,25 @@ Expr group_reduce(Body& body, const Expr& value, bool take_max, std::uint32_t gr
 }
 
 /// The NF4 code of `value`: the number of nf4_thresholds() that value / divisor exceeds,
-/// by binary search over `thresholds` (lane i holds threshold i & 15), NaN -> 7.
+/// by binary search over `thresholds` (lane i holds threshold i & 15); NaN -> 7.
+///
+/// The count c is built from the top bit down: c = 8*(v > t7), c += 4 if v > t[c+3],
+/// c += 2 if v > t[c+1], c += 1 if v > t[c]. As probe indices: i2 = c + 3 in {3, 11},
+/// i1 = i2 - 2 or i2 + 2 = i2 ^ 2 or i2 ^ 6, i0 = i1 - 1 or i1 + 1 = i1 ^ 1 or i1 ^ 3 and
+/// code = i0 or i0 | 1 (one select and one bit operation per step). Immutable lets keep
+/// every index's range provable (<= 15), so each probe is one shfl. The last three
+/// steps test "v <= t" and take the upper branch when it is false: the same for every
+/// number, and a NaN (every compare false) walks 0 -> +4 -> +2 -> +1 = 7, the seed's
+/// NaN code, without a separate NaN select.
 Expr encode_nf4_search(Body& body, const Expr& value, const Expr& divisor, const Expr& thresholds,
                        const std::string& name) {
   Expr normalized = body.let(name + "_normalized", value / divisor);
-  const float middle = nf4_thresholds()[7];
-  // c = 8 * (n > t7); then c += 4 if n > t[c+3]; c += 2 if n > t[c+1]; c += 1 if n > t[c].
-  Expr code = body.let(name + "_search", select(normalized > middle, u32(8), u32(0)));
-  for (std::uint32_t step : {4u, 2u, 1u}) {
-    Expr probe = subgroup_shuffle(thresholds, step == 1 ? code : code + (step - 1));
-    body.assign(code, select(normalized > probe, code + step, code));
-  }
-  return body.let(name, select(is_nan(value), u32(7), code));
+  Expr probe2 = body.let(name + "_probe2", select(normalized > nf4_thresholds()[7], u32(11), u32(3)));
+  Expr probe1 = body.let(name + "_probe1", probe2 ^ select(normalized <= subgroup_shuffle(thresholds, probe2),
+                                                            u32(2), u32(6)));
+  Expr probe0 = body.let(name + "_probe0", probe1 ^ select(normalized <= subgroup_shuffle(thresholds, probe1),
+                                                            u32(1), u32(3)));
+  return body.let(name, probe0 | select(normalized <= subgroup_shuffle(thresholds, probe0), u32(0), u32(1)));
 }
 
 Program build_fast_quantizer(Scheme scheme, std::uint32_t n, std::uint32_t group_size);
