@@ -546,6 +546,7 @@ Program build_fast_quantizer(Scheme scheme, std::uint32_t n, std::uint32_t group
         struct Slot {
           Expr byte, low, high;
           Expr low_valid, high_valid;  // undefined: always valid
+          Expr whole_pair;             // odd n only: byte < n/2, both elements exist
         };
         std::vector<Slot> slots(split.slots);
         // Loads first: the lane's 2P values, all in flight together.
@@ -555,13 +556,14 @@ Program build_fast_quantizer(Scheme scheme, std::uint32_t n, std::uint32_t group
           Expr in_group = lane_in_group + p * split.group_lanes;
           slot.byte = sg.let("byte" + suffix, p == 0 ? group_first_byte + lane_in_group
                                                       : group_first_byte + in_group);
+          if (n % 2 == 1) slot.whole_pair = sg.let("whole_pair" + suffix, slot.byte < full_pairs);
           if (!exact_cover || (p + 1) * split.group_lanes > split.group_bytes) {
             Expr valid = slot.byte < packed_bytes;
             if ((p + 1) * split.group_lanes > split.group_bytes) {
               valid = logical_and(in_group < split.group_bytes, valid);
             }
             slot.low_valid = sg.let("low_valid" + suffix, valid);
-            slot.high_valid = n % 2 == 1 ? sg.let("high_valid" + suffix, logical_and(slot.low_valid, slot.byte < full_pairs))
+            slot.high_valid = n % 2 == 1 ? sg.let("high_valid" + suffix, logical_and(slot.low_valid, slot.whole_pair))
                                          : slot.low_valid;
           }
           if (full_pairs == 0) {
@@ -574,7 +576,7 @@ Program build_fast_quantizer(Scheme scheme, std::uint32_t n, std::uint32_t group
           Expr values = sg.let("values" + suffix, x.load(pair_index * 2u, 2));
           slot.low = extract_lane(values, 0);
           slot.high = extract_lane(values, 1);
-          if (n % 2 == 1) slot.low = select(slot.byte < full_pairs, slot.low, last_value);
+          if (n % 2 == 1) slot.low = select(slot.whole_pair, slot.low, last_value);
           slot.low = sg.let("low_value" + suffix, slot.low);
           slot.high = sg.let("high_value" + suffix, slot.high);
         }
@@ -630,7 +632,7 @@ Program build_fast_quantizer(Scheme scheme, std::uint32_t n, std::uint32_t group
           Expr low_code = code_of(slot.low, fmt::format("low_code{}", p));
           Expr high_code = code_of(slot.high, fmt::format("high_code{}", p));
           // An odd n's last byte has no high element: its high nibble is 0.
-          if (n % 2 == 1) high_code = select(slot.byte < full_pairs, high_code, u32(0));
+          if (n % 2 == 1) high_code = select(slot.whole_pair, high_code, u32(0));
           Expr byte_value = cast(ScalarType::U8, low_code | (high_code << 4u));
           if (slot.low_valid.defined()) {
             sg.if_then(slot.low_valid, [&](Body& owned) { owned.store(packed, slot.byte, byte_value); });

@@ -159,10 +159,12 @@ Program dequantize_nf4(std::uint32_t n, std::uint32_t group_size);
 // butterfly (subgroup_max / subgroup_min when S = 32), encodes from registers and stores
 // each byte with one u8 store (lane k of a group writes bytes k, k + S, ...). The INT4
 // code uses the seed's expression (encode() in Quantize.cpp); the NF4 code is the
-// number of nf4_thresholds() that v/scale exceeds found by a 4-step binary search over a
-// register table (lane holds threshold[lane & 15]; three shfl per code) instead of 15
-// compares: the thresholds ascend strictly, so "v/scale > t_i" is a prefix of i and the
-// search returns the same count (NaN: every compare false, then code 7 as in the seed).
+// number of nf4_thresholds() that v/scale exceeds (v/scale computed as the seed does),
+// found by a 4-step binary search over a register table (lane holds threshold[lane & 15];
+// three shfl per code) instead of 15 compares: the thresholds ascend strictly, so
+// "v/scale > t_i" holds for a prefix of i and the search returns the same count. The last
+// three steps test "v/scale <= t" and go up when it fails, so a NaN (every compare false)
+// lands on code 7, the seed's NaN code.
 // Tails: values past n are excluded from the reductions (as the seed's guards do), the
 // loads clamp to the last whole pair of x and an odd n's last value is a scalar load,
 // stores are guarded.
