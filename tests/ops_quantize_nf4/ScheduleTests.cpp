@@ -258,7 +258,7 @@ TEST_CASE("fast dequantizers: every code of every byte with power-of-two scales 
   }
 }
 
-TEST_CASE("schedule fast names the shape it cannot run; auto falls back to the seed", "[quantize][schedule]") {
+TEST_CASE("quantizer schedule fast names the shape it cannot run and auto falls back to the seed", "[quantize][schedule]") {
   using Catch::Contains;
   CHECK_THROWS_WITH(ir::ops::quantize_int4(65, 31, true, KernelSchedule::Fast),
                     Contains("group_size=31 is odd") && Contains("\"schedule\": \"seed\""));
