@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <tuple>
 #include <limits>
 #include <string>
 
@@ -293,6 +295,357 @@ Program build_dequantizer(const std::string& name, Scheme scheme, std::uint32_t 
   return program.build();
 }
 
+// ---------------------------------------------------------------------------------
+// Fast schedules (see the header).
+
+constexpr std::uint32_t kFastDequantSlots = 4;  // bytes per invocation (j = 0..3)
+constexpr std::uint32_t kFastDequantSubgroupBytes = kFastDequantSlots * kSubgroupLanes;
+constexpr std::uint32_t kFastQuantizeMaxGroup = 512;
+constexpr std::uint32_t kFastQuantizeTargetSlots = 4;  // byte slots a lane aims to hold
+constexpr std::uint32_t kMagicBits = 0x4B000000u;     // 2^23 as f32 bits: OR-ing q gives 2^23 + q
+constexpr float kMagic = 8388608.0f;
+
+std::uint32_t next_power_of_two(std::uint32_t value) {
+  std::uint32_t power = 1;
+  while (power < value) power *= 2;
+  return power;
+}
+
+/// The exact f32 value of a nibble (u32 0..15) minus `offset` (0 or 8):
+/// bitcast(2^23 | q) - (2^23 + offset), one exact subtraction.
+Expr magic_nibble(const Expr& code, float offset) {
+  return bitcast(ScalarType::F32, code | u32(kMagicBits)) - f32(kMagic + offset);
+}
+
+Program build_fast_dequantizer(const std::string& name, Scheme scheme, std::uint32_t n, std::uint32_t group_size) {
+  const char* op = scheme == Scheme::Nf4 ? "dequantize_nf4" : "dequantize_int4";
+  check_common(op, n, group_size);
+  const std::uint32_t group_count = ceil_div(n, group_size);
+  const std::uint32_t packed_bytes = ceil_div(n, 2);
+  const std::uint32_t full_pairs = n / 2;  // bytes whose two elements are both < n
+  const std::uint32_t subgroups = ceil_div(packed_bytes, kFastDequantSubgroupBytes);
+  // Every byte slot of every subgroup is a byte of the buffer: no clamps, no guards.
+  const bool exact_cover = n % 2 == 0 && packed_bytes % kFastDequantSubgroupBytes == 0;
+  const bool even_groups = group_size % 2 == 0;  // a byte's two elements share a group
+  // Subgroup-uniform groups: slot j of subgroup s covers elements [256s + 64j, +64).
+  const bool uniform_groups = group_size % 64 == 0 && (256 % group_size == 0 || group_size % 256 == 0);
+
+  ProgramBuilder program(name);
+  BufferRef packed = program.input("packed", ScalarType::U8, packed_bytes);
+  BufferRef scale = program.input("scale", ScalarType::F32, group_count);
+  BufferRef zero_point;
+  if (scheme == Scheme::Int4Asymmetric) zero_point = program.input("zero_point", ScalarType::F32, group_count);
+  BufferRef y = program.output("y", ScalarType::F32, n);
+  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(subgroups, kSubgroupsPerWorkgroup), 1, 1});
+  program.body([&](Body& body) {
+    body.region(kSeedId, [&](Body& region) {
+      Expr local = region.let("local", local_id(0));
+      Expr lane = region.let("lane", local % kSubgroupLanes);
+      Expr subgroup = region.let("subgroup", workgroup_id(0) * kSubgroupsPerWorkgroup + local / kSubgroupLanes);
+      // Subgroup-uniform guard: the shuffles below run with all 32 lanes.
+      region.if_then(subgroup < subgroups, [&](Body& sg) {
+        Expr book;
+        if (scheme == Scheme::Nf4) {
+          book = sg.let("code_book", Lookup::make(ScalarType::F32, nf4_lookup_table(), lane & 15u));
+        }
+        Expr first_byte = sg.let("first_byte", subgroup * kFastDequantSubgroupBytes + lane);
+        // Loads first: every code byte, scale and zero point of the four slots.
+        struct Slot {
+          Expr byte, raw, scale_low, scale_high, zero_low, zero_high;
+        };
+        std::vector<Slot> slots(kFastDequantSlots);
+        std::vector<std::pair<std::uint32_t, std::pair<Expr, Expr>>> uniform_sidecars;  // group offset -> loads
+        auto sidecars_of = [&](Body& at, const Expr& group, const std::string& suffix) {
+          Expr s = at.let("scale" + suffix, scale[group]);
+          Expr z = scheme == Scheme::Int4Asymmetric ? at.let("zero_point" + suffix, zero_point[group]) : Expr();
+          return std::pair{s, z};
+        };
+        for (std::uint32_t j = 0; j < kFastDequantSlots; ++j) {
+          Slot& slot = slots[j];
+          const std::string suffix = fmt::format("{}", j);
+          slot.byte = j == 0 ? first_byte : sg.let("byte" + suffix, first_byte + j * kSubgroupLanes);
+          Expr at = exact_cover ? slot.byte : sg.let("load_byte" + suffix, min(slot.byte, u32(packed_bytes - 1)));
+          slot.raw = sg.let("raw" + suffix, cast(ScalarType::U32, packed[at]));
+          if (uniform_groups) {
+            // Slot j's group: (256*subgroup + 64*j) / group_size, the same for all lanes.
+            const std::uint32_t offset = group_size >= 256 ? 0 : 64 * j / group_size;
+            auto found = std::find_if(uniform_sidecars.begin(), uniform_sidecars.end(),
+                                      [&](const auto& entry) { return entry.first == offset; });
+            if (found == uniform_sidecars.end()) {
+              Expr group = group_size >= 256 ? subgroup / (group_size / 256) : subgroup * (256 / group_size) + offset;
+              if (!exact_cover) group = min(group, u32(group_count - 1));
+              uniform_sidecars.push_back({offset, sidecars_of(sg, sg.let("group" + suffix, group), suffix)});
+              found = std::prev(uniform_sidecars.end());
+            }
+            slot.scale_low = slot.scale_high = found->second.first;
+            slot.zero_low = slot.zero_high = found->second.second;
+          } else if (even_groups) {
+            Expr group = sg.let("group" + suffix, at / (group_size / 2));
+            std::tie(slot.scale_low, slot.zero_low) = sidecars_of(sg, group, suffix);
+            slot.scale_high = slot.scale_low;
+            slot.zero_high = slot.zero_low;
+          } else {
+            Expr low_element = sg.let("low_element" + suffix, at * 2u);
+            Expr low_group = sg.let("low_group" + suffix, low_element / group_size);
+            // An odd n's last byte has no high element; its group index is clamped in range.
+            Expr high_group = (low_element + 1u) / group_size;
+            if (n % 2 == 1) high_group = min(high_group, u32(group_count - 1));
+            high_group = sg.let("high_group" + suffix, high_group);
+            std::tie(slot.scale_low, slot.zero_low) = sidecars_of(sg, low_group, "_low" + suffix);
+            std::tie(slot.scale_high, slot.zero_high) = sidecars_of(sg, high_group, "_high" + suffix);
+          }
+        }
+        for (std::uint32_t j = 0; j < kFastDequantSlots; ++j) {
+          const Slot& slot = slots[j];
+          const std::string suffix = fmt::format("{}", j);
+          Expr low_code = sg.let("low_code" + suffix, slot.raw & 0xFu);
+          Expr high_code = sg.let("high_code" + suffix, slot.raw >> 4u);
+          auto value_of = [&](const Expr& code, const Expr& s, const Expr& z) {
+            switch (scheme) {
+              case Scheme::Int4Symmetric: return magic_nibble(code, 8.0f) * s;
+              case Scheme::Int4Asymmetric: return (magic_nibble(code, 0.0f) - z) * s;
+              case Scheme::Nf4: return subgroup_shuffle(book, code) * s;
+            }
+            return Expr();
+          };
+          Expr low = sg.let("low" + suffix, value_of(low_code, slot.scale_low, slot.zero_low));
+          Expr high = sg.let("high" + suffix, value_of(high_code, slot.scale_high, slot.zero_high));
+          Expr pair = make_vector({low, high});
+          if (exact_cover) {
+            sg.store(y, slot.byte * 2u, pair);
+            continue;
+          }
+          if (full_pairs > 0) {
+            sg.if_then(slot.byte < full_pairs, [&](Body& whole) { whole.store(y, slot.byte * 2u, pair); });
+          }
+          if (n % 2 == 1) {
+            sg.if_then(eq(slot.byte, u32(full_pairs)), [&](Body& last) { last.store(y, u32(n - 1), low); });
+          }
+        }
+      });
+    });
+  });
+  return program.build();
+}
+
+/// How the fast quantizer splits groups over lanes (see the header).
+struct QuantizeSplit {
+  std::uint32_t group_bytes = 0;    // gs / 2
+  std::uint32_t group_lanes = 0;    // S: lanes per group (power of two, <= 32)
+  std::uint32_t slots = 0;          // P: byte slots per lane
+  std::uint32_t groups_per_subgroup = 0;
+};
+
+QuantizeSplit quantize_split(std::uint32_t group_size) {
+  QuantizeSplit split;
+  split.group_bytes = group_size / 2;
+  split.group_lanes = std::min(kSubgroupLanes, next_power_of_two(ceil_div(split.group_bytes, kFastQuantizeTargetSlots)));
+  split.slots = ceil_div(split.group_bytes, split.group_lanes);
+  split.groups_per_subgroup = kSubgroupLanes / split.group_lanes;
+  return split;
+}
+
+/// Lane-local then group-wide max (or min) over the group's S lanes: a shuffle-xor
+/// butterfly within aligned blocks of S lanes; the whole subgroup's reduction when S = 32.
+Expr group_reduce(Body& body, const Expr& value, bool take_max, std::uint32_t group_lanes, const Expr& lane,
+                  const std::string& name) {
+  if (group_lanes == kSubgroupLanes) return body.let(name, take_max ? subgroup_max(value) : subgroup_min(value));
+  Expr acc = body.let(name, value);
+  for (std::uint32_t mask = group_lanes / 2; mask >= 1; mask /= 2) {
+    Expr other = subgroup_shuffle(acc, lane ^ u32(mask));
+    body.assign(acc, take_max ? max(acc, other) : min(acc, other));
+  }
+  return acc;
+}
+
+/// The NF4 code of `value`: the number of nf4_thresholds() that value / divisor exceeds,
+/// by binary search over `thresholds` (lane i holds threshold i & 15); NaN -> 7.
+///
+/// The count c is built from the top bit down: c = 8*(v > t7), c += 4 if v > t[c+3],
+/// c += 2 if v > t[c+1], c += 1 if v > t[c]. As probe indices: i2 = c + 3 in {3, 11},
+/// i1 = i2 - 2 or i2 + 2 = i2 ^ 2 or i2 ^ 6, i0 = i1 - 1 or i1 + 1 = i1 ^ 1 or i1 ^ 3 and
+/// code = i0 or i0 | 1 (one select and one bit operation per step). Immutable lets keep
+/// every index's range provable (<= 15), so each probe is one shfl. The last three
+/// steps test "v <= t" and take the upper branch when it is false: the same for every
+/// number, and a NaN (every compare false) walks 0 -> +4 -> +2 -> +1 = 7, the seed's
+/// NaN code, without a separate NaN select.
+Expr encode_nf4_search(Body& body, const Expr& value, const Expr& divisor, const Expr& thresholds,
+                       const std::string& name) {
+  Expr normalized = body.let(name + "_normalized", value / divisor);
+  Expr probe2 = body.let(name + "_probe2", select(normalized > nf4_thresholds()[7], u32(11), u32(3)));
+  Expr probe1 = body.let(name + "_probe1", probe2 ^ select(normalized <= subgroup_shuffle(thresholds, probe2),
+                                                            u32(2), u32(6)));
+  Expr probe0 = body.let(name + "_probe0", probe1 ^ select(normalized <= subgroup_shuffle(thresholds, probe1),
+                                                            u32(1), u32(3)));
+  return body.let(name, probe0 | select(normalized <= subgroup_shuffle(thresholds, probe0), u32(0), u32(1)));
+}
+
+Program build_fast_quantizer(Scheme scheme, std::uint32_t n, std::uint32_t group_size);
+
+}  // namespace
+
+std::optional<std::string> fast_quantizer_unsupported(std::uint32_t n, std::uint32_t group_size) {
+  (void)n;
+  if (group_size % 2 != 0) {
+    return fmt::format("group_size={} is odd (a packed byte would hold codes of two groups)", group_size);
+  }
+  if (group_size > kFastQuantizeMaxGroup) {
+    return fmt::format("group_size={} is above {} (the fast quantizer keeps a group's values in registers)",
+                       group_size, kFastQuantizeMaxGroup);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+Program build_fast_quantizer(Scheme scheme, std::uint32_t n, std::uint32_t group_size) {
+  const char* op = op_name(scheme);
+  check_common(op, n, group_size);
+  check_index_range(op, n, group_size);
+  if (auto reason = fast_quantizer_unsupported(n, group_size)) {
+    throw OpError(fmt::format("Fix: {} has no fast schedule: {}; use \"schedule\": \"seed\".", op, *reason));
+  }
+  const QuantizeSplit split = quantize_split(group_size);
+  const std::uint32_t group_count = ceil_div(n, group_size);
+  const std::uint32_t packed_bytes = ceil_div(n, 2);
+  const std::uint32_t full_pairs = n / 2;
+  const std::uint32_t subgroups = ceil_div(group_count, split.groups_per_subgroup);
+  const bool asymmetric = scheme == Scheme::Int4Asymmetric;
+  // Every group of every subgroup exists and every slot holds two elements < n.
+  const bool exact_cover = group_count % split.groups_per_subgroup == 0 && n % group_size == 0;
+
+  std::string name = scheme == Scheme::Int4Symmetric    ? "quantize_int4_symmetric"
+                     : scheme == Scheme::Int4Asymmetric ? "quantize_int4_asymmetric"
+                                                        : "quantize_nf4";
+  ProgramBuilder program(name);
+  BufferRef x = program.input("x", ScalarType::F32, n);
+  BufferRef packed = program.output("packed", ScalarType::U8, packed_bytes);
+  BufferRef scale = program.output("scale", ScalarType::F32, group_count);
+  BufferRef zero_point;
+  if (asymmetric) zero_point = program.output("zero_point", ScalarType::F32, group_count);
+  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(subgroups, kSubgroupsPerWorkgroup), 1, 1});
+  program.body([&](Body& body) {
+    body.region(kSeedId, [&](Body& region) {
+      Expr local = region.let("local", local_id(0));
+      Expr lane = region.let("lane", local % kSubgroupLanes);
+      Expr subgroup = region.let("subgroup", workgroup_id(0) * kSubgroupsPerWorkgroup + local / kSubgroupLanes);
+      // Subgroup-uniform guard: the shuffles below run with all 32 lanes.
+      region.if_then(subgroup < subgroups, [&](Body& sg) {
+        Expr thresholds;
+        if (scheme == Scheme::Nf4) {
+          std::vector<std::uint64_t> table;
+          for (float t : nf4_thresholds()) table.push_back(std::bit_cast<std::uint32_t>(t));
+          table.push_back(std::bit_cast<std::uint32_t>(kInfinity));  // lane 15: never read
+          thresholds = sg.let("thresholds", Lookup::make(ScalarType::F32, table, lane & 15u));
+        }
+        Expr lane_in_group = sg.let("lane_in_group", lane % split.group_lanes);
+        Expr group = sg.let("group", subgroup * split.groups_per_subgroup + lane / split.group_lanes);
+        Expr group_first_byte = sg.let("group_first_byte", group * split.group_bytes);
+        Expr last_value;
+        if (n % 2 == 1) last_value = sg.let("last_value", x[u32(n - 1)]);
+        struct Slot {
+          Expr byte, low, high;
+          Expr low_valid, high_valid;  // undefined: always valid
+          Expr whole_pair;             // odd n only: byte < n/2, both elements exist
+        };
+        std::vector<Slot> slots(split.slots);
+        // Loads first: the lane's 2P values, all in flight together.
+        for (std::uint32_t p = 0; p < split.slots; ++p) {
+          Slot& slot = slots[p];
+          const std::string suffix = fmt::format("{}", p);
+          Expr in_group = lane_in_group + p * split.group_lanes;
+          slot.byte = sg.let("byte" + suffix, p == 0 ? group_first_byte + lane_in_group
+                                                      : group_first_byte + in_group);
+          if (n % 2 == 1) slot.whole_pair = sg.let("whole_pair" + suffix, slot.byte < full_pairs);
+          if (!exact_cover || (p + 1) * split.group_lanes > split.group_bytes) {
+            Expr valid = slot.byte < packed_bytes;
+            if ((p + 1) * split.group_lanes > split.group_bytes) {
+              valid = logical_and(in_group < split.group_bytes, valid);
+            }
+            slot.low_valid = sg.let("low_valid" + suffix, valid);
+            slot.high_valid = n % 2 == 1 ? sg.let("high_valid" + suffix, logical_and(slot.low_valid, slot.whole_pair))
+                                         : slot.low_valid;
+          }
+          if (full_pairs == 0) {
+            slot.low = slot.high = last_value;
+            continue;
+          }
+          const bool overhang = (p + 1) * split.group_lanes > split.group_bytes;  // may reach the next group
+          Expr pair_index = exact_cover && !overhang ? slot.byte
+                                                     : sg.let("pair" + suffix, min(slot.byte, u32(full_pairs - 1)));
+          Expr values = sg.let("values" + suffix, x.load(pair_index * 2u, 2));
+          slot.low = extract_lane(values, 0);
+          slot.high = extract_lane(values, 1);
+          if (n % 2 == 1) slot.low = select(slot.whole_pair, slot.low, last_value);
+          slot.low = sg.let("low_value" + suffix, slot.low);
+          slot.high = sg.let("high_value" + suffix, slot.high);
+        }
+        // The group's statistics: finite values only, as the seed's reduction.
+        GroupStats stats;
+        auto finite_or = [&](const Expr& value, const Expr& valid, const Expr& magnitude, const Expr& fallback) {
+          Expr keep = magnitude < kInfinity;
+          if (valid.defined()) keep = logical_and(valid, keep);
+          return select(keep, asymmetric ? value : magnitude, fallback);
+        };
+        if (asymmetric) {
+          Expr lane_min = sg.let("lane_min", f32(kInfinity));
+          Expr lane_max = sg.let("lane_max", f32(-kInfinity));
+          for (std::uint32_t p = 0; p < split.slots; ++p) {
+            for (std::uint32_t half = 0; half < 2; ++half) {
+              const Expr& value = half == 0 ? slots[p].low : slots[p].high;
+              const Expr& valid = half == 0 ? slots[p].low_valid : slots[p].high_valid;
+              Expr magnitude = sg.let(fmt::format("magnitude{}_{}", p, half), abs(value));
+              sg.assign(lane_min, min(lane_min, finite_or(value, valid, magnitude, f32(kInfinity))));
+              sg.assign(lane_max, max(lane_max, finite_or(value, valid, magnitude, f32(-kInfinity))));
+            }
+          }
+          stats.minimum = group_reduce(sg, lane_min, false, split.group_lanes, lane, "group_min");
+          stats.maximum = group_reduce(sg, lane_max, true, split.group_lanes, lane, "group_max");
+        } else {
+          Expr lane_absmax = sg.let("lane_absmax", f32(0.0f));
+          for (std::uint32_t p = 0; p < split.slots; ++p) {
+            for (std::uint32_t half = 0; half < 2; ++half) {
+              const Expr& value = half == 0 ? slots[p].low : slots[p].high;
+              const Expr& valid = half == 0 ? slots[p].low_valid : slots[p].high_valid;
+              Expr magnitude = sg.let(fmt::format("magnitude{}_{}", p, half), abs(value));
+              sg.assign(lane_absmax, max(lane_absmax, finite_or(value, valid, magnitude, f32(0.0f))));
+            }
+          }
+          stats.absmax = group_reduce(sg, lane_absmax, true, split.group_lanes, lane, "group_absmax");
+        }
+        GroupParams params = group_params(sg, scheme, stats, "");
+        Expr leader = eq(lane_in_group, u32(0));
+        if (!exact_cover) leader = logical_and(leader, group < group_count);
+        sg.if_then(leader, [&](Body& store) {
+          store.store(scale, group, params.scale);
+          if (asymmetric) store.store(zero_point, group, params.zero_point);
+        });
+        Expr divisor;
+        if (scheme == Scheme::Nf4) divisor = sg.let("divisor", select(params.scale > 0.0, params.scale, f32(1.0f)));
+        // Codes from registers, one byte store per slot.
+        for (std::uint32_t p = 0; p < split.slots; ++p) {
+          const Slot& slot = slots[p];
+          auto code_of = [&](const Expr& value, const std::string& code_name) {
+            if (scheme == Scheme::Nf4) return encode_nf4_search(sg, value, divisor, thresholds, code_name);
+            return encode(sg, scheme, value, params.scale, params.zero_point, code_name);
+          };
+          Expr low_code = code_of(slot.low, fmt::format("low_code{}", p));
+          Expr high_code = code_of(slot.high, fmt::format("high_code{}", p));
+          // An odd n's last byte has no high element: its high nibble is 0.
+          if (n % 2 == 1) high_code = select(slot.whole_pair, high_code, u32(0));
+          Expr byte_value = cast(ScalarType::U8, low_code | (high_code << 4u));
+          if (slot.low_valid.defined()) {
+            sg.if_then(slot.low_valid, [&](Body& owned) { owned.store(packed, slot.byte, byte_value); });
+          } else {
+            sg.store(packed, slot.byte, byte_value);
+          }
+        }
+      });
+    });
+  });
+  return program.build();
+}
+
 }  // namespace
 
 Program quantize_int4(std::uint32_t n, std::uint32_t group_size, bool symmetric) {
@@ -311,10 +664,48 @@ Program dequantize_nf4(std::uint32_t n, std::uint32_t group_size) {
 }
 
 namespace {
+
+/// Fast where the schedule asks for it or (auto) where it can run; the seed's errors first.
+bool use_fast_quantizer(Scheme scheme, std::uint32_t n, std::uint32_t group_size, KernelSchedule schedule) {
+  if (schedule == KernelSchedule::Seed) return false;
+  check_common(op_name(scheme), n, group_size);
+  check_index_range(op_name(scheme), n, group_size);
+  return schedule == KernelSchedule::Fast || !fast_quantizer_unsupported(n, group_size);
+}
+
+}  // namespace
+
+Program quantize_int4(std::uint32_t n, std::uint32_t group_size, bool symmetric, KernelSchedule schedule) {
+  const Scheme scheme = symmetric ? Scheme::Int4Symmetric : Scheme::Int4Asymmetric;
+  return use_fast_quantizer(scheme, n, group_size, schedule) ? build_fast_quantizer(scheme, n, group_size)
+                                                             : quantize_int4(n, group_size, symmetric);
+}
+
+Program dequantize_int4(std::uint32_t n, std::uint32_t group_size, bool symmetric, KernelSchedule schedule) {
+  if (schedule == KernelSchedule::Seed) return dequantize_int4(n, group_size, symmetric);
+  return symmetric ? build_fast_dequantizer("dequantize_int4_symmetric", Scheme::Int4Symmetric, n, group_size)
+                   : build_fast_dequantizer("dequantize_int4_asymmetric", Scheme::Int4Asymmetric, n, group_size);
+}
+
+Program quantize_nf4(std::uint32_t n, std::uint32_t group_size, KernelSchedule schedule) {
+  return use_fast_quantizer(Scheme::Nf4, n, group_size, schedule) ? build_fast_quantizer(Scheme::Nf4, n, group_size)
+                                                                  : quantize_nf4(n, group_size);
+}
+
+Program dequantize_nf4(std::uint32_t n, std::uint32_t group_size, KernelSchedule schedule) {
+  if (schedule == KernelSchedule::Seed) return dequantize_nf4(n, group_size);
+  return build_fast_dequantizer("dequantize_nf4", Scheme::Nf4, n, group_size);
+}
+
+namespace {
 OpArgs shape(std::uint32_t n, std::uint32_t group_size) { return OpArgs::dims({{"n", n}, {"group_size", group_size}}); }
 OpArgs shape(std::uint32_t n, std::uint32_t group_size, bool symmetric) {
   OpArgs args = shape(n, group_size);
   args.set("symmetric", symmetric);
+  return args;
+}
+OpArgs scheduled(OpArgs args, const char* schedule) {
+  args.set("schedule", std::string(schedule));
   return args;
 }
 }  // namespace
@@ -327,63 +718,86 @@ std::vector<OpInfo> quantize_ops() {
                       "true", "", {}};
   const std::string packing = "packed u8[ceil(n/2)]: byte b = element 2b (low nibble) | element 2b+1 (high nibble)";
   std::vector<OpInfo> ops;
-  std::vector<OpArgs> int4_shapes = {shape(1, 1, true),   shape(7, 2, false),  shape(65, 31, true),
-                                     shape(65, 31, false), shape(300, 64, true), shape(129, 128, false)};
-  std::vector<OpArgs> nf4_shapes = {shape(1, 1), shape(7, 2), shape(65, 31), shape(300, 64), shape(129, 128)};
+  std::vector<OpArgs> int4_seed = {shape(1, 1, true),   shape(7, 2, false),  shape(65, 31, true),
+                                   shape(65, 31, false), shape(300, 64, true), shape(129, 128, false)};
+  std::vector<OpArgs> nf4_seed = {shape(1, 1), shape(7, 2), shape(65, 31), shape(300, 64), shape(129, 128)};
+  // Fast shapes: exact cover (512 g64, 1024 g128), partial last group and odd n, small
+  // and overhanging groups (g2, g10: S*P > gs/2), odd group sizes (dequantizers only).
+  std::vector<OpArgs> int4_fast = {shape(512, 64, true),   shape(1024, 128, false), shape(301, 64, false),
+                                   shape(7, 2, true),      shape(133, 10, false),   shape(4099, 256, true)};
+  std::vector<OpArgs> nf4_fast = {shape(512, 64), shape(1024, 128), shape(301, 64), shape(7, 2), shape(133, 10)};
+  auto shapes = [&](const std::vector<OpArgs>& seed_shapes, const std::vector<OpArgs>& fast_shapes,
+                    std::vector<OpArgs> dequant_only) {
+    std::vector<OpArgs> all;
+    for (const OpArgs& args : seed_shapes) all.push_back(scheduled(args, "seed"));
+    for (const OpArgs& args : fast_shapes) all.push_back(scheduled(args, "fast"));
+    for (const OpArgs& args : dequant_only) all.push_back(scheduled(args, "fast"));
+    return all;
+  };
+  std::vector<OpArgs> int4_shapes = shapes(int4_seed, int4_fast, {});
+  std::vector<OpArgs> nf4_shapes = shapes(nf4_seed, nf4_fast, {});
+  std::vector<OpArgs> int4_dequant_shapes = shapes(int4_seed, int4_fast, {shape(65, 31, true), shape(65, 31, false)});
+  std::vector<OpArgs> nf4_dequant_shapes = shapes(nf4_seed, nf4_fast, {shape(65, 31)});
   ops.push_back(OpInfo{
       .name = "quantize_int4",
       .summary = "group-wise INT4: symmetric q = clamp(round(v/scale), -8, 7) + 8 with scale = absmax/7, or asymmetric "
                  "q = clamp(round(v/scale) + zero, 0, 15) with scale = range/15",
-      .layout = packing + "; scale/zero_point f32[ceil(n/group_size)]; one subgroup per pair of groups",
+      .layout = packing + "; scale/zero_point f32[ceil(n/group_size)]; seed: one subgroup per pair of groups; fast: a "
+                          "group in registers of up to 32 lanes (f32x2 loads, shuffle butterfly)",
       .seed = seed,
-      .params = {n, group_size, symmetric},
+      .params = {n, group_size, symmetric, schedule_param()},
       .buffers = {{"x", "input", ScalarType::F32, "n"},
                   {"packed", "output", ScalarType::U8, "ceil(n/2)"},
                   {"scale", "output", ScalarType::F32, "ceil(n/group_size)"},
                   {"zero_point", "output", ScalarType::F32, "ceil(n/group_size) (asymmetric only)"}},
       .build = [](const OpArgs& args) {
-        return quantize_int4(args.u32("n"), args.u32("group_size"), args.boolean("symmetric"));
+        return quantize_int4(args.u32("n"), args.u32("group_size"), args.boolean("symmetric"), schedule_of(args));
       },
       .test_shapes = int4_shapes,
   });
   ops.push_back(OpInfo{
       .name = "dequantize_int4",
       .summary = "y[i] = (q_i - 8) * scale[g] (symmetric) or (q_i - zero_point[g]) * scale[g], g = i / group_size",
-      .layout = packing + "; one invocation per element",
+      .layout = packing + "; seed: one invocation per element; fast: 4 coalesced bytes per invocation, f32x2 stores",
       .seed = seed,
-      .params = {n, group_size, symmetric},
+      .params = {n, group_size, symmetric, schedule_param()},
       .buffers = {{"packed", "input", ScalarType::U8, "ceil(n/2)"},
                   {"scale", "sidecar", ScalarType::F32, "ceil(n/group_size)"},
                   {"zero_point", "sidecar", ScalarType::F32, "ceil(n/group_size) (asymmetric only)"},
                   {"y", "output", ScalarType::F32, "n"}},
       .build = [](const OpArgs& args) {
-        return dequantize_int4(args.u32("n"), args.u32("group_size"), args.boolean("symmetric"));
+        return dequantize_int4(args.u32("n"), args.u32("group_size"), args.boolean("symmetric"), schedule_of(args));
       },
-      .test_shapes = int4_shapes,
+      .test_shapes = int4_dequant_shapes,
   });
   ops.push_back(OpInfo{
       .name = "quantize_nf4",
       .summary = "group-wise NF4: scale = absmax, code = nearest NF4 value to v/scale (ties to the lower code)",
-      .layout = packing + "; scale f32[ceil(n/group_size)]; one subgroup per pair of groups",
+      .layout = packing + "; scale f32[ceil(n/group_size)]; seed: one subgroup per pair of groups; fast: a group in "
+                          "registers of up to 32 lanes (f32x2 loads, shuffle butterfly, threshold binary search)",
       .seed = seed,
-      .params = {n, group_size},
+      .params = {n, group_size, schedule_param()},
       .buffers = {{"x", "input", ScalarType::F32, "n"},
                   {"packed", "output", ScalarType::U8, "ceil(n/2)"},
                   {"scale", "output", ScalarType::F32, "ceil(n/group_size)"}},
-      .build = [](const OpArgs& args) { return quantize_nf4(args.u32("n"), args.u32("group_size")); },
+      .build = [](const OpArgs& args) {
+        return quantize_nf4(args.u32("n"), args.u32("group_size"), schedule_of(args));
+      },
       .test_shapes = nf4_shapes,
   });
   ops.push_back(OpInfo{
       .name = "dequantize_nf4",
-      .summary = "y[i] = NF4[q_i] * scale[i / group_size] (code book as a register select tree)",
-      .layout = packing + "; one invocation per element",
+      .summary = "y[i] = NF4[q_i] * scale[i / group_size] (code book: seed a register select tree, fast a shuffle)",
+      .layout = packing + "; seed: one invocation per element; fast: 4 coalesced bytes per invocation, f32x2 stores",
       .seed = seed,
-      .params = {n, group_size},
+      .params = {n, group_size, schedule_param()},
       .buffers = {{"packed", "input", ScalarType::U8, "ceil(n/2)"},
                   {"scale", "sidecar", ScalarType::F32, "ceil(n/group_size)"},
                   {"y", "output", ScalarType::F32, "n"}},
-      .build = [](const OpArgs& args) { return dequantize_nf4(args.u32("n"), args.u32("group_size")); },
-      .test_shapes = nf4_shapes,
+      .build = [](const OpArgs& args) {
+        return dequantize_nf4(args.u32("n"), args.u32("group_size"), schedule_of(args));
+      },
+      .test_shapes = nf4_dequant_shapes,
   });
   return ops;
 }

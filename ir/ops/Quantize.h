@@ -62,9 +62,12 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/Program.h"
+#include "ir/ops/QuantizedGemv.h"
 #include "ir/ops/Registry.h"
 
 namespace quantc::ir::ops {
@@ -122,10 +125,69 @@ Program quantize_nf4(std::uint32_t n, std::uint32_t group_size);
 /// Errors (OpError): n == 0, group_size == 0.
 Program dequantize_nf4(std::uint32_t n, std::uint32_t group_size);
 
+// ---------------------------------------------------------------------------------
+// The fast schedules ("schedule": "fast"; "auto", the registry's default, picks them
+// where they can run, else the seed programs above). Same buffers (names, element types,
+// counts, binding order), same program names, same results bit for bit: the codes,
+// scales, zero points and dequantized values are computed by the same f32 operations in
+// the same order; only the work split, the memory accesses and the NF4 code book /
+// threshold search change. The quantizers' absmax / min / max reductions run in a
+// different order, which cannot change their result: max and min of the same finite
+// values are exact and order-independent (-0 orders below +0 in both orders, NaN never
+// enters), so every scale and zero point has the seed's bits.
+//
+// Fast dequantizers (any n, any group_size). A subgroup owns 128 consecutive packed
+// bytes (256 elements); lane l handles bytes base + 32*j + l, j = 0..3: each of the four
+// u8 loads of a subgroup reads one whole 32-byte sector, and all loads (codes, scales,
+// zero points) are issued before any use. A byte's two codes decode exactly by
+// bitcast(0x4B000000 | q) - 2^23 (INT4; symmetric subtracts 2^23 + 8 in the same exact
+// operation, giving q - 8) and are stored with one f32x2 store (the 32 lanes write 256
+// contiguous bytes). NF4 codes index a register code book: every lane holds
+// kNf4Table[lane & 15] and code q is subgroup_shuffle(book, q), one shfl per code
+// instead of the seed's 15-selp Lookup tree. Scales (and zero points) are loaded once per
+// group per byte slot; when group_size is a multiple of 64 dividing 256 or a multiple of
+// 256 they are subgroup-uniform and shared by the slots of the same group. Tails: the
+// loads clamp their byte to the last one, the stores are guarded (the last byte of an odd
+// n stores its low element alone).
+//
+// Fast quantizers (group_size even and at most 512; n any). A group's gs/2 bytes are
+// owned by S = min(32, pow2ceil(ceil(gs/8))) lanes, each holding P = ceil(gs/2 / S) byte
+// slots (lane-in-group k owns bytes k, k + S, ..., so each f32x2 load of a slot reads
+// 8*S contiguous bytes of x per group: whole sectors); a subgroup handles 32/S
+// consecutive groups. Each lane loads its 2P values once (all loads in flight together),
+// reduces them in registers, combines the S lanes of its group with a shuffle-xor
+// butterfly (subgroup_max / subgroup_min when S = 32), encodes from registers and stores
+// each byte with one u8 store (lane k of a group writes bytes k, k + S, ...). The INT4
+// code uses the seed's expression (encode() in Quantize.cpp); the NF4 code is the
+// number of nf4_thresholds() that v/scale exceeds (v/scale computed as the seed does),
+// found by a 4-step binary search over a register table (lane holds threshold[lane & 15];
+// three shfl per code) instead of 15 compares: the thresholds ascend strictly, so
+// "v/scale > t_i" holds for a prefix of i and the search returns the same count. The last
+// three steps test "v/scale <= t" and go up when it fails, so a NaN (every compare false)
+// lands on code 7, the seed's NaN code.
+// Tails: values past n are excluded from the reductions (as the seed's guards do), the
+// loads clamp to the last whole pair of x and an odd n's last value is a scalar load,
+// stores are guarded.
+// OpError (schedule fast): group_size odd (a packed byte would hold two groups' codes;
+// the seed pairs groups for that) or above 512 (a group no longer fits in registers);
+// the message names the value and says to use "schedule": "seed".
+
+/// Why the fast quantizers cannot run (n, group_size), or nullopt when they can.
+std::optional<std::string> fast_quantizer_unsupported(std::uint32_t n, std::uint32_t group_size);
+
+/// The ops with the program `schedule` picks (Seed: the functions above; Fast: see above,
+/// OpError where fast_quantizer_unsupported; Auto: fast where it can run, else seed).
+/// Errors of the seed (n == 0, group_size == 0, index overflow) come first for both.
+Program quantize_int4(std::uint32_t n, std::uint32_t group_size, bool symmetric, KernelSchedule schedule);
+Program dequantize_int4(std::uint32_t n, std::uint32_t group_size, bool symmetric, KernelSchedule schedule);
+Program quantize_nf4(std::uint32_t n, std::uint32_t group_size, KernelSchedule schedule);
+Program dequantize_nf4(std::uint32_t n, std::uint32_t group_size, KernelSchedule schedule);
+
 /// kNf4Table as Lookup table entries (f32 bit patterns), for other NF4 ops.
 std::vector<std::uint64_t> nf4_lookup_table();
 
-/// Registry entries: quantize_int4, dequantize_int4, quantize_nf4, dequantize_nf4.
+/// Registry entries: quantize_int4, dequantize_int4, quantize_nf4, dequantize_nf4
+/// ("schedule": auto by default).
 std::vector<OpInfo> quantize_ops();
 
 }  // namespace quantc::ir::ops

@@ -238,6 +238,47 @@ TEST_CASE("quantc profile --json: the fast dequant_matmul schedules at 4096x4096
   }
 }
 
+TEST_CASE("quantc profile --json: the fast quantize/dequantize kernels at n = 4096*4096 stream at the HBM limit",
+          "[cli][profile][quantize]") {
+  // The f32 side dominates the bytes (4 per element against half a byte packed), so the
+  // memory-bound time counts x or y too. Dequantizers: u8 loads of 32 consecutive bytes
+  // (1 sector per request, the ideal for 1-byte loads) and f32x2 stores of 256 bytes (8
+  // sectors, the ideal for 8-byte stores). Quantizers: f32x2 loads of x, 8 whole sectors
+  // per request, and x crosses DRAM once.
+  const std::uint64_t n = 4096ull * 4096;
+  struct Case {
+    const char* spec;
+    bool quantizer;
+  };
+  for (const Case& c : {Case{R"("op": "dequantize_int4", "symmetric": false, "group_size": 128)", false},
+                        Case{R"("op": "dequantize_nf4", "group_size": 64)", false},
+                        Case{R"("op": "quantize_int4", "symmetric": false, "group_size": 64)", true},
+                        Case{R"("op": "quantize_nf4", "group_size": 128)", true}}) {
+    DYNAMIC_SECTION(c.spec) {
+      fs::path spec = scratch_dir() / "quantize_fast.json";
+      write_text(spec, std::string("{") + c.spec + R"(, "n": 16777216, "schedule": "fast", "target": "sm_90"})");
+      const json kernel = profile_json(spec.string() + " --device h100_sxm")["kernels"][0];
+      const json& device = kernel["devices"]["h100_sxm"];
+      INFO(device.dump());
+      CHECK(device["limit"] == "dram_bandwidth");
+      CHECK(device["modeled_us"].get<double>() <= 1.15 * device["memory_bound_us"].get<double>());
+      CHECK(device["hbm_fraction"].get<double>() >= 0.87);
+      const double load_sectors_per_request =
+          kernel["load_sectors"].get<double>() / kernel["load_requests"].get<double>();
+      if (c.quantizer) {
+        CHECK(load_sectors_per_request == 8.0);
+        CHECK(kernel["unique_bytes_read"] == 4 * n);
+        CHECK(kernel["unique_bytes_written"].get<std::uint64_t>() >= n / 2);
+      } else {
+        CHECK(load_sectors_per_request == 1.0);
+        CHECK(kernel["store_sectors"].get<double>() / kernel["store_requests"].get<double>() == 8.0);
+        CHECK(kernel["unique_bytes_written"] == 4 * n);
+        CHECK(kernel["unique_bytes_read"].get<std::uint64_t>() >= n / 2);
+      }
+    }
+  }
+}
+
 TEST_CASE("quantc profile: bad --device and --registers values exit 1 naming the value", "[cli][profile]") {
   const std::string spec = spec_path("dequantize_int4.json");
   Result device = run_quantc("profile " + spec + " --device h100");
