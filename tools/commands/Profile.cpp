@@ -12,8 +12,14 @@
 // Both take --json (the same as JSON on stdout; keys in README.md), --device KEY
 // (repeatable: h100_sxm, h200, a100, l40s; default all) and --registers N (registers per
 // thread instead of running ptxas).
+//
+// quantc profile SPEC.json --schedules profiles every schedule of an op that has the
+// "schedule" parameter (seed, fast, ...), each on the same inputs, and names the one
+// "schedule": "auto" builds and the model's fastest on the first --device (h100_sxm by
+// default): the candidates auto weighs, with the numbers behind its choice.
 #include <fmt/format.h>
 
+#include "ir/Printer.h"
 #include "runtime/backends/emulator/EmulatorBackend.h"
 #include "runtime/backends/emulator/Profile.h"
 #include "tools/CommandSupport.h"
@@ -34,6 +40,73 @@ void print_profile(const runtime::emulator::KernelProfile& profile, bool json) {
   fmt::print("{}\n", document.dump(2));
 }
 
+/// One schedule's row of `profile --schedules`: its profile, or why the op cannot build it.
+struct ScheduleCandidate {
+  std::string schedule;
+  std::optional<runtime::emulator::KernelProfile> profile;
+  std::string error;
+  bool is_auto = false;  // "schedule": "auto" builds this candidate's program
+};
+
+/// The candidate's modeled seconds on the first modeled device, when it has an estimate.
+std::optional<double> modeled_seconds(const ScheduleCandidate& candidate) {
+  if (!candidate.profile || candidate.profile->devices.empty()) return std::nullopt;
+  const auto& estimate = candidate.profile->devices.front().estimate;
+  if (!estimate) return std::nullopt;
+  return estimate->seconds;
+}
+
+void print_schedules(const ir::ops::OpSpec& spec, const std::vector<ScheduleCandidate>& candidates,
+                     const std::string& device, bool json) {
+  const ScheduleCandidate* best = nullptr;
+  const ScheduleCandidate* chosen = nullptr;
+  for (const ScheduleCandidate& candidate : candidates) {
+    auto seconds = modeled_seconds(candidate);
+    if (seconds && (best == nullptr || *seconds < *modeled_seconds(*best))) best = &candidate;
+    if (candidate.is_auto) chosen = &candidate;
+  }
+  if (json) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const ScheduleCandidate& candidate : candidates) {
+      nlohmann::ordered_json row = {{"schedule", candidate.schedule}};
+      if (candidate.profile) {
+        row["kernel"] = runtime::emulator::profile_json(*candidate.profile);
+      } else {
+        row["error"] = candidate.error;
+      }
+      rows.push_back(row);
+    }
+    nlohmann::ordered_json document = {{"op", spec.op->name},
+                                       {"device", device},
+                                       {"schedules", rows},
+                                       {"auto", chosen ? nlohmann::ordered_json(chosen->schedule) : nullptr},
+                                       {"best", best ? nlohmann::ordered_json(best->schedule) : nullptr}};
+    fmt::print("{}\n", document.dump(2));
+    return;
+  }
+  fmt::print("schedules of {} on {} (the cost model's estimate):\n", spec.canonical_json(), device);
+  fmt::print("  {:<8} {:>11} {:>16} {:>6}  {:<22} {:>12} {:>9}\n", "schedule", "modeled us", "memory-bound us",
+             "HBM %", "limit", "warp instr", "registers");
+  for (const ScheduleCandidate& candidate : candidates) {
+    if (!candidate.profile) {
+      fmt::print("  {:<8} cannot run: {}\n", candidate.schedule, candidate.error);
+      continue;
+    }
+    const runtime::emulator::DeviceProfile& modeled = candidate.profile->devices.front();
+    if (!modeled.estimate) {
+      fmt::print("  {:<8} not modeled: {}\n", candidate.schedule, modeled.error);
+      continue;
+    }
+    const auto& estimate = *modeled.estimate;
+    fmt::print("  {:<8} {:>11.2f} {:>16.2f} {:>6.1f}  {:<22} {:>12} {:>9}\n", candidate.schedule,
+               estimate.seconds * 1e6, estimate.memory_bound_seconds * 1e6, 100 * estimate.hbm_fraction(),
+               estimate.limit_key(), candidate.profile->counters.warp_instructions,
+               modeled.resources.registers_per_thread);
+  }
+  fmt::print("auto builds: {}; the model's fastest: {}\n", chosen ? chosen->schedule : "(none)",
+             best ? best->schedule : "(none)");
+}
+
 }  // namespace
 
 void add_profile_command(CLI::App& app) {
@@ -47,6 +120,7 @@ void add_profile_command(CLI::App& app) {
     bool json = false;
     std::vector<std::string> devices;
     std::optional<std::int64_t> registers;
+    bool schedules = false;
   };
   auto options = std::make_shared<ProfileOptions>();
   CLI::App* command = app.add_subcommand(
@@ -62,6 +136,8 @@ void add_profile_command(CLI::App& app) {
                       "Model only this device (repeatable): h100_sxm, h200, a100, l40s; default: all");
   command->add_option("--registers", options->registers,
                       "Registers per thread for the model instead of running ptxas -v (1..255)");
+  command->add_flag("--schedules", options->schedules,
+                    "Spec: profile every schedule of the op (seed, fast) and show which one auto builds");
   options->pipeline.add_to(*command);
   options->ptx.add_to(*command);
   command->callback([options, command] {
@@ -78,7 +154,7 @@ void add_profile_command(CLI::App& app) {
     if (is_ptx_file(options->path, text)) {
       reject_options(*command,
                      {"--target", "--seed", "-O", "--passes", "--print-ir-after-all", "--print-ir-after",
-                      "--time-passes", "--verify-each"},
+                      "--time-passes", "--verify-each", "--schedules"},
                      fmt::format("applies to op specs; '{}' is a PTX module", options->path));
       PreparedPtxLaunch prepared = prepare_ptx_launch(text, options->ptx, options->outputs);
       runtime::emulator::EmulatorBackend emulator;
@@ -97,6 +173,37 @@ void add_profile_command(CLI::App& app) {
     reject_options(*command, {"--output"}, fmt::format("applies to PTX modules; '{}' is an op spec", options->path));
     ir::ops::OpSpec spec = ir::ops::parse_spec(text, options->path);
     ptx::Target target = resolve_target(options->target, spec);
+    if (options->schedules) {
+      const ir::ops::ParamSpec* schedule_param = nullptr;
+      for (const ir::ops::ParamSpec& param : spec.op->params) {
+        if (param.name == "schedule") schedule_param = &param;
+      }
+      if (schedule_param == nullptr) {
+        throw CommandError(fmt::format("--schedules: op {} has one program (no \"schedule\" parameter)", spec.op->name));
+      }
+      if (model.devices.empty()) model.devices = {"h100_sxm"};
+      ir::ops::OpArgs auto_args = spec.args;
+      auto_args.set("schedule", std::string("auto"));
+      const std::string auto_ir = ir::print(spec.op->build(auto_args));
+      std::vector<ScheduleCandidate> candidates;
+      for (const std::string& choice : schedule_param->choices) {
+        if (choice == "auto") continue;
+        ScheduleCandidate candidate{choice, std::nullopt, {}, false};
+        ir::ops::OpArgs args = spec.args;
+        args.set("schedule", choice);
+        try {
+          ir::Program program = spec.op->build(args);
+          candidate.is_auto = ir::print(program) == auto_ir;
+          lower::CompiledKernel compiled = lower::compile(program, {target, options->pipeline.pass_options(&spec)});
+          candidate.profile = runtime::emulator::profile_program(compiled.program, compiled.ptx, options->seed, model);
+        } catch (const ir::ops::OpError& error) {
+          candidate.error = error.what();
+        }
+        candidates.push_back(std::move(candidate));
+      }
+      print_schedules(spec, candidates, model.devices.front(), options->json);
+      return;
+    }
     lower::CompiledKernel kernel =
         lower::compile(ir::ops::build_program(spec), {target, options->pipeline.pass_options(&spec)});
     print_profile(runtime::emulator::profile_program(kernel.program, kernel.ptx, options->seed, model), options->json);
