@@ -279,6 +279,53 @@ TEST_CASE("quantc profile --json: the fast quantize/dequantize kernels at n = 40
   }
 }
 
+TEST_CASE("quantc profile --schedules: auto builds the schedule the cost model finds fastest", "[cli][profile]") {
+  // One shape per op family at 1024 (small enough to emulate the seed programs quickly),
+  // plus a batch the fast GEMV cannot run (auto falls back to the seed, the only candidate).
+  struct Case {
+    const char* spec;
+    const char* expected;
+  };
+  for (const Case& c :
+       {Case{R"("op": "linear_4bit_affine_grouped", "in_dim": 1024, "out_dim": 1024, "group_size": 128)", "fast"},
+        Case{R"("op": "nf4_gemm", "m": 1, "k": 1024, "n": 1024)", "fast"},
+        Case{R"("op": "dequant_matmul_int8", "m": 1, "k": 1024, "n": 1024, "block_size": 64, "asymmetric": true)",
+             "fast"},
+        Case{R"("op": "int4_matvec_f32_scaled", "rows": 1024, "cols": 1024)", "fast"},
+        Case{R"("op": "dequantize_nf4", "n": 1048576, "group_size": 64)", "fast"},
+        Case{R"("op": "nf4_gemm", "m": 4, "k": 1024, "n": 1024)", "seed"}}) {
+    DYNAMIC_SECTION(c.spec) {
+      fs::path spec = scratch_dir() / "schedules.json";
+      write_text(spec, std::string("{") + c.spec + R"(, "target": "sm_90"})");
+      Result result = run_quantc("profile " + spec.string() + " --schedules --json");
+      INFO(result.output);
+      REQUIRE(result.exit_code == 0);
+      const json document = json::parse(result.output);
+      CHECK(document["device"] == "h100_sxm");
+      CHECK(document["auto"] == c.expected);
+      CHECK(document["best"] == document["auto"]);
+      REQUIRE(document["schedules"].size() == 2);
+      CHECK(document["schedules"][0]["schedule"] == "seed");
+      CHECK(document["schedules"][1]["schedule"] == "fast");
+      const json& fast = document["schedules"][1];
+      if (std::string(c.expected) == "fast") {
+        const double seed_us = document["schedules"][0]["kernel"]["devices"]["h100_sxm"]["modeled_us"].get<double>();
+        const double fast_us = fast["kernel"]["devices"]["h100_sxm"]["modeled_us"].get<double>();
+        CHECK(fast_us < seed_us);
+      } else {
+        CHECK_THAT(fast["error"].get<std::string>(), Catch::Contains("m=4") && Catch::Contains("\"schedule\": \"seed\""));
+      }
+    }
+  }
+  Result text = run_quantc("profile " + spec_path("linear_4bit_affine_grouped_seed.json") + " --schedules");
+  INFO(text.output);
+  CHECK(text.exit_code == 0);
+  CHECK_THAT(text.output, Catch::Contains("modeled us") && Catch::Contains("auto builds: "));
+  Result single = run_quantc("profile " + spec_path("int4_dot_i32.json") + " --schedules");
+  CHECK(single.exit_code == 1);
+  CHECK_THAT(single.output, Catch::Contains("op int4_dot_i32 has one program"));
+}
+
 TEST_CASE("quantc profile: bad --device and --registers values exit 1 naming the value", "[cli][profile]") {
   const std::string spec = spec_path("dequantize_int4.json");
   Result device = run_quantc("profile " + spec + " --device h100");
