@@ -811,11 +811,6 @@ OpArgs fp8_shape(std::uint32_t m, std::uint32_t k, std::uint32_t n, const char* 
   return args;
 }
 
-OpArgs scheduled(OpArgs args, const char* schedule) {
-  args.set("schedule", std::string(schedule));
-  return args;
-}
-
 Fp8Format fp8_format_arg(const OpArgs& args) {
   const std::string& text = args.choice("format");
   if (auto format = parse_fp8_format(text)) return *format;

@@ -550,11 +550,6 @@ Program int4_batched_matmul_top1_f32_scaled(std::uint32_t batch, std::uint32_t r
 
 namespace {
 
-OpArgs scheduled(OpArgs args, const char* schedule) {
-  args.set("schedule", std::string(schedule));
-  return args;
-}
-
 }  // namespace
 
 std::vector<OpInfo> int4_packed_ops() {

@@ -153,11 +153,6 @@ Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, 
 
 namespace {
 
-OpArgs scheduled(OpArgs args, const char* schedule) {
-  args.set("schedule", std::string(schedule));
-  return args;
-}
-
 }  // namespace
 
 std::vector<OpInfo> linear_4bit_ops() {

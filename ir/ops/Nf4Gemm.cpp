@@ -451,11 +451,6 @@ OpArgs shape(std::uint32_t m, std::uint32_t n, std::uint32_t k, const char* accu
   return args;
 }
 
-OpArgs scheduled(OpArgs args, const char* schedule) {
-  args.set("schedule", std::string(schedule));
-  return args;
-}
-
 Nf4Accumulation parse_accumulation(const std::string& text) {
   if (text == "f64") return Nf4Accumulation::F64;
   if (text == "f32") return Nf4Accumulation::F32;

@@ -704,10 +704,6 @@ OpArgs shape(std::uint32_t n, std::uint32_t group_size, bool symmetric) {
   args.set("symmetric", symmetric);
   return args;
 }
-OpArgs scheduled(OpArgs args, const char* schedule) {
-  args.set("schedule", std::string(schedule));
-  return args;
-}
 }  // namespace
 
 std::vector<OpInfo> quantize_ops() {

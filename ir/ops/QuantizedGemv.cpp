@@ -53,6 +53,11 @@ KernelSchedule schedule_of(const OpArgs& args) {
   return value == "seed" ? KernelSchedule::Seed : value == "fast" ? KernelSchedule::Fast : KernelSchedule::Auto;
 }
 
+OpArgs scheduled(OpArgs args, const char* schedule) {
+  args.set("schedule", std::string(schedule));
+  return args;
+}
+
 std::optional<std::string> nibble_gemv_unsupported(const NibbleGemv& gemv, const GemvSchedule& schedule) {
   if (schedule.column_lanes == 0 || kSubgroupSize % schedule.column_lanes != 0 || schedule.columns_per_lane != 4 ||
       schedule.subgroups_per_workgroup == 0 || schedule.rows_per_batch == 0) {

@@ -42,6 +42,8 @@ enum class KernelSchedule : std::uint8_t { Auto, Seed, Fast };
 ParamSpec schedule_param();
 /// The parameter's value in `args` (Auto when absent).
 KernelSchedule schedule_of(const OpArgs& args);
+/// `args` with "schedule" set to `schedule` (for registry test shapes).
+OpArgs scheduled(OpArgs args, const char* schedule);
 
 /// Work split of the fast GEMV (see the file comment). Sizes in elements/invocations.
 struct GemvSchedule {
