@@ -150,6 +150,11 @@ BufferRef ProgramBuilder::output(const std::string& name, ScalarType element, st
   return BufferRef{name, element};
 }
 
+BufferRef ProgramBuilder::shared(const std::string& name, ScalarType element, std::uint32_t count) {
+  program_.shared.push_back(SharedDecl{name, element, count});
+  return BufferRef{name, element};
+}
+
 void ProgramBuilder::set_output_byte_range(const std::string& name, ByteRange range) {
   for (BufferDecl& buffer : program_.buffers) {
     if (buffer.name == name) {

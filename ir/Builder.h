@@ -144,6 +144,10 @@ class ProgramBuilder {
   BufferRef input(const std::string& name, ScalarType element, std::uint32_t count);
   BufferRef output(const std::string& name, ScalarType element, std::uint32_t count,
                    BufferAccess access = BufferAccess::ReadWrite);
+  /// A workgroup array (Program::shared, PTX `.shared`): `count` elements per
+  /// workgroup, no binding; load and store it like a buffer, a barrier between writers
+  /// and readers.
+  BufferRef shared(const std::string& name, ScalarType element, std::uint32_t count);
   /// Declares the logical part of the output buffer named `name`.
   void set_output_byte_range(const std::string& name, ByteRange range);
   void launch(std::array<std::uint32_t, 3> workgroup_size, std::array<std::uint32_t, 3> workgroup_count);

@@ -634,4 +634,22 @@ const BufferDecl* Program::find_buffer(std::string_view name) const {
   return nullptr;
 }
 
+std::uint64_t SharedDecl::byte_size() const { return std::uint64_t{count} * ir::byte_size(element); }
+
+const SharedDecl* Program::find_shared(std::string_view name) const {
+  for (const SharedDecl& array : shared) {
+    if (array.name == name) return &array;
+  }
+  return nullptr;
+}
+
+std::uint64_t Program::static_shared_bytes() const {
+  std::uint64_t total = 0;
+  for (const SharedDecl& array : shared) {
+    total = (total + kSharedAlignment - 1) / kSharedAlignment * kSharedAlignment;
+    total += array.byte_size();
+  }
+  return total;
+}
+
 }  // namespace quantc::ir

@@ -150,6 +150,7 @@ class Parser {
     expect_identifier("workgroup_count");
     program.workgroup_count = parse_triple();
     while (peek_identifier("buffer")) program.buffers.push_back(parse_buffer());
+    while (peek_identifier("shared")) program.shared.push_back(parse_shared());
     program.entry = parse_block();
     expect_end();
     return program;
@@ -299,6 +300,19 @@ class Parser {
       buffer.output_byte_range = range;
     }
     return buffer;
+  }
+
+  /// `shared name: f32[count]`
+  SharedDecl parse_shared() {
+    expect_identifier("shared");
+    SharedDecl array;
+    array.name = expect_name("a workgroup array name");
+    expect_symbol(":");
+    array.element = parse_scalar_type_name();
+    expect_symbol("[");
+    array.count = parse_u32();
+    expect_symbol("]");
+    return array;
   }
 
   // --- statements -----------------------------------------------------------------
@@ -715,6 +729,7 @@ class Parser {
   }
 
   ScalarType buffer_element(const std::string& name, const Token& at) const {
+    if (const SharedDecl* array = program_ ? program_->find_shared(name) : nullptr) return array->element;
     const BufferDecl* buffer = program_ ? program_->find_buffer(name) : nullptr;
     if (buffer == nullptr) fail(at, fmt::format("use of undeclared buffer '{}'", name));
     return buffer->element;

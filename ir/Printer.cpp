@@ -242,6 +242,10 @@ std::string print_signature(const Program& program) {
     }
     text += "\n";
   }
+  for (const SharedDecl& array : program.shared) {
+    text += fmt::format("shared {}: {}[{}]\n", array.name, to_string(array.element), array.count);
+  }
+  if (!program.shared.empty()) text += fmt::format("// static shared memory: {} bytes\n", program.static_shared_bytes());
   return text;
 }
 

@@ -40,15 +40,44 @@ struct BufferDecl {
   bool operator==(const BufferDecl&) const = default;
 };
 
+/// A workgroup-scope array (WGSL `var<workgroup>`, PTX `.shared`): `count` elements of
+/// `element`, one instance per workgroup, statically sized. It is no kernel parameter
+/// (no binding) and has no host-visible contents. Loads and stores name it like a
+/// buffer (`name[index]`, scalar or vector); its contents are undefined until written
+/// (the interpreter and the emulator start each workgroup with zeros), and ordering
+/// between invocations is the program's business: a Barrier (`bar.sync 0`) between a
+/// store and another invocation's load of the same element. Every array starts 16-byte
+/// aligned (PTX `.shared .align 16 .b8 name[bytes]`), so vector accesses up to 16
+/// bytes are provable from the index alone, as for global buffers.
+struct SharedDecl {
+  std::string name;
+  ScalarType element = ScalarType::F32;
+  std::uint32_t count = 0;
+
+  std::uint64_t byte_size() const;
+  bool operator==(const SharedDecl&) const = default;
+};
+
+/// The static shared memory a program may declare, as for a CUDA kernel without the
+/// dynamic-shared opt-in (cudaFuncAttributeMaxDynamicSharedMemorySize).
+inline constexpr std::uint64_t kMaxStaticSharedBytes = 48 * 1024;
+/// Shared arrays start at this byte alignment (each array's offset is rounded up).
+inline constexpr std::uint32_t kSharedAlignment = 16;
+
 struct Program {
   std::string name;
   std::vector<BufferDecl> buffers;
+  std::vector<SharedDecl> shared;                         // workgroup arrays, not parameters
   std::array<std::uint32_t, 3> workgroup_size{1, 1, 1};   // invocations per workgroup (CTA)
   std::array<std::uint32_t, 3> workgroup_count{1, 1, 1};  // workgroups in the grid
   Node entry;                                             // a Block
 
   /// The buffer named `name`, or nullptr.
   const BufferDecl* find_buffer(std::string_view name) const;
+  /// The workgroup array named `name`, or nullptr.
+  const SharedDecl* find_shared(std::string_view name) const;
+  /// Bytes of `.shared` the program declares: each array rounded up to kSharedAlignment.
+  std::uint64_t static_shared_bytes() const;
   std::uint32_t invocations_per_workgroup() const {
     return workgroup_size[0] * workgroup_size[1] * workgroup_size[2];
   }

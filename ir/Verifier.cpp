@@ -36,6 +36,20 @@ class StatementChecker : public IRVisitor {
   }
 
   void visit_Load(const Load& node) override {
+    if (const SharedDecl* array = program_.find_shared(node.buffer)) {
+      if (node.reinterpret) {
+        report("reinterpreting load of {} from workgroup array '{}': only global u8/i8 buffers may be read as u32 "
+               "words; declare the array with the element type you load",
+               to_string(node.type), node.buffer);
+      } else if (array->element != node.type.element()) {
+        report("load from workgroup array '{}' has type {} but the array holds {}", node.buffer, to_string(node.type),
+               to_string(array->element));
+      } else {
+        check_alignment("load from", node.buffer, node.index, node.type, node.alignment);
+      }
+      IRVisitor::visit_Load(node);
+      return;
+    }
     if (const BufferDecl* buffer = find_buffer(node.buffer, "load from")) {
       if (node.reinterpret) {
         if (buffer->element != ScalarType::U8 && buffer->element != ScalarType::I8) {
@@ -54,7 +68,14 @@ class StatementChecker : public IRVisitor {
     IRVisitor::visit_Load(node);
   }
 
-  void visit_BufferLength(const BufferLength& node) override { find_buffer(node.buffer, "length of"); }
+  void visit_BufferLength(const BufferLength& node) override {
+    if (const SharedDecl* array = program_.find_shared(node.buffer)) {
+      report("len({}) of a workgroup array: its size is static ({} elements); use that constant", node.buffer,
+             array->count);
+      return;
+    }
+    find_buffer(node.buffer, "length of");
+  }
 
   void visit_Let(const Let& node) override {
     IRVisitor::visit_Let(node);
@@ -80,6 +101,15 @@ class StatementChecker : public IRVisitor {
 
   void visit_Store(const Store& node) override {
     IRVisitor::visit_Store(node);
+    if (const SharedDecl* array = program_.find_shared(node.buffer)) {
+      if (array->element != node.value.type().element()) {
+        report("store of {} to workgroup array '{}' which holds {}", to_string(node.value.type()), node.buffer,
+               to_string(array->element));
+      } else {
+        check_alignment("store to", node.buffer, node.index, node.value.type(), node.alignment);
+      }
+      return;
+    }
     const BufferDecl* buffer = find_buffer(node.buffer, "store to");
     if (buffer == nullptr) return;
     if (buffer->access == BufferAccess::ReadOnly) report("store to read-only buffer '{}'", node.buffer);
@@ -192,6 +222,38 @@ void check_buffers(const Program& program, std::vector<std::string>& problems) {
   }
 }
 
+void check_shared(const Program& program, std::vector<std::string>& problems) {
+  std::set<std::string> names;
+  for (const BufferDecl& buffer : program.buffers) names.insert(buffer.name);
+  bool sized = true;  // every element type has a byte size
+  for (std::size_t i = 0; i < program.shared.size(); ++i) {
+    const SharedDecl& array = program.shared[i];
+    if (array.name.empty()) problems.push_back(fmt::format("workgroup array at position {} has an empty name", i));
+    if (!names.insert(array.name).second) {
+      problems.push_back(fmt::format("workgroup array '{}' reuses the name of another buffer or workgroup array; "
+                                     "choose a fresh name",
+                                     array.name));
+    }
+    if (array.count == 0) {
+      problems.push_back(fmt::format("workgroup array '{}' has zero elements; every array needs count >= 1", array.name));
+    }
+    if (is_storage_only(array.element) || array.element == ScalarType::Bool) {
+      sized = sized && !is_storage_only(array.element);
+      problems.push_back(fmt::format("workgroup array '{}' has element type {}; use a byte-or-wider type such as u8 or "
+                                     "u32",
+                                     array.name, to_string(array.element)));
+    }
+  }
+  if (!sized) return;
+  const std::uint64_t bytes = program.static_shared_bytes();
+  if (bytes > kMaxStaticSharedBytes) {
+    problems.push_back(fmt::format("workgroup arrays take {} bytes of shared memory (each rounded up to {} bytes), over "
+                                   "the {}-byte static limit per workgroup; shrink them or split the work over more "
+                                   "workgroups",
+                                   bytes, kSharedAlignment, kMaxStaticSharedBytes));
+  }
+}
+
 void check_launch(const Program& program, std::vector<std::string>& problems) {
   static constexpr char kAxes[] = "xyz";
   std::uint64_t invocations = 1;
@@ -225,6 +287,7 @@ void check_subgroup_uniformity(const Program& program, std::vector<std::string>&
 std::vector<std::string> verify(const Program& program, const VerifyOptions& options) {
   std::vector<std::string> problems;
   check_buffers(program, problems);
+  check_shared(program, problems);
   check_launch(program, problems);
   if (!program.entry.defined() || program.entry.kind() != NodeKind::Block) {
     problems.push_back("program entry must be a Block");
@@ -239,7 +302,7 @@ std::vector<std::string> verify(const Program& program, const VerifyOptions& opt
 namespace {
 
 bool same_program(const Program& a, const Program& b) {
-  return a.entry.same_as(b.entry) && a.name == b.name && a.buffers == b.buffers &&
+  return a.entry.same_as(b.entry) && a.name == b.name && a.buffers == b.buffers && a.shared == b.shared &&
          a.workgroup_size == b.workgroup_size && a.workgroup_count == b.workgroup_count;
 }
 

@@ -13,6 +13,11 @@ namespace quantc::ir {
 /// - buffers: empty or duplicate names, bindings not 0..n-1 in declaration order,
 ///   zero element counts, sub-byte element types, byte sizes over 2^32 elements' worth,
 ///   output byte ranges outside the buffer;
+/// - workgroup arrays (Program::shared): empty names, names that another buffer or
+///   array already uses, zero counts, bool or sub-byte elements, more than
+///   kMaxStaticSharedBytes (48 KiB, each array rounded up to 16 bytes) in all; loads and
+///   stores to them are checked like a buffer's (element type, provable alignment), but
+///   a reinterpreting load or len() of one is refused;
 /// - launch: zero workgroup sizes or counts, more than 1024 invocations per workgroup;
 /// - statements: use of an undeclared variable or buffer, a Var whose type differs
 ///   from its binding, re-declaring a name already in scope, assigning a loop variable

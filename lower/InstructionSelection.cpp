@@ -232,7 +232,7 @@ class Selector : public ir::IRVisitor {
           "starting with a digit); rename the program",
           program_.name));
     }
-    ptx::EntrySignature entry{program_.name, {}, program_.workgroup_size};
+    ptx::EntrySignature entry{program_.name, {}, program_.workgroup_size, {}};
     for (const ir::BufferDecl& buffer : program_.buffers) {
       std::string parameter = fmt::format("{}_param_{}", program_.name, buffer.binding);
       entry.parameter_names.push_back(parameter);
@@ -243,6 +243,17 @@ class Selector : public ir::IRVisitor {
       std::string global = writer_.new_register(RegisterClass::B64);
       writer_.emit(Mnemonic::of(Opcode::Cvta, ValueType::U64).to_global(), {global, generic});
       buffer_addresses_[buffer.name] = global;
+    }
+    // Workgroup arrays: kernel-scope .shared arrays addressed with 32-bit registers
+    // (the .shared window is below 4 GiB), their base taken once with `mov.u32`.
+    for (const ir::SharedDecl& array : program_.shared) {
+      std::string symbol = fmt::format("{}_shared_{}", program_.name, array.name);
+      entry.shared_arrays.push_back({symbol, array.byte_size()});
+      writer_.comment(fmt::format("shared {}: {}[{}]", array.name, ir::to_string(array.element), array.count));
+      std::string base = writer_.new_register(RegisterClass::B32);
+      writer_.emit(Mnemonic::of(Opcode::Mov, ValueType::U32), {base, symbol});
+      shared_symbols_[array.name] = symbol;
+      shared_bases_[array.name] = base;
     }
     writer_.blank_line();
     visit(program_.entry);
@@ -269,6 +280,15 @@ class Selector : public ir::IRVisitor {
   void visit_Var(const ir::Var& node) override { result_ = lookup(node.name); }
 
   void visit_Load(const ir::Load& node) override {
+    if (const ir::SharedDecl* array = program_.find_shared(node.buffer)) {
+      Value index = lower(node.index);
+      std::string address = shared_address(*array, index);
+      Value value = fresh(node.type);
+      emit(Mnemonic::of(Opcode::Ld, memory_type(node.type)).in(StateSpace::Shared).lanes(value.count),
+           {value.operand(), address});
+      result_ = value;
+      return;
+    }
     const ir::BufferDecl& buffer = find_buffer(node.buffer);
     Value index = lower(node.index);
     std::string address = element_address(buffer, index);
@@ -536,6 +556,15 @@ class Selector : public ir::IRVisitor {
 
   void visit_Store(const ir::Store& node) override {
     begin_statement(node);
+    if (const ir::SharedDecl* array = program_.find_shared(node.buffer)) {
+      Value index = lower(node.index);
+      Value value = lower(node.value);
+      std::string address = shared_address(*array, index);
+      Value source = materialized(value);
+      emit(Mnemonic::of(Opcode::St, memory_type(value.type)).in(StateSpace::Shared).lanes(source.count),
+           {address, source.operand()});
+      return;
+    }
     const ir::BufferDecl& buffer = find_buffer(node.buffer);
     if (buffer.access == ir::BufferAccess::ReadOnly) {
       not_lowerable(fmt::format("a store to read-only buffer '{}'", buffer.name));
@@ -1059,6 +1088,38 @@ class Selector : public ir::IRVisitor {
     return fmt::format("[{}]", address);
   }
 
+  /// "[symbol+offset]" for a constant index, else "[base + index * element_bytes]" in a
+  /// 32-bit register (shl.b32 + add.u32), reused while the index register keeps its
+  /// value like a global address.
+  std::string shared_address(const ir::SharedDecl& array, const Value& index) {
+    const unsigned element_bytes = ir::byte_size(array.element);
+    if (index.immediate()) {
+      const std::uint64_t offset = *index.constant * element_bytes;
+      const std::string& symbol = shared_symbols_.at(array.name);
+      return offset == 0 ? fmt::format("[{}]", symbol) : fmt::format("[{}+{}]", symbol, offset);
+    }
+    std::string index_register = in_register(index);
+    AvailableAddresses::Key key{array.name, index_register};
+    if (auto known = addresses_.find(key)) return fmt::format("[{}]", *known);
+    std::string byte_offset = index_register;
+    if (element_bytes > 1) {
+      AvailableAddresses::Key offset_key{fmt::format("$shared{}", element_bytes), index_register};
+      if (auto known = addresses_.find(offset_key)) {
+        byte_offset = *known;
+      } else {
+        unsigned shift = 0;
+        while ((1u << shift) < element_bytes) ++shift;
+        byte_offset = writer_.new_register(RegisterClass::B32);
+        emit(Mnemonic::of(Opcode::Shl, ValueType::B32), {byte_offset, index_register, std::to_string(shift)});
+        addresses_.add(offset_key, byte_offset);
+      }
+    }
+    std::string address = writer_.new_register(RegisterClass::B32);
+    emit(Mnemonic::of(Opcode::Add, ValueType::U32), {address, shared_bases_.at(array.name), byte_offset});
+    addresses_.add(key, address);
+    return fmt::format("[{}]", address);
+  }
+
   const ir::BufferDecl& find_buffer(const std::string& name) const {
     const ir::BufferDecl* buffer = program_.find_buffer(name);
     if (buffer == nullptr) throw ir::IRError(fmt::format("lower_to_ptx: undeclared buffer '{}'", name));
@@ -1080,6 +1141,8 @@ class Selector : public ir::IRVisitor {
   const ptx::Target& target_;
   ptx::PtxWriter writer_;
   std::map<std::string, std::string> buffer_addresses_;
+  std::map<std::string, std::string> shared_symbols_;  // workgroup array -> .shared symbol
+  std::map<std::string, std::string> shared_bases_;    // workgroup array -> its address in a .b32 register
   ir::ScopedTable<Value> variables_;
   struct StructuralHash {
     std::size_t operator()(const ir::ExprBase* expr) const { return expr->structural_hash(); }

@@ -123,6 +123,9 @@ std::string PtxWriter::finish(const EntrySignature& entry, std::string_view head
     // Registers are numbered from 1, so `<count + 1>` declares %x0 .. %x<count>.
     text += fmt::format("\t.reg {} \t{}<{}>;\n", kDeclaredTypes[i], kPrefixes[i], register_counts_[i] + 1);
   }
+  for (const EntrySignature::SharedArray& array : entry.shared_arrays) {
+    text += fmt::format("\t.shared .align 16 .b8 \t{}[{}];\n", array.name, array.bytes);
+  }
   text += "\n";
   text += body_;
   text += "}\n";

@@ -41,6 +41,12 @@ struct EntrySignature {
   std::string name;
   std::vector<std::string> parameter_names;
   std::array<std::uint32_t, 3> max_threads{1, 1, 1};
+  /// Kernel-scope `.shared .align 16 .b8 name[bytes];` arrays, declared after the registers.
+  struct SharedArray {
+    std::string name;
+    std::uint64_t bytes = 0;
+  };
+  std::vector<SharedArray> shared_arrays;
 };
 
 /// Accumulates the body of one kernel and renders the whole module with `finish`.

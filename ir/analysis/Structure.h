@@ -61,8 +61,8 @@ bool structurally_equal(const ExprBase* a, const ExprBase* b);
 bool may_trap(const Expr& expr);
 /// True when `expr` contains a subgroup operation.
 bool has_subgroup_op(const Expr& expr);
-/// True when `expr` loads from a buffer that `program` declares writable (its value
-/// may change between two evaluations).
+/// True when `expr` loads from a buffer that `program` declares writable, or from a
+/// workgroup array (its value may change between two evaluations).
 bool loads_writable_buffer(const Expr& expr, const Program& program);
 /// True when `node` contains a Return anywhere.
 bool contains_return(const Node& node);

@@ -2,7 +2,8 @@
 //
 // Pure: no loads from writable buffers (another statement may store between two
 // evaluations) and no subgroup operations (their value depends on which lanes run).
-// Loads from read-only buffers are pure within a kernel.
+// Loads from read-only buffers are pure within a kernel; loads from workgroup arrays
+// (Program::shared) never are, so none is reused across a Barrier or a Store.
 //
 // Each Block is handled in three steps:
 //  1. Count. Every candidate subexpression a statement evaluates unconditionally (its
@@ -189,6 +190,8 @@ class Eliminator : public IRMutator {
     for (const BufferDecl& buffer : program.buffers) {
       if (buffer.is_output()) writable_.push_back(buffer.name);
     }
+    // Workgroup arrays are written by other invocations between barriers: never pure.
+    for (const SharedDecl& array : program.shared) writable_.push_back(array.name);
     for (const std::string& name : analysis::assigned_variables(program.entry)) {
       assigned_.emplace(name, static_cast<std::uint32_t>(assigned_.size()));
     }

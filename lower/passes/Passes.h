@@ -34,7 +34,7 @@ ir::Program fold_constants(ir::Program program);
 ir::Expr simplify_expr(const ir::Expr& expr, const ir::Program& context);
 
 /// Common-subexpression elimination on pure expressions (no loads from writable
-/// buffers, no subgroup operations). Within each block, a subexpression evaluated twice
+/// buffers or workgroup arrays, no subgroup operations). Within each block, a subexpression evaluated twice
 /// or more -- within one statement or across statements (the indices of two loads, the
 /// values of two lets), or once at the block's level and again inside a later if/loop
 /// body it dominates -- is bound to a `let common` right before the statement that

@@ -23,6 +23,7 @@
 #include "runtime/backends/reference/Interpreter.h"
 #include "tests/passes/RandomProgram.h"
 #include "tests/ptx/PtxTestSupport.h"
+#include "tests/ptx/SharedMemoryProgram.h"
 
 using namespace quantc;
 
@@ -178,6 +179,31 @@ TEST_CASE("every IR construct and type, vectors and bf16 included: emulated PTX 
       runtime::BufferSet actual = inputs;
       runtime::emulator::run(compiled.ptx, compiled.program, actual);
       require_same_outputs(program, expected, actual, "every_construct on " + target.name());
+    }
+  }
+}
+
+TEST_CASE("workgroup arrays: emulated PTX equals the interpreter on every target", "[emulator][end-to-end][shared]") {
+  // Per-CTA .shared state, bar.sync ordering between the CTA's 4 warps, 32-bit shared
+  // addresses, vector and constant-index accesses, on each target at -O0 and -O2.
+  const ir::Program program = quantc::testing::shared_memory_program();
+  runtime::BufferSet inputs = runtime::random_buffers(program, 5);
+  runtime::BufferSet uncontracted = inputs, contracted = inputs;
+  runtime::reference::run(program, uncontracted);
+  runtime::reference::run(lower::contract_fma(program), contracted);
+  for (const ptx::Target& target : ptx::supported_targets()) {
+    for (lower::OptimizationLevel level : {lower::OptimizationLevel::O0, lower::OptimizationLevel::O2}) {
+      INFO("shared_memory on " << target.name() << " at -O" << static_cast<int>(level));
+      lower::PassOptions passes;
+      passes.level = level;
+      lower::CompiledKernel compiled = lower::compile(program, {target, passes});
+      runtime::BufferSet actual = inputs;
+      runtime::emulator::LaunchCounters counters = runtime::emulator::run(compiled.ptx, compiled.program, actual);
+      require_same_outputs(program, level == lower::OptimizationLevel::O2 ? contracted : uncontracted, actual,
+                           "shared_memory on " + target.name());
+      CHECK(counters.barriers == 2 * 3);  // releases: 2 CTAs x 3 barriers
+      CHECK(counters.shared_load_requests == 2 * 4 * 10);
+      CHECK(counters.shared_store_requests == 2 * 4 * 6 + 2 * 2);
     }
   }
 }

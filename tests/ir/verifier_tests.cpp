@@ -163,3 +163,57 @@ TEST_CASE("a vector access must match the buffer's element type", "[verifier]") 
   program.entry = Block::make({Let::make("v", Load::make(Type(ScalarType::U32, 4), "x", u32(0)))});
   CHECK_THAT(problems_of(program), Catch::Contains("load from 'x' has type u32x4 but the buffer holds f32"));
 }
+
+TEST_CASE("workgroup arrays: declarations are checked", "[verifier][shared]") {
+  Program program = base_program();
+  program.shared = {SharedDecl{"tile", ScalarType::F32, 128}, SharedDecl{"x", ScalarType::U32, 4},
+                    SharedDecl{"none", ScalarType::U32, 0}, SharedDecl{"flags", ScalarType::Bool, 4},
+                    SharedDecl{"nibbles", ScalarType::U4, 4}, SharedDecl{"", ScalarType::U8, 1}};
+  std::string problems = problems_of(program);
+  CHECK_THAT(problems, Catch::Contains("workgroup array 'x' reuses the name of another buffer"));
+  CHECK_THAT(problems, Catch::Contains("workgroup array 'none' has zero elements"));
+  CHECK_THAT(problems, Catch::Contains("workgroup array 'flags' has element type bool"));
+  CHECK_THAT(problems, Catch::Contains("workgroup array 'nibbles' has element type u4"));
+  CHECK_THAT(problems, Catch::Contains("workgroup array at position 5 has an empty name"));
+  CHECK_THAT(problems, !Catch::Contains("'tile'"));
+}
+
+TEST_CASE("workgroup arrays: the static size limit is 48 KiB, each array rounded up to 16 bytes", "[verifier][shared]") {
+  Program program = base_program();
+  program.shared = {SharedDecl{"a", ScalarType::U8, 1}, SharedDecl{"b", ScalarType::F32, 3}};
+  CHECK(program.static_shared_bytes() == 16 + 12);
+  CHECK(verify(program).empty());
+  program.shared = {SharedDecl{"a", ScalarType::F32, 12 * 1024}};  // exactly 48 KiB
+  CHECK(program.static_shared_bytes() == 48 * 1024);
+  CHECK(verify(program).empty());
+  program.shared.push_back(SharedDecl{"b", ScalarType::U8, 1});
+  CHECK(program.static_shared_bytes() == 48 * 1024 + 1);
+  CHECK_THAT(problems_of(program),
+             Catch::Contains("workgroup arrays take 49153 bytes of shared memory (each rounded up to 16 bytes), over "
+                             "the 49152-byte static limit"));
+}
+
+TEST_CASE("workgroup arrays: loads and stores are typed and their alignment proven", "[verifier][shared]") {
+  Program program = base_program();
+  program.shared = {SharedDecl{"tile", ScalarType::F32, 128}, SharedDecl{"raw", ScalarType::U8, 64}};
+  Expr i = Var::make(ScalarType::U32, "i");
+  program.entry = Block::make({
+      Let::make("i", Builtin::make(BuiltinKind::LocalId)),
+      Store::make("tile", i * u32(4), Load::make(Type(ScalarType::F32, 4), "tile", i * u32(4))),  // fine
+      Store::make("tile", i, u32(1)),                                                          // wrong type
+      Let::make("a", Load::make(ScalarType::U32, "tile", i)),                                   // wrong type
+      Let::make("b", Load::make(Type(ScalarType::F32, 4), "tile", i * u32(2))),                 // unaligned
+      Store::make("tile", i + u32(1), Load::make(Type(ScalarType::F32, 2), "tile", i, 4), 4),   // stated 4: fine
+      Let::make("c", Load::make(ScalarType::U32, "raw", i * u32(4), 0, true)),                  // reinterpret
+      Let::make("d", BufferLength::make("tile")),
+  });
+  std::string problems = problems_of(program);
+  INFO(problems);
+  CHECK_THAT(problems, Catch::Contains("store of u32 to workgroup array 'tile' which holds f32"));
+  CHECK_THAT(problems, Catch::Contains("load from workgroup array 'tile' has type u32 but the array holds f32"));
+  CHECK_THAT(problems, Catch::Contains("load from 'tile' at index `(i * 2u32)` is a f32x4 access stating 16-byte "
+                                       "alignment, but the index is only known to be a multiple of 2"));
+  CHECK_THAT(problems, Catch::Contains("reinterpreting load of u32 from workgroup array 'raw'"));
+  CHECK_THAT(problems, Catch::Contains("len(tile) of a workgroup array: its size is static (128 elements)"));
+  CHECK(verify(program).size() == 5);  // the stated-4 f32x2 access is fine
+}

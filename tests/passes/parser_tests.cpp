@@ -6,6 +6,9 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "ir/ops/Registry.h"
+#include "lower/PassManager.h"
+#include "lower/passes/Passes.h"
+#include "tests/ptx/SharedMemoryProgram.h"
 
 using namespace quantc;
 using namespace quantc::ir;
@@ -101,4 +104,50 @@ TEST_CASE("parse errors name line, column and the problem", "[parser]") {
   CHECK(error_of("program \"p\" workgroup_size(32, 1) workgroup_count(1, 1, 1)\n{\n}\n") ==
         "case.qir:1:33: error: expected ',', found ')'");
   CHECK(error_of(header + "{\n  let a: i32 = 1u32\n}\n") == "case.qir:4:10: error: let a is declared i32 but its value has type u32");
+}
+
+TEST_CASE("workgroup arrays round-trip and their header states the static shared bytes", "[parser][shared]") {
+  const Program program = quantc::testing::shared_memory_program();
+  check_round_trip(program);
+  const std::string text = print(program);
+  CHECK_THAT(text, Catch::Contains("shared partial: f32[128]\nshared tile: u32[512]\nshared octets: u8[130]\n"
+                                   "shared wide_tile: f64[128]\nshared half_tile: f16[256]\n"
+                                   "// static shared memory: 4240 bytes\n"));
+  // 512 + 2048 + 130 (rounded up to 144 before the next array) + 1024 + 512.
+  CHECK(program.static_shared_bytes() == 4240);
+  CHECK(parse_program(text, "shared.qir").shared == program.shared);
+  // Optimized programs keep their arrays (and still round-trip).
+  check_round_trip(lower::run_passes(program, lower::PassOptions{}));
+}
+
+TEST_CASE("workgroup array syntax errors name the problem", "[parser][shared]") {
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_program(text, "case.qir");
+    } catch (const ParseError& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  const std::string header = "program \"p\" workgroup_size(32, 1, 1) workgroup_count(1, 1, 1)\n";
+  CHECK_THAT(error_of(header + "shared t f32[4]\n{\n}\n"), Catch::Contains("case.qir:2:10: error: expected ':'"));
+  CHECK(error_of(header + "shared t: f32[4]\n{\n  let a: u32 = t[0u32]\n}\n").find("case.qir:4:") == 0);
+  CHECK(error_of(header + "shared t: f32[4]\n{\n  let a: f32 = t[0u32]\n  t[1u32] = a\n}\n") == "no error");
+}
+
+TEST_CASE("CSE never merges workgroup-array loads across a barrier or a store", "[passes][shared]") {
+  // `before` and `after` both read partial[mirror]; a barrier and a store lie between.
+  const Program optimized = lower::eliminate_common_subexpressions(quantc::testing::shared_memory_program());
+  const std::string text = print(optimized);
+  INFO(text);
+  std::size_t loads = 0;
+  for (std::size_t at = text.find("partial[mirror]"); at != std::string::npos; at = text.find("partial[mirror]", at + 1)) {
+    ++loads;
+  }
+  CHECK(loads == 2);
+  CHECK(verify(optimized).empty());
+  // The whole -O2 pipeline keeps them too.
+  const std::string pipeline = print(lower::run_passes(quantc::testing::shared_memory_program(), lower::PassOptions{}));
+  CHECK_THAT(pipeline, Catch::Contains("let before: f32 = partial[mirror]"));
+  CHECK_THAT(pipeline, Catch::Contains("let after: f32 = partial[mirror]"));
 }

@@ -7,6 +7,7 @@
 #include "lower/LowerToPtx.h"
 #include "ptx/PtxWriter.h"
 #include "tests/ptx/PtxTestSupport.h"
+#include "tests/ptx/SharedMemoryProgram.h"
 
 using namespace quantc;
 using namespace quantc::ir;
@@ -205,7 +206,7 @@ TEST_CASE("PtxWriter: per-class counters, declarations in one place, version rai
   writer.emit(Mnemonic::of(Opcode::Cvt, ValueType::F32, ValueType::BF16), {"%f1", "%h1"});
   CHECK(writer.version() == ptx::PtxVersion{7, 1});
   CHECK(writer.version_reason() == "cvt.f32.bf16");
-  std::string text = writer.finish({"k", {"k_param_0"}, {32, 1, 1}}, "test");
+  std::string text = writer.finish({"k", {"k_param_0"}, {32, 1, 1}, {}}, "test");
   CHECK(text.find(".version 7.1\n") != std::string::npos);
   CHECK(text.find("\t.reg .pred \t%p<2>;\n\t.reg .b32 \t%r<3>;\n\t.reg .f64 \t%fd<2>;\n") != std::string::npos);
   CHECK(text.find("\tadd.s32 \t%r2, %r1, 1;\n") != std::string::npos);
@@ -236,4 +237,34 @@ TEST_CASE("PtxWriter refuses an instruction form the target cannot run, naming f
   ptx::PtxWriter hopper(ptx::Target{90});
   hopper.emit(Mnemonic::of(Opcode::Add, ValueType::BF16x2).round(ptx::Rounding::Nearest), {"%r1", "%r2", "%r3"});
   CHECK(hopper.version() == ptx::PtxVersion{7, 8});
+}
+
+TEST_CASE("workgroup arrays lower to .shared arrays with 32-bit addresses and ld/st.shared", "[emitter][shared]") {
+  const Program program = quantc::testing::shared_memory_program();
+  const std::string ptx = emit(program, 90);
+  INFO(ptx);
+  CHECK(ptx.find("\t.shared .align 16 .b8 \tshared_memory_shared_partial[512];\n") != std::string::npos);
+  CHECK(ptx.find("\t.shared .align 16 .b8 \tshared_memory_shared_octets[130];\n") != std::string::npos);
+  CHECK(count_occurrences(ptx, ".shared .align 16 .b8") == 5);
+  CHECK(std::regex_search(ptx, std::regex(R"(mov\.u32 \t%r\d+, shared_memory_shared_tile;)")));
+  CHECK(std::regex_search(ptx, std::regex(R"(st\.shared\.v4\.u32 \t\[%r\d+\], \{%r\d+, %r\d+, %r\d+, %r\d+\};)")));
+  CHECK(std::regex_search(ptx, std::regex(R"(ld\.shared\.v4\.u32 \t\{%r\d+, %r\d+, %r\d+, %r\d+\}, \[%r\d+\];)")));
+  CHECK(std::regex_search(ptx, std::regex(R"(ld\.shared\.f64 \t%fd\d+, \[%r\d+\];)")));
+  CHECK(std::regex_search(ptx, std::regex(R"(st\.shared\.u8 \t\[shared_memory_shared_octets\+128\], %r\d+;)")));
+  CHECK(std::regex_search(ptx, std::regex(R"(ld\.shared\.f32 \t%f\d+, \[shared_memory_shared_partial\+20\];)")));
+  CHECK(count_occurrences(ptx, "bar.sync \t0;") == 3);
+  CHECK(ptx.find("ld.global.nc.f32") != std::string::npos);  // global loads unchanged
+  CHECK(ptx.find("ld.shared.nc") == std::string::npos);
+}
+
+TEST_CASE("workgroup arrays assemble with ptxas on every target, which counts their bytes", "[emitter][shared][ptxas]") {
+  if (!quantc::testing::ptxas_or_skip()) return;
+  const Program program = quantc::testing::shared_memory_program();
+  for (const ptx::Target& target : ptx::supported_targets()) {
+    const std::string ptx = emit(program, target.sm);
+    quantc::testing::require_assembles(ptx, target, "shared_memory");
+    const ptx::PtxasResult result = ptx::run_ptxas(ptx, target);
+    REQUIRE(result.functions.size() == 1);
+    CHECK(result.functions[0].static_shared_bytes == 4240);
+  }
 }

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "ir/Builder.h"
+#include "tests/ptx/SharedMemoryProgram.h"
 #include "runtime/backends/reference/Interpreter.h"
 
 using namespace quantc;
@@ -651,4 +652,66 @@ TEST_CASE("with several threads the reported error is the sequential run's first
   CHECK_THAT(sequential, Catch::Contains("index 16 >= count 4"));
   CHECK_THAT(sequential, Catch::Contains("workgroup (2, 0, 0)"));
   CHECK(error_with(4) == sequential);
+}
+
+TEST_CASE("workgroup arrays: per-workgroup storage, barriers, vector and constant-index accesses",
+          "[reference][shared]") {
+  const Program program = quantc::testing::shared_memory_program();
+  BufferSet inputs = runtime::allocate_buffers(program);
+  std::vector<float> x(256);
+  std::vector<std::uint32_t> w(1024);
+  for (std::size_t k = 0; k < x.size(); ++k) x[k] = float(int(k * 37 % 101) - 50);  // exact in f16 too
+  for (std::size_t k = 0; k < w.size(); ++k) w[k] = std::uint32_t(k * 2654435761u);
+  std::memcpy(inputs.at("x").bytes.data(), x.data(), x.size() * 4);
+  std::memcpy(inputs.at("w").bytes.data(), w.data(), w.size() * 4);
+  reference::RunStatistics statistics;
+  BufferSet out = run_program(program, inputs, &statistics);
+  const auto sums = output<float>(out, "sums");
+  const auto words = output<std::uint32_t>(out, "words");
+  const auto bytes = output<std::uint32_t>(out, "bytes");
+  const auto wide = output<double>(out, "wide");
+  const auto again = output<float>(out, "again");
+  const auto& halves = out.at("halves").bytes;
+  for (std::uint32_t group = 0; group < 2; ++group) {
+    for (std::uint32_t i = 0; i < 128; ++i) {
+      const std::uint32_t g = group * 128 + i, base = group * 128, mirror = 127 - i;
+      INFO("workgroup " << group << " invocation " << i);
+      const float before = x[base + mirror];
+      CHECK(sums[g] == (before + x[base + ((i + 1) & 127)]) + x[base + 5]);
+      for (std::uint32_t k = 0; k < 4; ++k) CHECK(words[g * 4 + k] == w[(base + ((i + 32) & 127)) * 4 + k]);
+      const std::uint32_t octet = std::uint8_t((base + mirror) * 7 + 3);
+      CHECK(bytes[g] == octet * 1000 + 200 + (group + 1) * 100000);
+      CHECK(wide[g] == double(x[base + ((i + 64) & 127)]) * (1.0 / 3.0));
+      // f16 of a small integer: exact; lane 0 is value, lane 1 its negation.
+      std::uint16_t lane0 = 0, lane1 = 0;
+      std::memcpy(&lane0, halves.data() + g * 4, 2);
+      std::memcpy(&lane1, halves.data() + g * 4 + 2, 2);
+      CHECK(lane1 == std::uint16_t(lane0 ^ 0x8000u));
+      CHECK(again[g] == (before * 2.0f + 1.0f) - before);
+    }
+  }
+  // Per invocation: 10 shared loads (a vector load counts once), 6 stores; the two
+  // constant-index stores run in one invocation per workgroup.
+  CHECK(statistics.shared_loads == 256 * 10);
+  CHECK(statistics.shared_stores == 256 * 6 + 2 * 2);
+  CHECK(statistics.global_loads == 256 * 2);
+  CHECK(statistics.global_stores == 256 * 6);
+  CHECK(statistics.loads_per_buffer.count("partial") == 0);  // per buffer: kernel parameters only
+}
+
+TEST_CASE("workgroup arrays start each workgroup zeroed and are not shared between workgroups", "[reference][shared]") {
+  ProgramBuilder builder("shared_isolation");
+  BufferRef out = builder.output("out", ScalarType::U32, 64);
+  BufferRef cell = builder.shared("cell", ScalarType::U32, 1);
+  builder.launch({32, 1, 1}, {2, 1, 1});
+  builder.body([&](Body& b) {
+    Expr lane = b.let("lane", local_id(0));
+    Expr seen = b.let("seen", cell[0u]);  // 0 in every workgroup, whatever the previous one left
+    b.barrier();
+    b.if_then(eq(lane, u32(0)), [&](Body& then) { then.store(cell, u32(0), workgroup_id(0) + 7u); });
+    b.barrier();
+    b.store(out, invocation_id(0), seen * 1000u + cell[0u]);
+  });
+  const auto values = output<std::uint32_t>(run_program(builder.build()), "out");
+  for (std::uint32_t g = 0; g < 64; ++g) CHECK(values[g] == g / 32 + 7);
 }

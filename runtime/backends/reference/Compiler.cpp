@@ -76,7 +76,7 @@ class StoreStmt : public StmtNode {
       std::memcpy(view.bytes + std::size_t{element} * view.element_size, value.words,
                   std::size_t{view.element_size} * lanes_per_store);
     });
-    machine.counters.global_stores += lanes.size;
+    (view.shared ? machine.counters.shared_stores : machine.counters.global_stores) += lanes.size;
     machine.counters.stores_per_buffer[buffer] += lanes.size;
   }
 };

@@ -272,7 +272,7 @@ const Word* load_kernel(const ExprNode& node, Machine& machine, const LaneSpan& 
       value.write(out, machine.lanes, lane, words);
     }
   });
-  machine.counters.global_loads += lanes.size;
+  (buffer.shared ? machine.counters.shared_loads : machine.counters.global_loads) += lanes.size;
   machine.counters.loads_per_buffer[node.buffer] += lanes.size;
   return out;
 }

@@ -66,13 +66,22 @@ struct Worker {
 void prepare(const ir::Program& program, BufferSet& buffers, Worker& worker) {
   Machine& machine = worker.machine;
   machine.buffers = view_buffers(program, buffers);
+  // Workgroup arrays follow the buffers; their storage belongs to this worker and is
+  // zeroed before each workgroup (the emulator also starts every CTA with zeros).
+  machine.shared.clear();
+  for (const ir::SharedDecl& array : program.shared) machine.shared.emplace_back(array.byte_size(), 0);
+  for (std::size_t a = 0; a < program.shared.size(); ++a) {
+    const ir::SharedDecl& array = program.shared[a];
+    machine.buffers.push_back(BufferView{array.name, machine.shared[a].data(), array.count, array.element,
+                                         ir::byte_size(array.element), true});
+  }
   worker.compiled = detail::compile(program, machine.buffers);
   machine.workgroup_size = program.workgroup_size;
   machine.lanes = program.invocations_per_workgroup();
   machine.registers.assign(std::size_t{worker.compiled.register_count} * machine.lanes, 0);
   machine.returned.assign(machine.lanes, 0);
-  machine.counters.loads_per_buffer.assign(program.buffers.size(), 0);
-  machine.counters.stores_per_buffer.assign(program.buffers.size(), 0);
+  machine.counters.loads_per_buffer.assign(machine.buffers.size(), 0);
+  machine.counters.stores_per_buffer.assign(machine.buffers.size(), 0);
   for (const auto& [reg, value] : worker.compiled.constants) std::fill_n(machine.reg(reg), machine.lanes, value);
 }
 
@@ -91,6 +100,7 @@ void work(const ir::Program& program, Worker& worker, std::atomic<std::uint64_t>
                             static_cast<std::uint32_t>(linear / (std::uint64_t{count[0]} * count[1]))};
     try {
       fill_builtins(worker.compiled, machine);
+      for (auto& array : machine.shared) std::fill(array.begin(), array.end(), std::uint8_t{0});
       std::fill(machine.returned.begin(), machine.returned.end(), 0);
       active = all_lanes;
       worker.compiled.entry->exec(machine, active);
@@ -117,6 +127,8 @@ void report(const ir::Program& program, const std::vector<Worker>& workers, RunS
     out.invocations += worker.workgroups * worker.machine.lanes;
     out.global_loads += counters.global_loads;
     out.global_stores += counters.global_stores;
+    out.shared_loads += counters.shared_loads;
+    out.shared_stores += counters.shared_stores;
     out.subgroup_shuffles += counters.subgroup_shuffles;
     out.subgroup_reductions += counters.subgroup_reductions;
     out.subgroup_ballots += counters.subgroup_ballots;

@@ -25,6 +25,7 @@ struct BufferView {
   std::uint32_t count = 0;  // elements
   ir::ScalarType element = ir::ScalarType::F32;
   unsigned element_size = 4;  // bytes
+  bool shared = false;        // a workgroup array (Program::shared), not a global buffer
 };
 
 /// Dynamic lane-operation counts: each counter grows by the number of active lanes
@@ -32,11 +33,13 @@ struct BufferView {
 struct Counters {
   std::uint64_t global_loads = 0;
   std::uint64_t global_stores = 0;
+  std::uint64_t shared_loads = 0;   // loads from / stores to workgroup arrays
+  std::uint64_t shared_stores = 0;
   std::uint64_t subgroup_shuffles = 0;
   std::uint64_t subgroup_reductions = 0;
   std::uint64_t subgroup_ballots = 0;
   std::uint64_t arithmetic_ops = 0;
-  std::vector<std::uint64_t> loads_per_buffer;   // indexed like Machine::buffers
+  std::vector<std::uint64_t> loads_per_buffer;   // indexed like Machine::buffers (arrays included)
   std::vector<std::uint64_t> stores_per_buffer;
 };
 
@@ -47,7 +50,8 @@ struct Machine {
   std::array<std::uint32_t, 3> workgroup_id{0, 0, 0};
   std::vector<Word> registers;          // register r of lane l at r * lanes + l
   std::vector<std::uint8_t> returned;   // per lane: executed Return
-  std::vector<BufferView> buffers;      // in binding order
+  std::vector<BufferView> buffers;      // in binding order, then the workgroup arrays
+  std::vector<std::vector<std::uint8_t>> shared;  // workgroup arrays' storage, zeroed per workgroup
   Counters counters;
 
   Word* reg(std::uint32_t index) { return registers.data() + std::size_t{index} * lanes; }

@@ -19,6 +19,8 @@ struct RunStatistics {
   std::uint64_t invocations = 0;          // launched, including ones that do nothing
   std::uint64_t global_loads = 0;         // element loads from any buffer
   std::uint64_t global_stores = 0;        // element stores to any buffer
+  std::uint64_t shared_loads = 0;         // loads from workgroup arrays (Program::shared)
+  std::uint64_t shared_stores = 0;        // stores to workgroup arrays
   std::uint64_t subgroup_shuffles = 0;    // SubgroupShuffle, per invocation
   std::uint64_t subgroup_reductions = 0;  // SubgroupReduce (one 5-step butterfly each), per invocation
   std::uint64_t subgroup_ballots = 0;     // SubgroupBallot, per invocation
