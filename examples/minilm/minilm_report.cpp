@@ -17,6 +17,7 @@
 // QUANTC_SKIP_MODEL_TESTS=1.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "examples/minilm/WordPiece.h"
+#include "ir/Printer.h"
 #include "ir/ops/Registry.h"
 #include "lower/driver/Compiler.h"
 #include "ptx/Target.h"
@@ -39,6 +41,7 @@
 #include "runtime/io/Safetensors.h"
 #include "runtime/backends/cuda/Launch.h"
 #include "runtime/backends/emulator/Emulator.h"
+#include "runtime/backends/emulator/Profile.h"
 #include "runtime/backends/reference/Interpreter.h"
 
 namespace fs = std::filesystem;
@@ -127,6 +130,7 @@ struct Counters {
 };
 
 struct KernelRun {
+  std::string schedule;          // the program that ran: "seed" or "fast" ("auto" resolved)
   std::vector<float> reference;  // interpreter output, [tokens][out_dim]
   std::vector<float> emulator;   // emulator output, same layout
   std::vector<float> cuda;       // GPU output, same layout; empty where no GPU exists
@@ -164,13 +168,69 @@ void launch(const lower::CompiledKernel& kernel, const runtime::BufferSet& input
   run.cuda.insert(run.cuda.end(), on_gpu.begin(), on_gpu.begin() + std::ptrdiff_t(output_count));
 }
 
-/// Builds the scheme's op for `weight`, feeds it the packed buffers and every token row:
-/// nf4_gemm is one GEMM over all tokens (m = tokens); the two matvec ops run once per token.
-KernelRun run_kernel(const SchemeRun& scheme, const LinearWeight& weight, const Matrix& x) {
-  const auto& registry = ir::ops::OpRegistry::builtin();
+/// The op's arguments for `scheme` at in_dim x out_dim; `m` rows of activations for
+/// nf4_gemm (the two matvec ops take one activation vector per launch).
+ir::ops::OpArgs scheme_args(const SchemeRun& scheme, std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t m) {
+  ir::ops::OpArgs args;
+  switch (scheme.scheme) {
+    case Scheme::Nf4:
+      args.set("m", m);
+      args.set("n", out_dim);
+      args.set("k", in_dim);
+      break;
+    case Scheme::Int4AffineGrouped:
+      args.set("in_dim", in_dim);
+      args.set("out_dim", out_dim);
+      args.set("group_size", scheme.group);
+      break;
+    case Scheme::Int4Symmetric:
+      args.set("rows", out_dim);
+      args.set("cols", in_dim);
+      break;
+  }
+  return args;
+}
+
+const ir::ops::OpInfo& scheme_op(const SchemeRun& scheme) {
   const std::string op_name = ir::ops::pack::op_for_scheme(scheme.scheme);
-  const ir::ops::OpInfo* op = registry.find(op_name);
+  const ir::ops::OpInfo* op = ir::ops::OpRegistry::builtin().find(op_name);
   if (!op) throw std::runtime_error(fmt::format("op {} is not registered in ir/ops/Registry.cpp", op_name));
+  return *op;
+}
+
+struct BuiltOp {
+  ir::Program program;
+  std::string schedule;  // "seed" or "fast": the program "auto" built, resolved
+};
+
+/// Builds `op` with "schedule": `requested` (auto, seed or fast; OpError where the shape
+/// cannot run it). "auto" is resolved to the concrete schedule whose program prints the
+/// same, as `quantc profile --schedules` names it.
+BuiltOp build_with_schedule(const ir::ops::OpInfo& op, ir::ops::OpArgs args, const std::string& requested) {
+  args.set("schedule", requested);
+  BuiltOp built{op.build(args), requested};
+  if (requested != "auto") return built;
+  const std::string printed = ir::print(built.program);
+  for (const char* candidate : {"fast", "seed"}) {
+    args.set("schedule", std::string(candidate));
+    try {
+      if (ir::print(op.build(args)) == printed) {
+        built.schedule = candidate;
+        break;
+      }
+    } catch (const ir::ops::OpError&) {  // this schedule cannot run the shape: auto did not pick it
+    }
+  }
+  return built;
+}
+
+/// Builds the scheme's op for `weight` with "schedule": `schedule`, feeds it the packed
+/// buffers and every token row: nf4_gemm is one GEMM over all tokens (m = tokens; auto
+/// runs the seed program there), except with "fast", the batch-1 GEMV, which runs once
+/// per token with m = 1; the two matvec ops run once per token.
+KernelRun run_kernel(const SchemeRun& scheme, const LinearWeight& weight, const Matrix& x,
+                     const std::string& schedule) {
+  const ir::ops::OpInfo& op = scheme_op(scheme);
   ir::ops::pack::SchemeOptions options;
   options.scheme = scheme.scheme;
   options.group_size = scheme.group;
@@ -183,27 +243,30 @@ KernelRun run_kernel(const SchemeRun& scheme, const LinearWeight& weight, const 
     buffer.bytes = packed_buffer.bytes;
     weights[packed_buffer.name] = buffer;
   }
-  ir::ops::OpArgs args;
   KernelRun run;
   runtime::emulator::LaunchCounters counters;
   if (scheme.scheme == Scheme::Nf4) {
-    args.set("m", x.rows);
-    args.set("n", weight.out_dim);
-    args.set("k", weight.in_dim);
-    const lower::CompiledKernel kernel = lower::compile(op->build(args), compile_options());
-    weights["a"] = f32_buffer(x.values.data(), x.values.size());
-    launch(kernel, weights, "c", std::size_t{x.rows} * weight.out_dim, run, counters);
+    const bool per_token = schedule == "fast";
+    const ir::ops::OpArgs args = scheme_args(scheme, weight.in_dim, weight.out_dim, per_token ? 1 : x.rows);
+    BuiltOp built = build_with_schedule(op, args, schedule);
+    run.schedule = built.schedule;
+    const lower::CompiledKernel kernel = lower::compile(std::move(built.program), compile_options());
+    if (per_token) {
+      for (std::uint32_t t = 0; t < x.rows; ++t) {
+        weights["a"] = f32_buffer(x.row(t), x.cols);
+        launch(kernel, weights, "c", weight.out_dim, run, counters);
+      }
+    } else {
+      weights["a"] = f32_buffer(x.values.data(), x.values.size());
+      launch(kernel, weights, "c", std::size_t{x.rows} * weight.out_dim, run, counters);
+    }
   } else {
     if (scheme.scheme == Scheme::Int4AffineGrouped) {
-      args.set("in_dim", weight.in_dim);
-      args.set("out_dim", weight.out_dim);
-      args.set("group_size", scheme.group);
       weights["b"] = runtime::HostBuffer::from(ir::ScalarType::F32, std::vector<float>(weight.out_dim, 0.0f));
-    } else {
-      args.set("rows", weight.out_dim);
-      args.set("cols", weight.in_dim);
     }
-    const lower::CompiledKernel kernel = lower::compile(op->build(args), compile_options());
+    BuiltOp built = build_with_schedule(op, scheme_args(scheme, weight.in_dim, weight.out_dim, 1), schedule);
+    run.schedule = built.schedule;
+    const lower::CompiledKernel kernel = lower::compile(std::move(built.program), compile_options());
     for (std::uint32_t t = 0; t < x.rows; ++t) {
       weights["x"] = f32_buffer(x.row(t), x.cols);
       launch(kernel, weights, "out", weight.out_dim, run, counters);
@@ -213,6 +276,75 @@ KernelRun run_kernel(const SchemeRun& scheme, const LinearWeight& weight, const 
   run.counters.warp_instructions_per_output = double(counters.warp_instructions) / double(run.emulator.size());
   return run;
 }
+
+// ---- the cost model ------------------------------------------------------------------
+
+/// The device the modeled section stands for (CostModel.h).
+constexpr const char* kModeledDevice = "h100_sxm";
+
+/// One batch-1 launch (one token) of a scheme's op at one shape and schedule, modeled.
+struct Modeled {
+  std::string schedule;  // "seed" or "fast"
+  std::string error;     // why it has no estimate: the op's OpError, or the model's error
+  std::optional<runtime::emulator::LaunchEstimate> estimate;
+  std::uint64_t ctas = 0;
+  std::uint32_t registers = 0;
+  double warp_instructions_per_packed_byte = 0;
+  double sectors_per_request = 0;
+  bool ok() const { return estimate.has_value(); }
+  double micros() const { return estimate ? estimate->seconds * 1e6 : 0.0; }
+  double memory_bound_micros() const { return estimate ? estimate->memory_bound_seconds * 1e6 : 0.0; }
+};
+
+std::uint64_t packed_bytes_of(const SchemeRun& scheme, std::uint32_t in_dim, std::uint32_t out_dim);
+
+/// Compiles the op for one token (m = 1 for nf4_gemm, one matvec) with "schedule":
+/// `schedule`, runs it once on the emulator (random inputs: the counters do not depend
+/// on the data) and models it on kModeledDevice (registers from `ptxas -v`).
+Modeled model_batch1(const SchemeRun& scheme, std::uint32_t in_dim, std::uint32_t out_dim,
+                     const std::string& schedule) {
+  Modeled modeled;
+  modeled.schedule = schedule;
+  std::optional<BuiltOp> built;
+  try {
+    built = build_with_schedule(scheme_op(scheme), scheme_args(scheme, in_dim, out_dim, 1), schedule);
+  } catch (const ir::ops::OpError& error) {
+    modeled.error = error.what();
+    return modeled;
+  }
+  const lower::CompiledKernel kernel = lower::compile(std::move(built->program), compile_options());
+  runtime::emulator::ProfileOptions options;
+  options.devices = {kModeledDevice};
+  const runtime::emulator::KernelProfile profile =
+      runtime::emulator::profile_program(kernel.program, kernel.ptx, /*seed=*/1, options);
+  const runtime::emulator::DeviceProfile& device = profile.devices.front();
+  modeled.ctas = profile.counters.ctas;
+  modeled.registers = device.resources.registers_per_thread;
+  modeled.sectors_per_request = profile.counters.sectors_per_load_request();
+  modeled.warp_instructions_per_packed_byte =
+      double(profile.counters.warp_instructions) / double(packed_bytes_of(scheme, in_dim, out_dim));
+  if (device.estimate) {
+    modeled.estimate = *device.estimate;
+  } else {
+    modeled.error = device.error;
+  }
+  return modeled;
+}
+
+/// model_batch1 once per (shape, scheme, schedule), reused for every layer of that shape.
+class ModelCache {
+ public:
+  const Modeled& get(const SchemeRun& scheme, std::uint32_t in_dim, std::uint32_t out_dim,
+                     const std::string& schedule) {
+    const auto key = std::make_tuple(in_dim, out_dim, scheme.label(), schedule);
+    auto found = cache_.find(key);
+    if (found == cache_.end()) found = cache_.emplace(key, model_batch1(scheme, in_dim, out_dim, schedule)).first;
+    return found->second;
+  }
+
+ private:
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::string, std::string>, Modeled> cache_;
+};
 
 // ---- metrics -------------------------------------------------------------------------
 
@@ -257,6 +389,13 @@ Bytes bytes_of(const SchemeRun& scheme, const LinearWeight& weight) {
   return bytes;
 }
 
+std::uint64_t packed_bytes_of(const SchemeRun& scheme, std::uint32_t in_dim, std::uint32_t out_dim) {
+  LinearWeight shape;
+  shape.in_dim = in_dim;
+  shape.out_dim = out_dim;
+  return bytes_of(scheme, shape).packed;
+}
+
 struct Row {
   int layer;
   std::string linear, scheme;
@@ -267,6 +406,9 @@ struct Row {
   std::size_t backend_mismatches = 0;  // outputs where emulator and interpreter differ in any bit
   double backend_difference = 0;       // max |emulator - interpreter|
   double host_bound_ratio = 0;         // max |interpreter - x @ dequant(W)| / summation bound
+  std::string schedule;                // the program the accuracy runs used ("auto" resolved)
+  const Modeled* seed = nullptr;       // one token's launch modeled, "schedule": "seed" (ModelCache)
+  const Modeled* fast = nullptr;       // the same with "schedule": "fast"
 };
 
 std::vector<std::uint32_t> parse_list(const std::string& text, std::uint32_t limit, const std::string& option) {
@@ -297,8 +439,8 @@ std::string format_counter(double value, int digits) { return fmt::format("{:.{}
 
 /// Mean of the rows' values per scheme, in the order the schemes first appear.
 void write_summary(std::ofstream& md, const std::vector<Row>& rows) {
-  md << "| scheme | layers | mean rel. Frobenius | worst rel. Frobenius | mean cosine | bytes vs f32 (384x384) | "
-        "mean sectors/req | mean warp instr/output |\n|---|---|---|---|---|---|---|---|\n";
+  md << "| scheme | schedule | layers | mean rel. Frobenius | worst rel. Frobenius | mean cosine | bytes vs f32 "
+        "(384x384) | mean sectors/req | mean warp instr/output |\n|---|---|---|---|---|---|---|---|---|\n";
   std::vector<std::string> order;
   for (const Row& row : rows) {
     if (std::find(order.begin(), order.end(), row.scheme) == order.end()) order.push_back(row.scheme);
@@ -306,9 +448,11 @@ void write_summary(std::ofstream& md, const std::vector<Row>& rows) {
   for (const std::string& scheme : order) {
     double error = 0, worst = 0, cosine = 0, sectors = 0, instructions = 0, ratio = 0;
     int count = 0;
+    std::vector<std::string> schedules;  // the schedules the scheme's runs used, in order
     for (const Row& row : rows) {
       if (row.scheme != scheme) continue;
       ++count;
+      if (std::find(schedules.begin(), schedules.end(), row.schedule) == schedules.end()) schedules.push_back(row.schedule);
       error += row.errors.relative_frobenius;
       worst = std::max(worst, row.errors.relative_frobenius);
       cosine += row.errors.cosine;
@@ -316,14 +460,191 @@ void write_summary(std::ofstream& md, const std::vector<Row>& rows) {
       instructions += row.counters.warp_instructions_per_output;
       if (row.in_dim == 384 && row.out_dim == 384) ratio = double(row.bytes.packed + row.bytes.sidecar) / double(row.bytes.f32);
     }
-    md << fmt::format("| {} | {} | {:.4e} | {:.4e} | {:.6f} | {} | {:.2f} | {:.1f} |\n", scheme, count, error / count,
+    md << fmt::format("| {} | {} | {} | {:.4e} | {:.4e} | {:.6f} | {} | {:.2f} | {:.1f} |\n", scheme,
+                      fmt::format("{}", fmt::join(schedules, " / ")), count, error / count,
                       worst, cosine / count, ratio > 0 ? fmt::format("{:.4f}", ratio) : "n/a", sectors / count,
                       instructions / count);
   }
 }
 
+// ---- the modeled section ---------------------------------------------------------------
+
+const std::map<std::string, std::string> kShortLinear = {
+    {"attention.self.query", "query"}, {"attention.self.key", "key"}, {"attention.self.value", "value"},
+    {"attention.output.dense", "attn.out"}, {"intermediate.dense", "ffn.up"}, {"output.dense", "ffn.down"}};
+
+std::string micros_cell(const Modeled& modeled) {
+  return modeled.ok() ? fmt::format("{:.2f}", modeled.micros()) : "cannot run";
+}
+std::string limit_cell(const Modeled& modeled) { return modeled.ok() ? modeled.estimate->limit_key() : "-"; }
+std::string hbm_cell(const Modeled& modeled) {
+  return modeled.ok() ? fmt::format("{:.0f}%", 100.0 * modeled.estimate->hbm_fraction()) : "-";
+}
+std::string speedup_cell(const Modeled& seed, const Modeled& fast) {
+  return seed.ok() && fast.ok() && fast.micros() > 0 ? fmt::format("{:.2f}x", seed.micros() / fast.micros()) : "n/a";
+}
+/// The launch a token runs for "fast": the fast program, or the seed where fast cannot run.
+const Modeled& fast_or_seed(const Row& row) { return row.fast->ok() ? *row.fast : *row.seed; }
+
+/// The rows of one (shape, scheme): what the section's first table lists once.
+struct ShapeScheme {
+  std::uint32_t in_dim, out_dim;
+  std::string scheme;
+  std::vector<std::string> linears;
+  const Row* first;
+};
+
+std::vector<ShapeScheme> shape_schemes(const std::vector<Row>& rows) {
+  std::vector<ShapeScheme> groups;
+  for (const Row& row : rows) {
+    if (!row.seed || !row.fast) continue;
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const ShapeScheme& g) {
+      return g.in_dim == row.in_dim && g.out_dim == row.out_dim && g.scheme == row.scheme;
+    });
+    if (group == groups.end()) {
+      groups.push_back({row.in_dim, row.out_dim, row.scheme, {}, &row});
+      group = groups.end() - 1;
+    }
+    const std::string name = kShortLinear.count(row.linear) ? kShortLinear.at(row.linear) : row.linear;
+    if (std::find(group->linears.begin(), group->linears.end(), name) == group->linears.end()) {
+      group->linears.push_back(name);
+    }
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const ShapeScheme& a, const ShapeScheme& b) {
+    return std::make_pair(a.in_dim, a.out_dim) < std::make_pair(b.in_dim, b.out_dim);
+  });
+  return groups;
+}
+
+struct TokenTotal {
+  std::string scheme;
+  int layers = 0;
+  double seed_us = 0, fast_us = 0, memory_bound_us = 0;
+  bool seed_complete = true;  // every layer's seed launch was modeled
+  int fast_fallbacks = 0;     // layers where fast cannot run (the seed's time is counted)
+};
+
+/// Per scheme: the modeled time of one token through every reported layer, seed vs fast.
+std::vector<TokenTotal> token_totals(const std::vector<Row>& rows) {
+  std::vector<TokenTotal> totals;
+  for (const Row& row : rows) {
+    if (!row.seed || !row.fast) continue;
+    auto total = std::find_if(totals.begin(), totals.end(), [&](const TokenTotal& t) { return t.scheme == row.scheme; });
+    if (total == totals.end()) {
+      totals.push_back({row.scheme});
+      total = totals.end() - 1;
+    }
+    ++total->layers;
+    total->seed_complete = total->seed_complete && row.seed->ok();
+    total->seed_us += row.seed->micros();
+    total->fast_us += fast_or_seed(row).micros();
+    total->memory_bound_us += fast_or_seed(row).memory_bound_micros();
+    total->fast_fallbacks += row.fast->ok() ? 0 : 1;
+  }
+  return totals;
+}
+
+void write_modeled(std::ofstream& md, const std::vector<Row>& rows) {
+  const runtime::emulator::DeviceSpec& device = runtime::emulator::find_device(kModeledDevice);
+  md << "\n## Modeled batch-1 time per layer (H100 SXM)\n\n";
+  md << fmt::format(
+      "One token's launch of each layer (batch 1: one matvec; `nf4_gemm` with m = 1), built with `\"schedule\": "
+      "\"seed\"` and with `\"schedule\": \"fast\"`, compiled as above, run once on the PTX emulator and modeled by "
+      "the cost model of `quantc profile` (runtime/backends/emulator/CostModel.h) on the {} ({} SMs, {:.2f} TB/s; "
+      "registers from `ptxas -v`). The counters do not depend on the data, so each (shape, scheme, schedule) is "
+      "profiled once and its figures hold for every layer of that shape (the 6 encoder layers are identical). "
+      "Limit: the one that sets the modeled time (`limit_key()`: dram_bandwidth, latency, issue_<pipe>, ctas = SMs "
+      "idle for want of CTAs). HBM: memory-bound time / modeled time. The model leaves out the launch overhead (a "
+      "few us per launch on the host), so the per-token totals are kernel time only.\n\n",
+      device.name, device.sms, device.dram_bandwidth / 1e12);
+  md << "| in x out | linears | scheme | seed us | seed limit | seed HBM | fast us | fast limit | fast HBM | "
+        "speed-up | memory-bound us | fast CTAs | fast sectors/req | fast warp instr/packed B |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  std::vector<std::string> errors;
+  for (const ShapeScheme& group : shape_schemes(rows)) {
+    const Modeled& seed = *group.first->seed;
+    const Modeled& fast = *group.first->fast;
+    md << fmt::format("| {}x{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} | {} | {} | {} |\n", group.in_dim,
+                      group.out_dim, fmt::join(group.linears, ", "), group.scheme, micros_cell(seed), limit_cell(seed),
+                      hbm_cell(seed), micros_cell(fast), limit_cell(fast), hbm_cell(fast), speedup_cell(seed, fast),
+                      fast_or_seed(*group.first).memory_bound_micros(), fast.ok() ? std::to_string(fast.ctas) : "-",
+                      fast.ok() ? fmt::format("{:.2f}", fast.sectors_per_request) : "-",
+                      fast.ok() ? fmt::format("{:.3f}", fast.warp_instructions_per_packed_byte) : "-");
+    for (const Modeled* modeled : {&seed, &fast}) {
+      if (!modeled->ok()) {
+        errors.push_back(fmt::format("{}x{} {} {}: {}", group.in_dim, group.out_dim, group.scheme, modeled->schedule,
+                                     modeled->error));
+      }
+    }
+  }
+  for (const std::string& error : errors) md << "\n- cannot run: " << error;
+  if (!errors.empty()) md << "\n";
+  md << "\n### Per token, all reported layers\n\n";
+  md << "| scheme | layers | seed us | fast us | speed-up | memory-bound us | fast HBM |\n"
+        "|---|---|---|---|---|---|---|\n";
+  for (const TokenTotal& total : token_totals(rows)) {
+    md << fmt::format("| {} | {} | {} | {:.2f}{} | {} | {:.2f} | {:.0f}% |\n", total.scheme, total.layers,
+                      total.seed_complete ? fmt::format("{:.2f}", total.seed_us) : "n/a", total.fast_us,
+                      total.fast_fallbacks ? fmt::format(" ({} layers seed)", total.fast_fallbacks) : "",
+                      total.seed_complete && total.fast_us > 0 ? fmt::format("{:.2f}x", total.seed_us / total.fast_us)
+                                                               : "n/a",
+                      total.memory_bound_us, total.fast_us > 0 ? 100.0 * total.memory_bound_us / total.fast_us : 0.0);
+  }
+}
+
+/// Findings from the modeled section: per-token totals and the limits at MiniLM's shapes.
+void modeled_findings(const std::vector<Row>& rows, std::vector<std::string>& findings) {
+  const auto totals = token_totals(rows);
+  if (totals.empty()) return;
+  std::vector<std::string> parts;
+  for (const TokenTotal& total : totals) {
+    parts.push_back(fmt::format("{} {:.1f} -> {:.1f} us ({:.1f}x)", total.scheme, total.seed_us, total.fast_us,
+                                total.fast_us > 0 ? total.seed_us / total.fast_us : 0.0));
+  }
+  findings.push_back(fmt::format("Modeled batch-1 time of one token through the {} reported layers on the H100 "
+                                 "model, seed -> fast: {}. Kernel time only; the launch overhead is not modeled.",
+                                 totals.front().layers, fmt::join(parts, "; ")));
+  std::map<std::string, int> limits;
+  std::uint64_t fewest_ctas = UINT64_MAX, most_ctas = 0;
+  double lowest_hbm = 1e9, highest_hbm = 0;
+  int groups = 0;
+  for (const ShapeScheme& group : shape_schemes(rows)) {
+    const Modeled& fast = *group.first->fast;
+    if (!fast.ok()) continue;
+    ++groups;
+    ++limits[fast.estimate->limit_key()];
+    fewest_ctas = std::min(fewest_ctas, fast.ctas);
+    most_ctas = std::max(most_ctas, fast.ctas);
+    lowest_hbm = std::min(lowest_hbm, fast.estimate->hbm_fraction());
+    highest_hbm = std::max(highest_hbm, fast.estimate->hbm_fraction());
+  }
+  if (groups == 0) return;
+  std::vector<std::string> slower;  // shape/scheme pairs where fast does not beat the seed
+  for (const ShapeScheme& group : shape_schemes(rows)) {
+    const Modeled& seed = *group.first->seed;
+    const Modeled& fast = *group.first->fast;
+    if (seed.ok() && fast.ok() && fast.micros() >= seed.micros()) {
+      slower.push_back(fmt::format("{}x{} {} ({:.2f} us fast vs {:.2f} us seed)", group.in_dim, group.out_dim,
+                                   group.scheme, fast.micros(), seed.micros()));
+    }
+  }
+  if (!slower.empty()) {
+    findings.push_back(fmt::format("The fast schedule is not faster than the seed on the H100 model at: {}.",
+                                   fmt::join(slower, "; ")));
+  }
+  std::vector<std::string> limit_parts;
+  for (const auto& [key, count] : limits) limit_parts.push_back(fmt::format("{} on {}", key, count));
+  findings.push_back(fmt::format(
+      "The MiniLM shapes are too small to fill the GPU: the fast launches have {}-{} CTAs for the H100's {} SMs and "
+      "reach {:.0f}-{:.0f}% of peak HBM bandwidth. The limit that dominates the fast kernels ({} shape/scheme "
+      "pairs): {}.",
+      fewest_ctas, most_ctas, runtime::emulator::find_device(kModeledDevice).sms, 100 * lowest_hbm, 100 * highest_hbm,
+      groups, fmt::join(limit_parts, ", ")));
+}
+
 struct RunInfo {
   std::string sentence;
+  std::string schedule;  // --schedule: what the accuracy runs request
   std::vector<examples::WordPiece::Token> tokens;
   std::size_t tokens_used = 0;
 };
@@ -332,15 +653,23 @@ void write_report(const fs::path& dir, const std::vector<Row>& rows, const RunIn
                   const std::vector<std::string>& findings, const std::vector<std::string>& failures) {
   fs::create_directories(dir);
   std::ofstream csv(dir / "results.csv");
-  csv << "layer,linear,scheme,in_dim,out_dim,relative_frobenius,cosine,max_abs,packed_bytes,sidecar_bytes,f32_bytes,"
-         "sectors_per_request,warp_instructions_per_output,backend_mismatches,backend_max_difference,"
-         "host_bound_ratio\n";
+  csv << "layer,linear,scheme,schedule,in_dim,out_dim,relative_frobenius,cosine,max_abs,packed_bytes,sidecar_bytes,"
+         "f32_bytes,sectors_per_request,warp_instructions_per_output,backend_mismatches,backend_max_difference,"
+         "host_bound_ratio,seed_modeled_us,seed_limit,seed_hbm_fraction,fast_modeled_us,fast_limit,"
+         "fast_hbm_fraction\n";
+  // Modeled columns: one token's launch on the H100 model; empty where the schedule cannot run.
+  const auto modeled_columns = [](const Modeled* modeled) {
+    if (!modeled || !modeled->ok()) return std::string(",,");
+    return fmt::format("{:.4f},{},{:.4f}", modeled->micros(), modeled->estimate->limit_key(),
+                       modeled->estimate->hbm_fraction());
+  };
   for (const Row& row : rows) {
-    csv << fmt::format("{},{},{},{},{},{:.6e},{:.8f},{:.6e},{},{},{},{:.4f},{:.3f},{},{:.3e},{:.4f}\n", row.layer,
-                       row.linear, row.scheme, row.in_dim, row.out_dim, row.errors.relative_frobenius,
-                       row.errors.cosine, row.errors.max_abs, row.bytes.packed, row.bytes.sidecar, row.bytes.f32,
-                       row.counters.sectors_per_request, row.counters.warp_instructions_per_output,
-                       row.backend_mismatches, row.backend_difference, row.host_bound_ratio);
+    csv << fmt::format("{},{},{},{},{},{},{:.6e},{:.8f},{:.6e},{},{},{},{:.4f},{:.3f},{},{:.3e},{:.4f},{},{}\n",
+                       row.layer, row.linear, row.scheme, row.schedule, row.in_dim, row.out_dim,
+                       row.errors.relative_frobenius, row.errors.cosine, row.errors.max_abs, row.bytes.packed,
+                       row.bytes.sidecar, row.bytes.f32, row.counters.sectors_per_request,
+                       row.counters.warp_instructions_per_output, row.backend_mismatches, row.backend_difference,
+                       row.host_bound_ratio, modeled_columns(row.seed), modeled_columns(row.fast));
   }
   std::ofstream md(dir / "report.md");
   md << "# all-MiniLM-L6-v2 through quantc's 4-bit kernels\n\n";
@@ -355,6 +684,13 @@ void write_report(const fs::path& dir, const std::vector<Row>& rows, const RunIn
         "emulator's f32 output with the f64 product of the unquantized weight; bias is 0. Bytes: packed weights + "
         "sidecars (scales, zero points) vs the f32 weight. Counters are the emulator's, summed over the scheme's "
         "launches: global-load sectors per request, and warp instructions per output element.\n\n";
+  md << fmt::format(
+      "Schedule: the accuracy runs build each op with `\"schedule\": \"{}\"` (`--schedule`); the schedule column "
+      "names the program that ran (`auto` resolved, as `quantc profile --schedules` names it: `auto` takes `fast` "
+      "where the shape can run it, so the two matvec ops, one launch per token, run `fast`, while `nf4_gemm`, one "
+      "GEMM over all {} tokens, runs `seed` for m > 1 since its fast program is the m = 1 GEMV; with `--schedule "
+      "fast` it runs once per token with m = 1). The modeled section below profiles both schedules at batch 1.\n\n",
+      info.schedule, info.tokens_used);
   md << "![errors](report.png)\n\n## Findings\n\n";
   for (const auto& finding : findings) md << "- " << finding << "\n";
   md << "\n## Assertions\n\n";
@@ -367,17 +703,22 @@ void write_report(const fs::path& dir, const std::vector<Row>& rows, const RunIn
   for (const auto& failure : failures) md << "- FAILED: " << failure << "\n";
   md << "\n## Summary by scheme\n\n";
   write_summary(md, rows);
+  write_modeled(md, rows);
   md << "\n## Per layer and scheme\n\n";
-  md << "| layer | linear | scheme | rel. Frobenius | cosine | max abs | packed + sidecar B | vs f32 | sectors/req | "
-        "warp instr/output | emulator != interpreter |\n";
-  md << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  md << "Accuracy and counters of the runs above (schedule column); modeled: one token's launch, seed / fast (us, "
+        "H100 model).\n\n";
+  md << "| layer | linear | scheme | schedule | rel. Frobenius | cosine | max abs | packed + sidecar B | vs f32 | "
+        "sectors/req | warp instr/output | emulator != interpreter | modeled seed / fast us |\n";
+  md << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Row& row : rows) {
-    md << fmt::format("| {} | {} | {} | {:.4e} | {:.6f} | {:.3e} | {} + {} | {:.4f} | {} | {} | {} |\n", row.layer,
-                      row.linear, row.scheme, row.errors.relative_frobenius, row.errors.cosine, row.errors.max_abs,
-                      row.bytes.packed, row.bytes.sidecar,
+    const std::string modeled =
+        row.seed && row.fast ? fmt::format("{} / {}", micros_cell(*row.seed), micros_cell(*row.fast)) : "-";
+    md << fmt::format("| {} | {} | {} | {} | {:.4e} | {:.6f} | {:.3e} | {} + {} | {:.4f} | {} | {} | {} | {} |\n",
+                      row.layer, row.linear, row.scheme, row.schedule, row.errors.relative_frobenius,
+                      row.errors.cosine, row.errors.max_abs, row.bytes.packed, row.bytes.sidecar,
                       double(row.bytes.packed + row.bytes.sidecar) / double(row.bytes.f32),
                       format_counter(row.counters.sectors_per_request, 2),
-                      format_counter(row.counters.warp_instructions_per_output, 1), row.backend_mismatches);
+                      format_counter(row.counters.warp_instructions_per_output, 1), row.backend_mismatches, modeled);
   }
 }
 
@@ -400,12 +741,15 @@ bool same_bits(float a, float b) {
 /// Runs one layer under one scheme on both backends and checks them against each other
 /// and against the host model x @ dequant(W); failures are appended to `failures`.
 Row measure(int layer, const std::string& linear, const SchemeRun& scheme, const LinearWeight& weight,
-            const Matrix& x, const std::vector<double>& exact, std::vector<std::string>& failures) {
-  Row row{layer, linear, scheme.label(), weight.in_dim, weight.out_dim, {}, bytes_of(scheme, weight), {}, 0, 0, 0};
+            const Matrix& x, const std::vector<double>& exact, const std::string& schedule,
+            std::vector<std::string>& failures) {
+  Row row{layer, linear, scheme.label(), weight.in_dim, weight.out_dim, {}, bytes_of(scheme, weight), {}, 0, 0, 0,
+          {}, nullptr, nullptr};
   const LinearWeight dequantized = dequantized_weight(scheme, weight);
   const std::vector<double> host = product_f64(dequantized, x);
-  const KernelRun run = run_kernel(scheme, weight, x);
+  const KernelRun run = run_kernel(scheme, weight, x, schedule);
   row.counters = run.counters;
+  row.schedule = run.schedule;
   for (std::size_t e = 0; e < host.size(); ++e) {
     // The interpreter accumulates in f32 (nf4_gemm in f64) over in_dim terms, so it may
     // differ from the exact x @ dequant(W) by in_dim * 2^-24 * sum_k |w_k x_k|.
@@ -505,7 +849,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Quantize all-MiniLM-L6-v2's linear layers with quantc's 4-bit schemes, run them on the PTX emulator "
                "and the reference interpreter, and report the error against f64"};
   std::string model_dir = "data/models/all-MiniLM-L6-v2", report_dir = "examples/minilm/report";
-  std::string layers_text = "all", linears_text = "all", schemes_text = "all";
+  std::string layers_text = "all", linears_text = "all", schemes_text = "all", schedule = "auto";
   std::string sentence = "The quick brown fox jumps over the lazy dog near the riverbank.";
   std::size_t token_limit = 0;
   app.add_option("--model-dir", model_dir, "folder with model.safetensors and vocab.txt (scripts/fetch_model.sh)");
@@ -517,6 +861,11 @@ int main(int argc, char** argv) {
                                             "int4-symmetric (0..4), or all");
   app.add_option("--sentence", sentence, "the English sentence whose tokens give the activations");
   app.add_option("--tokens", token_limit, "use only the first N tokens of the sentence (0 = all)");
+  app.add_option("--schedule", schedule, "the \"schedule\" of every op in the accuracy runs: auto (fast where the "
+                                         "shape can run it), seed or fast (nf4_gemm then runs once per token, m = 1); "
+                                         "the modeled section always profiles seed and fast")
+      ->check(CLI::IsMember({"auto", "seed", "fast"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   const fs::path model_path = fs::path(model_dir) / "model.safetensors";
@@ -534,7 +883,7 @@ int main(int argc, char** argv) {
   try {
     const runtime::SafetensorsFile model = runtime::SafetensorsFile::open(model_path.string());
     const examples::WordPiece tokenizer((fs::path(model_dir) / "vocab.txt").string());
-    RunInfo info{sentence, tokenizer.tokenize(sentence), 0};
+    RunInfo info{sentence, schedule, tokenizer.tokenize(sentence), 0};
     std::vector<int> ids;
     for (const auto& token : info.tokens) ids.push_back(token.id);
     if (token_limit > 0 && ids.size() > token_limit) ids.resize(token_limit);
@@ -548,6 +897,7 @@ int main(int argc, char** argv) {
 
     std::vector<Row> rows;
     std::vector<std::string> failures, findings;
+    ModelCache modeled;  // must outlive rows: they point into it
     for (std::uint32_t layer : layers) {
       std::optional<Matrix> hidden;
       for (std::uint32_t linear_index : linears) {
@@ -562,16 +912,21 @@ int main(int argc, char** argv) {
           const SchemeRun& scheme = schemes.at(scheme_index);
           fmt::print("layer {} {:<24} {:<20}", layer, linear, scheme.label());
           std::fflush(stdout);
-          const Row row = measure(int(layer), linear, scheme, weight, x, exact, failures);
-          fmt::print(" rel {:.4e} cos {:.6f} max {:.3e} sectors/req {:.2f} instr/out {:.1f} emu!=interp {}\n",
-                     row.errors.relative_frobenius, row.errors.cosine, row.errors.max_abs,
+          Row row = measure(int(layer), linear, scheme, weight, x, exact, schedule, failures);
+          row.seed = &modeled.get(scheme, weight.in_dim, weight.out_dim, "seed");
+          row.fast = &modeled.get(scheme, weight.in_dim, weight.out_dim, "fast");
+          fmt::print(" [{}] rel {:.4e} cos {:.6f} max {:.3e} sectors/req {:.2f} instr/out {:.1f} emu!=interp {} | "
+                     "modeled us seed {} ({}) fast {} ({})\n",
+                     row.schedule, row.errors.relative_frobenius, row.errors.cosine, row.errors.max_abs,
                      row.counters.sectors_per_request, row.counters.warp_instructions_per_output,
-                     row.backend_mismatches);
+                     row.backend_mismatches, micros_cell(*row.seed), limit_cell(*row.seed), micros_cell(*row.fast),
+                     limit_cell(*row.fast));
           rows.push_back(row);
         }
       }
     }
     check_orderings(rows, failures, findings);
+    modeled_findings(rows, findings);
     if (token_limit > 0) {
       findings.push_back(fmt::format("Run with --tokens {}: {} of the sentence's {} tokens feed the layers.", token_limit,
                                      info.tokens_used, info.tokens.size()));

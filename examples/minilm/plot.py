@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Draws report.png from results.csv (written by minilm_report).
 
-Relative Frobenius error per linear layer (x axis: layer.linear) for each scheme, plus
-the bytes of packed weights + sidecars relative to f32. Uses Debian's matplotlib:
+Relative Frobenius error per linear layer (x axis: layer.linear) for each scheme, the
+bytes of packed weights + sidecars relative to f32, and the modeled batch-1 time of one
+token through all reported layers on the H100 model, seed vs fast schedule (the sum of
+the seed_modeled_us / fast_modeled_us columns; the seed's time where fast cannot run). Uses Debian's matplotlib:
 run with /usr/bin/python3 (examples/minilm/run.sh does).
     /usr/bin/python3 examples/minilm/plot.py examples/minilm/report
 """
@@ -36,8 +38,8 @@ def main(report_dir):
         if key not in layers:
             layers.append(key)
     schemes = list(dict.fromkeys(row["scheme"] for row in rows))
-    figure, (errors, sizes) = plt.subplots(
-        2, 1, figsize=(max(8, 0.35 * len(layers) + 3), 8), gridspec_kw={"height_ratios": [3, 1]})
+    figure, (errors, sizes, times) = plt.subplots(
+        3, 1, figsize=(max(8, 0.35 * len(layers) + 3), 11), gridspec_kw={"height_ratios": [3, 1, 1.3]})
     for scheme in schemes:
         points = {key_of(r): float(r["relative_frobenius"]) for r in rows if r["scheme"] == scheme}
         errors.plot([layers.index(k) for k in points], list(points.values()), marker="o", markersize=3,
@@ -55,6 +57,32 @@ def main(report_dir):
     sizes.set_ylabel("bytes vs f32")
     for index, value in enumerate(ratios.values()):
         sizes.text(index, value, f"{value:.3f}", ha="center", va="bottom", fontsize=8)
+    seed_us, fast_us = {}, {}
+    for row in rows:
+        if not row.get("seed_modeled_us"):
+            continue
+        seed = float(row["seed_modeled_us"])
+        fast = float(row["fast_modeled_us"]) if row.get("fast_modeled_us") else seed
+        seed_us[row["scheme"]] = seed_us.get(row["scheme"], 0.0) + seed
+        fast_us[row["scheme"]] = fast_us.get(row["scheme"], 0.0) + fast
+    if seed_us:
+        names = list(seed_us)
+        width = 0.4
+        for offset, label, values in ((-width / 2, "seed", seed_us), (width / 2, "fast", fast_us)):
+            xs = [index + offset for index in range(len(names))]
+            heights = [values[name] for name in names]
+            times.bar(xs, heights, width, label=label)
+            for x, value in zip(xs, heights):
+                times.text(x, value, f"{value:.1f}", ha="center", va="bottom", fontsize=7)
+        times.set_xticks(range(len(names)))
+        times.set_xticklabels(names)
+        times.set_yscale("log")
+        times.set_ylabel("modeled us per token")
+        times.set_title("batch 1, one token through the reported layers, H100 SXM cost model (launch overhead "
+                        "not modeled)", fontsize=9)
+        times.legend(fontsize=8)
+    else:
+        times.set_visible(False)
     figure.tight_layout()
     figure.savefig(report_dir / "report.png", dpi=110)
     print(f"wrote {report_dir / 'report.png'}")
