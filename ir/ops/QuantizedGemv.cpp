@@ -16,6 +16,8 @@ constexpr std::uint32_t kSubgroupSize = 32;
 constexpr std::uint32_t kNibblesPerWord = 8;
 /// Packed rows per reduction block when the op has no groups (64 k).
 constexpr std::uint32_t kUngroupedRows = 8;
+/// Fewest packed rows in a group slice (see slices_per_group).
+constexpr std::uint32_t kMinSliceRows = 2;
 /// 2^23 as f32: OR-ing a nibble into its mantissa gives 2^23 + q exactly.
 constexpr std::uint32_t kMagicBits = 0x4B000000u;
 constexpr float kMagic = 8388608.0f;
@@ -28,6 +30,17 @@ std::uint32_t rows_per_group(const NibbleGemv& gemv) {
 std::uint32_t batch_rows(std::uint32_t rows, std::uint32_t limit) {
   for (std::uint32_t batch = std::min(rows, limit); batch > 1; --batch) {
     if (rows % batch == 0) return batch;
+  }
+  return 1;
+}
+
+/// Slices per group when there are fewer groups than k-lanes: the largest divisor of
+/// `group_rows` (slices have equal rows) with groups*slices <= k_lanes and at least
+/// `min_rows` rows per slice; 1 when every k-lane already has a group.
+std::uint32_t slices_per_group(std::uint32_t groups, std::uint32_t group_rows, std::uint32_t k_lanes,
+                               std::uint32_t min_rows) {
+  for (std::uint32_t slices = std::min(group_rows, k_lanes / std::max(groups, 1u)); slices > 1; --slices) {
+    if (group_rows % slices == 0 && group_rows / slices >= min_rows) return slices;
   }
   return 1;
 }
@@ -87,9 +100,13 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
   const std::uint32_t group_rows = rows_per_group(gemv);
   const std::uint32_t groups = ceil_div(rows, group_rows);
   const bool partial_last_group = rows % group_rows != 0;
-  const std::uint32_t batch = batch_rows(group_rows, schedule.rows_per_batch);
   const std::uint32_t k_lanes = schedule.k_lanes();
-  const std::uint32_t group_rounds = ceil_div(groups, k_lanes);
+  // Work unit of a k-lane: a (group, slice) pair; slices > 1 only with fewer groups than k-lanes.
+  const std::uint32_t slices = slices_per_group(groups, group_rows, k_lanes, kMinSliceRows);
+  const std::uint32_t slice_rows = group_rows / slices;
+  const std::uint32_t units = groups * slices;
+  const std::uint32_t batch = batch_rows(slice_rows, schedule.rows_per_batch);
+  const std::uint32_t group_rounds = ceil_div(units, k_lanes);
   const std::uint32_t columns = schedule.columns_per_lane;
   const std::uint32_t subgroup_columns = schedule.columns_per_subgroup();
   const std::uint32_t subgroups = gemv.out_dim / subgroup_columns;
@@ -124,8 +141,12 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
         std::vector<Expr> acc;
         for (std::uint32_t c = 0; c < columns; ++c) acc.push_back(per_subgroup.let(fmt::format("acc{}", c), f32(0.0f)));
         per_subgroup.loop("round", u32(0), u32(group_rounds), [&](Body& round_body, Expr round) {
-          Expr group = round_body.let("group", round * k_lanes + k_lane);
-          round_body.if_then(group < groups, [&](Body& in_group) {
+          Expr unit = round_body.let(slices == 1 ? "group" : "unit", round * k_lanes + k_lane);
+          Expr group = slices == 1 ? unit : round_body.let("group", unit / slices);
+          Expr slice_first_row = slices == 1 ? group * group_rows
+                                             : round_body.let("slice_first_row", group * group_rows +
+                                                                                     (unit % slices) * slice_rows);
+          round_body.if_then(unit < units, [&](Body& in_group) {
             // Per group: sum x*q per column and sum x, then the sidecars once.
             std::vector<Expr> dot;
             for (std::uint32_t c = 0; c < columns; ++c) {
@@ -139,8 +160,8 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
               scales = in_group.let("scales", scale.load(sidecar, columns));
               zero_points = in_group.let("zero_points", zero_point.load(sidecar, columns));
             }
-            in_group.loop("batch", u32(0), u32(group_rows / batch), [&](Body& batch_body, Expr batch_index) {
-              Expr first_row = batch_body.let("first_row", group * group_rows + batch_index * batch);
+            in_group.loop("batch", u32(0), u32(slice_rows / batch), [&](Body& batch_body, Expr batch_index) {
+              Expr first_row = batch_body.let("first_row", slice_first_row + batch_index * batch);
               // Every load of the batch first (bytes in flight), then the arithmetic.
               std::vector<Expr> words, x_low, x_high, valid;
               for (std::uint32_t r = 0; r < batch; ++r) {

@@ -11,11 +11,17 @@
 //    l reads columns `column_lanes`-interleaved blocks of `columns_per_lane` words with
 //    one vector load (u32x4 = 16 bytes), so each packed row of the subgroup's columns is
 //    one fully used 32-byte sector;
-//  - the other lane bits (32 / column_lanes "k-lanes") split the reduction by group:
-//    k-lane j takes groups j, j + k_lanes, ...; inside a group a lane walks its rows in
-//    batches of `rows_per_batch` whose loads are issued before any use (loads in flight);
-//  - per group, sum_k x*q and sum_k x accumulate in f32 (fma), then
-//    acc += scale * (sum x*q - zero_point * sum x): scale and zero point once per group;
+//  - the other lane bits (32 / column_lanes "k-lanes") split the reduction by work unit:
+//    k-lane j takes units j, j + k_lanes, ...; a unit is a whole group, or, when there
+//    are fewer groups than k-lanes, a slice of one: S slices per group, S the largest
+//    divisor of the group's packed rows with groups*S <= k_lanes and >= 2 rows per slice
+//    (unit u = group u/S, rows (u%S)*rows/S ...), so all k-lanes work on short inputs;
+//    inside a unit a lane walks its rows in batches of up to `rows_per_batch` whose loads
+//    are issued before any use (loads in flight);
+//  - per unit, sum_k x*q and sum_k x accumulate in f32 (fma), then
+//    acc += scale * (sum x*q - zero_point * sum x): scale and zero point once per unit
+//    (per group, or per slice: the expression is linear in the rows, so slicing changes
+//    only the rounding, and each slice's sums are shorter than the group's);
 //  - nibble -> f32 exactly: bitcast(0x4B000000 | q) - 2^23 (lop3 + one subtraction);
 //  - the k-lanes' partial sums meet by a shuffle butterfly (xor 2, 4, 8, 16 for two
 //    column lanes): deterministic, no atomics; lanes with k-lane 0 add the bias and

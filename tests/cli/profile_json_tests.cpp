@@ -288,6 +288,8 @@ TEST_CASE("quantc profile --schedules: auto builds the schedule the cost model f
   };
   for (const Case& c :
        {Case{R"("op": "linear_4bit_affine_grouped", "in_dim": 1024, "out_dim": 1024, "group_size": 128)", "fast"},
+        // 3 groups for 16 k-lanes: the fast GEMV slices the groups so every lane streams rows
+        Case{R"("op": "linear_4bit_affine_grouped", "in_dim": 384, "out_dim": 384, "group_size": 128)", "fast"},
         Case{R"("op": "nf4_gemm", "m": 1, "k": 1024, "n": 1024)", "fast"},
         Case{R"("op": "dequant_matmul_int8", "m": 1, "k": 1024, "n": 1024, "block_size": 64, "asymmetric": true)",
              "fast"},
