@@ -160,8 +160,6 @@ void check_block_size(const char* op, std::uint32_t block_size) {
 
 constexpr std::uint32_t kSubgroupSize = 32;
 constexpr std::uint32_t kLaneBytes = 16;    // one u32x4 weight load per lane and row
-constexpr std::uint32_t kColumnLanes = 2;   // lanes sharing one 32-byte row sector
-constexpr std::uint32_t kKLanes = kSubgroupSize / kColumnLanes;
 /// 2^23 as f32: OR-ing a byte into its mantissa gives 2^23 + byte exactly.
 constexpr std::uint32_t kMagicBits = 0x4B000000u;
 constexpr float kMagic = 8388608.0f;
@@ -172,6 +170,10 @@ struct FastGemv {
   const char* op_id = nullptr;
   std::uint32_t k = 0, n = 0;
   std::uint32_t columns_per_byte = 1;  // 1 (int8, fp8) or 2 (int4, nvfp4)
+  /// Lanes sharing the 16-byte pieces of one row: 2 (a warp owns a 32-byte sector of
+  /// every row, 16 k-lanes; int8, fp8) or 1 (16 bytes of every row, 32 k-lanes: twice
+  /// the warps for the two-columns-per-byte ops, whose 32-byte sectors hold 64 columns).
+  std::uint32_t column_lanes = 2;
   /// Rows sharing one sidecar entry (0: no per-block sidecars; fp8).
   std::uint32_t block_rows = 0;
   /// Rows a k-lane takes at a time (a multiple of block_rows when there are blocks).
@@ -200,7 +202,6 @@ struct FastGemv {
 };
 
 std::uint32_t lane_columns(const FastGemv& g) { return kLaneBytes * g.columns_per_byte; }
-std::uint32_t subgroup_columns(const FastGemv& g) { return kColumnLanes * lane_columns(g); }
 
 /// The largest divisor of `rows` not above `limit`: batches never straddle chunks.
 std::uint32_t divisor_at_most(std::uint32_t rows, std::uint32_t limit) {
@@ -232,7 +233,9 @@ std::optional<std::string> fast_unsupported(const char* name, std::uint32_t m, s
 
 void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
   const std::uint32_t columns = lane_columns(g);
-  const std::uint32_t warp_columns = subgroup_columns(g);
+  const std::uint32_t kColumnLanes = g.column_lanes;
+  const std::uint32_t kKLanes = kSubgroupSize / kColumnLanes;
+  const std::uint32_t warp_columns = kColumnLanes * columns;
   const std::uint32_t row_bytes = g.n / g.columns_per_byte;
   const std::uint32_t chunks = ceil_div(g.k, g.chunk_rows);
   const std::uint32_t rounds = ceil_div(chunks, kKLanes);
@@ -403,6 +406,7 @@ Program block_affine_fast(const char* name, const char* op_id, std::uint32_t k, 
   g.k = k;
   g.n = n;
   g.columns_per_byte = columns_per_byte;
+  g.column_lanes = columns_per_byte == 2 ? 1 : 2;
   g.block_rows = block_size;
   g.chunk_rows = block_size;
   g.max_batch_rows = 32;
@@ -507,6 +511,7 @@ Program nvfp4_fast(std::uint32_t k, std::uint32_t n, std::uint32_t scale_count) 
   g.k = k;
   g.n = n;
   g.columns_per_byte = 2;
+  g.column_lanes = 1;
   g.block_rows = kNvfp4BlockSize;
   g.chunk_rows = 2 * kNvfp4BlockSize;
   g.max_batch_rows = 2 * kNvfp4BlockSize;

@@ -6,8 +6,8 @@
 // The bound (the header's): with u = 2^-24 and T_p = |x_p| * (|q_p| + |z_b|) * |s_b|
 // (fp8: |x_p * w_p * s|, nvfp4: |x_p * e2m1_p * scale_b * global|), the fast schedule's
 // longest chain of f32 roundings per output is L = (rows of one block sum) + (blocks one
-// k-lane folds) + 8 (the zero-point fma, the block fma, the 5 butterfly levels, the final
-// scale), so |fast - exact| <= 2 * u * L * sum_p T_p. The seed adds k products in order,
+// k-lane folds) + 8 (the zero-point fma, the block fma, the 4 (int8, fp8: 16 k-lanes) or 5
+// (int4, nvfp4: 32 k-lanes) butterfly levels, the final scale), so |fast - exact| <= 2 * u * L * sum_p T_p. The seed adds k products in order,
 // |seed - exact| <= 2 * u * (k + 2) * sum_p T_p, hence |fast - seed| <= the sum of both.
 #include <catch2/catch.hpp>
 
@@ -167,7 +167,8 @@ Exact exact_output(const Shape& s, const Inputs& in, std::uint32_t j) {
 
 /// L of the file comment: the longest chain of roundings of one output.
 double chain_length(const Shape& s) {
-  const std::uint32_t k_lanes = 16;
+  // int8/fp8: 2 column lanes x 16 k-lanes; int4/nvfp4: 1 column lane x 32 k-lanes.
+  const std::uint32_t k_lanes = s.kind == Kind::Int4 || s.kind == Kind::Nvfp4 ? 32 : 16;
   switch (s.kind) {
     case Kind::Int8:
     case Kind::Int4: return s.block + (blocks_of(s) + k_lanes - 1) / k_lanes + 8;
