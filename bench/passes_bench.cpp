@@ -81,7 +81,8 @@ ir::ops::OpArgs make_args(std::initializer_list<std::pair<const char*, ir::ops::
 // --- hand-written CUDA C++ equivalents --------------------------------------------
 // Each mirrors the quantc op's launch shape and arithmetic order (one warp per output
 // with __shfl_sync where quantc uses a subgroup; products rounded before the add, so
-// NVRTC runs with --fmad=false like quantc's no-contraction semantics). They are what
+// NVRTC runs with --fmad=false, the seed's order; quantc's -O2 contracts a*b+c, which
+// changes which instructions it emits, not what compiling costs). They are what
 // a CUDA programmer would write for the same contract, not a port of quantc's IR.
 
 std::string constants(std::initializer_list<std::pair<const char*, std::uint32_t>> values) {
@@ -276,6 +277,13 @@ std::vector<BenchCase> bench_cases() {
           kDequantInt4Cuda;
       cases.push_back(std::move(dequant));
     }
+  }
+  // The CUDA equivalents mirror the seed programs (and sidecar hoisting rewrites the seed's
+  // loops), so every case builds "schedule": "seed"; the fast schedules are measured by
+  // kernels_bench and `quantc profile --schedules`.
+  for (BenchCase& bench_case : cases) {
+    bench_case.args.set("schedule", std::string("seed"));
+    bench_case.reduced_args.set("schedule", std::string("seed"));
   }
   return cases;
 }
