@@ -71,33 +71,35 @@ constexpr double kKiB = 1024;
 /// threads / warps / CTAs per SM, registers per SM and per CTA (64 K), 255 registers per
 /// thread, 1024 threads per CTA, register allocation unit 256 per warp in 4 sub-partitions,
 /// shared memory per SM / per CTA (opt-in), 1 KB reserved per CTA, 128-byte allocation unit.
-DeviceSpec with_cc80(DeviceSpec d) {
-  d.compute_capability = 80;
-  d.max_threads_per_sm = 2048, d.max_warps_per_sm = 64, d.max_ctas_per_sm = 32, d.max_threads_per_cta = 1024;
+/// The limits sm_80, sm_89 and sm_90 share; with_cc* add what differs.
+DeviceSpec with_common_limits(DeviceSpec d) {
+  d.max_threads_per_cta = 1024;
   d.registers_per_sm = 65536, d.max_registers_per_cta = 65536, d.max_registers_per_thread = 255;
   d.register_allocation_unit = 256, d.register_sub_partitions = 4;
-  d.shared_bytes_per_sm = 164 * 1024, d.max_shared_bytes_per_cta = 163 * 1024;
   d.reserved_shared_bytes_per_cta = 1024, d.shared_allocation_unit = 128;
+  return d;
+}
+DeviceSpec with_cc80(DeviceSpec d) {
+  d = with_common_limits(d);
+  d.compute_capability = 80;
+  d.max_threads_per_sm = 2048, d.max_warps_per_sm = 64, d.max_ctas_per_sm = 32;
+  d.shared_bytes_per_sm = 164 * 1024, d.max_shared_bytes_per_cta = 163 * 1024;
   d.throughput = kCc80;
   return d;
 }
 DeviceSpec with_cc89(DeviceSpec d) {
+  d = with_common_limits(d);
   d.compute_capability = 89;
-  d.max_threads_per_sm = 1536, d.max_warps_per_sm = 48, d.max_ctas_per_sm = 24, d.max_threads_per_cta = 1024;
-  d.registers_per_sm = 65536, d.max_registers_per_cta = 65536, d.max_registers_per_thread = 255;
-  d.register_allocation_unit = 256, d.register_sub_partitions = 4;
+  d.max_threads_per_sm = 1536, d.max_warps_per_sm = 48, d.max_ctas_per_sm = 24;
   d.shared_bytes_per_sm = 100 * 1024, d.max_shared_bytes_per_cta = 99 * 1024;
-  d.reserved_shared_bytes_per_cta = 1024, d.shared_allocation_unit = 128;
   d.throughput = kCc89;
   return d;
 }
 DeviceSpec with_cc90(DeviceSpec d) {
+  d = with_common_limits(d);
   d.compute_capability = 90;
-  d.max_threads_per_sm = 2048, d.max_warps_per_sm = 64, d.max_ctas_per_sm = 32, d.max_threads_per_cta = 1024;
-  d.registers_per_sm = 65536, d.max_registers_per_cta = 65536, d.max_registers_per_thread = 255;
-  d.register_allocation_unit = 256, d.register_sub_partitions = 4;
+  d.max_threads_per_sm = 2048, d.max_warps_per_sm = 64, d.max_ctas_per_sm = 32;
   d.shared_bytes_per_sm = 228 * 1024, d.max_shared_bytes_per_cta = 227 * 1024;
-  d.reserved_shared_bytes_per_cta = 1024, d.shared_allocation_unit = 128;
   d.throughput = kCc90;
   return d;
 }
