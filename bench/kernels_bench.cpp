@@ -12,9 +12,13 @@
 // emulated launch per kernel (instruction and memory counters, a modeled GPU time), and
 // Google Benchmark's wall-clock timing would time the CPU emulator, not the kernel.
 //
-//   build/bench/kernels_bench [--markdown FILE] [--filter TEXT] [--profile]
+//   build/bench/kernels_bench [--markdown FILE] [--filter TEXT] [--profile] [--gpu-launches FILE]
 //     --markdown FILE  also write the Markdown report (scripts/bench_kernels.sh writes
 //                      bench/results/kernels.md)
+//     --gpu-launches FILE  only write, per (op, shape), the quantc spec and the expert
+//                      kernel's launch as one JSON line (bench/gpu/launches.jsonl, which
+//                      bench/gpu/run.sh times on a GPU with `quantc run --backend cuda
+//                      --time`); runs nothing
 //     --filter TEXT    only the cases whose "op shape" label contains TEXT
 //     --profile        also print the counters and the model's limit for both kernels of
 //                      each case
@@ -25,6 +29,9 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <variant>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -190,22 +197,84 @@ std::string markdown(const std::vector<bench::Comparison>& comparisons, const De
   return text;
 }
 
+/// One JSON line per (op, shape) of `cases`: the spec's op and parameters (schedule left to
+/// the reader) and the expert's launch as `quantc run FILE.ptx` flags: buffers zero-filled
+/// as NAME:DTYPE:COUNT in binding order, then the scalars.
+std::string gpu_launches(const std::vector<Case>& cases) {
+  std::string text;
+  std::set<std::string> seen;
+  for (const Case& c : cases) {
+    // One line per shape: the reader times every schedule of the spec.
+    ir::ops::OpArgs args;
+    nlohmann::json params = nlohmann::json::object();
+    for (const auto& [name, value] : c.args.values()) {
+      if (name == "schedule") continue;
+      args.set(name, value);
+      std::visit([&, name = name](const auto& v) { params[name] = v; }, value);
+    }
+    const std::string label = c.op + " " + bench::case_label(c.op, args);
+    if (!seen.insert(label).second) continue;
+    const ir::Program program = ir::ops::OpRegistry::builtin().find(c.op)->build(args);
+    const bench::ExpertLaunch expert = bench::plan_expert_launch(c.op, args, program);
+    nlohmann::json arguments = nlohmann::json::array();
+    for (const runtime::PtxArgument& argument : expert.launch.arguments) {
+      if (argument.is_buffer()) {
+        const ir::BufferDecl& decl = program.buffers.at(argument.buffer);
+        arguments.push_back(fmt::format("{}:{}:{}", decl.name, ir::to_string(decl.element), decl.count));
+      } else {
+        arguments.push_back(fmt::format("u{}:{}", argument.bytes * 8, argument.bits));
+      }
+    }
+    const nlohmann::json line = {
+        {"label", label},
+        {"spec", {{"op", c.op}, {"params", params}}},
+        {"expert",
+         {{"source", expert.source},
+          {"entry", expert.launch.entry},
+          {"grid", expert.launch.grid},
+          {"block", expert.launch.block},
+          {"shared_bytes", expert.launch.dynamic_shared_bytes},
+          {"args", arguments}}}};
+    text += line.dump() + "\n";
+  }
+  return text;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string markdown_path, filter;
+  std::string markdown_path, filter, launches_path;
   bool profile = false;
   for (int i = 1; i < argc; ++i) {
     const std::string argument = argv[i];
     if (argument == "--profile") {
       profile = true;
-    } else if ((argument == "--markdown" || argument == "--filter") && i + 1 < argc) {
-      (argument == "--markdown" ? markdown_path : filter) = argv[++i];
+    } else if ((argument == "--markdown" || argument == "--filter" || argument == "--gpu-launches") && i + 1 < argc) {
+      (argument == "--markdown" ? markdown_path : argument == "--filter" ? filter : launches_path) = argv[++i];
     } else {
-      std::fprintf(stderr, "error: unknown argument \"%s\"\nusage: kernels_bench [--markdown FILE] [--filter TEXT] [--profile]\n",
+      std::fprintf(stderr,
+                   "error: unknown argument \"%s\"\nusage: kernels_bench [--markdown FILE] [--filter TEXT] [--profile] "
+                   "[--gpu-launches FILE]\n",
                    argument.c_str());
       return 1;
     }
+  }
+  if (!launches_path.empty()) {
+    std::vector<Case> selected;
+    for (const Case& c : cases()) {
+      if (filter.empty() || (c.op + " " + bench::case_label(c.op, c.args)).find(filter) != std::string::npos) {
+        selected.push_back(c);
+      }
+    }
+    try {
+      std::ofstream stream(launches_path);
+      stream << gpu_launches(selected);
+      if (!stream) throw std::runtime_error("cannot write " + launches_path);
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "error: %s\n", error.what());
+      return 1;
+    }
+    return 0;
   }
   const DeviceSpec& device = runtime::emulator::find_device("h100_sxm");
   using Clock = std::chrono::steady_clock;

@@ -17,4 +17,6 @@ if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
 fi
 cmake --build "$build_dir" -j2 --target kernels_bench
 "$build_dir/bench/kernels_bench" --markdown bench/results/kernels.md "$@"
-echo "wrote bench/results/kernels.md"
+# The expert launches bench/gpu/run.sh times on a GPU (no emulation: instant).
+"$build_dir/bench/kernels_bench" --gpu-launches bench/gpu/launches.jsonl
+echo "wrote bench/results/kernels.md and bench/gpu/launches.jsonl"

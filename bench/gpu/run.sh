@@ -12,16 +12,19 @@
 #      (so it is safe to call anywhere: without a GPU it changes nothing);
 #   2. every op spec of examples/specs/ through `quantc run --backend cuda --random-inputs 1
 #      --compare reference`: the GPU's output against the reference interpreter;
-#   3. [not yet available] the kernel time of each op at the batch-1 shapes of
-#      bench/results/kernels.md with CUDA events (median of >= 100 launches after 10 warm-up
-#      launches), for every schedule: quantc has no CUDA-event timing command yet, and the
-#      script says so instead of inventing numbers;
+#   3. every batch-1 op at the shapes of bench/results/kernels.md, both schedules, through
+#      `quantc run --backend cuda --compare reference --time 200` (CUDA events around each
+#      launch, L2 flushed before each, median of 200 after 10 warm-up);
 #   4. torch's FP16 F.linear at the same shapes (cuBLAS), timed the same way;
-#   5. [not yet available] the expert kernels of bench/experts/ (nvcc -cubin, launched by
-#      `quantc run FILE.ptx --backend cuda`) timed with CUDA events, for the same reason as 3;
+#   5. the expert kernels of bench/experts/ (nvcc -ptx here, launched by `quantc run FILE.ptx
+#      --backend cuda --time 200` with the geometry in bench/gpu/launches.jsonl);
 #   6. the report: achieved GB/s, % of measured device-to-device copy bandwidth, speed-up
 #      over FP16, and the cost model's error (`quantc profile --json`'s modeled_us against the
 #      measured time), into bench/results/gpu-<device>.md.
+# Steps 3-6 are bench/gpu/time_kernels.py; on a machine without a GPU its quantc and expert
+# half runs on the emulated CUDA driver (a ctest smoke test does that, with host times).
+# Exit status: 0 when everything ran and agreed, 1 when a kernel failed, 2 without a GPU,
+# 3 without PyTorch.
 # Until a GPU has been available to this project, bench/results/gpu-none.md says so.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -74,37 +77,15 @@ for spec in examples/specs/*.json; do
 done
 echo '```' >>"$report"
 
-# 4. torch FP16 F.linear (cuBLAS) at the benchmark shapes, CUDA events, median of 200.
-if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-  {
-    echo
-    echo "## torch FP16 F.linear (cuBLAS), batch 1: median of 200 launches after 20 warm-up"
-    echo
-    echo "| in x out | us | GB/s (weights) |"
-    echo "|---|--:|--:|"
-    python3 - <<'PY'
-import statistics, torch
-import torch.nn.functional as F
-for k, n in [(4096, 4096), (4096, 11008), (11008, 4096), (384, 384), (384, 1536), (1536, 384)]:
-    x = torch.randn(1, k, device="cuda", dtype=torch.float16)
-    w = torch.randn(n, k, device="cuda", dtype=torch.float16)
-    for _ in range(20): F.linear(x, w)
-    times = []
-    for _ in range(200):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record(); F.linear(x, w); end.record(); torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    us = statistics.median(times)
-    print(f"| {k}x{n} | {us:.2f} | {2 * k * n / us / 1e3:.0f} |")
-PY
-  } >>"$report"
-else
-  echo "note: PyTorch with CUDA not found; FP16 F.linear not timed" | tee -a "$report"
+# 3-6. Kernel times (quantc's schedules, the expert kernels, torch FP16), GB/s, % of copy
+# bandwidth, speed-up over FP16 and the model's error: bench/gpu/time_kernels.py.
+if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  echo "error: PyTorch with CUDA not found; kernel times not taken (see $report)" | tee -a "$report" >&2
+  exit 3
+fi
+echo >>"$report"
+if ! python3 bench/gpu/time_kernels.py --quantc "$quantc" >>"$report"; then
   status=1
 fi
-
-# 3, 5, 6: not yet available.
-msg="quantc has no CUDA-event timing of its own or the expert kernels yet: steps 3, 5 and 6 (kernel times, speed-up over FP16, model error) were not run"
-echo "note: $msg" | tee -a "$report"
-echo "error: incomplete GPU benchmark: $msg; see $report" >&2
-exit 3
+echo "wrote $report"
+exit $status

@@ -2,9 +2,23 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace quantc::runtime {
 
 std::string_view to_string(KernelForm form) { return form == KernelForm::Ir ? "IR" : "PTX"; }
+
+double KernelTimes::median() const {
+  if (microseconds.empty()) return 0;
+  std::vector<double> sorted = microseconds;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t middle = sorted.size() / 2;
+  return sorted.size() % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+double KernelTimes::min() const {
+  return microseconds.empty() ? 0 : *std::min_element(microseconds.begin(), microseconds.end());
+}
 
 namespace {
 

@@ -46,6 +46,7 @@ struct BackendInfo {
   std::string_view name;         // what `quantc run --backend NAME` takes
   std::string_view description;  // one line for --help and `backends()` listings
   KernelForm form;
+  bool times_kernels = false;    // honours RunOptions::timed_launches (hardware backends)
 };
 
 /// How to compile for a backend. `target` applies to PTX backends; when unset, the
@@ -75,12 +76,31 @@ struct RunOptions {
   /// Collect counters that cost time to collect (the interpreter's RunStatistics).
   /// Counters that come for free (the emulator's) are always reported.
   bool counters = false;
+  /// Backends with BackendInfo::times_kernels: after the checked run, launch the kernel
+  /// `warmup_launches` more times untimed, then `timed_launches` times, each timed on
+  /// the device (CUDA events around the launch alone) after the L2 cache was flushed,
+  /// so that every timed launch reads its weights from DRAM as a decode step does.
+  /// 0 (the default): no timing. Other backends ignore both.
+  unsigned timed_launches = 0;
+  unsigned warmup_launches = 10;
+};
+
+/// Kernel times measured on hardware: one entry per timed launch, in microseconds, in
+/// launch order.
+struct KernelTimes {
+  std::vector<double> microseconds;
+  unsigned warmup_launches = 0;
+  std::uint64_t l2_flush_bytes = 0;  // bytes written before each timed launch to evict L2
+  /// The median (the mean of the two middle values for an even count); 0 when empty.
+  double median() const;
+  double min() const;  // 0 when empty
 };
 
 /// What one run reports: the counters the backend has, each unset when it has none.
 struct RunReport {
   std::optional<reference::RunStatistics> statistics;  // reference, with RunOptions::counters
   std::optional<emulator::LaunchCounters> counters;    // emulator, every run
+  std::optional<KernelTimes> times;                     // cuda, with RunOptions::timed_launches
   bool has_counters() const { return statistics.has_value() || counters.has_value(); }
 };
 

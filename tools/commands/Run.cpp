@@ -1,8 +1,10 @@
 // quantc run SPEC.json [--backend NAME] [--input NAME=FILE.npy]... [--random-inputs SEED]
 //                      [--output NAME=FILE.npy]... [--compare BACKEND] [--tolerance T]
-//                      [--threads N] [--stats] [--target sm_XX] [pipeline flags]
+//                      [--threads N] [--stats] [--target sm_XX] [--time N [--warmup N]]
+//                      [pipeline flags]
 // quantc run FILE.ptx [--entry NAME] --grid X[,Y,Z] --block X[,Y,Z] [--shared-bytes N]
 //                     [--arg ARG]... [--output INDEX=FILE.npy]... [--backend emulator|cuda] [--stats]
+//                     [--time N [--warmup N]]
 //
 // A spec runs the program after the pass pipeline (-O2 by default) on any backend of the
 // registry (runtime/backends/Registry.h; default reference); --compare BACKEND runs a
@@ -41,6 +43,8 @@ struct RunOptions {
   double tolerance = 1e-5;
   unsigned threads = 1;
   bool statistics = false;
+  unsigned timed_launches = 0;
+  unsigned warmup_launches = 10;
   PipelineFlags pipeline;
   PtxLaunchFlags ptx;
 };
@@ -133,6 +137,36 @@ void print_counters(const runtime::Backend& backend, const runtime::RunReport& r
   if (!report.has_counters()) fmt::print("backend {} reports no counters\n", backend.name());
 }
 
+/// --time needs a backend that measures kernels on hardware; checked before any work.
+void check_timing(const RunOptions& options, const std::string& backend_name) {
+  if (options.timed_launches == 0) return;
+  const runtime::RegisteredBackend* entry = runtime::find_backend(backend_name);
+  if (entry != nullptr && !entry->info.times_kernels) {
+    throw CommandError(fmt::format("--time {}: backend '{}' does not time kernels on hardware; use --backend cuda "
+                                   "(for the emulator's modeled time, run `quantc profile`)",
+                                   options.timed_launches, backend_name));
+  }
+}
+
+runtime::RunOptions backend_run_options(const RunOptions& options) {
+  runtime::RunOptions run_options;
+  run_options.threads = options.threads;
+  run_options.counters = options.statistics;
+  run_options.timed_launches = options.timed_launches;
+  run_options.warmup_launches = options.warmup_launches;
+  return run_options;
+}
+
+/// One line per timed run: `bench/gpu/run.sh` reads the median from it.
+void print_times(const std::string& kernel, const runtime::RunReport& report) {
+  if (!report.times) return;
+  const runtime::KernelTimes& times = *report.times;
+  fmt::print("time {}: median {:.3f} us, min {:.3f} us over {} launches after {} warm-up (L2 flushed with {} MiB "
+             "before each)\n",
+             kernel, times.median(), times.min(), times.microseconds.size(), times.warmup_launches,
+             times.l2_flush_bytes >> 20);
+}
+
 /// The --compare value: a registered backend other than the one that ran.
 std::unique_ptr<runtime::Backend> make_oracle(const std::string& name) {
   if (runtime::find_backend(name) == nullptr) {
@@ -152,6 +186,7 @@ void run_spec(const RunOptions& options, const std::string& text, const CLI::App
   const ir::Program source = ir::ops::build_program(spec);
   std::unique_ptr<runtime::Backend> oracle;
   if (options.compare) oracle = make_oracle(*options.compare);
+  check_timing(options, options.backend.value_or(kSpecDefaultBackend));
 
   // The backend is made only now, so that every spec error is reported first (the CUDA
   // backend needs a driver and a device as soon as it exists).
@@ -166,10 +201,7 @@ void run_spec(const RunOptions& options, const std::string& text, const CLI::App
     }
   }
   const runtime::BufferSet inputs = buffers;
-  runtime::RunOptions run_options;
-  run_options.threads = options.threads;
-  run_options.counters = options.statistics;
-  const runtime::RunReport report = backend->run(kernel, buffers, run_options);
+  const runtime::RunReport report = backend->run(kernel, buffers, backend_run_options(options));
 
   for (const ir::BufferDecl& decl : program.buffers) {
     if (decl.is_output()) fmt::print("{}", format_buffer(decl.name, logical_output(decl, buffers.at(decl.name))));
@@ -178,6 +210,7 @@ void run_spec(const RunOptions& options, const std::string& text, const CLI::App
     print_counters(*backend, report, program.name, kernel.target ? kernel.target->name() : "none",
                    runtime::output_element_count(program), &program);
   }
+  print_times(program.name, report);
   bool within_tolerance = true;
   if (oracle) {
     // The oracle compiles the same program with the same pipeline, quietly.
@@ -215,18 +248,17 @@ void run_ptx(const RunOptions& options, const std::string& text, const CLI::App&
                                    runtime::to_string(entry->info.form), options.path,
                                    fmt::join(runtime::backend_names(runtime::KernelForm::Ptx), " or --backend ")));
   }
+  check_timing(options, backend_name);
   PreparedPtxLaunch prepared = prepare_ptx_launch(text, options.ptx, options.outputs);
   std::unique_ptr<runtime::Backend> backend = runtime::make_backend(backend_name);
-  runtime::RunOptions run_options;
-  run_options.threads = options.threads;
-  run_options.counters = options.statistics;
-  const runtime::RunReport report = backend->launch_ptx(prepared.launch, prepared.buffers, run_options);
+  const runtime::RunReport report = backend->launch_ptx(prepared.launch, prepared.buffers, backend_run_options(options));
   prepared.print_buffers();
+  const std::string kernel = runtime::check_ptx_launch(prepared.launch, prepared.buffers).name;
   if (options.statistics) {
-    const std::string kernel = runtime::check_ptx_launch(prepared.launch, prepared.buffers).name;
     const std::string target = report.counters ? runtime::emulator::parse_ptx(text).target : "";
     print_counters(*backend, report, kernel, target, prepared.output_elements(), nullptr);
   }
+  print_times(kernel, report);
   // Outputs are written only after the run succeeded, each atomically.
   prepared.write_outputs();
 }
@@ -262,6 +294,14 @@ void add_run_command(CLI::App& app) {
   command->add_flag("--stats", options->statistics,
                     "Print the backend's counters per output (reference: operation counts; emulator: the profile "
                     "counters)");
+  CLI::Option* time_option = command->add_option("--time", options->timed_launches,
+                      "Time the kernel on the GPU (--backend cuda): after the checked run, N more launches timed "
+                      "with CUDA events, each after an L2 flush; prints the median and minimum in microseconds")
+      ->check(CLI::Range(1u, 100000u));
+  command->add_option("--warmup", options->warmup_launches, "With --time: untimed launches before the timed ones")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 100000u))
+      ->needs(time_option);
   options->pipeline.add_to(*command);
   options->ptx.add_to(*command);
   command->callback([options, command] {

@@ -70,6 +70,7 @@ class DriverUnavailable : public BackendUnavailable {
   X(cuMemFree)                             \
   X(cuMemcpyHtoDAsync)                     \
   X(cuMemcpyDtoHAsync)                     \
+  X(cuMemsetD8Async)                       \
   X(cuPointerGetAttribute)                 \
   X(cuStreamCreate)                        \
   X(cuStreamDestroy)                       \

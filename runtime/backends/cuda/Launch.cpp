@@ -307,11 +307,38 @@ void CudaBackend::download(const ir::Program& program, const DeviceBufferSet& de
   stream_.synchronize();
 }
 
-void CudaBackend::run(const ir::Program& program, const KernelImage& image, BufferSet& buffers) {
+std::optional<KernelTimes> CudaBackend::run(const ir::Program& program, const KernelImage& image, BufferSet& buffers,
+                                            const RunOptions& options) {
   plan_launch(program, buffers);  // all checks before any device work
   DeviceBufferSet device_buffers = upload(program, buffers);
   launch(program, image, device_buffers);
   download(program, device_buffers, buffers);
+  if (options.timed_launches == 0) return std::nullopt;
+  return time_launches([&] { launch(program, image, device_buffers); }, options);
+}
+
+KernelTimes CudaBackend::time_launches(const std::function<void()>& launch_once, const RunOptions& options) {
+  context_.make_current();
+  const Driver& driver = context_.driver();
+  // Twice the L2 size evicts every line the previous launch left (what Triton's
+  // do_bench and nvbench do), so the weights come from DRAM on every timed launch.
+  KernelTimes times;
+  times.warmup_launches = options.warmup_launches;
+  times.l2_flush_bytes = std::max<std::uint64_t>(2 * context_.device().l2_cache_bytes, 1 << 20);
+  DeviceMemory flush(context_, times.l2_flush_bytes);
+  for (unsigned i = 0; i < options.warmup_launches; ++i) launch_once();
+  const Event start(context_), end(context_);
+  times.microseconds.reserve(options.timed_launches);
+  for (unsigned i = 0; i < options.timed_launches; ++i) {
+    driver.check(driver.api().cuMemsetD8Async(flush.get(), static_cast<unsigned char>(i), flush.size(), stream_.get()),
+                 "cuMemsetD8Async", "flushing the L2 cache between timed launches");
+    start.record(stream_);
+    launch_once();
+    end.record(stream_);
+    end.synchronize();
+    times.microseconds.push_back(1e3 * static_cast<double>(end.milliseconds_since(start)));
+  }
+  return times;
 }
 
 // ---- runtime::Backend ------------------------------------------------------------------
@@ -320,13 +347,15 @@ BackendKernel CudaBackend::compile(const ir::Program& program, const CompileOpti
   return compile_to_ptx(program, options, target());
 }
 
-RunReport CudaBackend::run(const BackendKernel& kernel, BufferSet& buffers, const RunOptions&) {
+RunReport CudaBackend::run(const BackendKernel& kernel, BufferSet& buffers, const RunOptions& options) {
   require_ptx(*this, kernel);
-  run(kernel.program, KernelImage::ptx(kernel.ptx), buffers);
-  return {};
+  RunReport report;
+  report.times = run(kernel.program, KernelImage::ptx(kernel.ptx), buffers, options);
+  return report;
 }
 
-RunReport CudaBackend::launch_ptx(const PtxLaunch& launch, std::vector<NamedBuffer>& buffers, const RunOptions&) {
+RunReport CudaBackend::launch_ptx(const PtxLaunch& launch, std::vector<NamedBuffer>& buffers,
+                                  const RunOptions& options) {
   const ptx::Entry entry_declaration = check_ptx_launch(launch, buffers);
   const std::uint64_t threads = std::uint64_t(launch.block[0]) * launch.block[1] * launch.block[2];
   const KernelImage image = KernelImage::ptx(launch.ptx);
@@ -366,14 +395,17 @@ RunReport CudaBackend::launch_ptx(const PtxLaunch& launch, std::vector<NamedBuff
   std::vector<void*> arguments;
   arguments.reserve(values.size());
   for (std::uint64_t& value : values) arguments.push_back(&value);
-  driver.check(driver.api().cuLaunchKernel(loaded.function.get(), launch.grid[0], launch.grid[1], launch.grid[2],
-                                           launch.block[0], launch.block[1], launch.block[2],
-                                           launch.dynamic_shared_bytes, stream_.get(),
-                                           arguments.empty() ? nullptr : arguments.data(), /*extra=*/nullptr),
-               "cuLaunchKernel",
-               fmt::format("kernel '{}', grid ({}, {}, {}), block ({}, {}, {}), {} bytes of dynamic shared memory",
-                           entry_declaration.name, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0],
-                           launch.block[1], launch.block[2], launch.dynamic_shared_bytes));
+  const auto launch_once = [&] {
+    driver.check(driver.api().cuLaunchKernel(loaded.function.get(), launch.grid[0], launch.grid[1], launch.grid[2],
+                                             launch.block[0], launch.block[1], launch.block[2],
+                                             launch.dynamic_shared_bytes, stream_.get(),
+                                             arguments.empty() ? nullptr : arguments.data(), /*extra=*/nullptr),
+                 "cuLaunchKernel",
+                 fmt::format("kernel '{}', grid ({}, {}, {}), block ({}, {}, {}), {} bytes of dynamic shared memory",
+                             entry_declaration.name, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0],
+                             launch.block[1], launch.block[2], launch.dynamic_shared_bytes));
+  };
+  launch_once();
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     HostBuffer& host = buffers[i].buffer;
     if (host.bytes.empty()) continue;
@@ -381,7 +413,9 @@ RunReport CudaBackend::launch_ptx(const PtxLaunch& launch, std::vector<NamedBuff
                  "cuMemcpyDtoHAsync", fmt::format("downloading buffer '{}'", buffers[i].name));
   }
   stream_.synchronize();
-  return {};
+  RunReport report;
+  if (options.timed_launches > 0) report.times = time_launches(launch_once, options);
+  return report;
 }
 
 }  // namespace quantc::runtime::cuda

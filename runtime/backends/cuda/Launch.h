@@ -23,6 +23,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -105,7 +106,7 @@ std::map<std::string, unsigned> required_alignments(const ir::Program& program);
 class CudaBackend final : public Backend {
  public:
   static constexpr BackendInfo kInfo{"cuda", "a CUDA GPU through the driver API (needs the NVIDIA driver and a device)",
-                                     KernelForm::Ptx};
+                                     KernelForm::Ptx, /*times_kernels=*/true};
   /// Uses the process-wide driver (driver(): DriverUnavailable without one) and device
   /// `device_ordinal`'s primary context.
   explicit CudaBackend(int device_ordinal = 0);
@@ -133,8 +134,12 @@ class CudaBackend final : public Backend {
   /// their host values.
   void download(const ir::Program& program, const DeviceBufferSet& device_buffers, BufferSet& buffers);
 
-  /// plan_launch + upload + launch + download: runs the kernel on `buffers`.
-  void run(const ir::Program& program, const KernelImage& image, BufferSet& buffers);
+  /// plan_launch + upload + launch + download: runs the kernel on `buffers`. With
+  /// options.timed_launches > 0 it then times the kernel on the same device buffers
+  /// (RunOptions says how) and returns the times; the outputs are those of the first,
+  /// checked launch.
+  std::optional<KernelTimes> run(const ir::Program& program, const KernelImage& image, BufferSet& buffers,
+                                 const RunOptions& options = {});
 
   /// Launches the program's entry from `image` on device memory the caller owns, with
   /// no allocation and no copy: one DevicePointer per declared buffer, by buffer name
@@ -166,11 +171,13 @@ class CudaBackend final : public Backend {
   const BackendInfo& info() const override { return kInfo; }
   /// lower::compile for options.target, else this GPU's target().
   BackendKernel compile(const ir::Program& program, const CompileOptions& options) override;
-  /// run(kernel.program, KernelImage::ptx(kernel.ptx), buffers); reports no counters.
+  /// run(kernel.program, KernelImage::ptx(kernel.ptx), buffers, options); reports the
+  /// kernel times when options.timed_launches > 0, no counters.
   RunReport run(const BackendKernel& kernel, BufferSet& buffers, const RunOptions& options = {}) override;
   /// check_ptx_launch, then: loads the module (cached by digest), copies every buffer to
   /// the device, launches on this backend's stream (raising the function's dynamic
-  /// shared memory limit above 48 KiB when asked), copies every buffer back and waits.
+  /// shared memory limit above 48 KiB when asked), copies every buffer back and waits;
+  /// then times the launch as run() does when options.timed_launches > 0.
   RunReport launch_ptx(const PtxLaunch& launch, std::vector<NamedBuffer>& buffers,
                        const RunOptions& options = {}) override;
 
@@ -186,6 +193,10 @@ class CudaBackend final : public Backend {
   /// Checks the CTA against the function's limit and queues the launch.
   void launch_pointers(const ir::Program& program, const KernelImage& image, std::vector<CUdeviceptr> pointers,
                        CUstream stream);
+  /// Calls `launch_once` (which queues one launch on stream_) warmup_launches times,
+  /// then timed_launches times between two events, each after an L2 flush (a memset of
+  /// twice the L2 size), and returns the per-launch times.
+  KernelTimes time_launches(const std::function<void()>& launch_once, const RunOptions& options);
   /// cuPointerGetAttribute checks of caller-provided memory (see launch()).
   void check_device_memory(const ir::Program& program, const std::vector<CUdeviceptr>& pointers) const;
 

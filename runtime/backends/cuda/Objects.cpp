@@ -48,6 +48,7 @@ DeviceInfo device_info(const Driver& driver, int ordinal) {
                             attribute(driver, device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   info.multiprocessor_count = attribute(driver, device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   info.max_threads_per_block = attribute(driver, device, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  info.l2_cache_bytes = static_cast<std::uint64_t>(attribute(driver, device, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE));
   return info;
 }
 

@@ -22,6 +22,7 @@ struct DeviceInfo {
   int compute_capability = 0;   // major*10 + minor: 90 for sm_90
   int multiprocessor_count = 0;
   int max_threads_per_block = 0;
+  std::uint64_t l2_cache_bytes = 0;  // CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
 };
 
 /// How many devices the driver sees.

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Times quantc's batch-1 kernels, the expert CUDA kernels and torch's FP16 F.linear on a GPU.
+
+Called by bench/gpu/run.sh (steps 3 to 6); writes Markdown sections to stdout.
+
+    time_kernels.py --quantc PATH [--launches bench/gpu/launches.jsonl] [--launches-count 200]
+                    [--warmup 10] [--shapes llama|minilm|all] [--filter TEXT]
+
+What each number is:
+  - quantc: `quantc run SPEC --backend cuda --random-inputs 1 --compare reference --time N`: the
+    kernel is checked against the reference interpreter first, then launched N more times after
+    the warm-up, each timed with CUDA events around the launch alone after an L2 flush (so the
+    weights come from DRAM, as in a decode step); the median is reported.
+  - expert: bench/experts/<source>.cu compiled here with `nvcc -ptx -O3 -arch=sm_XX`, launched
+    with `quantc run FILE.ptx --backend cuda --time N` on zero-filled buffers with the launch
+    geometry kernels_bench plans (bench/gpu/launches.jsonl, written by scripts/bench_kernels.sh).
+  - FP16: torch.nn.functional.linear(x, w) with x [1, in] and w [out, in] in float16 (cuBLAS),
+    timed with torch.cuda.Event the same way (L2 flushed before each launch).
+  - copy bandwidth: a 1 GiB device-to-device copy (bytes read + written per second).
+  - GB/s: the kernel's unique bytes read + written (from `quantc profile --json`) per second.
+  - model error: `quantc profile --json`'s modeled_us for this GPU / measured median - 1.
+Requires PyTorch with CUDA and nvcc on PATH (for the expert kernels; skipped with a note if absent).
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+LLAMA_SHAPES = [(4096, 4096), (4096, 11008), (11008, 4096)]
+MINILM_SHAPES = [(384, 384), (384, 1536), (1536, 384)]
+
+
+def batch1_specs(k, n):
+    """(label, spec without schedule) for every batch-1 op at in=k, out=n; labels follow
+    kernels_bench's ("op KxN extras"), so that --filter selects the same cases in both tables."""
+    m1 = {"m": 1, "k": k, "n": n}
+    shape = f"{k}x{n}"
+    return [
+        (f"linear_4bit {shape}", {"op": "linear_4bit", "in_dim": k, "out_dim": n}),
+        (f"linear_4bit_affine_grouped {shape} g64",
+         {"op": "linear_4bit_affine_grouped", "in_dim": k, "out_dim": n, "group_size": 64}),
+        (f"linear_4bit_affine_grouped {shape} g128",
+         {"op": "linear_4bit_affine_grouped", "in_dim": k, "out_dim": n, "group_size": 128}),
+        (f"int4_matvec_f32_scaled {shape}", {"op": "int4_matvec_f32_scaled", "rows": n, "cols": k}),
+        (f"int4_batched_matvec_f32_scaled {shape}",
+         {"op": "int4_batched_matvec_f32_scaled", "batch": 1, "rows": n, "cols": k}),
+        (f"nf4_gemm {shape} f64", {"op": "nf4_gemm", **m1, "accumulate": "f64"}),
+        (f"nf4_gemm {shape} f32", {"op": "nf4_gemm", **m1, "accumulate": "f32"}),
+        (f"nf4_gemm_transpose {shape}", {"op": "nf4_gemm_transpose", **m1}),
+        (f"dequant_matmul_int8 {shape} b64", {"op": "dequant_matmul_int8", **m1, "block_size": 64}),
+        (f"dequant_matmul_int4 {shape} b64 asym",
+         {"op": "dequant_matmul_int4", **m1, "block_size": 64, "asymmetric": True}),
+        (f"dequant_matmul_fp8 {shape}", {"op": "dequant_matmul_fp8", **m1}),
+        (f"dequant_matmul_nvfp4 {shape}", {"op": "dequant_matmul_nvfp4", **m1}),
+        (f"quantize_int4 {shape}", {"op": "quantize_int4", "n": k * n}),
+        (f"dequantize_int4 {shape}", {"op": "dequantize_int4", "n": k * n}),
+        (f"quantize_nf4 {shape}", {"op": "quantize_nf4", "n": k * n}),
+        (f"dequantize_nf4 {shape}", {"op": "dequantize_nf4", "n": k * n}),
+    ]
+
+
+def canonical(spec):
+    """A spec's identity for lookups: sorted keys, the op's defaults filled in."""
+    defaults = {"nf4_gemm": {"accumulate": "f64"}, "dequant_matmul_int4": {"asymmetric": False}}
+    return json.dumps({**defaults.get(spec["op"], {}), **spec}, sort_keys=True)
+
+
+def model_key(device_name):
+    name = device_name.upper()
+    for needle, key in (("H200", "h200"), ("H100", "h100_sxm"), ("A100", "a100"), ("L40S", "l40s")):
+        if needle in name:
+            return key
+    return None
+
+
+TIME_LINE = re.compile(r"time \S+: median ([0-9.]+) us, min ([0-9.]+) us")
+
+
+def run_timed(command):
+    """Runs a `quantc run ... --time` command; returns (median_us, None) or (None, error text)."""
+    result = subprocess.run(command, capture_output=True, text=True)
+    match = TIME_LINE.search(result.stdout)
+    if result.returncode != 0 or match is None:
+        return None, (result.stdout + result.stderr).strip().splitlines()[-1:] or ["failed"]
+    return float(match.group(1)), None
+
+
+def profile(quantc, spec_path, sm, key):
+    """(modeled_us on `key`, unique bytes read + written) from `quantc profile --json`."""
+    result = subprocess.run([quantc, "profile", "--json", spec_path, "--target", f"sm_{sm}"], capture_output=True, text=True)
+    if result.returncode != 0:
+        return None, None
+    kernel = json.loads(result.stdout)["kernels"][0]
+    modeled = kernel["devices"].get(key, {}).get("modeled_us") if key else None
+    return modeled, kernel["unique_bytes_read"] + kernel["unique_bytes_written"]
+
+
+def torch_measurements(args, shapes):
+    """(device name, sm, copy GB/s, {(in, out): FP16 F.linear us}) measured with PyTorch."""
+    import torch
+    import torch.nn.functional as F
+
+    flush = torch.empty(2 * 1024 ** 3 // 8, dtype=torch.int64, device="cuda")  # > every L2 there is
+
+    def torch_time(fn):
+        for _ in range(args.warmup):
+            fn()
+        times = []
+        for _ in range(args.launches_count):
+            flush.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) * 1e3)
+        return statistics.median(times)
+
+    source = torch.empty(1024 ** 3, dtype=torch.uint8, device="cuda")
+    target = torch.empty_like(source)
+    copy_gbs = 2 * source.numel() / torch_time(lambda: target.copy_(source)) / 1e3
+    del source, target
+    fp16_us = {}
+    for k, n in shapes:
+        x = torch.randn(1, k, device="cuda", dtype=torch.float16)
+        w = torch.randn(n, k, device="cuda", dtype=torch.float16)
+        fp16_us[(k, n)] = torch_time(lambda: F.linear(x, w))
+    major, minor = torch.cuda.get_device_capability()
+    return torch.cuda.get_device_name(), 10 * major + minor, copy_gbs, fp16_us
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quantc", required=True)
+    parser.add_argument("--launches", default=os.path.join(os.path.dirname(__file__), "launches.jsonl"))
+    parser.add_argument("--launches-count", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--shapes", choices=["llama", "minilm", "all"], default="all")
+    parser.add_argument("--filter", default="")
+    parser.add_argument("--without-torch", action="store_true",
+                        help="only quantc and the experts (no copy bandwidth, no FP16): the smoke test on the "
+                             "emulated CUDA driver uses it")
+    parser.add_argument("--sm", type=int, default=90, help="with --without-torch: the device's sm")
+    parser.add_argument("--model-device", help="cost-model device key (h100_sxm, h200, a100, l40s) for the model "
+                                               "error column; default: from the GPU's name")
+    args = parser.parse_args()
+
+    shapes = {"llama": LLAMA_SHAPES, "minilm": MINILM_SHAPES, "all": LLAMA_SHAPES + MINILM_SHAPES}[args.shapes]
+    if args.without_torch:
+        device_name, sm = "no torch", args.sm
+        copy_gbs, fp16_us = float("nan"), {shape: float("nan") for shape in shapes}
+    else:
+        device_name, sm, copy_gbs, fp16_us = torch_measurements(args, shapes)
+    key = args.model_device or model_key(device_name)
+
+    print(f"GPU: {device_name} (sm_{sm}); cost-model device: {key or 'none (no model for this GPU)'}.")
+    print(f"Measured device-to-device copy bandwidth: {copy_gbs:.0f} GB/s (1 GiB copy, median of {args.launches_count}).")
+    print(f"Every time is the median of {args.launches_count} launches after {args.warmup} warm-up, each after an L2 flush.\n")
+    if not args.without_torch:
+        print("## torch FP16 F.linear (cuBLAS), batch 1\n")
+        print("| in x out | us | GB/s (weights) |\n|---|--:|--:|")
+        for (k, n), us in fp16_us.items():
+            print(f"| {k}x{n} | {us:.2f} | {2 * k * n / us / 1e3:.0f} |")
+
+    quantc_args = ["--backend", "cuda", "--time", str(args.launches_count), "--warmup", str(args.warmup)]
+    measured = {}  # (canonical spec, schedule) -> us
+    failures = []
+    print("\n## quantc kernels, batch 1 (checked against the interpreter first)\n")
+    print("| case | schedule | us | GB/s | % of copy | × FP16 | modeled us | model error |")
+    print("|---|---|--:|--:|--:|--:|--:|--:|")
+    with tempfile.TemporaryDirectory() as scratch:
+        for k, n in shapes:
+            for label, spec in batch1_specs(k, n):
+                if args.filter and args.filter not in label:
+                    continue
+                for schedule in ("seed", "fast"):
+                    path = os.path.join(scratch, "spec.json")
+                    with open(path, "w") as file:
+                        json.dump({**spec, "schedule": schedule}, file)
+                    us, error = run_timed([args.quantc, "run", path, "--random-inputs", "1", "--compare", "reference",
+                                           "--threads", "0", *quantc_args])
+                    if us is None:
+                        failures.append(f"{label} {schedule}: {error[0]}")
+                        print(f"| {label} | {schedule} | failed | | | | | |")
+                        continue
+                    measured[(canonical(spec), schedule)] = us
+                    modeled, unique_bytes = profile(args.quantc, path, sm, key)
+                    gbs = unique_bytes / us / 1e3 if unique_bytes else float("nan")
+                    model = f"{modeled:.2f} | {modeled / us - 1:+.0%}" if modeled else "– | –"
+                    print(f"| {label} | {schedule} | {us:.2f} | {gbs:.0f} | {100 * gbs / copy_gbs:.0f}% | "
+                          f"{fp16_us[(k, n)] / us:.2f}× | {model} |")
+
+        print("\n## Expert CUDA kernels (bench/experts/), same timing\n")
+        nvcc = shutil.which("nvcc")
+        if nvcc is None or not os.path.exists(args.launches):
+            print(f"note: {'nvcc not on PATH' if nvcc is None else args.launches + ' missing'}; expert kernels not timed")
+        else:
+            print("| case | expert us | quantc seed us | quantc fast us | fast ÷ expert |\n|---|--:|--:|--:|--:|")
+            experts = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "experts")
+            for line in open(args.launches):
+                case = json.loads(line)
+                if args.filter and args.filter not in case["label"]:
+                    continue
+                expert = case["expert"]
+                ptx = os.path.join(scratch, expert["source"] + f".sm_{sm}.ptx")
+                if not os.path.exists(ptx):
+                    subprocess.run([nvcc, "-ptx", "-O3", f"-arch=sm_{sm}", os.path.join(experts, expert["source"]),
+                                    "-o", ptx], check=True)
+                command = [args.quantc, "run", ptx, "--entry", expert["entry"],
+                           "--grid", ",".join(map(str, expert["grid"])), "--block", ",".join(map(str, expert["block"])),
+                           "--shared-bytes", str(expert["shared_bytes"]), *quantc_args]
+                for argument in expert["args"]:
+                    command += ["--arg", argument]
+                us, error = run_timed(command)
+                if us is None:
+                    failures.append(f"expert {case['label']}: {error[0]}")
+                    print(f"| {case['label']} | failed | | | |")
+                    continue
+                spec = canonical({"op": case["spec"]["op"], **case["spec"]["params"]})
+                seed, fast = measured.get((spec, "seed")), measured.get((spec, "fast"))
+                cell = lambda v: f"{v:.2f}" if v else "–"
+                ratio = f"{fast / us:.2f}×" if fast else "–"
+                print(f"| {case['label']} | {us:.2f} | {cell(seed)} | {cell(fast)} | {ratio} |")
+
+    if failures:
+        print("\n## Failures\n")
+        for failure in failures:
+            print(f"- {failure}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
