@@ -86,6 +86,8 @@ TEST_CASE("right shifts of unsigned values with the top bit set are logical: exa
   BufferRef u_by_register = builder.output("u_by_register", ScalarType::U32, kCount);
   BufferRef u_by_4 = builder.output("u_by_4", ScalarType::U32, kCount);
   BufferRef u_by_31 = builder.output("u_by_31", ScalarType::U32, kCount);
+  BufferRef u_by_33 = builder.output("u_by_33", ScalarType::U32, kCount);  // constant amounts >= the width
+  BufferRef s_by_40 = builder.output("s_by_40", ScalarType::I32, kCount);
   BufferRef w_by_register = builder.output("w_by_register", ScalarType::U64, kCount);
   BufferRef w_by_36 = builder.output("w_by_36", ScalarType::U64, kCount);
   BufferRef s_by_register = builder.output("s_by_register", ScalarType::I32, kCount);
@@ -95,6 +97,8 @@ TEST_CASE("right shifts of unsigned values with the top bit set are logical: exa
     body.store(u_by_register, i, u[i] >> u_amount[i]);
     body.store(u_by_4, i, u[i] >> u32(4));
     body.store(u_by_31, i, u[i] >> u32(31));
+    body.store(u_by_33, i, u[i] >> u32(33));
+    body.store(s_by_40, i, s[i] >> i32(40));
     body.store(w_by_register, i, w[i] >> w_amount[i]);
     body.store(w_by_36, i, w[i] >> Literal::u64(36));
     body.store(s_by_register, i, s[i] >> s_amount[i]);  // signed: arithmetic, for contrast
@@ -134,7 +138,7 @@ TEST_CASE("right shifts of unsigned values with the top bit set are logical: exa
   // The oracle: C++ shifts, with the IR's rule for amounts >= the width.
   std::vector<std::uint32_t> want_u(kCount), want_u4(kCount), want_u31(kCount);
   std::vector<std::uint64_t> want_w(kCount), want_w36(kCount);
-  std::vector<std::int32_t> want_s(kCount);
+  std::vector<std::int32_t> want_s(kCount), want_s40(kCount);
   for (std::uint32_t k = 0; k < kCount; ++k) {
     want_u[k] = u_amounts[k] >= 32 ? 0u : u_values[k] >> u_amounts[k];
     want_u4[k] = u_values[k] >> 4;
@@ -142,6 +146,7 @@ TEST_CASE("right shifts of unsigned values with the top bit set are logical: exa
     want_w[k] = w_amounts[k] >= 64 ? 0ull : w_values[k] >> w_amounts[k];
     want_w36[k] = w_values[k] >> 36;
     want_s[k] = s_amounts[k] >= 32 ? (s_values[k] < 0 ? -1 : 0) : s_values[k] >> s_amounts[k];
+    want_s40[k] = s_values[k] < 0 ? -1 : 0;
   }
   // The hand-written rows agree with the oracle, so the oracle is not the thing tested.
   for (std::size_t k = 0; k < u_rows.size(); ++k) REQUIRE(want_u[k] == u_rows[k].shifted);
@@ -161,6 +166,8 @@ TEST_CASE("right shifts of unsigned values with the top bit set are logical: exa
   expected["u_by_register"] = runtime::HostBuffer::from(ScalarType::U32, want_u);
   expected["u_by_4"] = runtime::HostBuffer::from(ScalarType::U32, want_u4);
   expected["u_by_31"] = runtime::HostBuffer::from(ScalarType::U32, want_u31);
+  expected["u_by_33"] = runtime::HostBuffer::from(ScalarType::U32, std::vector<std::uint32_t>(kCount, 0));
+  expected["s_by_40"] = runtime::HostBuffer::from(ScalarType::I32, want_s40);
   expected["w_by_register"] = runtime::HostBuffer::from(ScalarType::U64, want_w);
   expected["w_by_36"] = runtime::HostBuffer::from(ScalarType::U64, want_w36);
   expected["s_by_register"] = runtime::HostBuffer::from(ScalarType::I32, want_s);
