@@ -2,8 +2,10 @@
 # Quick-start command 2: install dependencies, fetch the test model, build everything,
 # run every test.
 #   ./scripts/test.sh            (CI runs this via .ci/run with QUANTC_REQUIRE_PTXAS=1)
-# Environment: BUILD_DIR (default build), QUANTC_REQUIRE_PTXAS=1 makes ptxas checks fail
-# instead of skipping when ptxas is missing.
+# Environment: BUILD_DIR (default build), QUANTC_REQUIRE_PTXAS=1 / QUANTC_REQUIRE_NVCC=1
+# make the ptxas / nvcc checks fail instead of skipping when the tool is missing.
+# Every test runs, so the check that every Catch2 test case ran (all_test_cases_ran) is
+# enforced: QUANTC_REQUIRE_ALL_TEST_CASES_RAN=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build}
@@ -12,4 +14,4 @@ bash scripts/setup.sh
 bash scripts/fetch_model.sh   # real weights for the CI-sized MiniLM test (git-ignored data/)
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQUANTC_BUILD_TESTS=ON
 cmake --build "$build_dir" -j2
-ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 900
+QUANTC_REQUIRE_ALL_TEST_CASES_RAN=1 ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 900

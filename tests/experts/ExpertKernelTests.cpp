@@ -5,12 +5,13 @@
 // refused with a message naming the value.
 //
 // nvcc policy, as the emulator's nvcc tests (tests/emulator/NvccSupport.h): skipped with a
-// visible warning where nvcc is missing, failed instead when QUANTC_REQUIRE_PTXAS=1 (CI,
-// which installs the whole toolkit).
+// visible warning where nvcc is missing, failed instead when QUANTC_REQUIRE_NVCC=1 or
+// QUANTC_REQUIRE_PTXAS=1 (CI sets both: it installs the whole toolkit).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 
 #include "ExpertKernels.h"
 
@@ -21,10 +22,14 @@ namespace {
 
 bool nvcc_available() {
   if (std::filesystem::exists(QUANTC_EXPERT_NVCC)) return true;
-  if (std::getenv("QUANTC_REQUIRE_PTXAS") != nullptr) {
-    FAIL("nvcc not found at " QUANTC_EXPERT_NVCC " and QUANTC_REQUIRE_PTXAS=1: the expert kernels need nvcc");
+  for (const char* variable : {"QUANTC_REQUIRE_NVCC", "QUANTC_REQUIRE_PTXAS"}) {
+    const char* value = std::getenv(variable);
+    if (value != nullptr && std::string(value) == "1") {
+      FAIL("nvcc not found at " QUANTC_EXPERT_NVCC " and " << variable << "=1: the expert kernels need nvcc");
+    }
   }
-  WARN("SKIPPED: nvcc not found at " QUANTC_EXPERT_NVCC "; the expert kernels are compiled with nvcc -ptx");
+  WARN("SKIPPED: nvcc not found at " QUANTC_EXPERT_NVCC "; the expert kernels are compiled with nvcc -ptx "
+       "(QUANTC_REQUIRE_NVCC=1 fails instead)");
   return false;
 }
 

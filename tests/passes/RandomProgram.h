@@ -2,20 +2,30 @@
 // after every pass) and the emulator tests (emulated PTX on every target against the
 // interpreter). Programs are well typed, never fail at run time (indices are reduced
 // modulo the buffer size, vector indices are aligned, divisors are non-zero literals),
-// are free of data races (every invocation stores only to its own slots, so any
-// execution order gives the same bytes) and put subgroup operations only under uniform
-// control (conditions and loop bounds built from workgroup_id, literals and uniform
-// variables). They mix u32, f32, f16 and bf16 scalars with f16x2/bf16x2 packed values
-// and u32/f32 vectors of 2 and 4 lanes: loads and stores (aligned and under-aligned),
-// lane-wise arithmetic, fma, casts, bitcasts, lane extraction/insertion, byte permutes.
+// are free of data races (every invocation stores only to its own slots and loads the
+// written buffers only there, so any execution order gives the same bytes) and put
+// subgroup operations only under uniform control (conditions and loop bounds built from
+// workgroup_id, literals and uniform variables). They mix u32, f32, f16 and bf16 scalars
+// with f16x2/bf16x2 packed values and u32/f32 vectors of 2 and 4 lanes: loads and stores
+// (aligned and under-aligned), lane-wise arithmetic, fma, casts, bitcasts, lane
+// extraction/insertion, byte permutes. The outputs are read_write and read back: values
+// travel through memory (a store, then loads later in the block or in later iterations
+// of a loop, read-modify-write inside loops), which a pass that hoists or merges loads
+// across stores gets wrong. Float literals and inputs (random_inputs) include NaNs, ±inf,
+// ±0 and subnormals.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "ir/Builder.h"
+#include "runtime/Buffers.h"
 
 namespace quantc::testing {
 
@@ -24,6 +34,14 @@ using namespace quantc::ir;
 class RandomProgram {
  public:
   explicit RandomProgram(std::uint64_t seed) : random_(seed) {}
+
+  /// What generate() produced, so a test can check the generator still reaches it.
+  struct Coverage {
+    int carried_in_loops = 0;   // read-modify-writes of a written buffer inside a loop
+    int written_loads = 0;      // loads of a buffer the program stores to
+    int special_floats = 0;     // NaN, ±inf, subnormal or largest-finite f32 literals
+  };
+  const Coverage& coverage() const { return coverage_; }
 
   Program generate() {
     ProgramBuilder program("random");
@@ -64,6 +82,7 @@ class RandomProgram {
   }
 
   void statement(Body& body, int depth, bool uniform) {
+    if (loop_depth_ > 0 && chance(25)) return carried_statement(body);
     if (chance(20)) return vector_statement(body);
     switch (pick(depth < 3 ? 9 : 6)) {
       case 0: {
@@ -127,6 +146,39 @@ class RandomProgram {
     }
   }
 
+  /// Inside a loop: a read-modify-write of one of this invocation's slots, so the value
+  /// an iteration loads is the one the previous iteration stored.
+  void carried_statement(Body& body) {
+    ++coverage_.carried_in_loops;
+    ++coverage_.written_loads;
+    switch (pick(4)) {
+      case 0: {
+        Expr at = slot_ + u32(pick(4));
+        body.store(out_u_, at, out_u_[at] * u32(3 + 2 * pick(4)) + u32_expr(1, false));
+        break;
+      }
+      case 1: {
+        Expr at = slot_ + u32(pick(4));
+        body.store(out_f_, at, fma(out_f_[at], f32(0.5f), f32_expr(1)));
+        break;
+      }
+      case 2: {
+        // A store, then a load of the same slot in the same iteration.
+        Expr at = slot_ + u32(pick(4));
+        body.store(out_u_, at, u32_expr(1, false) ^ u32(pick(1000)));
+        any_u_.push_back(body.let(name(), out_u_[at] + accumulator_u_));
+        break;
+      }
+      default: {
+        ScalarType type = chance(50) ? ScalarType::F16 : ScalarType::BF16;
+        const BufferRef& buffer = type == ScalarType::F16 ? out_h_ : out_b_;
+        Expr at = half_slot_ + u32(pick(2));
+        body.store(buffer, at, buffer[at] + half_expr(type, 1));
+        break;
+      }
+    }
+  }
+
   /// A store of a 16-bit or vector value to this invocation's slots: halves (some as
   /// packed pairs) and u32/f32 vectors, aligned or declared under-aligned.
   void vector_statement(Body& body) {
@@ -163,7 +215,7 @@ class RandomProgram {
   }
 
   Expr u32_leaf(bool uniform) {
-    int choice = static_cast<int>(pick(uniform ? 4 : 7));
+    int choice = static_cast<int>(pick(uniform ? 4 : 8));
     switch (choice) {
       case 0: {
         static constexpr std::uint32_t kSpecial[] = {0, 1, 2, 3, 7, 8, 31, 32, 33, 63, 64, 255, 0x80000000u, 0xffffffffu};
@@ -181,6 +233,9 @@ class RandomProgram {
       case 5:
         if (!any_u_.empty()) return any_u_[pick(static_cast<std::uint32_t>(any_u_.size()))];
         return local_id(0);
+      case 6:
+        ++coverage_.written_loads;
+        return out_u_[slot_ + u32(pick(4))];  // what this invocation stored there, or 0
       default:
         return chance(50) ? accumulator_u_ : in_u_[invocation_ % 64u];
     }
@@ -227,11 +282,14 @@ class RandomProgram {
   Expr half_expr(ScalarType type, int depth) {
     const BufferRef& input = type == ScalarType::F16 ? in_h_ : in_b_;
     if (depth <= 0 || chance(25)) {
-      switch (pick(5)) {
+      switch (pick(6)) {
         case 0: return half_literal(type);
         case 1: return input[u32_leaf(false) % 64u];
         case 2: return cast(type, f32_expr(1));
         case 3: return extract_lane(pair_expr(type, 0), pick(2));
+        case 4:
+          ++coverage_.written_loads;
+          return (type == ScalarType::F16 ? out_h_ : out_b_)[half_slot_ + u32(pick(2))];
         default: return input[invocation_ % 64u];
       }
     }
@@ -312,11 +370,22 @@ class RandomProgram {
 
   Expr f32_expr(int depth) {
     if (depth == 0 || chance(25)) {
-      switch (pick(6)) {
+      switch (pick(7)) {
         case 0: {
-          static constexpr float kSpecial[] = {0.0f, -0.0f, 1.0f, -1.5f, 0.1f, 1e30f, 3.0f};
-          return f32(kSpecial[pick(std::size(kSpecial))]);
+          static constexpr float kSpecial[] = {0.0f, -0.0f, 1.0f, -1.5f, 0.1f, 1e30f, 3.0f,
+                                               std::numeric_limits<float>::infinity(),
+                                               -std::numeric_limits<float>::infinity(),
+                                               std::numeric_limits<float>::quiet_NaN(),
+                                               std::numeric_limits<float>::denorm_min(),
+                                               -1e-40f,  // subnormal
+                                               std::numeric_limits<float>::max()};
+          std::uint32_t choice = pick(std::size(kSpecial));
+          if (choice >= 7) ++coverage_.special_floats;
+          return f32(kSpecial[choice]);
         }
+        case 6:
+          ++coverage_.written_loads;
+          return out_f_[slot_ + u32(pick(4))];
         case 1: return in_f_[u32_leaf(false) % 64u];
         case 2: return any_f_.empty() ? accumulator_f_ : any_f_[pick(static_cast<std::uint32_t>(any_f_.size()))];
         case 3: return cast(ScalarType::F32, u32_leaf(false));
@@ -340,7 +409,17 @@ class RandomProgram {
   }
 
   Expr bool_expr(int depth, bool uniform) {
-    if (!uniform && chance(30)) return f32_expr(depth) < f32_expr(depth);
+    if (!uniform && chance(30)) {
+      // Every float comparison: with NaN operands the ordered ones are false, != true.
+      Expr a = f32_expr(depth), b = f32_expr(depth);
+      switch (pick(5)) {
+        case 0: return a < b;
+        case 1: return a >= b;
+        case 2: return eq(a, b);
+        case 3: return ne(a, b);
+        default: return ne(a, a);  // true exactly for NaN
+      }
+    }
     Expr a = u32_expr(depth, uniform), b = u32_expr(depth, uniform);
     switch (pick(6)) {
       case 0: return a < b;
@@ -358,9 +437,79 @@ class RandomProgram {
   BufferRef in_f_, in_u_, in_h_, in_b_, out_f_, out_u_, out_h_, out_b_;
   Expr invocation_, lane_, slot_, half_slot_, accumulator_u_, accumulator_f_;
   std::vector<Expr> uniform_u_, any_u_, any_f_;
+  Coverage coverage_;
   bool returned_ = false;
   int loop_depth_ = 0;  // loops around the statement being generated
   int counter_ = 0;
 };
+
+/// runtime::random_buffers (floats in [-1, 1)) with about one float input element in
+/// six replaced by a special value: quiet and signalling NaNs (both signs, payloads),
+/// ±inf, ±0, subnormals, the largest finite. Deterministic in `seed`.
+inline runtime::BufferSet random_inputs(const Program& program, std::uint64_t seed) {
+  runtime::BufferSet buffers = runtime::random_buffers(program, seed);
+  static constexpr std::uint32_t kF32[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7fa5a5a5u, 0x7f800000u,
+                                           0xff800000u, 0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu,
+                                           0x00400000u, 0x7f7fffffu};
+  static constexpr std::uint16_t kF16[] = {0x7e00, 0xfe00, 0x7c01, 0x7d55, 0x7c00, 0xfc00,
+                                           0x0000, 0x8000, 0x0001, 0x83ff, 0x7bff};
+  static constexpr std::uint16_t kBF16[] = {0x7fc0, 0xffc0, 0x7f81, 0x7fa5, 0x7f80, 0xff80,
+                                            0x0000, 0x8000, 0x0001, 0x807f, 0x7f7f};
+  std::mt19937_64 random(seed ^ 0x5eed5eedull);
+  for (const BufferDecl& decl : program.buffers) {
+    if (decl.is_output()) continue;
+    runtime::HostBuffer& buffer = buffers.at(decl.name);
+    for (std::size_t i = 0; i < buffer.count(); ++i) {
+      if (random() % 6 != 0) continue;
+      switch (decl.element) {
+        case ScalarType::F32: std::memcpy(buffer.bytes.data() + 4 * i, &kF32[random() % std::size(kF32)], 4); break;
+        case ScalarType::F16: std::memcpy(buffer.bytes.data() + 2 * i, &kF16[random() % std::size(kF16)], 2); break;
+        case ScalarType::BF16: std::memcpy(buffer.bytes.data() + 2 * i, &kBF16[random() % std::size(kBF16)], 2); break;
+        default: break;
+      }
+    }
+  }
+  return buffers;
+}
+
+/// Whether two element bit patterns of a float type are both NaN (any sign or payload).
+inline bool both_nan(ScalarType type, std::uint64_t a, std::uint64_t b) {
+  auto is_nan = [type](std::uint64_t bits) {
+    switch (type) {
+      case ScalarType::F16: return (bits & 0x7c00u) == 0x7c00u && (bits & 0x03ffu) != 0;
+      case ScalarType::BF16: return (bits & 0x7f80u) == 0x7f80u && (bits & 0x007fu) != 0;
+      case ScalarType::F32: return (bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0;
+      case ScalarType::F64:
+        return (bits & 0x7ff0000000000000ull) == 0x7ff0000000000000ull && (bits & 0x000fffffffffffffull) != 0;
+      default: return false;
+    }
+  };
+  return is_nan(a) && is_nan(b);
+}
+
+/// "" when every output of `program` holds the same elements in `expected` and
+/// `actual`, bit for bit except that any two NaNs of a float element type are equal
+/// (NaN payloads are not compared); otherwise a description of the first difference.
+inline std::string output_difference(const Program& program, const runtime::BufferSet& expected,
+                                     const runtime::BufferSet& actual) {
+  for (const BufferDecl& decl : program.buffers) {
+    if (!decl.is_output()) continue;
+    const std::vector<std::uint8_t>& want = expected.at(decl.name).bytes;
+    const std::vector<std::uint8_t>& got = actual.at(decl.name).bytes;
+    if (want.size() != got.size()) return "buffer '" + decl.name + "' changed size";
+    const unsigned size = byte_size(decl.element);
+    for (std::size_t offset = 0; offset + size <= want.size(); offset += size) {
+      std::uint64_t a = 0, b = 0;
+      std::memcpy(&a, want.data() + offset, size);
+      std::memcpy(&b, got.data() + offset, size);
+      if (a == b || both_nan(decl.element, a, b)) continue;
+      char text[160];
+      std::snprintf(text, sizeof text, "element %zu: expected 0x%llx, got 0x%llx", offset / size,
+                    static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
+      return "buffer '" + decl.name + "' " + text;
+    }
+  }
+  return "";
+}
 
 }  // namespace quantc::testing
