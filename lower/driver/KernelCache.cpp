@@ -1,17 +1,17 @@
 #include "lower/driver/KernelCache.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <random>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -41,51 +41,119 @@ void default_handler(Severity severity, const std::string& message) {
   }
 }
 
-std::optional<std::string> read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return std::move(contents).str();
-}
-
-/// A decoded entry: its header, and the payload only when size and hash check out.
-struct DecodedEntry {
-  json header;
-  std::optional<std::string> payload;
-  std::string problem;  // why the payload was rejected
+/// An entry file's contents, or why it cannot be used. A missing file is `missing` (a plain
+/// miss, not worth a diagnostic).
+struct EntryFile {
+  std::optional<std::string> contents;
+  bool missing = false;
+  std::string problem;
 };
 
-DecodedEntry decode_entry(const std::string& contents) {
-  DecodedEntry entry;
-  entry.header = json::object();
+/// Reads an entry without following a symbolic link and without blocking (a FIFO with no
+/// writer, a device), accepting only a regular file of at most kMaxEntryBytes.
+EntryFile read_entry_file(const fs::path& path) {
+  EntryFile file;
+  const int descriptor = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (descriptor < 0) {
+    const int error = errno;
+    if (error == ENOENT) {
+      file.missing = true;
+    } else if (error == ELOOP) {
+      file.problem = "it is a symbolic link, not a regular file";
+    } else {
+      file.problem = fmt::format("cannot open it ({})", std::strerror(error));
+    }
+    return file;
+  }
+  struct stat status {};
+  if (::fstat(descriptor, &status) != 0) {
+    file.problem = fmt::format("cannot stat it ({})", std::strerror(errno));
+  } else if (!S_ISREG(status.st_mode)) {
+    file.problem = S_ISDIR(status.st_mode)    ? "it is a directory, not a regular file"
+                   : S_ISFIFO(status.st_mode) ? "it is a FIFO, not a regular file"
+                                              : "it is a device or socket, not a regular file";
+  } else if (static_cast<std::uint64_t>(status.st_size) > kMaxEntryBytes) {
+    file.problem = fmt::format("it is {} bytes, more than the {} an entry may have", status.st_size, kMaxEntryBytes);
+  } else {
+    // Read to end of file, bounded: the file may still grow after fstat.
+    std::string contents;
+    std::array<char, 65536> chunk{};
+    while (true) {
+      const ssize_t got = ::read(descriptor, chunk.data(), chunk.size());
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        file.problem = fmt::format("cannot read it ({})", std::strerror(errno));
+        break;
+      }
+      if (got == 0) {
+        file.contents = std::move(contents);
+        break;
+      }
+      contents.append(chunk.data(), static_cast<std::size_t>(got));
+      if (contents.size() > kMaxEntryBytes) {
+        file.problem = fmt::format("it is more than the {} bytes an entry may have", kMaxEntryBytes);
+        break;
+      }
+    }
+  }
+  ::close(descriptor);
+  return file;
+}
+
+/// The header field `name` when it is a string, else "".
+std::string string_field(const json& header, const char* name) {
+  const auto field = header.find(name);
+  return field != header.end() && field->is_string() ? field->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+ParsedCacheEntry parse_cache_entry(std::string_view contents) {
+  ParsedCacheEntry entry;
   const std::size_t newline = contents.find('\n');
-  if (newline == std::string::npos) {
+  if (newline == std::string_view::npos) {
     entry.problem = "no header line (truncated)";
     return entry;
   }
-  json header = json::parse(contents.substr(0, newline), nullptr, /*allow_exceptions=*/false);
-  const bool header_ok = header.is_object();
-  if (header_ok) entry.header = std::move(header);
-  if (!header_ok || entry.header.value("format", 0) != kEntryFormat ||
-      !entry.header.contains("size") || !entry.header["size"].is_number_unsigned() ||
-      !entry.header.contains("sha256") || !entry.header["sha256"].is_string()) {
-    entry.problem = "unreadable header";
+  const json header = json::parse(contents.substr(0, newline), nullptr, /*allow_exceptions=*/false);
+  if (!header.is_object()) {
+    entry.problem = "the header line is not a JSON object";
     return entry;
   }
-  std::string payload = contents.substr(newline + 1);
-  const auto expected_size = entry.header["size"].get<std::uint64_t>();
-  if (payload.size() != expected_size) {
-    entry.problem = fmt::format("payload is {} bytes, header says {} (truncated)", payload.size(), expected_size);
+  // Every field is read only after checking its type: a header that is valid JSON with a
+  // wrong-typed field is as unusable as garbage, never an exception.
+  entry.kind = string_field(header, "kind");
+  entry.op = string_field(header, "op");
+  entry.target = string_field(header, "target");
+  entry.opt_level = string_field(header, "opt_level");
+  entry.compiler_version = string_field(header, "compiler_version");
+  const auto format = header.find("format");
+  const auto size = header.find("size");
+  const auto sha256 = header.find("sha256");
+  const bool has_size = size != header.end() && size->is_number_unsigned();
+  if (has_size) entry.payload_bytes = size->get<std::uint64_t>();
+  if (format == header.end() || !format->is_number_integer() || format->get<std::int64_t>() != kEntryFormat) {
+    entry.problem = fmt::format("the header's format is not {}", kEntryFormat);
     return entry;
   }
-  if (sha256_hex(payload) != entry.header["sha256"].get<std::string>()) {
+  if (!has_size || sha256 == header.end() || !sha256->is_string() || entry.kind.empty()) {
+    entry.problem = "the header lacks a well-typed size, sha256 or kind";
+    return entry;
+  }
+  std::string_view payload = contents.substr(newline + 1);
+  if (payload.size() != entry.payload_bytes) {
+    entry.problem = fmt::format("payload is {} bytes, header says {} (truncated)", payload.size(), entry.payload_bytes);
+    return entry;
+  }
+  if (sha256_hex(payload) != sha256->get<std::string>()) {
     entry.problem = "payload SHA-256 does not match the header (corrupt)";
     return entry;
   }
-  entry.payload = std::move(payload);
+  entry.payload = std::string(payload);
   return entry;
 }
+
+namespace {
 
 /// A file name unique across processes and threads for the temporary copy of `final_name`.
 std::string temporary_name(const std::string& final_name) {
@@ -111,6 +179,20 @@ int write_new_file(const fs::path& path, std::string_view header, std::string_vi
   }
   if (::close(descriptor) != 0 && error == 0) error = errno;
   return error;
+}
+
+/// Creates the cache directory with mode 0700 (its parents with the default mode); an
+/// existing directory is left as it is. Returns errno (0 on success).
+int create_cache_directory(fs::path directory) {
+  std::error_code error;
+  if (fs::is_directory(directory, error)) return 0;
+  if (!directory.has_filename()) directory = directory.parent_path();  // "dir/" names "dir"
+  if (directory.has_parent_path()) {
+    fs::create_directories(directory.parent_path(), error);
+    if (error) return error.value();
+  }
+  if (::mkdir(directory.c_str(), 0700) != 0 && errno != EEXIST) return errno;
+  return fs::is_directory(directory, error) ? 0 : ENOTDIR;
 }
 
 std::string op_name_of(const std::string& canonical_spec) {
@@ -173,15 +255,18 @@ fs::path KernelCache::entry_path(const CacheKey& key, ArtifactKind kind) const {
 std::optional<std::string> KernelCache::load(const CacheKey& key, ArtifactKind kind) const {
   if (!enabled_) return std::nullopt;
   const fs::path path = entry_path(key, kind);
-  std::optional<std::string> contents = read_file(path);
-  if (!contents) return std::nullopt;
-  DecodedEntry entry = decode_entry(*contents);
-  if (!entry.payload) {
-    report(Severity::Verbose, fmt::format("kernel cache: ignoring entry {}: {}; rebuilding it", path.string(),
-                                          entry.problem));
-    return std::nullopt;
+  EntryFile file = read_entry_file(path);
+  if (file.missing) return std::nullopt;
+  std::string problem = std::move(file.problem);
+  if (file.contents) {
+    ParsedCacheEntry entry = parse_cache_entry(*file.contents);
+    if (entry.payload && entry.kind == to_string(kind)) return std::move(entry.payload);
+    problem = entry.payload ? fmt::format("the header's kind is '{}', not '{}'", entry.kind, to_string(kind))
+                            : std::move(entry.problem);
   }
-  return entry.payload;
+  report(Severity::Verbose,
+         fmt::format("kernel cache: ignoring entry {}: {}; rebuilding it", path.string(), problem));
+  return std::nullopt;
 }
 
 bool KernelCache::store(const CacheKey& key, ArtifactKind kind, std::string_view payload) {
@@ -194,10 +279,17 @@ bool KernelCache::store(const CacheKey& key, ArtifactKind kind, std::string_view
                                           directory_.string(), why));
     return false;
   };
+  // An entry too large to be read back would only take space: not stored (4 KiB leaves room
+  // for the header line).
+  if (payload.size() > kMaxEntryBytes - 4096) {
+    report(Severity::Verbose, fmt::format("kernel cache: not storing a {}-byte {}: entries are limited to {} bytes",
+                                          payload.size(), to_string(kind), kMaxEntryBytes));
+    return false;
+  }
+  if (int create_error = create_cache_directory(directory_); create_error != 0) {
+    return give_up(std::strerror(create_error));
+  }
   std::error_code error;
-  fs::create_directories(directory_, error);
-  if (error) return give_up(error.message());
-
   const fs::path final_path = entry_path(key, kind);
   const fs::path temporary_path = directory_ / temporary_name(final_path.filename().string());
   const json header = {{"format", kEntryFormat},
@@ -209,13 +301,15 @@ bool KernelCache::store(const CacheKey& key, ArtifactKind kind, std::string_view
                        {"opt_level", key.opt_level},
                        {"compiler_version", key.compiler_version}};
   if (int write_error = write_new_file(temporary_path, header.dump() + "\n", payload); write_error != 0) {
-    fs::remove(temporary_path, error);
+    fs::remove(temporary_path, error);  // write_error is kept apart from `error`
     return give_up(std::strerror(write_error));
   }
   fs::rename(temporary_path, final_path, error);
   if (error) {
-    fs::remove(temporary_path, error);
-    return give_up(error.message());
+    const std::string why = error.message();  // before remove() overwrites `error`
+    std::error_code ignored;
+    fs::remove(temporary_path, ignored);
+    return give_up(why);
   }
   report(Severity::Verbose, fmt::format("kernel cache: stored {}", final_path.string()));
   return true;
@@ -244,15 +338,22 @@ std::vector<CacheEntryInfo> KernelCache::list() const {
     CacheEntryInfo info;
     info.path = file.path();
     info.digest = file.path().stem().string();
-    if (std::optional<std::string> contents = read_file(file.path())) {
-      DecodedEntry entry = decode_entry(*contents);
-      info.valid = entry.payload.has_value();
-      info.kind = entry.header.value("kind", "");
-      info.payload_bytes = entry.header.value("size", std::uint64_t{0});
-      info.op = entry.header.value("op", "");
-      info.target = entry.header.value("target", "");
-      info.opt_level = entry.header.value("opt_level", "");
-      info.compiler_version = entry.header.value("compiler_version", "");
+    EntryFile entry_file = read_entry_file(file.path());
+    info.problem = entry_file.missing ? "removed while listing" : std::move(entry_file.problem);
+    if (entry_file.contents) {
+      ParsedCacheEntry entry = parse_cache_entry(*entry_file.contents);
+      const std::string expected_kind = extension.substr(1);
+      info.valid = entry.payload.has_value() && entry.kind == expected_kind;
+      info.problem = entry.payload ? (info.valid ? std::string()
+                                                 : fmt::format("the header's kind is '{}', not '{}'", entry.kind,
+                                                               expected_kind))
+                                   : std::move(entry.problem);
+      info.kind = std::move(entry.kind);
+      info.payload_bytes = entry.payload_bytes;
+      info.op = std::move(entry.op);
+      info.target = std::move(entry.target);
+      info.opt_level = std::move(entry.opt_level);
+      info.compiler_version = std::move(entry.compiler_version);
     }
     entries.push_back(std::move(info));
   }
@@ -270,7 +371,9 @@ std::size_t KernelCache::clear() {
     const std::string name = file.path().filename().string();
     const std::string extension = file.path().extension().string();
     const bool ours = extension == ".ptx" || extension == ".cubin" || name.find(kTemporaryMarker) != std::string::npos;
-    if (ours && file.is_regular_file()) files.push_back(file.path());
+    // A symbolic link or FIFO with an entry's name is removed like an entry (remove() never
+    // follows a link); a directory is left alone.
+    if (ours && !fs::is_directory(file.symlink_status(error))) files.push_back(file.path());
   }
   for (const fs::path& file : files) removed += fs::remove(file) ? 1 : 0;
   return removed;

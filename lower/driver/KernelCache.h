@@ -9,9 +9,19 @@
 // ls`) followed by the payload bytes. Entries are written to a unique temporary file in
 // the cache directory and renamed into place, so several processes compiling the same
 // kernel at once never expose a partial file (rename is atomic within a file system; the
-// last writer wins with identical bytes). A truncated or corrupt entry (size or SHA-256
-// mismatch, unreadable header) is reported at verbose level and treated as a miss, so
-// the caller rebuilds and overwrites it; it is never returned.
+// last writer wins with identical bytes). Any entry that cannot be used — truncated, a
+// size or SHA-256 mismatch, a header that is not JSON or has a missing or wrong-typed
+// field, a kind other than the file's, more than kMaxEntryBytes, or a file that is not a
+// regular file (a symbolic link, a FIFO, a device, a directory) — is reported at verbose
+// level and treated as a miss, so the caller rebuilds and overwrites it; it is never
+// returned and never makes a lookup fail or block. Entries are opened with O_NOFOLLOW |
+// O_NONBLOCK, so a symbolic link to /dev/zero or a FIFO without a writer is refused at
+// once rather than read forever.
+//
+// Threat model: the SHA-256 in the header detects corruption (a torn or bit-flipped file),
+// not tampering: anyone who can write the cache directory can write a well-formed entry and
+// make quantc emit their PTX. The directory is therefore created with mode 0700, and a
+// cache directory must not be shared with users one does not trust.
 #pragma once
 
 #include <cstdint>
@@ -53,8 +63,30 @@ enum class Severity : std::uint8_t { Verbose, Warning };
 /// verbose messages only when the environment sets QUANTC_VERBOSE to a non-zero value.
 using DiagnosticHandler = std::function<void(Severity, const std::string&)>;
 
-/// One entry as `quantc cache ls` shows it. `valid` is false for a truncated or corrupt
-/// entry (its other fields are then whatever the header held, possibly empty).
+/// The largest entry file read (header + payload); a larger file is an unusable entry.
+inline constexpr std::uint64_t kMaxEntryBytes = std::uint64_t{256} << 20;
+
+/// An entry file's bytes decoded. Never throws, whatever the bytes. The header fields are
+/// those of the right type (else empty / 0); `payload` is set only when the header is
+/// complete and well-typed and the payload's size and SHA-256 match it, otherwise
+/// `problem` says why not.
+struct ParsedCacheEntry {
+  std::string kind;
+  std::uint64_t payload_bytes = 0;
+  std::string op;
+  std::string target;
+  std::string opt_level;
+  std::string compiler_version;
+  std::optional<std::string> payload;
+  std::string problem;
+};
+/// Decodes one entry file (the kernel cache's reader; also the entry point of its fuzz
+/// target).
+ParsedCacheEntry parse_cache_entry(std::string_view contents);
+
+/// One entry as `quantc cache ls` shows it. `valid` is false for an unusable entry (its
+/// other fields are then whatever of the header could be read, possibly empty, and
+/// `problem` says what is wrong).
 struct CacheEntryInfo {
   std::filesystem::path path;
   std::string digest;
@@ -65,6 +97,7 @@ struct CacheEntryInfo {
   std::string opt_level;
   std::string compiler_version;
   bool valid = false;
+  std::string problem;
 };
 
 /// The directory the environment selects (see the file comment), whether or not it
@@ -77,8 +110,8 @@ class KernelCache {
   static KernelCache from_environment(DiagnosticHandler diagnostics = {});
   /// A cache that never hits and never writes.
   static KernelCache disabled(DiagnosticHandler diagnostics = {});
-  /// A cache in `directory` (created on the first store). An empty handler selects the
-  /// default one.
+  /// A cache in `directory` (created on the first store, mode 0700: see the threat model in
+  /// the file comment). An empty handler selects the default one.
   explicit KernelCache(std::filesystem::path directory, DiagnosticHandler diagnostics = {});
 
   bool enabled() const { return enabled_; }
@@ -92,7 +125,8 @@ class KernelCache {
   /// (reported at verbose level, left for the next store to overwrite).
   std::optional<std::string> load(const CacheKey& key, ArtifactKind kind) const;
   /// Stores `payload` atomically. Returns false (never throws) when the cache is disabled
-  /// or not writable; the first write failure emits a warning and marks it not writable.
+  /// or not writable, or the payload is too large for an entry; the first write failure
+  /// emits a warning and marks it not writable.
   bool store(const CacheKey& key, ArtifactKind kind, std::string_view payload);
   /// load(), else `build()` then store(). `hit`, when given, says whether it was a hit.
   /// Exceptions from `build` propagate and nothing is stored.
@@ -101,7 +135,8 @@ class KernelCache {
 
   /// Every entry in the directory, sorted by file name (empty when disabled or absent).
   std::vector<CacheEntryInfo> list() const;
-  /// Removes every entry and leftover temporary file; returns how many files were removed.
+  /// Removes every entry and leftover temporary file (symbolic links and other non-regular
+  /// files with an entry's name included, never a directory); returns how many were removed.
   /// Throws std::filesystem::filesystem_error when a file cannot be removed.
   std::size_t clear();
 

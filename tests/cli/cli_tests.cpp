@@ -1,5 +1,7 @@
 // End-to-end tests of the quantc binary: each subcommand, each error path (exit code
 // and message), .npy round trips and the no-clobber guarantee for output files.
+#include <sys/stat.h>
+
 #include <nlohmann/json.hpp>
 
 #include "CliHarness.h"
@@ -221,6 +223,50 @@ TEST_CASE("quantc emit caches PTX and cubins on disk, quantc cache lists and cle
   CHECK_THAT(run_cached("cache path").output, Catch::Contains(dir.string()));
   CHECK_THAT(run_cached("cache clear").output, Catch::Contains("removed 3 entries"));
   CHECK_THAT(run_quantc("cache path", "QUANTC_CACHE=0 ").output, Catch::Contains("disabled"));
+}
+
+TEST_CASE("quantc emit rebuilds and quantc cache ls lists an unusable entry instead of failing", "[cli][cache]") {
+  fs::path dir = scratch_dir() / "cache-corrupt";
+  fs::remove_all(dir);
+  const std::string environment = "QUANTC_CACHE_DIR=" + dir.string() + " QUANTC_VERBOSE=1 ";
+  const std::string spec = spec_path("dequantize_int4.json");
+  Result first = run_quantc("emit " + spec, environment);
+  REQUIRE(first.exit_code == 0);
+  std::vector<fs::path> entries;
+  for (const auto& file : fs::directory_iterator(dir)) entries.push_back(file.path());
+  REQUIRE(entries.size() == 1);
+  const fs::path entry = entries[0];
+  const std::string intact = read_text(entry);
+  const std::string header = intact.substr(0, intact.find('\n'));
+  REQUIRE(header.find(R"("format":1,)") != std::string::npos);
+
+  SECTION("a header field of the wrong type") {
+    std::string corrupt = intact;
+    corrupt.replace(corrupt.find(R"("format":1,)"), 11, R"("format":"1",)");
+    write_text(entry, corrupt);
+  }
+  SECTION("a symbolic link to /dev/zero") {
+    fs::remove(entry);
+    fs::create_symlink("/dev/zero", entry);
+  }
+  SECTION("a FIFO") {
+    fs::remove(entry);
+    REQUIRE(::mkfifo(entry.c_str(), 0600) == 0);
+  }
+  // `timeout` turns a lookup that blocks on the FIFO or /dev/zero into a failure (exit 124).
+  Result listed = run_quantc("cache ls", "timeout 60 env " + environment);
+  INFO(listed.output);
+  CHECK(listed.exit_code == 0);
+  CHECK_THAT(listed.output, Catch::Contains("(corrupt: ") && Catch::Contains("rebuilt on next use"));
+  CHECK_THAT(listed.output, !Catch::Contains("json.exception"));
+  Result rebuilt = run_quantc("emit " + spec, "timeout 60 env " + environment);
+  INFO(rebuilt.output);
+  CHECK(rebuilt.exit_code == 0);
+  CHECK_THAT(rebuilt.output, Catch::Contains("ignoring entry") && Catch::Contains("rebuilding it") &&
+                                 Catch::Contains(".version"));
+  CHECK(read_text(entry) == intact);
+  CHECK(fs::is_regular_file(fs::symlink_status(entry)));
+  CHECK(run_quantc("cache ls", environment).output.find("corrupt") == std::string::npos);
 }
 
 TEST_CASE("quantc run --backend cuda fails clearly without a driver", "[cli][cuda]") {

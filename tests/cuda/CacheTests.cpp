@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -290,4 +292,239 @@ TEST_CASE("a read-only cache directory works uncached with one warning", "[cache
   INFO("child exit status (2 wrong result, 3 hit, 4 build count, 5 warning count, 6 warning text, 7 writable)");
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(fs::is_empty(read_only));
+}
+
+namespace {
+
+/// The entry file `intact` with its JSON header line replaced by `header`.
+std::string with_header(const std::string& intact, const std::string& header) {
+  return header + intact.substr(intact.find('\n'));
+}
+
+/// Runs `body` in a child process that is killed after `seconds`: a lookup that blocks
+/// (reading a FIFO or /dev/zero) fails the test instead of hanging it. Returns the
+/// child's exit status, or -1 when it did not exit normally (killed by the alarm).
+template <class Body>
+int in_child_with_deadline(unsigned seconds, Body body) {
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(seconds);
+    ::_exit(body());
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("a header with a missing or wrong-typed field is a miss that is rebuilt and listed as corrupt", "[cache]") {
+  TemporaryDirectory directory;
+  Diagnostics diagnostics;
+  KernelCache cache(directory.path(), diagnostics.handler());
+  const CacheKey key = sample_key();
+  const std::string payload = ".version 7.8\n.target sm_90\n";
+  REQUIRE(cache.store(key, ArtifactKind::Ptx, payload));
+  const fs::path path = cache.entry_path(key, ArtifactKind::Ptx);
+  const std::string intact = read_all(path);
+  const std::string good = intact.substr(0, intact.find('\n'));
+  INFO(good);
+  REQUIRE(good.find(R"("format":1,)") != std::string::npos);
+  REQUIRE(good.find(R"("kind":"ptx",)") != std::string::npos);
+
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string header = good;
+    header.replace(header.find(from), from.size(), to);
+    return header;
+  };
+  const std::vector<std::pair<std::string, std::string>> headers = {
+      {"format is a string", replaced(R"("format":1,)", R"("format":"1",)")},
+      {"format is null", replaced(R"("format":1,)", R"("format":null,)")},
+      {"format is a float", replaced(R"("format":1,)", R"("format":1.5,)")},
+      {"format is missing", replaced(R"("format":1,)", "")},
+      {"kind is a number", replaced(R"("kind":"ptx",)", R"("kind":7,)")},
+      {"kind is another kind", replaced(R"("kind":"ptx",)", R"("kind":"cubin",)")},
+      {"size is a string", replaced(R"("size":)", R"("size":"0","was":)")},
+      {"size is negative", replaced(R"("size":)", R"("size":-1,"was":)")},
+      {"sha256 is a number", replaced(R"("sha256":)", R"("sha256":5,"was":)")},
+      {"op and target are wrong-typed", replaced(R"("op":"linear_4bit")", R"("op":[1],"x":null)")},
+      {"header is null", "null"},
+      {"header is an array", "[1,2,3]"},
+      {"header is a string", "\"format\""},
+  };
+  for (const auto& [name, header] : headers) {
+    DYNAMIC_SECTION(name) {
+      std::ofstream(path, std::ios::binary | std::ios::trunc) << with_header(intact, header);
+      if (name == "op and target are wrong-typed") {
+        // Only informative fields are wrong: the entry is still usable, the field reads empty.
+        CHECK(cache.load(key, ArtifactKind::Ptx) == payload);
+        REQUIRE(cache.list().size() == 1);
+        CHECK(cache.list()[0].valid);
+        CHECK(cache.list()[0].op.empty());
+        continue;
+      }
+      CHECK_NOTHROW(parse_cache_entry(with_header(intact, header)));
+      CHECK_FALSE(cache.load(key, ArtifactKind::Ptx).has_value());
+      REQUIRE_FALSE(diagnostics.verbose.empty());
+      CHECK_THAT(diagnostics.verbose.back(), Catch::Contains(path.filename().string()) && Catch::Contains("rebuilding"));
+      std::vector<CacheEntryInfo> listed;
+      REQUIRE_NOTHROW(listed = cache.list());
+      REQUIRE(listed.size() == 1);
+      CHECK_FALSE(listed[0].valid);
+      CHECK_FALSE(listed[0].problem.empty());
+      int builds = 0;
+      bool hit = true;
+      CHECK(cache.get_or_build(key, ArtifactKind::Ptx, [&] { ++builds; return payload; }, &hit) == payload);
+      CHECK_FALSE(hit);
+      CHECK(builds == 1);
+      CHECK(read_all(path) == intact);
+    }
+  }
+}
+
+TEST_CASE("parse_cache_entry reads the header's fields and rejects every damaged entry without throwing",
+          "[cache]") {
+  TemporaryDirectory directory;
+  KernelCache cache(directory.path(), [](Severity, const std::string&) {});
+  REQUIRE(cache.store(sample_key(), ArtifactKind::Cubin, std::string("\x7f" "ELF\0\1", 6)));
+  const std::string intact = read_all(cache.entry_path(sample_key(), ArtifactKind::Cubin));
+  const ParsedCacheEntry entry = parse_cache_entry(intact);
+  CHECK(entry.payload == std::string("\x7f" "ELF\0\1", 6));
+  CHECK(entry.problem.empty());
+  CHECK(entry.kind == "cubin");
+  CHECK(entry.payload_bytes == 6);
+  CHECK(entry.op == "linear_4bit");
+  CHECK(entry.target == "sm_90");
+  CHECK(entry.opt_level == "O2");
+  for (std::size_t length = 0; length < intact.size(); ++length) {
+    const ParsedCacheEntry truncated = parse_cache_entry(std::string_view(intact).substr(0, length));
+    CHECK_FALSE(truncated.payload.has_value());
+    CHECK_FALSE(truncated.problem.empty());
+  }
+  CHECK(parse_cache_entry(with_header(intact, "{\"format\":1,\"kind\":\"cubin\",\"size\":6,\"sha256\":\"00\"}")).problem ==
+        "payload SHA-256 does not match the header (corrupt)");
+  CHECK(parse_cache_entry("{\"format\":\"1\"}\n").problem == "the header's format is not 1");
+  CHECK(parse_cache_entry(std::string("\xff\xfe{\n", 4)).problem == "the header line is not a JSON object");
+}
+
+TEST_CASE("a cache entry that is a symbolic link, FIFO, directory or oversized file is a miss that never blocks",
+          "[cache]") {
+  TemporaryDirectory directory;
+  Diagnostics diagnostics;
+  KernelCache cache(directory.path(), diagnostics.handler());
+  const CacheKey key = sample_key();
+  const std::string payload = ".version 7.8\n";
+  REQUIRE(cache.store(key, ArtifactKind::Ptx, payload));
+  const fs::path path = cache.entry_path(key, ArtifactKind::Ptx);
+  const std::string intact = read_all(path);
+  fs::remove(path);
+  std::string expected_problem;
+  bool rebuilt_in_place = true;
+
+  SECTION("a symbolic link to /dev/zero") {
+    fs::create_symlink("/dev/zero", path);
+    expected_problem = "symbolic link";
+  }
+  SECTION("a symbolic link to a valid entry") {
+    // Even a link to good bytes is refused: entries are only ever regular files.
+    const fs::path elsewhere = directory.path() / "elsewhere";
+    std::ofstream(elsewhere, std::ios::binary) << intact;
+    fs::create_symlink(elsewhere, path);
+    expected_problem = "symbolic link";
+  }
+  SECTION("a FIFO with no writer") {
+    REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+    expected_problem = "FIFO";
+  }
+  SECTION("a directory") {
+    fs::create_directories(path / "inside");
+    expected_problem = "directory";
+    rebuilt_in_place = false;  // rename cannot replace a non-empty directory
+  }
+  SECTION("a file larger than kMaxEntryBytes") {
+    { std::ofstream(path, std::ios::binary) << intact; }
+    fs::resize_file(path, kMaxEntryBytes + 1);  // sparse: no disk used
+    expected_problem = "more than the";
+  }
+
+  // In a child with a deadline: a regression that reads the FIFO or /dev/zero hangs there.
+  const int status = in_child_with_deadline(20, [&] {
+    Diagnostics child_diagnostics;
+    KernelCache child_cache(directory.path(), child_diagnostics.handler());
+    if (child_cache.load(key, ArtifactKind::Ptx).has_value()) return 2;
+    if (child_diagnostics.verbose.empty() ||
+        child_diagnostics.verbose.back().find(expected_problem) == std::string::npos) {
+      return 3;
+    }
+    const std::vector<CacheEntryInfo> listed = child_cache.list();
+    if (listed.size() != 1 || listed[0].valid || listed[0].problem.find(expected_problem) == std::string::npos) {
+      return 4;
+    }
+    return 0;
+  });
+  INFO("child status: -1 killed (blocked), 2 loaded, 3 diagnostic, 4 listing; expected problem: " << expected_problem);
+  REQUIRE(status == 0);
+
+  bool hit = true;
+  CHECK(cache.get_or_build(key, ArtifactKind::Ptx, [&] { return payload; }, &hit) == payload);
+  CHECK_FALSE(hit);
+  if (rebuilt_in_place) {
+    CHECK(fs::is_regular_file(fs::symlink_status(path)));
+    CHECK(read_all(path) == intact);
+    CHECK(cache.load(key, ArtifactKind::Ptx) == payload);
+    CHECK(diagnostics.warnings.empty());
+  }
+  if (expected_problem == "symbolic link") CHECK(fs::exists(fs::path("/dev/zero")));
+}
+
+TEST_CASE("clear removes symbolic links and FIFOs named like entries but not what a link points to", "[cache]") {
+  TemporaryDirectory directory;
+  const fs::path cache_directory = directory.path() / "cache";
+  KernelCache cache(cache_directory, [](Severity, const std::string&) {});
+  REQUIRE(cache.store(sample_key(), ArtifactKind::Ptx, "ptx"));
+  const fs::path target = directory.path() / "precious.ptx";
+  std::ofstream(target) << "keep me";
+  fs::create_symlink(target, cache_directory / "link.ptx");
+  REQUIRE(::mkfifo((cache_directory / "fifo.cubin").c_str(), 0600) == 0);
+  fs::create_directories(cache_directory / "directory.ptx");
+  CHECK(cache.clear() == 3);
+  CHECK(read_all(target) == "keep me");
+  CHECK(fs::is_directory(cache_directory / "directory.ptx"));
+}
+
+TEST_CASE("the cache directory is created with mode 0700", "[cache]") {
+  TemporaryDirectory directory;
+  const fs::path cache_directory = directory.path() / "parent" / "quantc";
+  const mode_t old_mask = ::umask(0);  // even with a permissive umask
+  KernelCache cache(cache_directory, [](Severity, const std::string&) {});
+  const bool stored = cache.store(sample_key(), ArtifactKind::Ptx, "ptx");
+  ::umask(old_mask);
+  REQUIRE(stored);
+  struct stat status {};
+  REQUIRE(::stat(cache_directory.c_str(), &status) == 0);
+  CHECK((status.st_mode & 0777) == 0700);
+  // An existing directory keeps the mode its owner gave it.
+  const fs::path existing = directory.path() / "existing";
+  fs::create_directories(existing);
+  fs::permissions(existing, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+  KernelCache existing_cache(existing, [](Severity, const std::string&) {});
+  REQUIRE(existing_cache.store(sample_key(), ArtifactKind::Ptx, "ptx"));
+  REQUIRE(::stat(existing.c_str(), &status) == 0);
+  CHECK((status.st_mode & 0777) == 0750);
+}
+
+TEST_CASE("a failed store's warning names the system error of the step that failed", "[cache]") {
+  TemporaryDirectory directory;
+  Diagnostics diagnostics;
+  KernelCache cache(directory.path(), diagnostics.handler());
+  // The entry's name is taken by a non-empty directory: the write succeeds, the rename fails.
+  fs::create_directories(cache.entry_path(sample_key(), ArtifactKind::Ptx) / "inside");
+  CHECK_FALSE(cache.store(sample_key(), ArtifactKind::Ptx, "ptx"));
+  REQUIRE(diagnostics.warnings.size() == 1);
+  CHECK_THAT(diagnostics.warnings[0], Catch::Contains("not writable (") && !Catch::Contains("(Success)"));
+  CHECK_THAT(diagnostics.warnings[0], Catch::Contains(std::strerror(EISDIR)) || Catch::Contains(std::strerror(ENOTEMPTY)));
+  for (const auto& file : fs::directory_iterator(directory.path())) {
+    CHECK(file.path().filename().string().find(".tmp.") == std::string::npos);  // the temporary is removed
+  }
 }

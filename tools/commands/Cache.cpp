@@ -14,12 +14,16 @@ void add_cache_command(CLI::App& app) {
     auto directory = lower::cache_directory_from_environment();
     fmt::print("{}\n", directory ? directory->string() : "disabled (QUANTC_CACHE=0 or no HOME)");
   });
+  // An unusable entry is listed as corrupt, with the reason, never an error: the next
+  // emit of its spec rebuilds it.
   command->add_subcommand("ls", "List cached artifacts")->callback([] {
     lower::KernelCache cache = lower::KernelCache::from_environment();
+    auto shown = [](const std::string& field) { return field.empty() ? std::string("-") : field; };
     for (const lower::CacheEntryInfo& entry : cache.list()) {
-      fmt::print("{} {:<5} {:>9} B  {:<32} {:<7} {:<14} quantc {}{}\n", entry.digest.substr(0, 16), entry.kind,
-                 entry.payload_bytes, entry.op, entry.target, entry.opt_level, entry.compiler_version,
-                 entry.valid ? "" : "  (corrupt: rebuilt on next use)");
+      fmt::print("{} {:<5} {:>9} B  {:<32} {:<7} {:<14} quantc {}{}\n", entry.digest.substr(0, 16), shown(entry.kind),
+                 entry.payload_bytes, shown(entry.op), shown(entry.target), shown(entry.opt_level),
+                 shown(entry.compiler_version),
+                 entry.valid ? "" : fmt::format("  (corrupt: {}; rebuilt on next use)", entry.problem));
     }
   });
   command->add_subcommand("clear", "Delete every cached artifact")->callback([] {
