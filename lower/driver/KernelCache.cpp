@@ -67,7 +67,7 @@ DecodedEntry decode_entry(const std::string& contents) {
   json header = json::parse(contents.substr(0, newline), nullptr, /*allow_exceptions=*/false);
   const bool header_ok = header.is_object();
   if (header_ok) entry.header = std::move(header);
-  if (!header_ok || entry.header.value("format", 0) != kEntryFormat ||
+  if (!header_ok || !entry.header.contains("format") || entry.header["format"] != kEntryFormat ||
       !entry.header.contains("size") || !entry.header["size"].is_number_unsigned() ||
       !entry.header.contains("sha256") || !entry.header["sha256"].is_string()) {
     entry.problem = "unreadable header";
@@ -111,6 +111,13 @@ int write_new_file(const fs::path& path, std::string_view header, std::string_vi
   }
   if (::close(descriptor) != 0 && error == 0) error = errno;
   return error;
+}
+
+/// A header field as `quantc cache ls` shows it: the string, or empty when the field is
+/// absent or not a string (json::value would throw on a wrong type in a corrupt header).
+std::string string_field(const json& header, const char* key) {
+  const auto field = header.find(key);
+  return field != header.end() && field->is_string() ? field->get<std::string>() : std::string();
 }
 
 std::string op_name_of(const std::string& canonical_spec) {
@@ -247,12 +254,13 @@ std::vector<CacheEntryInfo> KernelCache::list() const {
     if (std::optional<std::string> contents = read_file(file.path())) {
       DecodedEntry entry = decode_entry(*contents);
       info.valid = entry.payload.has_value();
-      info.kind = entry.header.value("kind", "");
-      info.payload_bytes = entry.header.value("size", std::uint64_t{0});
-      info.op = entry.header.value("op", "");
-      info.target = entry.header.value("target", "");
-      info.opt_level = entry.header.value("opt_level", "");
-      info.compiler_version = entry.header.value("compiler_version", "");
+      info.kind = string_field(entry.header, "kind");
+      const auto size = entry.header.find("size");
+      info.payload_bytes = size != entry.header.end() && size->is_number_unsigned() ? size->get<std::uint64_t>() : 0;
+      info.op = string_field(entry.header, "op");
+      info.target = string_field(entry.header, "target");
+      info.opt_level = string_field(entry.header, "opt_level");
+      info.compiler_version = string_field(entry.header, "compiler_version");
     }
     entries.push_back(std::move(info));
   }
