@@ -133,6 +133,10 @@ def npy_cases():
         "invalid_fortran_2d": npy("<f4", [2, 3], f32, fortran="True"),
         "invalid_shape_text": npy(None, None, b"", raw_header="{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }"),
         "invalid_shape_overflow": npy("<f4", [1 << 32, 1 << 32, 1 << 32], b""),
+        # Found by npy_fuzzer: a dimension over 2^64 - 1 escaped as std::out_of_range (stoull).
+        "invalid_dimension_over_u64": npy("<f4", [1 << 64], b""),
+        "invalid_shape_junk_after_big_number": npy(None, None, b"", raw_header=(
+            "{'descr': '<f8', 'fortran_order': False, 'shape': (18446744073709555161f2'6), }")),
         "invalid_missing_descr": npy(None, None, b"", raw_header="{'fortran_order': False, 'shape': (0,), }"),
         "invalid_missing_shape": npy(None, None, b"", raw_header="{'descr': '<f4', 'fortran_order': False, }"),
     }
@@ -159,6 +163,9 @@ def spec_cases():
         "invalid_empty": "",
         "invalid_not_json": "{\"op\": ",
         "invalid_array": "[1, 2]",
+        # Found by spec_fuzzer: a number nlohmann cannot hold escaped as json::out_of_range.
+        "invalid_number_overflow": "42949e7296",
+        "invalid_dimension_1e999": "{\"op\": \"linear_4bit\", \"in_dim\": 1e999, \"out_dim\": 8}",
         "invalid_missing_op": "{\"in_dim\": 8}",
         "invalid_op_not_string": "{\"op\": 7}",
         "invalid_unknown_op": "{\"op\": \"linear_5bit\"}",
