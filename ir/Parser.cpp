@@ -357,7 +357,10 @@ class Parser {
       buffer_element(name, start);
       Expr index = parse_expr();
       expect_symbol("]");
-      auto [lanes, alignment] = parse_access_suffix();
+      // Not a structured binding: clang before 16 cannot capture one in the lambda below
+      // (the libFuzzer targets build this file with clang-14).
+      const auto [lanes, alignment_value] = parse_access_suffix();
+      const unsigned alignment = alignment_value;
       expect_symbol("=");
       Expr value = parse_expr();
       if (value.type().lanes() != lanes) {
@@ -461,8 +464,8 @@ class Parser {
         Type type = parse_type_argument();
         return build(start, [&] { return Load::make(type, name, index, 0, true); });
       }
-      auto [lanes, alignment] = parse_access_suffix();
-      return build(start, [&] { return Load::make(Type(element, lanes), name, index, alignment); });
+      const std::pair<unsigned, unsigned> access = parse_access_suffix();  // captured: no structured binding
+      return build(start, [&] { return Load::make(Type(element, access.first), name, index, access.second); });
     }
     std::optional<Type> type = lookup(name);
     if (!type) fail(start, fmt::format("use of undeclared variable '{}'", name));

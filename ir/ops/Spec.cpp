@@ -68,7 +68,7 @@ OpSpec parse_spec(const std::string& text, const std::string& source, const OpRe
   json object;
   try {
     object = json::parse(text);
-  } catch (const json::parse_error& error) {
+  } catch (const json::exception& error) {  // parse_error, or out_of_range for a number like 1e999
     throw SpecError(fmt::format("{}: malformed JSON: {}", source, error.what()));
   }
   if (!object.is_object()) throw SpecError(fmt::format("{}: a spec must be a JSON object, got {}", source, object.type_name()));

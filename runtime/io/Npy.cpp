@@ -42,12 +42,16 @@ std::string read_all(const std::string& path) {
 
 std::vector<std::uint64_t> parse_shape(const std::string& text, const std::string& path) {
   std::vector<std::uint64_t> shape;
-  static const std::regex number(R"(\d+)");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) {
-    shape.push_back(std::stoull(it->str()));
-  }
   if (text.find_first_not_of("0123456789, ") != std::string::npos) {
     throw RuntimeError(fmt::format("{}: malformed shape '({})' in .npy header", path, text));
+  }
+  static const std::regex number(R"(\d+)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) {
+    try {
+      shape.push_back(std::stoull(it->str()));
+    } catch (const std::out_of_range&) {  // stoull's error for a dimension over 2^64 - 1
+      throw RuntimeError(fmt::format("{}: dimension {} in .npy header does not fit in 64 bits", path, it->str()));
+    }
   }
   return shape;
 }

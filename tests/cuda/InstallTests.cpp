@@ -45,9 +45,13 @@ TEST_CASE("an installed quantc is usable from another CMake project", "[install]
   CHECK(fs::exists(prefix / "include/quantc/ir/Builder.h"));
   CHECK(fs::exists(prefix / "include/quantc/runtime/backends/cuda/Launch.h"));
 
-  const int configured = run(fmt::format("'{}' -S '{}/examples/embed' -B '{}' -G Ninja -DCMAKE_PREFIX_PATH='{}'", cmake,
-                                         QUANTC_SOURCE_DIR, build.string(), prefix.string()),
-                             log);
+  // Same compiler and sanitizer flags as the installed libraries (empty flags when not sanitized).
+  const int configured =
+      run(fmt::format("'{}' -S '{}/examples/embed' -B '{}' -G Ninja -DCMAKE_PREFIX_PATH='{}' "
+                      "-DCMAKE_CXX_COMPILER='{}' -DCMAKE_CXX_FLAGS='{}'",
+                      cmake, QUANTC_SOURCE_DIR, build.string(), prefix.string(), QUANTC_CXX_COMPILER,
+                      QUANTC_CONSUMER_CXX_FLAGS),
+          log);
   INFO(read_all(log));
   REQUIRE(configured == 0);
   REQUIRE(run(fmt::format("'{}' --build '{}'", cmake, build.string()), log) == 0);

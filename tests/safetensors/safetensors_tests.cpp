@@ -121,7 +121,7 @@ TEST_CASE("malformed headers are rejected with the tensor and the problem") {
 }
 
 TEST_CASE("every seed-corpus file parses (valid_*) or throws RuntimeError (invalid_*)") {
-  const fs::path corpus = fs::path(QUANTC_SOURCE_DIR) / "tests/fuzz/corpus";
+  const fs::path corpus = fs::path(QUANTC_SOURCE_DIR) / "tests/fuzz/corpus/safetensors";
   REQUIRE(fs::is_directory(corpus));
   int valid = 0, invalid = 0;
   for (const auto& item : fs::directory_iterator(corpus)) {

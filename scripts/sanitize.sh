@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The sanitizer job: builds the whole project (libraries, CLI, every test suite) with
+# AddressSanitizer + UndefinedBehaviorSanitizer in its own build directory and runs the
+# whole ctest suite there. Any sanitizer report fails the test that triggered it: UB
+# aborts (-fno-sanitize-recover=undefined), ASan and LeakSanitizer exit non-zero.
+#   ./scripts/sanitize.sh              (CI runs it from .ci/run after the normal tests)
+# Environment:
+#   BUILD_DIR  build directory (default build-asan)
+#   CXX, CC    compiler (default: the system's, gcc on Debian; clang++-14 works too)
+#   QUANTC_SANITIZER_FULL_SWEEPS=1  run the emulator/reference sweeps at full size (by
+#              default the heaviest sweeps run a reduced set of shapes under sanitizers;
+#              the full set runs in the normal job)
+#   CTEST_ARGS extra ctest arguments, e.g. "-R emulator"
+# Needs scripts/setup.sh's packages and the test model (scripts/fetch_model.sh), as
+# scripts/test.sh does.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${BUILD_DIR:-build-asan}
+
+# -O1 -g1: sanitizer-friendly code (frames kept, line numbers in reports) that compiles
+# and runs faster than -O0; no NDEBUG.
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize \
+  -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1" -DCMAKE_C_FLAGS_SANITIZE="-O1 -g1" \
+  -DQUANTC_SANITIZERS=address,undefined -DQUANTC_BUILD_TESTS=ON -DQUANTC_BUILD_BENCHMARKS=OFF
+cmake --build "$build_dir" -j2
+
+supp="$PWD/scripts/lsan.supp"
+export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export QUANTC_SANITIZED=1
+# shellcheck disable=SC2086
+ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 1800 ${CTEST_ARGS:-}
