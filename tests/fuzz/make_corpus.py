@@ -240,11 +240,12 @@ def cache_entry_cases():
         "valid_empty_payload": cache_entry(b""),
         "valid_binary_payload": cache_entry(bytes(range(256))),
         "valid_payload_with_newlines": cache_entry(b"\n\n\n"),
-        "valid_minimal_header": cache_entry(b"x", kind=None, op=None, target=None, opt_level=None,
-                                            compiler_version=None),
+        "valid_minimal_header": cache_entry(b"x", op=None, target=None, opt_level=None, compiler_version=None),
         # Fields `quantc cache ls` shows but load does not need: a wrong type is not an error.
-        "valid_fields_of_wrong_type": cache_entry(b"x", kind=5, op=[], target={}, opt_level=None,
-                                                  compiler_version=1.5),
+        "valid_fields_of_wrong_type": cache_entry(b"x", op=[], target={}, opt_level=None, compiler_version=1.5),
+        # The artifact kind is checked on load: absent or not a string, the entry is a miss.
+        "invalid_kind_missing": cache_entry(b"x", kind=None),
+        "invalid_kind_not_string": cache_entry(b"x", kind=7),
         "invalid_empty": b"",
         "invalid_no_newline": cache_entry(ptx).split(b"\n")[0],
         "invalid_header_not_json": b"{format: 1}\n" + ptx,
