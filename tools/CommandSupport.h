@@ -2,6 +2,8 @@
 // files atomically. No compiler logic lives in tools/.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -23,11 +25,16 @@ class CommandError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// The whole file at `path` as text; CommandError naming the file when it cannot be read.
+/// The whole file at `path` as text; CommandError naming the file when it cannot be
+/// read, is a folder, or holds a NUL byte (a spec, PTX and IR are text; a NUL would
+/// otherwise end the JSON parser's input silently).
 std::string read_text_file(const std::string& path);
 
-/// Reads and parses the spec file at `path` (ir::ops::SpecError on bad content,
-/// CommandError when the file cannot be read).
+/// Parses spec text read from `path` and checks what every command needs checked the
+/// same way: ir::ops::SpecError on bad content, CommandError for an unknown "target"
+/// (whether or not --target overrides it).
+ir::ops::OpSpec parse_spec_text(const std::string& text, const std::string& path);
+/// read_text_file + parse_spec_text.
 ir::ops::OpSpec load_spec(const std::string& path);
 
 /// The target from the command line, else the spec's "target", else sm_80.
@@ -61,6 +68,39 @@ struct PipelineFlags {
 std::pair<std::string, std::string> split_binding(const std::string& text, const std::string& option);
 
 /// `label (count x dtype): [v0 v1 ...]`, eliding the middle of buffers over 12 elements.
+/// With `first`/`count`: only those elements (e.g. an output's readable range), uncopied.
 std::string format_buffer(const std::string& label, const runtime::HostBuffer& buffer);
+std::string format_buffer(const std::string& label, const runtime::HostBuffer& buffer, std::size_t first,
+                          std::size_t count);
+
+/// The host memory a command may use: QUANTC_HOST_MEMORY_LIMIT (bytes, or with a K, M,
+/// G or T suffix, powers of 1024) when set, else the available memory (MemAvailable in
+/// /proc/meminfo; the physical memory where that cannot be read).
+std::uint64_t host_memory_limit();
+
+/// Throws CommandError before anything is allocated when `copies` copies of the
+/// program's buffers exceed host_memory_limit(): the message names the total, the
+/// largest buffer (name, count, type, bytes) and how to reduce them.
+void check_host_memory(const ir::Program& program, std::uint64_t copies, const std::string& what);
+
+/// A progress line on stderr for long emulations: "\rLABEL: D/T CTAs (P%)", updated at
+/// most 5 times a second, cleared when destroyed. Shown when stderr is a terminal, or
+/// when QUANTC_PROGRESS=1 (QUANTC_PROGRESS=0 hides it); callback() is empty otherwise.
+class ProgressLine {
+ public:
+  explicit ProgressLine(std::string label);
+  ~ProgressLine();
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+  /// For RunOptions::progress / LaunchOptions::progress (called with done, total).
+  std::function<void(std::uint64_t, std::uint64_t)> callback();
+
+ private:
+  void update(std::uint64_t done, std::uint64_t total);
+  std::string label_;
+  bool enabled_ = false;
+  bool shown_ = false;
+  std::int64_t last_ns_ = 0;
+};
 
 }  // namespace quantc::tools

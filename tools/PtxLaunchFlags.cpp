@@ -192,10 +192,10 @@ std::uint64_t PreparedPtxLaunch::output_elements() const {
   return elements;
 }
 
-void PreparedPtxLaunch::print_buffers() const {
+void PreparedPtxLaunch::print_buffers(std::FILE* out) const {
   auto print = [&](std::size_t index) {
     const runtime::NamedBuffer& named = buffers[index];
-    fmt::print("{}", format_buffer(fmt::format("arg {} {}", buffer_info[index].argument, named.name), named.buffer));
+    fmt::print(out, "{}", format_buffer(fmt::format("arg {} {}", buffer_info[index].argument, named.name), named.buffer));
   };
   if (outputs.empty()) {
     for (std::size_t i = 0; i < buffers.size(); ++i) print(i);
@@ -204,11 +204,14 @@ void PreparedPtxLaunch::print_buffers() const {
   }
 }
 
+std::FILE* PreparedPtxLaunch::report_stream() const { return files->writes_stdout() ? stderr : stdout; }
+
 void PreparedPtxLaunch::write_outputs() const {
   for (const PtxOutput& output : outputs) {
-    runtime::write_file_atomically(
-        output.path, runtime::to_npy_bytes({buffers[output.buffer].buffer, buffer_info[output.buffer].shape}));
+    files->stage(output.file,
+                 runtime::to_npy_bytes({buffers[output.buffer].buffer, buffer_info[output.buffer].shape}));
   }
+  files->commit();
 }
 
 PreparedPtxLaunch prepare_ptx_launch(const std::string& ptx_text, const PtxLaunchFlags& flags,
@@ -312,7 +315,12 @@ PreparedPtxLaunch prepare_ptx_launch(const std::string& ptx_text, const PtxLaunc
                                      "(FILE.npy or NAME:DTYPE:COUNT) can be written",
                                      binding, *index, flags.arguments[*index]));
     }
-    prepared.outputs.push_back({*buffer, binding.substr(equals + 1)});
+    const std::string path = binding.substr(equals + 1);
+    try {
+      prepared.outputs.push_back({*buffer, path, prepared.files->add(path, /*allow_stdout=*/true)});
+    } catch (const runtime::RuntimeError& error) {
+      throw CommandError(fmt::format("--output {}: {}", binding, error.what()));
+    }
   }
   return prepared;
 }

@@ -18,11 +18,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "runtime/backends/Backend.h"
+#include "runtime/io/AtomicFile.h"
 
 namespace quantc::tools {
 
@@ -54,6 +57,7 @@ struct PtxBufferInfo {
 struct PtxOutput {
   std::size_t buffer = 0;  // index into PreparedPtxLaunch::buffers
   std::string path;
+  std::size_t file = 0;    // index into PreparedPtxLaunch::files
 };
 
 struct PreparedPtxLaunch {
@@ -61,19 +65,25 @@ struct PreparedPtxLaunch {
   std::vector<runtime::NamedBuffer> buffers;  // the buffer arguments, in --arg order
   std::vector<PtxBufferInfo> buffer_info;     // parallel to `buffers`
   std::vector<PtxOutput> outputs;             // the --output bindings, in order
+  /// The --output files, checked when prepared, written by write_outputs.
+  std::unique_ptr<runtime::OutputFiles> files = std::make_unique<runtime::OutputFiles>();
 
   /// Elements of the --output buffers, or of every buffer argument when none was named
   /// (quantc profile's per-output-element denominator).
   std::uint64_t output_elements() const;
   /// Prints each --output buffer (every buffer argument when none was named) like
   /// `arg 1 y (4 x f32): [2 4 6 8]`.
-  void print_buffers() const;
-  /// Writes every --output file, each atomically; call only after the run succeeded.
+  void print_buffers(std::FILE* out) const;
+  /// Where the command's report goes: stderr when an --output is standard output ("-").
+  std::FILE* report_stream() const;
+  /// Stages every --output file, then replaces all targets together; call only after
+  /// the run succeeded.
   void write_outputs() const;
 };
 
 /// Parses the flags (CommandError naming the flag, the value and the accepted forms
-/// for anything malformed), reads the .npy arguments and allocates the zero-filled
+/// for anything malformed), checks every --output binding and path
+/// (runtime::OutputFiles::add), reads the .npy arguments and allocates the zero-filled
 /// ones. `ptx_text` is the module; `outputs` the --output values.
 PreparedPtxLaunch prepare_ptx_launch(const std::string& ptx_text, const PtxLaunchFlags& flags,
                                      const std::vector<std::string>& outputs);

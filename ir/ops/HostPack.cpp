@@ -116,14 +116,18 @@ PackedAffineGrouped pack_int4_affine_grouped(const LinearWeight& weight, std::ui
   packed.in_dim = weight.in_dim;
   packed.out_dim = weight.out_dim;
   packed.group_size = group_size;
-  packed.group_count = (weight.in_dim + group_size - 1) / group_size;
+  // ceil(in_dim / group_size) without the overflow of in_dim + group_size - 1 (a
+  // group_size near 2^32 is one short group, not zero groups).
+  packed.group_count = weight.in_dim / group_size + (weight.in_dim % group_size != 0 ? 1 : 0);
   const std::size_t out_dim = weight.out_dim;
   packed.w.assign(std::size_t{weight.in_dim / 8} * out_dim, 0);
   packed.scale.assign(std::size_t{packed.group_count} * out_dim, 0.0f);
   packed.zero_point.assign(std::size_t{packed.group_count} * out_dim, 0);
   for (std::uint32_t i = 0; i < weight.out_dim; ++i) {
     for (std::uint32_t g = 0; g < packed.group_count; ++g) {
-      const std::uint32_t begin = g * group_size, end = std::min(weight.in_dim, begin + group_size);
+      const std::uint64_t first = std::uint64_t{g} * group_size;
+      const auto begin = static_cast<std::uint32_t>(first);  // g < group_count, so first < in_dim
+      const auto end = static_cast<std::uint32_t>(std::min<std::uint64_t>(weight.in_dim, first + group_size));
       AffineParams params = affine_int4_params(row_span(weight, i, begin, end));
       if (params.zero_point < 0.0f || params.zero_point > 15.0f) {
         params.zero_point = clamp_float(params.zero_point, 0.0f, 15.0f);

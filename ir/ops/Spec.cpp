@@ -65,6 +65,12 @@ std::optional<std::string> optional_string(const json& object, const char* key, 
 }  // namespace
 
 OpSpec parse_spec(const std::string& text, const std::string& source, const OpRegistry& registry) {
+  // nlohmann's parser stops at a NUL byte as at the end of the input, which would
+  // silently ignore everything after it.
+  if (const std::size_t nul = text.find('\0'); nul != std::string::npos) {
+    throw SpecError(fmt::format("{}: NUL byte at offset {}; a spec is JSON text (was a binary file given?)", source,
+                                nul));
+  }
   json object;
   try {
     object = json::parse(text);

@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,6 +77,9 @@ struct RunOptions {
   /// Collect counters that cost time to collect (the interpreter's RunStatistics).
   /// Counters that come for free (the emulator's) are always reported.
   bool counters = false;
+  /// Backends that run long on the CPU (the emulator) call this with (work units done,
+  /// total), e.g. CTAs, for a progress line; others ignore it.
+  std::function<void(std::uint64_t, std::uint64_t)> progress;
   /// Backends with BackendInfo::times_kernels: after the checked run, launch the kernel
   /// `warmup_launches` more times untimed, then `timed_launches` times, each timed on
   /// the device (CUDA events around the launch alone) after the L2 cache was flushed,

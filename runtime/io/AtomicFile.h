@@ -1,17 +1,82 @@
-// Writing user-named output files so they are either untouched or complete: the bytes
-// go to a temporary file in the same folder, which is then renamed over the target
-// (rename is atomic within one file system). Used for every file quantc writes on a
-// user's behalf: `-o`, `--output`, `quantc pack` outputs.
+// Writing user-named output files so that a failed command leaves every existing file as
+// it was. Used for every file quantc writes on a user's behalf: `-o`, `--output`,
+// `quantc pack` outputs.
+//
+// A command first names all its outputs (OutputFiles::add checks each one before any
+// work is done), then stages each one's bytes (a temporary file `.qc.XXXXXX` in the
+// target's folder), and only when everything succeeded commits them all (renames the
+// temporaries over the targets). What a path means:
+//   - "-" is standard output, where the caller allows it (an output that is the
+//     command's only stream);
+//   - an existing character device or FIFO (/dev/null, /dev/stdout, a named pipe) is
+//     opened and written in place at commit, never replaced;
+//   - a symbolic link is followed (to any depth): its final target is replaced
+//     atomically and the link stays a link;
+//   - a regular file (existing or new) is replaced atomically by rename; an existing
+//     file keeps its permission bits (new files get 0666 minus the umask);
+//   - a folder, a socket or a block device is an error, as is a missing or unwritable
+//     folder, or two outputs that are the same file.
+// Staged temporaries are removed when the OutputFiles is destroyed without commit, and
+// also when the process is stopped by SIGINT, SIGTERM or SIGHUP while they exist (the
+// signal handler unlinks them and re-raises the signal).
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
+#include <vector>
 
 namespace quantc::runtime {
 
-/// Writes `bytes` to `path` atomically. Throws RuntimeError naming the path and the
-/// cause (folder missing or not writable, disk full, rename failure); the temporary
-/// file is removed and `path` keeps its previous contents on every failure.
+class OutputFiles {
+ public:
+  OutputFiles() = default;
+  ~OutputFiles();
+  OutputFiles(const OutputFiles&) = delete;
+  OutputFiles& operator=(const OutputFiles&) = delete;
+
+  /// Checks `path` now (see the file comment) and returns the index stage() takes.
+  /// `allow_stdout`: whether "-" means standard output (at most one output may be "-").
+  /// Throws RuntimeError naming the path, the problem and the fix.
+  std::size_t add(const std::string& path, bool allow_stdout = false);
+  /// Writes output `index`'s bytes to its temporary file (kept in memory for standard
+  /// output, character devices and FIFOs). Throws RuntimeError naming the path and the
+  /// system's reason (disk full, ...); the temporary is removed then.
+  void stage(std::size_t index, std::string_view bytes);
+  /// Replaces every target with its staged bytes: first the renames, then the writes
+  /// in place (devices, FIFOs), then standard output. Every output must be staged.
+  void commit();
+
+  /// Whether some output is standard output (commands then print their report to
+  /// stderr, so stdout carries only the output's bytes).
+  bool writes_stdout() const;
+  std::size_t size() const { return outputs_.size(); }
+
+ private:
+  enum class Kind { Stdout, InPlace, Replace };
+  struct Output {
+    std::string path;      // as the user gave it (messages)
+    std::string target;    // after following symbolic links
+    std::string folder;    // target's folder, where the temporary goes
+    Kind kind = Kind::Replace;
+    std::optional<mode_t> mode;  // an existing file's permission bits
+    std::optional<std::pair<uid_t, gid_t>> owner;
+    std::string temporary;       // the staged file (Replace)
+    int registration = -1;       // slot in the signal handler's list of temporaries
+    std::optional<std::string> bytes;  // staged bytes (Stdout, InPlace)
+    bool staged = false;
+  };
+  void discard(Output& output);
+
+  std::vector<Output> outputs_;
+  bool committed_ = false;
+};
+
+/// One output, written at once: OutputFiles::add (with "-" as standard output), stage,
+/// commit. Throws RuntimeError as those do; `path` keeps its previous contents on every
+/// failure.
 void write_file_atomically(const std::string& path, std::string_view bytes);
 
 }  // namespace quantc::runtime

@@ -1,7 +1,7 @@
 // `quantc pack` on files: reads a weight tensor from a safetensors model, packs it with
 // the host packer (ir/ops/HostPack.h: the schemes, their layouts and quantizer
 // definitions) and writes the op's buffers as safetensors (and optionally .npy) files,
-// atomically.
+// atomically, all or nothing.
 #pragma once
 
 #include <map>
@@ -41,10 +41,12 @@ struct PackResult {
 };
 
 /// `quantc pack`: reads options.tensor from options.model_path, packs it, writes
-/// options.output_path (and one .npy per buffer into npy_dir, created if needed).
-/// Returns what was written. Throws ir::ops::pack::PackError for input the scheme
-/// cannot pack, RuntimeError for a missing or unsuitable tensor and for unwritable
-/// outputs.
+/// options.output_path ("-": standard output) and one .npy per buffer into npy_dir
+/// (created if needed). Every output path is checked before the model is read and all
+/// are written together at the end (runtime/io/AtomicFile.h), so a failure writes
+/// nothing. Returns what was written. Throws ir::ops::pack::PackError for input the
+/// scheme cannot pack, RuntimeError for a missing or unsuitable tensor and for
+/// unwritable outputs.
 PackResult pack_file(const PackOptions& options);
 
 }  // namespace quantc::runtime::pack

@@ -268,7 +268,8 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   struct stat status {};
   if (::fstat(descriptor, &status) != 0 || !S_ISREG(status.st_mode)) {
     ::close(descriptor);
-    throw RuntimeError(fmt::format("{}: not a regular file", path));
+    throw RuntimeError(fmt::format("{}: not a regular file{}", path,
+                                   S_ISDIR(status.st_mode) ? " (it is a folder)" : ""));
   }
   const auto size = static_cast<std::size_t>(status.st_size);
   SafetensorsFile file;
@@ -278,8 +279,9 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     fail(path, "the file is empty");
   }
   void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, descriptor, 0);
-  ::close(descriptor);  // the mapping keeps the file alive
-  if (mapping == MAP_FAILED) throw RuntimeError(fmt::format("{}: mmap failed: {}", path, std::strerror(errno)));
+  const int map_error = errno;  // close() below may change errno
+  ::close(descriptor);          // the mapping keeps the file alive
+  if (mapping == MAP_FAILED) throw RuntimeError(fmt::format("{}: mmap failed: {}", path, std::strerror(map_error)));
   file.storage_ = std::shared_ptr<const void>(mapping, [size](const void* address) {
     ::munmap(const_cast<void*>(address), size);
   });
@@ -347,7 +349,12 @@ std::vector<std::uint8_t> to_safetensors_bytes(const std::vector<SafetensorsTens
       throw RuntimeError(fmt::format("safetensors writer: tensor '{}' given twice", tensor.name));
     }
     std::uint64_t expected = safetensors_dtype_size(tensor.dtype);
-    for (std::uint64_t extent : tensor.shape) expected *= extent;
+    for (std::uint64_t extent : tensor.shape) {
+      if (__builtin_mul_overflow(expected, extent, &expected)) {
+        throw RuntimeError(fmt::format("safetensors writer: tensor '{}' shape [{}] overflows a 64-bit byte count",
+                                       tensor.name, fmt::join(tensor.shape, ", ")));
+      }
+    }
     if (tensor.bytes.size() != expected) {
       throw RuntimeError(fmt::format("safetensors writer: tensor '{}' has {} bytes but dtype {} and shape [{}] need {}",
                                      tensor.name, tensor.bytes.size(), safetensors_dtype_name(tensor.dtype),

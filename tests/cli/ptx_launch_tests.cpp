@@ -278,7 +278,7 @@ TEST_CASE("quantc run lists the registry's backends in --help and compares again
   Result compared = run_quantc("run " + spec_path("linear_4bit.json") + " --random-inputs 2 --compare emulator --stats");
   INFO(compared.output);
   CHECK(compared.exit_code == 0);
-  CHECK_THAT(compared.output, Catch::Contains("compare reference vs emulator: out: max abs diff 0") &&
+  CHECK_THAT(compared.output, Catch::Contains("compare reference vs emulator: out: bit-exact (1024 elements)") &&
                                   Catch::Contains("statistics (1024 outputs): per output"));
   Result emulated = run_quantc("run " + spec_path("linear_4bit.json") + " --backend emulator --random-inputs 2 --stats");
   CHECK_THAT(emulated.output, Catch::Contains("kernel linear_4bit (target sm_80)") && Catch::Contains("1024 output elements"));

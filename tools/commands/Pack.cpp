@@ -3,6 +3,8 @@
 // Host-side quantization of a real tensor into exactly the buffers an op expects.
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include "runtime/io/PackFile.h"
 #include "tools/commands/Commands.h"
 
@@ -22,12 +24,14 @@ void add_pack_command(CLI::App& app) {
   command->add_option("--block", options->block, "Elements per NF4 block (nf4; 64)")->capture_default_str();
   command->add_flag("--transpose", options->transpose,
                     "The tensor is [out_features, in_features] (a PyTorch nn.Linear weight): in_dim is axis 1");
-  command->add_option("-o,--output", options->output_path, "OUT.safetensors (tensors named like the op's buffers)")->required();
-  command->add_option("--npy-dir", options->npy_dir, "Also write one BUFFER.npy per packed buffer here");
+  command->add_option("-o,--output", options->output_path, "OUT.safetensors (tensors named like the op's buffers; - for standard output)")->required();
+  command->add_option("--npy-dir", options->npy_dir, "Also write one BUFFER.npy per packed buffer here (created if needed)");
   command->callback([options, scheme] {
     options->scheme = ir::ops::pack::scheme_from_name(*scheme);
     runtime::pack::PackResult result = runtime::pack::pack_file(*options);
-    for (const auto& tensor : result.tensors) fmt::print("packed {}\n", tensor.name);
+    // With -o - the safetensors bytes are standard output; the report goes to stderr.
+    std::FILE* report = options->output_path == "-" ? stderr : stdout;
+    for (const auto& tensor : result.tensors) fmt::print(report, "packed {}\n", tensor.name);
   });
 }
 

@@ -30,14 +30,14 @@ namespace quantc::tools {
 
 namespace {
 
-void print_profile(const runtime::emulator::KernelProfile& profile, bool json) {
+void print_profile(const runtime::emulator::KernelProfile& profile, bool json, std::FILE* out = stdout) {
   if (!json) {
-    fmt::print("{}", runtime::emulator::format_profile(profile));
+    fmt::print(out, "{}", runtime::emulator::format_profile(profile));
     return;
   }
   nlohmann::ordered_json document = {{"kernels", nlohmann::ordered_json::array({runtime::emulator::profile_json(profile)})},
                              {"devices", runtime::emulator::devices_json()}};
-  fmt::print("{}\n", document.dump(2));
+  fmt::print(out, "{}\n", document.dump(2));
 }
 
 /// One schedule's row of `profile --schedules`: its profile, or why the op cannot build it.
@@ -158,21 +158,29 @@ void add_profile_command(CLI::App& app) {
                      fmt::format("applies to op specs; '{}' is a PTX module", options->path));
       PreparedPtxLaunch prepared = prepare_ptx_launch(text, options->ptx, options->outputs);
       runtime::emulator::EmulatorBackend emulator;
-      const runtime::RunReport report = emulator.launch_ptx(prepared.launch, prepared.buffers);
+      runtime::RunReport report;
+      {
+        ProgressLine progress(fmt::format("emulator {}", options->path));
+        runtime::RunOptions run_options;
+        run_options.progress = progress.callback();
+        report = emulator.launch_ptx(prepared.launch, prepared.buffers, run_options);
+      }
       const std::string kernel = runtime::check_ptx_launch(prepared.launch, prepared.buffers).name;
       const auto& block = prepared.launch.block;
       print_profile(runtime::emulator::profile_launch(text, kernel, block[0] * block[1] * block[2],
                                                       prepared.launch.dynamic_shared_bytes, *report.counters,
                                                       prepared.output_elements(), model),
-                    options->json);
+                    options->json, prepared.report_stream());
       prepared.write_outputs();
       return;
     }
     reject_options(*command, PtxLaunchFlags::names(),
                    fmt::format("applies to PTX modules; '{}' is an op spec", options->path));
     reject_options(*command, {"--output"}, fmt::format("applies to PTX modules; '{}' is an op spec", options->path));
-    ir::ops::OpSpec spec = ir::ops::parse_spec(text, options->path);
+    ir::ops::OpSpec spec = parse_spec_text(text, options->path);
     ptx::Target target = resolve_target(options->target, spec);
+    // The generated buffers, the emulator's device copy and its per-byte access map.
+    check_host_memory(ir::ops::build_program(spec), 3, fmt::format("profiling {}", options->path));
     if (options->schedules) {
       const ir::ops::ParamSpec* schedule_param = nullptr;
       for (const ir::ops::ParamSpec& param : spec.op->params) {
@@ -195,7 +203,11 @@ void add_profile_command(CLI::App& app) {
           ir::Program program = spec.op->build(args);
           candidate.is_auto = ir::print(program) == auto_ir;
           lower::CompiledKernel compiled = lower::compile(program, {target, options->pipeline.pass_options(&spec)});
-          candidate.profile = runtime::emulator::profile_program(compiled.program, compiled.ptx, options->seed, model);
+          ProgressLine progress(fmt::format("emulator {} schedule {}", spec.op->name, choice));
+          runtime::emulator::ProfileOptions with_progress = model;
+          with_progress.progress = progress.callback();
+          candidate.profile =
+              runtime::emulator::profile_program(compiled.program, compiled.ptx, options->seed, with_progress);
         } catch (const ir::ops::OpError& error) {
           candidate.error = error.what();
         }
@@ -206,7 +218,14 @@ void add_profile_command(CLI::App& app) {
     }
     lower::CompiledKernel kernel =
         lower::compile(ir::ops::build_program(spec), {target, options->pipeline.pass_options(&spec)});
-    print_profile(runtime::emulator::profile_program(kernel.program, kernel.ptx, options->seed, model), options->json);
+    std::optional<runtime::emulator::KernelProfile> profile;
+    {
+      ProgressLine progress(fmt::format("emulator {}", kernel.program.name));
+      runtime::emulator::ProfileOptions with_progress = model;
+      with_progress.progress = progress.callback();
+      profile = runtime::emulator::profile_program(kernel.program, kernel.ptx, options->seed, with_progress);
+    }
+    print_profile(*profile, options->json);
   });
 }
 

@@ -14,8 +14,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
 #include <map>
+#include <memory>
 
 #include "ir/ops/Spec.h"
 #include "lower/driver/Compiler.h"
@@ -37,7 +42,7 @@ struct RunOptions {
   std::optional<std::string> backend;
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
-  std::optional<std::uint64_t> random_seed;
+  std::optional<std::string> random_seed;
   std::optional<std::string> compare;
   std::optional<std::string> target;
   double tolerance = 1e-5;
@@ -58,16 +63,71 @@ const std::vector<std::string>& spec_only_options() {
   return names;
 }
 
+std::string buffer_names(const ir::Program& program) {
+  std::string names;
+  for (const ir::BufferDecl& decl : program.buffers) names += (names.empty() ? "" : ", ") + decl.name;
+  return names;
+}
+
 bool is_unsigned_integer(ir::ScalarType type) { return ir::is_integer(type) && !ir::is_signed(type); }
 
-runtime::BufferSet prepare_buffers(const ir::Program& program, const RunOptions& options) {
-  runtime::BufferSet buffers = options.random_seed ? runtime::random_buffers(program, *options.random_seed)
-                                                   : runtime::allocate_buffers(program);
-  std::map<std::string, bool> provided;
+/// --random-inputs SEED: a decimal integer in 0..2^64-1.
+std::optional<std::uint64_t> parse_seed(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  std::uint64_t seed = 0;
+  const char* end = text->data() + text->size();
+  auto [stop, error] = std::from_chars(text->data(), end, seed);
+  if (text->empty() || error != std::errc() || stop != end) {
+    throw CommandError(fmt::format("--random-inputs '{}': the seed must be an integer from 0 to {}", *text,
+                                   std::numeric_limits<std::uint64_t>::max()));
+  }
+  return seed;
+}
+
+/// The --input and --output bindings, checked against the program before anything runs.
+struct Bindings {
+  std::vector<std::pair<std::string, std::string>> inputs;   // buffer, .npy path
+  std::vector<std::pair<std::string, std::size_t>> outputs;  // buffer, index in `files`
+  std::unique_ptr<runtime::OutputFiles> files = std::make_unique<runtime::OutputFiles>();
+};
+
+Bindings check_bindings(const ir::Program& program, const RunOptions& options) {
+  Bindings bindings;
+  std::map<std::string, std::string> seen;
   for (const std::string& binding : options.inputs) {
     auto [name, path] = split_binding(binding, "--input");
+    if (program.find_buffer(name) == nullptr) {
+      throw CommandError(fmt::format("--input {}: the program has no buffer named '{}'; its buffers are: {}", binding,
+                                     name, buffer_names(program)));
+    }
+    if (auto [previous, inserted] = seen.emplace(name, binding); !inserted) {
+      throw CommandError(fmt::format("--input {}: buffer '{}' is already given by --input {}; give each buffer once",
+                                     binding, name, previous->second));
+    }
+    bindings.inputs.emplace_back(name, path);
+  }
+  for (const std::string& binding : options.outputs) {
+    auto [name, path] = split_binding(binding, "--output");
+    if (program.find_buffer(name) == nullptr) {
+      throw CommandError(fmt::format("--output {}: the program has no buffer named '{}'; its buffers are: {}", binding,
+                                     name, buffer_names(program)));
+    }
+    try {
+      bindings.outputs.emplace_back(name, bindings.files->add(path, /*allow_stdout=*/true));
+    } catch (const runtime::RuntimeError& error) {
+      throw CommandError(fmt::format("--output {}: {}", binding, error.what()));
+    }
+  }
+  return bindings;
+}
+
+runtime::BufferSet prepare_buffers(const ir::Program& program, const Bindings& bindings,
+                                   std::optional<std::uint64_t> seed) {
+  runtime::BufferSet buffers = seed ? runtime::random_buffers(program, *seed) : runtime::allocate_buffers(program);
+  std::map<std::string, bool> provided;
+  for (const auto& [name, path] : bindings.inputs) {
     const ir::BufferDecl* decl = program.find_buffer(name);
-    if (decl == nullptr) throw CommandError(fmt::format("--input {}: the program has no buffer named '{}'", binding, name));
+    const std::string binding = name + "=" + path;
     runtime::NpyArray array = runtime::read_npy(path);
     // Packed codes are raw bytes: a u8 file may feed a u32 word buffer (and back) when
     // the byte sizes agree, e.g. quantize_nf4's `packed` into nf4_gemm's `b_nf4`.
@@ -83,7 +143,7 @@ runtime::BufferSet prepare_buffers(const ir::Program& program, const RunOptions&
     buffers[name] = std::move(array.buffer);
     provided[name] = true;
   }
-  if (!options.random_seed) {
+  if (!seed) {
     std::string missing;
     for (const ir::BufferDecl& decl : program.buffers) {
       if (!decl.is_output() && !provided.count(decl.name)) missing += (missing.empty() ? "" : ", ") + decl.name;
@@ -103,38 +163,56 @@ runtime::HostBuffer logical_output(const ir::BufferDecl& decl, const runtime::Ho
                                                                      buffer.bytes.begin() + static_cast<long>(range.end))};
 }
 
-/// Prints the per-buffer max abs/rel difference; returns false when beyond tolerance.
-bool compare_outputs(const ir::Program& program, const runtime::BufferSet& actual, const runtime::BufferSet& expected,
-                     const std::string& label, const std::string& oracle, double tolerance) {
+/// Prints, per output, "bit-exact" when the bytes are identical, else how many elements
+/// differ and the max abs/rel difference; returns false when beyond tolerance.
+bool compare_outputs(std::FILE* report, const ir::Program& program, const runtime::BufferSet& actual,
+                     const runtime::BufferSet& expected, const std::string& label, const std::string& oracle,
+                     double tolerance) {
   bool within = true;
   for (const ir::BufferDecl& decl : program.buffers) {
     if (!decl.is_output()) continue;
     runtime::HostBuffer a = logical_output(decl, actual.at(decl.name));
     runtime::HostBuffer e = logical_output(decl, expected.at(decl.name));
+    if (a.bytes == e.bytes) {
+      fmt::print(report, "compare {} vs {}: {}: bit-exact ({} elements)\n", label, oracle, decl.name, a.count());
+      continue;
+    }
+    const std::size_t element_bytes = ir::byte_size(decl.element);
     double max_abs = 0, max_rel = 0;
+    std::size_t differing = 0;
     for (std::size_t i = 0; i < a.count(); ++i) {
+      if (std::memcmp(a.bytes.data() + i * element_bytes, e.bytes.data() + i * element_bytes, element_bytes) == 0) {
+        continue;
+      }
+      ++differing;
       double x = runtime::element_as_double(a, i), y = runtime::element_as_double(e, i);
-      if (std::isnan(x) && std::isnan(y)) continue;
+      if (std::isnan(x) && std::isnan(y)) continue;  // NaN payloads differ: no numeric difference
       double diff = std::isnan(x) || std::isnan(y) ? INFINITY : std::fabs(x - y);
+      if (std::isinf(x) && std::isinf(y) && x == y) diff = 0;
       max_abs = std::max(max_abs, diff);
       max_rel = std::max(max_rel, diff / std::max(std::fabs(y), 1e-30));
     }
     bool ok = max_abs <= tolerance || max_rel <= tolerance;
     within &= ok;
-    fmt::print("compare {} vs {}: {}: max abs diff {:g}, max rel diff {:g} ({})\n", label, oracle, decl.name, max_abs,
-               max_rel, ok ? "ok" : fmt::format("exceeds tolerance {:g}", tolerance));
+    fmt::print(report,
+               "compare {} vs {}: {}: not bit-exact: {} of {} elements differ, max abs diff {:g}, max rel diff {:g} "
+               "({} tolerance {:g})\n",
+               label, oracle, decl.name, differing, a.count(), max_abs, max_rel, ok ? "within" : "exceeds", tolerance);
   }
   return within;
 }
 
 /// The counters a run reported, per output element; a line saying so when there are none.
-void print_counters(const runtime::Backend& backend, const runtime::RunReport& report, const std::string& kernel,
-                    const std::string& target, std::uint64_t output_elements, const ir::Program* program) {
-  if (report.statistics && program != nullptr) fmt::print("{}", runtime::reference::format_statistics(*report.statistics, *program));
-  if (report.counters) {
-    fmt::print("{}", runtime::emulator::format_counters(kernel, target, *report.counters, output_elements));
+void print_counters(std::FILE* out, const runtime::Backend& backend, const runtime::RunReport& report,
+                    const std::string& kernel, const std::string& target, std::uint64_t output_elements,
+                    const ir::Program* program) {
+  if (report.statistics && program != nullptr) {
+    fmt::print(out, "{}", runtime::reference::format_statistics(*report.statistics, *program));
   }
-  if (!report.has_counters()) fmt::print("backend {} reports no counters\n", backend.name());
+  if (report.counters) {
+    fmt::print(out, "{}", runtime::emulator::format_counters(kernel, target, *report.counters, output_elements));
+  }
+  if (!report.has_counters()) fmt::print(out, "backend {} reports no counters\n", backend.name());
 }
 
 /// --time needs a backend that measures kernels on hardware; checked before any work.
@@ -157,11 +235,11 @@ runtime::RunOptions backend_run_options(const RunOptions& options) {
   return run_options;
 }
 
-/// One line per timed run: `bench/gpu/run.sh` reads the median from it.
-void print_times(const std::string& kernel, const runtime::RunReport& report) {
+/// One line per timed run: `bench/gpu/time_kernels.py` reads the median from it.
+void print_times(std::FILE* stream, const std::string& kernel, const runtime::RunReport& report) {
   if (!report.times) return;
   const runtime::KernelTimes& times = *report.times;
-  fmt::print("time {}: median {:.3f} us, min {:.3f} us over {} launches after {} warm-up (L2 flushed with {} MiB "
+  fmt::print(stream, "time {}: median {:.3f} us, min {:.3f} us over {} launches after {} warm-up (L2 flushed with {} MiB "
              "before each)\n",
              kernel, times.median(), times.min(), times.microseconds.size(), times.warmup_launches,
              times.l2_flush_bytes >> 20);
@@ -179,39 +257,58 @@ void run_spec(const RunOptions& options, const std::string& text, const CLI::App
   reject_options(command, PtxLaunchFlags::names(),
                  fmt::format("applies to PTX modules; '{}' is an op spec (its buffers are --input NAME=FILE.npy)",
                              options.path));
-  ir::ops::OpSpec spec = ir::ops::parse_spec(text, options.path);
+  const std::optional<std::uint64_t> seed = parse_seed(options.random_seed);
+  if (!std::isfinite(options.tolerance) || options.tolerance < 0) {
+    throw CommandError(fmt::format("--tolerance {}: the tolerance must be a finite number >= 0, e.g. 1e-5",
+                                   options.tolerance));
+  }
+  ir::ops::OpSpec spec = parse_spec_text(text, options.path);
   runtime::CompileOptions compile_options;
   compile_options.passes = options.pipeline.pass_options(&spec);
   compile_options.target = requested_target(options.target, spec);
   const ir::Program source = ir::ops::build_program(spec);
+  // Every binding and output path is checked before anything is allocated or run;
+  // outputs are written only after the run (and the comparison) succeeded.
+  Bindings bindings = check_bindings(source, options);
+  std::FILE* report = bindings.files->writes_stdout() ? stderr : stdout;
+  const std::string backend_name = options.backend.value_or(kSpecDefaultBackend);
+  // The buffers and an output being staged, the inputs kept for the oracle (which it
+  // then runs on), and the emulator's device copy and its per-byte access map.
+  std::uint64_t copies = 2 + (options.compare ? 1 : 0);
+  if (backend_name == "emulator" || options.compare.value_or("") == "emulator") copies += 2;
+  check_host_memory(source, copies, fmt::format("running {}", options.path));
   std::unique_ptr<runtime::Backend> oracle;
   if (options.compare) oracle = make_oracle(*options.compare);
   check_timing(options, options.backend.value_or(kSpecDefaultBackend));
 
   // The backend is made only now, so that every spec error is reported first (the CUDA
   // backend needs a driver and a device as soon as it exists).
-  std::unique_ptr<runtime::Backend> backend = runtime::make_backend(options.backend.value_or(kSpecDefaultBackend));
+  std::unique_ptr<runtime::Backend> backend = runtime::make_backend(backend_name);
   const runtime::BackendKernel kernel = backend->compile(source, compile_options);
   const ir::Program& program = kernel.program;
-  runtime::BufferSet buffers = prepare_buffers(program, options);
-  for (const std::string& binding : options.outputs) {
-    auto [name, path] = split_binding(binding, "--output");
-    if (program.find_buffer(name) == nullptr) {
-      throw CommandError(fmt::format("--output {}: the program has no buffer named '{}'", binding, name));
-    }
+  runtime::BufferSet buffers = prepare_buffers(program, bindings, seed);
+  std::optional<runtime::BufferSet> inputs;  // the oracle starts from the same buffers
+  if (oracle) inputs = buffers;
+  runtime::RunOptions run_options = backend_run_options(options);
+  runtime::RunReport run_report;
+  {
+    ProgressLine progress(fmt::format("{} {}", backend->name(), program.name));
+    run_options.progress = progress.callback();
+    run_report = backend->run(kernel, buffers, run_options);
   }
-  const runtime::BufferSet inputs = buffers;
-  const runtime::RunReport report = backend->run(kernel, buffers, backend_run_options(options));
 
   for (const ir::BufferDecl& decl : program.buffers) {
-    if (decl.is_output()) fmt::print("{}", format_buffer(decl.name, logical_output(decl, buffers.at(decl.name))));
+    if (!decl.is_output()) continue;
+    const ir::ByteRange range = decl.readable_range();
+    const std::size_t element_bytes = ir::byte_size(decl.element);
+    fmt::print(report, "{}", format_buffer(decl.name, buffers.at(decl.name), range.begin / element_bytes,
+                                           (range.end - range.begin) / element_bytes));
   }
   if (options.statistics) {
-    print_counters(*backend, report, program.name, kernel.target ? kernel.target->name() : "none",
+    print_counters(report, *backend, run_report, program.name, kernel.target ? kernel.target->name() : "none",
                    runtime::output_element_count(program), &program);
   }
-  print_times(program.name, report);
-  bool within_tolerance = true;
+  print_times(report, program.name, run_report);
   if (oracle) {
     // The oracle compiles the same program with the same pipeline, quietly.
     runtime::CompileOptions oracle_options = compile_options;
@@ -220,22 +317,25 @@ void run_spec(const RunOptions& options, const std::string& text, const CLI::App
     oracle_options.passes.time_passes = false;
     oracle_options.passes.log = nullptr;
     const runtime::BackendKernel oracle_kernel = oracle->compile(source, oracle_options);
-    runtime::BufferSet expected = inputs;
+    runtime::BufferSet expected = std::move(*inputs);
     runtime::RunOptions oracle_run;
     oracle_run.threads = options.threads;
-    oracle->run(oracle_kernel, expected, oracle_run);
-    within_tolerance = compare_outputs(program, buffers, expected, std::string(backend->name()),
-                                       std::string(oracle->name()), options.tolerance);
+    {
+      ProgressLine progress(fmt::format("{} {}", oracle->name(), program.name));
+      oracle_run.progress = progress.callback();
+      oracle->run(oracle_kernel, expected, oracle_run);
+    }
+    if (!compare_outputs(report, program, buffers, expected, std::string(backend->name()), std::string(oracle->name()),
+                         options.tolerance)) {
+      throw CommandError(fmt::format("{} differs from {} beyond tolerance {:g}; no output file was written",
+                                     backend->name(), oracle->name(), options.tolerance));
+    }
   }
-  if (!within_tolerance) {
-    throw CommandError(fmt::format("{} differs from {} beyond tolerance {:g}", backend->name(), oracle->name(),
-                                   options.tolerance));
+  // Every output is staged, then all replace their targets together.
+  for (const auto& [name, index] : bindings.outputs) {
+    bindings.files->stage(index, runtime::to_npy_bytes({logical_output(*program.find_buffer(name), buffers.at(name)), {}}));
   }
-  // Outputs are written only after every run succeeded, each atomically.
-  for (const std::string& binding : options.outputs) {
-    auto [name, path] = split_binding(binding, "--output");
-    runtime::write_file_atomically(path, runtime::to_npy_bytes({logical_output(*program.find_buffer(name), buffers.at(name)), {}}));
-  }
+  bindings.files->commit();
 }
 
 void run_ptx(const RunOptions& options, const std::string& text, const CLI::App& command) {
@@ -251,15 +351,22 @@ void run_ptx(const RunOptions& options, const std::string& text, const CLI::App&
   check_timing(options, backend_name);
   PreparedPtxLaunch prepared = prepare_ptx_launch(text, options.ptx, options.outputs);
   std::unique_ptr<runtime::Backend> backend = runtime::make_backend(backend_name);
-  const runtime::RunReport report = backend->launch_ptx(prepared.launch, prepared.buffers, backend_run_options(options));
-  prepared.print_buffers();
+  runtime::RunOptions run_options = backend_run_options(options);
+  runtime::RunReport run_report;
+  {
+    ProgressLine progress(fmt::format("{} {}", backend->name(), options.path));
+    run_options.progress = progress.callback();
+    run_report = backend->launch_ptx(prepared.launch, prepared.buffers, run_options);
+  }
+  std::FILE* report = prepared.report_stream();
+  prepared.print_buffers(report);
   const std::string kernel = runtime::check_ptx_launch(prepared.launch, prepared.buffers).name;
   if (options.statistics) {
-    const std::string target = report.counters ? runtime::emulator::parse_ptx(text).target : "";
-    print_counters(*backend, report, kernel, target, prepared.output_elements(), nullptr);
+    const std::string target = run_report.counters ? runtime::emulator::parse_ptx(text).target : "";
+    print_counters(report, *backend, run_report, kernel, target, prepared.output_elements(), nullptr);
   }
-  print_times(kernel, report);
-  // Outputs are written only after the run succeeded, each atomically.
+  print_times(report, kernel, run_report);
+  // Outputs are written only after the run succeeded, all together.
   prepared.write_outputs();
 }
 
@@ -280,10 +387,12 @@ void add_run_command(CLI::App& app) {
   }
   command->add_option("--backend", options->backend, backends_help)->check(CLI::IsMember(runtime::backend_names()));
   command->add_option("--input", options->inputs, "Spec: NAME=FILE.npy for an input buffer (repeatable)");
-  command->add_option("--random-inputs", options->random_seed, "Spec: generate every input not given with --input from SEED");
+  command->add_option("--random-inputs", options->random_seed,
+                      "Spec: generate every input not given with --input from SEED (0..18446744073709551615)");
   command->add_option("--output", options->outputs,
                       "Spec: NAME=FILE.npy saves an output buffer's logical range; PTX: INDEX=FILE.npy saves buffer "
-                      "argument INDEX (0-based among the --arg values) (repeatable)");
+                      "argument INDEX (0-based among the --arg values) (repeatable). FILE - is standard output (the "
+                      "printed report then goes to stderr); all are written only when the run succeeded");
   command->add_option("--compare", options->compare,
                       "Spec: also run this backend (e.g. reference) and report max abs/rel differences");
   command->add_option("--tolerance", options->tolerance, "Spec: max abs or rel difference accepted by --compare")

@@ -87,9 +87,14 @@ Launch::Launch(const Kernel& kernel, const LaunchConfig& config, std::vector<Dev
 }
 
 LaunchCounters Launch::run() {
+  const std::uint64_t total = std::uint64_t(config_.grid[0]) * config_.grid[1] * config_.grid[2];
+  std::uint64_t done = 0;
   for (std::uint32_t z = 0; z < config_.grid[2]; ++z)
     for (std::uint32_t y = 0; y < config_.grid[1]; ++y)
-      for (std::uint32_t x = 0; x < config_.grid[0]; ++x) run_cta({x, y, z});
+      for (std::uint32_t x = 0; x < config_.grid[0]; ++x) {
+        run_cta({x, y, z});
+        if (options_.progress) options_.progress(++done, total);
+      }
   for (const auto& flags : touched_)
     for (std::uint8_t flag : flags) {
       counters_.unique_global_bytes_read += (flag & 1);

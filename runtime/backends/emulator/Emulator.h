@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -60,6 +61,8 @@ struct LaunchConfig {
 struct LaunchOptions {
   /// A launch issuing more warp instructions than this is stopped with an error.
   std::uint64_t max_warp_instructions = 1ull << 34;
+  /// Called after each CTA with (CTAs done, CTAs in the grid), e.g. for a progress line.
+  std::function<void(std::uint64_t, std::uint64_t)> progress;
 };
 
 /// Runs `kernel_name` from `module` over `config`'s grid. `arguments` match the

@@ -6,14 +6,17 @@ BackendKernel EmulatorBackend::compile(const ir::Program& program, const Compile
   return compile_to_ptx(program, options, ptx::default_target());
 }
 
-RunReport EmulatorBackend::run(const BackendKernel& kernel, BufferSet& buffers, const RunOptions&) {
+RunReport EmulatorBackend::run(const BackendKernel& kernel, BufferSet& buffers, const RunOptions& options) {
   require_ptx(*this, kernel);
   RunReport report;
-  report.counters = emulator::run(kernel.ptx, kernel.program, buffers, launch_options_);
+  LaunchOptions launch_options = launch_options_;
+  if (options.progress) launch_options.progress = options.progress;
+  report.counters = emulator::run(kernel.ptx, kernel.program, buffers, launch_options);
   return report;
 }
 
-RunReport EmulatorBackend::launch_ptx(const PtxLaunch& launch, std::vector<NamedBuffer>& buffers, const RunOptions&) {
+RunReport EmulatorBackend::launch_ptx(const PtxLaunch& launch, std::vector<NamedBuffer>& buffers,
+                                      const RunOptions& options) {
   const Module module = parse_ptx(launch.ptx);
   const ptx::Entry entry = check_ptx_launch(launch, buffers);
   // The bytes move into the emulator's buffers and back, also when the launch throws.
@@ -37,7 +40,9 @@ RunReport EmulatorBackend::launch_ptx(const PtxLaunch& launch, std::vector<Named
   config.dynamic_shared_bytes = launch.dynamic_shared_bytes;
   RunReport report;
   try {
-    report.counters = emulator::launch(module, entry.name, config, device, arguments, launch_options_);
+    LaunchOptions launch_options = launch_options_;
+    if (options.progress) launch_options.progress = options.progress;
+    report.counters = emulator::launch(module, entry.name, config, device, arguments, launch_options);
   } catch (...) {
     give_back();
     throw;

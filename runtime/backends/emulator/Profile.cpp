@@ -167,7 +167,9 @@ KernelProfile profile_launch(const std::string& ptx_text, const std::string& ker
 KernelProfile profile_program(const ir::Program& program, const std::string& ptx_text, std::uint64_t seed,
                               const ProfileOptions& options) {
   BufferSet buffers = random_buffers(program, seed);
-  LaunchCounters counters = run(ptx_text, program, buffers);
+  LaunchOptions launch_options;
+  launch_options.progress = options.progress;
+  LaunchCounters counters = run(ptx_text, program, buffers, launch_options);
   const auto& block = program.workgroup_size;
   return profile_launch(ptx_text, program.name, block[0] * block[1] * block[2], 0, counters,
                         output_element_count(program), options);

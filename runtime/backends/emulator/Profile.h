@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,6 +43,8 @@ struct ProfileOptions {
   std::vector<std::string> devices;        // device keys (find_device); empty: every modeled device
   std::optional<std::uint32_t> registers;  // per thread on every device; ptxas is then not run
   bool run_ptxas = true;                   // false: registers are assumed unless given
+  /// profile_program's emulation reports (CTAs done, CTAs) here (LaunchOptions::progress).
+  std::function<void(std::uint64_t, std::uint64_t)> progress;
 };
 
 /// The model's view of one launch on one device.
