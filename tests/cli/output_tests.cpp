@@ -103,13 +103,15 @@ TEST_CASE("quantc run --compare says bit-exact only for equal bits and fails whe
   fs::create_directories(dir);
   const std::string spec = fixture_spec(dir);
   const std::string keep = write_text(dir / "keep.npy", "precious");
-  const std::string fake_driver = std::string("QUANTC_CUDA_DRIVER=") + QUANTC_FAKE_CUDA_DRIVER + " ";
+  // The emulated driver with its launches switched off: the kernels compute nothing, so
+  // the outputs stay zero and the two backends disagree.
+  const std::string fake_driver =
+      std::string("QUANTC_EMULATED_SKIP_LAUNCHES=1 QUANTC_CUDA_DRIVER=") + QUANTC_EMULATED_CUDA_DRIVER + " ";
 
   Result same = run_quantc("run " + spec + " --backend emulator --random-inputs 1 --compare reference");
   CHECK(same.exit_code == 0);
   CHECK_THAT(same.output, Catch::Contains("compare emulator vs reference: out: bit-exact (4 elements)"));
 
-  // The fake driver's kernels compute nothing: its outputs stay zero.
   Result differs = run_quantc("run " + spec + " --backend cuda --random-inputs 1 --compare reference --output out=" + keep,
                               fake_driver);
   INFO(differs.output);
