@@ -2,12 +2,25 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 
 #include "ir/Arithmetic.h"
 #include "ir/Program.h"
 
 namespace quantc::ir {
+
+namespace {
+
+/// `handle`, unless its node is deeper than kMaxNestingDepth (IRError).
+template <class Handle>
+Handle within_depth(Handle handle) {
+  if (handle.get()->nesting_depth() > kMaxNestingDepth) throw IRError(nesting_error(handle.get()->nesting_depth()));
+  return handle;
+}
+
+}  // namespace
+
 
 std::string_view to_string(BinaryOp op) {
   switch (op) {
@@ -183,6 +196,24 @@ void ExprBase::summarize_operand(const ExprBase* operand) {
   hash_ = mix(hash_ * 31 + operand->hash_);
   size_ = operand->size_ >= 0xffffffffu - size_ ? 0xffffffffu : size_ + operand->size_;
   flags_ |= operand->flags_;
+  depth_ = std::max(depth_, operand->depth_ + 1);  // depths are bounded far below overflow
+}
+
+void NodeBase::nest(std::initializer_list<const ExprBase*> operands, std::initializer_list<const NodeBase*> bodies) {
+  for (const ExprBase* operand : operands) {
+    if (operand != nullptr) depth_ = std::max(depth_, operand->nesting_depth() + 1);
+  }
+  for (const NodeBase* body : bodies) nest_body(body);
+}
+
+void NodeBase::nest_body(const NodeBase* body) {
+  if (body != nullptr) depth_ = std::max(depth_, body->nesting_depth() + 1);
+}
+
+std::string nesting_error(std::uint32_t depth) {
+  return fmt::format("IR nested {} levels deep; quantc accepts at most {} (kMaxNestingDepth). Fix: bind "
+                     "subexpressions to variables with let, or flatten nested if/for statements",
+                     depth, kMaxNestingDepth);
 }
 
 bool Binary::divisor_may_trap() const {
@@ -262,7 +293,7 @@ Expr Literal::make(ScalarType type, std::uint64_t bits) {
     default:
       break;
   }
-  return Expr(std::make_shared<Literal>(type, bits));
+  return within_depth(Expr(std::make_shared<Literal>(type, bits)));
 }
 
 Expr Literal::i32(std::int32_t value) {
@@ -307,7 +338,7 @@ bool Literal::is_one() const { return is_float(scalar()) ? as_double() == 1.0 : 
 Expr Var::make(Type type, std::string name) {
   require_value_type(type, "Var");
   if (name.empty()) throw IRError("Var: empty variable name");
-  return Expr(std::make_shared<Var>(type, std::move(name)));
+  return within_depth(Expr(std::make_shared<Var>(type, std::move(name))));
 }
 
 Expr Load::make(Type type, std::string buffer, Expr index, unsigned alignment, bool reinterpret) {
@@ -327,7 +358,7 @@ Expr Load::make(Type type, std::string buffer, Expr index, unsigned alignment, b
                                 buffer, to_string(type), natural_alignment(type), alignment));
     }
   }
-  return Expr(std::make_shared<Load>(type, std::move(buffer), std::move(index), alignment, reinterpret));
+  return within_depth(Expr(std::make_shared<Load>(type, std::move(buffer), std::move(index), alignment, reinterpret)));
 }
 
 unsigned Load::elements_read(ScalarType buffer_element) const {
@@ -383,7 +414,7 @@ Expr Binary::make(BinaryOp op, Expr lhs, Expr rhs) {
       break;
   }
   Type result = is_comparison(op) ? Type(ScalarType::Bool) : type;
-  return Expr(std::make_shared<Binary>(result, op, std::move(lhs), std::move(rhs)));
+  return within_depth(Expr(std::make_shared<Binary>(result, op, std::move(lhs), std::move(rhs))));
 }
 
 Expr Unary::make(UnaryOp op, Expr operand) {
@@ -395,7 +426,7 @@ Expr Unary::make(UnaryOp op, Expr operand) {
   if (op == UnaryOp::Not && is_float(type)) {
     throw IRError(fmt::format("Unary 'not': operand must be an integer or bool, got {}", to_string(type)));
   }
-  return Expr(std::make_shared<Unary>(type, op, std::move(operand)));
+  return within_depth(Expr(std::make_shared<Unary>(type, op, std::move(operand))));
 }
 
 Expr Cast::make(Type type, Expr value) {
@@ -406,7 +437,7 @@ Expr Cast::make(Type type, Expr value) {
                               "reinterpret bits)",
                               to_string(value.type()), to_string(type)));
   }
-  return Expr(std::make_shared<Cast>(type, std::move(value)));
+  return within_depth(Expr(std::make_shared<Cast>(type, std::move(value))));
 }
 
 Expr Bitcast::make(Type type, Expr value) {
@@ -418,7 +449,7 @@ Expr Bitcast::make(Type type, Expr value) {
                               "neither may be bool",
                               to_string(from), from.bits(), to_string(type), type.bits()));
   }
-  return Expr(std::make_shared<Bitcast>(type, std::move(value)));
+  return within_depth(Expr(std::make_shared<Bitcast>(type, std::move(value))));
 }
 
 Expr Select::make(Expr cond, Expr if_true, Expr if_false) {
@@ -433,7 +464,7 @@ Expr Select::make(Expr cond, Expr if_true, Expr if_false) {
                               to_string(if_false.type())));
   }
   Type type = if_true.type();
-  return Expr(std::make_shared<Select>(type, std::move(cond), std::move(if_true), std::move(if_false)));
+  return within_depth(Expr(std::make_shared<Select>(type, std::move(cond), std::move(if_true), std::move(if_false))));
 }
 
 Expr Fma::make(Expr a, Expr b, Expr c) {
@@ -445,7 +476,7 @@ Expr Fma::make(Expr a, Expr b, Expr c) {
     throw IRError(fmt::format("Fma: operands must share one float type, got {}, {}, {}", to_string(a.type()),
                               to_string(b.type()), to_string(c.type())));
   }
-  return Expr(std::make_shared<Fma>(type, std::move(a), std::move(b), std::move(c)));
+  return within_depth(Expr(std::make_shared<Fma>(type, std::move(a), std::move(b), std::move(c))));
 }
 
 Expr MakeVector::make(std::vector<Expr> lanes) {
@@ -461,7 +492,7 @@ Expr MakeVector::make(std::vector<Expr> lanes) {
   }
   Type type(element.element(), static_cast<unsigned>(lanes.size()));
   require_value_type(type, "MakeVector");
-  return Expr(std::make_shared<MakeVector>(type, std::move(lanes)));
+  return within_depth(Expr(std::make_shared<MakeVector>(type, std::move(lanes))));
 }
 
 Expr MakeVector::broadcast(Expr value, unsigned lanes) {
@@ -476,7 +507,7 @@ Expr ExtractLane::make(Expr vector, unsigned lane) {
                               "lanes",
                               lane, to_string(type), type.lanes()));
   }
-  return Expr(std::make_shared<ExtractLane>(Type(type.element()), std::move(vector), lane));
+  return within_depth(Expr(std::make_shared<ExtractLane>(Type(type.element()), std::move(vector), lane)));
 }
 
 Expr InsertLane::make(Expr vector, unsigned lane, Expr value) {
@@ -492,7 +523,7 @@ Expr InsertLane::make(Expr vector, unsigned lane, Expr value) {
     throw IRError(fmt::format("InsertLane: value is {} but the lanes of {} are {}", to_string(value.type()),
                               to_string(type), to_string(type.element())));
   }
-  return Expr(std::make_shared<InsertLane>(type, std::move(vector), lane, std::move(value)));
+  return within_depth(Expr(std::make_shared<InsertLane>(type, std::move(vector), lane, std::move(value))));
 }
 
 Expr Permute::make(Expr a, Expr b, Expr selector) {
@@ -503,10 +534,10 @@ Expr Permute::make(Expr a, Expr b, Expr selector) {
     throw IRError(fmt::format("Permute: operands must be u32, got {}, {}, {}", to_string(a.type()),
                               to_string(b.type()), to_string(selector.type())));
   }
-  return Expr(std::make_shared<Permute>(std::move(a), std::move(b), std::move(selector)));
+  return within_depth(Expr(std::make_shared<Permute>(std::move(a), std::move(b), std::move(selector))));
 }
 
-Expr BufferLength::make(std::string buffer) { return Expr(std::make_shared<BufferLength>(std::move(buffer))); }
+Expr BufferLength::make(std::string buffer) { return within_depth(Expr(std::make_shared<BufferLength>(std::move(buffer)))); }
 
 Expr Builtin::make(BuiltinKind builtin, unsigned axis) {
   bool has_axis = builtin == BuiltinKind::InvocationId || builtin == BuiltinKind::WorkgroupId ||
@@ -514,7 +545,7 @@ Expr Builtin::make(BuiltinKind builtin, unsigned axis) {
   if (axis > (has_axis ? 2u : 0u)) {
     throw IRError(fmt::format("Builtin {}: axis {} out of range", to_string(builtin), axis));
   }
-  return Expr(std::make_shared<Builtin>(builtin, axis));
+  return within_depth(Expr(std::make_shared<Builtin>(builtin, axis)));
 }
 
 Expr SubgroupShuffle::make(Expr value, Expr lane) {
@@ -527,7 +558,7 @@ Expr SubgroupShuffle::make(Expr value, Expr lane) {
     throw IRError(fmt::format("SubgroupShuffle: lane must be u32, got {}", to_string(lane.type())));
   }
   Type type = value.type();
-  return Expr(std::make_shared<SubgroupShuffle>(type, std::move(value), std::move(lane)));
+  return within_depth(Expr(std::make_shared<SubgroupShuffle>(type, std::move(value), std::move(lane))));
 }
 
 Expr SubgroupReduce::make(SubgroupReduceOp op, Expr value) {
@@ -537,7 +568,7 @@ Expr SubgroupReduce::make(SubgroupReduceOp op, Expr value) {
     throw IRError(
         fmt::format("subgroup_{}: value must be f32, u32 or i32, got {}", to_string(op), to_string(type)));
   }
-  return Expr(std::make_shared<SubgroupReduce>(type, op, std::move(value)));
+  return within_depth(Expr(std::make_shared<SubgroupReduce>(type, op, std::move(value))));
 }
 
 Expr SubgroupBallot::make(Expr cond) {
@@ -545,7 +576,7 @@ Expr SubgroupBallot::make(Expr cond) {
   if (cond.type() != ScalarType::Bool) {
     throw IRError(fmt::format("SubgroupBallot: condition must be bool, got {}", to_string(cond.type())));
   }
-  return Expr(std::make_shared<SubgroupBallot>(std::move(cond)));
+  return within_depth(Expr(std::make_shared<SubgroupBallot>(std::move(cond))));
 }
 
 Expr Lookup::make(ScalarType type, std::vector<std::uint64_t> table, Expr index) {
@@ -556,18 +587,18 @@ Expr Lookup::make(ScalarType type, std::vector<std::uint64_t> table, Expr index)
     throw IRError(fmt::format("Lookup: index must be u32, got {}", to_string(index.type())));
   }
   for (std::uint64_t& entry : table) entry = Literal::make(type, entry).as<Literal>()->bits;
-  return Expr(std::make_shared<Lookup>(type, std::move(table), std::move(index)));
+  return within_depth(Expr(std::make_shared<Lookup>(type, std::move(table), std::move(index))));
 }
 
 Node Let::make(std::string name, Expr value) {
   require_defined(value, "Let " + name);
   if (name.empty()) throw IRError("Let: empty variable name");
-  return Node(std::make_shared<Let>(std::move(name), std::move(value)));
+  return within_depth(Node(std::make_shared<Let>(std::move(name), std::move(value))));
 }
 
 Node Assign::make(std::string name, Expr value) {
   require_defined(value, "Assign " + name);
-  return Node(std::make_shared<Assign>(std::move(name), std::move(value)));
+  return within_depth(Node(std::make_shared<Assign>(std::move(name), std::move(value))));
 }
 
 Node Store::make(std::string buffer, Expr index, Expr value, unsigned alignment) {
@@ -577,7 +608,7 @@ Node Store::make(std::string buffer, Expr index, Expr value, unsigned alignment)
     throw IRError(fmt::format("Store {}: index must be u32, got {}", buffer, to_string(index.type())));
   }
   alignment = checked_alignment(value.type(), alignment, "Store " + buffer);
-  return Node(std::make_shared<Store>(std::move(buffer), std::move(index), std::move(value), alignment));
+  return within_depth(Node(std::make_shared<Store>(std::move(buffer), std::move(index), std::move(value), alignment)));
 }
 
 Node If::make(Expr cond, Node then_body, Node else_body) {
@@ -585,7 +616,7 @@ Node If::make(Expr cond, Node then_body, Node else_body) {
   if (cond.type() != ScalarType::Bool) {
     throw IRError(fmt::format("If: condition must be bool, got {}", to_string(cond.type())));
   }
-  return Node(std::make_shared<If>(std::move(cond), as_block(then_body), as_block(else_body)));
+  return within_depth(Node(std::make_shared<If>(std::move(cond), as_block(then_body), as_block(else_body))));
 }
 
 Node Loop::make(std::string var, Expr from, Expr to, Node body) {
@@ -595,23 +626,23 @@ Node Loop::make(std::string var, Expr from, Expr to, Node body) {
     throw IRError(fmt::format("Loop {}: bounds must share one integer type, got {} and {}", var,
                               to_string(from.type()), to_string(to.type())));
   }
-  return Node(std::make_shared<Loop>(std::move(var), std::move(from), std::move(to), as_block(body)));
+  return within_depth(Node(std::make_shared<Loop>(std::move(var), std::move(from), std::move(to), as_block(body))));
 }
 
 Node Block::make(std::vector<Node> stmts) {
   for (const Node& stmt : stmts) {
     if (!stmt.defined()) throw IRError("Block: undefined statement");
   }
-  return Node(std::make_shared<Block>(std::move(stmts)));
+  return within_depth(Node(std::make_shared<Block>(std::move(stmts))));
 }
 
 Node Region::make(std::string op_id, Node body) {
-  return Node(std::make_shared<Region>(std::move(op_id), as_block(body)));
+  return within_depth(Node(std::make_shared<Region>(std::move(op_id), as_block(body))));
 }
 
-Node Barrier::make() { return Node(std::make_shared<Barrier>()); }
+Node Barrier::make() { return within_depth(Node(std::make_shared<Barrier>())); }
 
-Node Return::make() { return Node(std::make_shared<Return>()); }
+Node Return::make() { return within_depth(Node(std::make_shared<Return>())); }
 
 Node as_block(const Node& node) {
   if (!node.defined()) return Block::make();

@@ -56,6 +56,20 @@ class IRError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The deepest IR quantc builds: the most nodes (statements and expressions, the Blocks
+/// of If/Loop/Region bodies included) on one path from a statement down to a leaf
+/// expression. Every node records its depth when made and every `make` factory refuses
+/// a deeper node (IRError, see nesting_error), so the parser, the builder and every pass
+/// are held to it, and every recursive walker (printer, verifier, passes, interpreter,
+/// emitter, even the destructor chain) can rely on it: their stack use is bounded by it
+/// times their deepest frame. Shipped ops reach about 25 levels; a nested `if` costs two
+/// (If and its Block), a binary operator one.
+inline constexpr std::uint32_t kMaxNestingDepth = 1000;
+
+/// The message for a node `depth` levels deep (> kMaxNestingDepth): what is too deep
+/// and how to fix it.
+std::string nesting_error(std::uint32_t depth);
+
 #define QUANTC_EXPR_NODES(X) \
   X(Literal)                 \
   X(Var)                     \
@@ -155,6 +169,8 @@ struct ExprBase {
   bool subtree_may_trap() const { return (flags_ & kMayTrap) != 0; }
   bool subtree_has_subgroup_op() const { return (flags_ & kHasSubgroupOp) != 0; }
   bool subtree_has_load() const { return (flags_ & kHasLoad) != 0; }
+  /// Nodes on the longest path from this one to a leaf (1 for a leaf).
+  std::uint32_t nesting_depth() const { return depth_; }
 
  protected:
   enum : std::uint8_t { kMayTrap = 1, kHasSubgroupOp = 2, kHasLoad = 4 };
@@ -166,6 +182,7 @@ struct ExprBase {
  private:
   std::uint64_t hash_ = 0;
   std::uint32_t size_ = 1;
+  std::uint32_t depth_ = 1;
   std::uint8_t flags_ = 0;
 };
 
@@ -442,6 +459,17 @@ struct NodeBase {
   explicit NodeBase(NodeKind kind) : kind(kind) {}
   virtual ~NodeBase() = default;
   const NodeKind kind;
+  /// Nodes (statements and expressions) on the longest path from this statement to a
+  /// leaf expression (1 for Barrier and Return).
+  std::uint32_t nesting_depth() const { return depth_; }
+
+ protected:
+  /// Sets the depth from the node's operands; each constructor calls it once.
+  void nest(std::initializer_list<const ExprBase*> operands, std::initializer_list<const NodeBase*> bodies = {});
+  void nest_body(const NodeBase* body);
+
+ private:
+  std::uint32_t depth_ = 1;
 };
 
 /// Handle to an immutable statement node.
@@ -454,7 +482,9 @@ class Node : public NodeHandle<NodeBase> {
 /// a loop body is re-evaluated every iteration.
 struct Let : NodeBase {
   static constexpr NodeKind kKind = NodeKind::Let;
-  Let(std::string name, Expr value) : NodeBase(kKind), name(std::move(name)), value(std::move(value)) {}
+  Let(std::string name, Expr value) : NodeBase(kKind), name(std::move(name)), value(std::move(value)) {
+    nest({this->value.get()});
+  }
   const std::string name;
   const Expr value;
   static Node make(std::string name, Expr value);
@@ -463,7 +493,9 @@ struct Let : NodeBase {
 /// Overwrites a variable introduced by an enclosing Let (same type required).
 struct Assign : NodeBase {
   static constexpr NodeKind kKind = NodeKind::Assign;
-  Assign(std::string name, Expr value) : NodeBase(kKind), name(std::move(name)), value(std::move(value)) {}
+  Assign(std::string name, Expr value) : NodeBase(kKind), name(std::move(name)), value(std::move(value)) {
+    nest({this->value.get()});
+  }
   const std::string name;
   const Expr value;
   static Node make(std::string name, Expr value);
@@ -475,7 +507,9 @@ struct Store : NodeBase {
   static constexpr NodeKind kKind = NodeKind::Store;
   Store(std::string buffer, Expr index, Expr value, unsigned alignment)
       : NodeBase(kKind), buffer(std::move(buffer)), index(std::move(index)), value(std::move(value)),
-        alignment(alignment) {}
+        alignment(alignment) {
+    nest({this->index.get(), this->value.get()});
+  }
   const std::string buffer;
   const Expr index, value;
   const unsigned alignment;  // bytes
@@ -486,7 +520,9 @@ struct Store : NodeBase {
 struct If : NodeBase {
   static constexpr NodeKind kKind = NodeKind::If;
   If(Expr cond, Node then_body, Node else_body)
-      : NodeBase(kKind), cond(std::move(cond)), then_body(std::move(then_body)), else_body(std::move(else_body)) {}
+      : NodeBase(kKind), cond(std::move(cond)), then_body(std::move(then_body)), else_body(std::move(else_body)) {
+    nest({this->cond.get()}, {this->then_body.get(), this->else_body.get()});
+  }
   const Expr cond;
   const Node then_body, else_body;
   static Node make(Expr cond, Node then_body, Node else_body = Node());
@@ -497,7 +533,9 @@ struct If : NodeBase {
 struct Loop : NodeBase {
   static constexpr NodeKind kKind = NodeKind::Loop;
   Loop(std::string var, Expr from, Expr to, Node body)
-      : NodeBase(kKind), var(std::move(var)), from(std::move(from)), to(std::move(to)), body(std::move(body)) {}
+      : NodeBase(kKind), var(std::move(var)), from(std::move(from)), to(std::move(to)), body(std::move(body)) {
+    nest({this->from.get(), this->to.get()}, {this->body.get()});
+  }
   const std::string var;
   const Expr from, to;
   const Node body;
@@ -506,7 +544,9 @@ struct Loop : NodeBase {
 
 struct Block : NodeBase {
   static constexpr NodeKind kKind = NodeKind::Block;
-  explicit Block(std::vector<Node> stmts) : NodeBase(kKind), stmts(std::move(stmts)) {}
+  explicit Block(std::vector<Node> stmts) : NodeBase(kKind), stmts(std::move(stmts)) {
+    for (const Node& stmt : this->stmts) nest_body(stmt.get());
+  }
   const std::vector<Node> stmts;
   static Node make(std::vector<Node> stmts = {});
 };
@@ -514,7 +554,9 @@ struct Block : NodeBase {
 /// Provenance: the statements an op constructor emitted, tagged with its id.
 struct Region : NodeBase {
   static constexpr NodeKind kKind = NodeKind::Region;
-  Region(std::string op_id, Node body) : NodeBase(kKind), op_id(std::move(op_id)), body(std::move(body)) {}
+  Region(std::string op_id, Node body) : NodeBase(kKind), op_id(std::move(op_id)), body(std::move(body)) {
+    nest({}, {this->body.get()});
+  }
   const std::string op_id;
   const Node body;
   static Node make(std::string op_id, Node body);

@@ -315,8 +315,27 @@ class Parser {
     return array;
   }
 
+  // --- nesting --------------------------------------------------------------------
+  /// Counts one level of nesting while it lives. The parser recurses once per node it
+  /// nests (a statement, a block, an expression), so its count is the depth of the node
+  /// being parsed: refusing a count over kMaxNestingDepth bounds the parser's own
+  /// recursion before it builds a node that make() would refuse anyway.
+  class Nested {
+   public:
+    explicit Nested(Parser& parser) : parser_(parser) {
+      if (++parser_.depth_ > kMaxNestingDepth) parser_.fail(parser_.peek(), nesting_error(parser_.depth_));
+    }
+    ~Nested() { --parser_.depth_; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+
+   private:
+    Parser& parser_;
+  };
+
   // --- statements -----------------------------------------------------------------
   Node parse_block() {
+    Nested nested(*this);
     expect_symbol("{");
     scopes_.emplace_back();
     std::vector<Node> stmts;
@@ -330,6 +349,7 @@ class Parser {
   }
 
   Node parse_stmt() {
+    Nested nested(*this);
     const Token& start = peek();
     if (start.kind != TokenKind::Identifier) fail(start, fmt::format("expected a statement, found {}", describe(start)));
     bool is_target = peek_symbol("=", 1) || peek_symbol("[", 1);  // `name = ...` or `name[...] = ...`
@@ -427,6 +447,7 @@ class Parser {
 
   // --- expressions ----------------------------------------------------------------
   Expr parse_expr() {
+    Nested nested(*this);
     const Token& start = peek();
     if (start.kind == TokenKind::Number) return parse_number_literal(take());
     if (start.kind == TokenKind::Symbol && start.text == "(") return parse_binary();
@@ -755,6 +776,7 @@ class Parser {
   std::size_t position_ = 0;
   const Program* program_;
   std::vector<std::map<std::string, Type>> scopes_;
+  std::uint32_t depth_ = 0;  // see Nested
 };
 
 }  // namespace

@@ -33,7 +33,10 @@ class ParseError : public IRError {
 /// Parses one whole program (header, buffers, `{ body }`). Does not run the verifier;
 /// callers that need a well-formed program call verify_or_throw afterwards.
 /// Throws ParseError for text that is not a program, naming line and column;
-/// `source_name` (e.g. the file path) prefixes the message.
+/// `source_name` (e.g. the file path) prefixes the message. Text nested deeper than
+/// kMaxNestingDepth (ir/IR.h) is a ParseError at the first token past the limit, found
+/// before the parser recurses further, so no input can exhaust its stack. Any bytes are
+/// safe to pass (the entry point of the IR parser's fuzz target).
 Program parse_program(std::string_view text, std::string_view source_name = "<input>");
 
 /// Parses one expression. `variables` gives the types of the variables it may use and

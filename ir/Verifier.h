@@ -30,6 +30,8 @@ namespace quantc::ir {
 /// - subgroup operations under control flow that analysis::Uniformity cannot prove
 ///   subgroup-uniform (naming the operation and the branch or loop that diverges);
 ///   checked only when the statements are otherwise well formed.
+/// Nesting deeper than kMaxNestingDepth needs no check here: no node factory builds it
+/// (ir/IR.h), so the verifier's own recursion is bounded by it.
 struct VerifyOptions {
   /// Reject subgroup operations under control flow that is not provably uniform. Off
   /// only for tests of the interpreter's dynamic check, which stays as a second line

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "ir/IRVisitor.h"
@@ -26,11 +27,11 @@ class UniformityWalker : public IRVisitor {
 
   void visit_Let(const Let& node) override {
     check_subgroup_ops(node.value);
-    bind(node.name, analysis_.shape_of(node.value));
+    bind(node.name, shape_of(node.value));
   }
   void visit_Assign(const Assign& node) override {
     check_subgroup_ops(node.value);
-    bind(node.name, control_.empty() ? analysis_.shape_of(node.value) : Shape::Divergent);
+    bind(node.name, control_.empty() ? shape_of(node.value) : Shape::Divergent);
   }
   void visit_Store(const Store& node) override {
     check_subgroup_ops(node.index);
@@ -38,7 +39,7 @@ class UniformityWalker : public IRVisitor {
   }
   void visit_If(const If& node) override {
     check_subgroup_ops(node.cond);
-    bool divergent = analysis_.shape_of(node.cond) != Shape::Uniform;
+    bool divergent = shape_of(node.cond) != Shape::Uniform;
     if (divergent) control_.push_back({Reason::IfCondition, &node});
     visit(node.then_body);
     visit(node.else_body);
@@ -47,7 +48,7 @@ class UniformityWalker : public IRVisitor {
   void visit_Loop(const Loop& node) override {
     check_subgroup_ops(node.from);
     check_subgroup_ops(node.to);
-    bool divergent = analysis_.shape_of(node.from) != Shape::Uniform || analysis_.shape_of(node.to) != Shape::Uniform;
+    bool divergent = shape_of(node.from) != Shape::Uniform || shape_of(node.to) != Shape::Uniform;
     bind(node.var, divergent ? Shape::Divergent : Shape::Uniform);
     if (divergent) control_.push_back({Reason::LoopBounds, &node});
     // A lane that returned in an earlier iteration makes the whole body divergent.
@@ -69,6 +70,11 @@ class UniformityWalker : public IRVisitor {
   }
 
  private:
+  /// The expression's shape, its variables seen through this walk's bindings so far as
+  /// well as the previous walk's: a chain of lets then settles in one walk, not one
+  /// walk per link.
+  Shape shape_of(const Expr& expr) const { return analysis_.shape_of(expr, &shapes); }
+
   void bind(const std::string& name, Shape shape) {
     auto [entry, inserted] = shapes.emplace(name, shape);
     if (!inserted && entry->second != shape) entry->second = Shape::Divergent;
@@ -130,14 +136,21 @@ Uniformity::Uniformity(const Program& program) : workgroup_size_(program.workgro
     if (!buffer.is_output()) read_only_.insert(buffer.name);
   }
   if (!program.entry.defined()) return;
-  // Greatest fixed point: start with every variable uniform, demote until stable.
-  std::map<std::string, Shape> previous;
-  for (int iteration = 0; iteration < 64; ++iteration) {
+  // Greatest fixed point: start with every variable uniform, demote until stable. Shapes
+  // only ever demote, so this terminates; when it has not settled after kMaxWalks (a
+  // pathological program: assignments chained backwards through loops), every variable
+  // is taken as divergent, which is sound (it can only refuse, never accept, a subgroup
+  // operation) where stopping early would not be.
+  constexpr int kMaxWalks = 64;
+  bool settled = false;
+  for (int iteration = 0; iteration < kMaxWalks && !settled; ++iteration) {
     UniformityWalker walker(*this, false);
     walker.visit(program.entry);
-    if (walker.shapes == previous) break;
-    previous = walker.shapes;
-    shapes_ = previous;
+    settled = walker.shapes == shapes_;
+    shapes_ = std::move(walker.shapes);
+  }
+  if (!settled) {
+    for (auto& [name, shape] : shapes_) shape = Shape::Divergent;
   }
   UniformityWalker recorder(*this, true);
   recorder.visit(program.entry);
@@ -160,7 +173,8 @@ bool is_multiple_of_subgroup(const Expr& expr) {
 
 }  // namespace
 
-Uniformity::Shape Uniformity::shape_of(const Expr& expr) const {
+Uniformity::Shape Uniformity::shape_of(const Expr& expr, const std::map<std::string, Shape>* walk) const {
+  auto shape_of = [&](const Expr& operand) { return this->shape_of(operand, walk); };
   auto all_uniform = [&](std::initializer_list<Expr> operands) {
     for (const Expr& operand : operands) {
       if (shape_of(operand) != Shape::Uniform) return Shape::Divergent;
@@ -174,8 +188,15 @@ Uniformity::Shape Uniformity::shape_of(const Expr& expr) const {
     case ExprKind::SubgroupBallot:
       return Shape::Uniform;
     case ExprKind::Var: {
-      auto found = shapes_.find(expr.as<Var>()->name);
-      return found == shapes_.end() ? Shape::Uniform : found->second;
+      const std::string& name = expr.as<Var>()->name;
+      auto found = shapes_.find(name);
+      Shape shape = found == shapes_.end() ? Shape::Uniform : found->second;
+      if (walk != nullptr) {
+        // The weaker of the two (Uniform > LaneBlocked > Divergent): both are at or
+        // above the fixed point, so their meet is too.
+        if (auto bound = walk->find(name); bound != walk->end()) shape = std::max(shape, bound->second);
+      }
+      return shape;
     }
     case ExprKind::Builtin: {
       const Builtin& node = *expr.as<Builtin>();

@@ -46,8 +46,9 @@ class Uniformity {
 
  private:
   friend class UniformityWalker;
-  enum class Shape : std::uint8_t { Uniform, LaneBlocked, Divergent };
-  Shape shape_of(const Expr& expr) const;
+  enum class Shape : std::uint8_t { Uniform, LaneBlocked, Divergent };  // weaker as the value grows
+  /// `walk`, when given, holds the shapes the walk in progress has bound so far.
+  Shape shape_of(const Expr& expr, const std::map<std::string, Shape>* walk = nullptr) const;
 
   std::array<std::uint32_t, 3> workgroup_size_;
   std::map<std::string, Shape> shapes_;  // variables' shapes; absent = uniform

@@ -223,17 +223,42 @@ std::optional<ValueRange> RangeEnvironment::variable(const std::string& name) co
 }
 
 std::optional<ValueRange> RangeEnvironment::variable(const std::string& name, std::size_t visible) const {
-  if (visible == 0) return std::nullopt;
+  const std::optional<std::size_t> index = find(name, visible);
+  if (!index) return std::nullopt;
+  // A pushed value's range depends only on the facts below it, which cannot change
+  // while it is in scope: compute it once.
+  if (!facts_[*index].range) resolve(*index);
+  return facts_[*index].range;
+}
+
+std::optional<std::size_t> RangeEnvironment::find(const std::string& name, std::size_t visible) const {
   const std::uint64_t hash = name_hash(name);
   for (std::size_t i = visible; i-- > 0;) {
-    const Fact& fact = facts_[i];
-    if (fact.hash != hash || fact.name != name) continue;
-    // A pushed value's range depends only on the facts below it, which cannot change
-    // while it is in scope: compute it once.
-    if (!fact.range) fact.range = RangeEvaluator(*this, i).evaluate(fact.value);
-    return fact.range;
+    if (facts_[i].hash == hash && facts_[i].name == name) return i;
   }
   return std::nullopt;
+}
+
+void RangeEnvironment::resolve(std::size_t index) const {
+  // Evaluating a value looks up its variables, whose values may be pushed values not yet
+  // evaluated, and so on down a chain of lets (`let a2 = a1 + 1`, ...) as long as the
+  // program. Instead of recursing down the chain, gather the pending values it reaches
+  // and evaluate them lowest first: each evaluation then finds its variables computed,
+  // so the recursion is that of one expression (bounded by kMaxNestingDepth).
+  std::vector<std::size_t> pending{index};
+  std::set<std::size_t> seen{index};
+  for (std::size_t next = 0; next < pending.size(); ++next) {
+    const Fact& fact = facts_[pending[next]];
+    if (!has_range(fact.value.type())) continue;  // evaluated without looking at variables
+    for (const std::string& name : used_variables(fact.value)) {
+      const std::optional<std::size_t> dependency = find(name, pending[next]);
+      if (dependency && !facts_[*dependency].range && seen.insert(*dependency).second) {
+        pending.push_back(*dependency);
+      }
+    }
+  }
+  std::sort(pending.begin(), pending.end());
+  for (std::size_t i : pending) facts_[i].range = RangeEvaluator(*this, i).evaluate(facts_[i].value);
 }
 
 void RangeEnvironment::push(const std::string& name, ValueRange range) {

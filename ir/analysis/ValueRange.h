@@ -69,6 +69,11 @@ class RangeEnvironment {
   };
   /// The fact for `name` among the first `visible` facts.
   std::optional<ValueRange> variable(const std::string& name, std::size_t visible) const;
+  /// The index of the fact for `name` among the first `visible` facts.
+  std::optional<std::size_t> find(const std::string& name, std::size_t visible) const;
+  /// Computes the range of the pushed value at `index` (and of the pushed values it
+  /// depends on), without recursing along chains of variables.
+  void resolve(std::size_t index) const;
   const Program& program_;
   std::vector<Fact> facts_;
   std::vector<std::string> assigned_;  // few: accumulators and flags

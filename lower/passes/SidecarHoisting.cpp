@@ -50,6 +50,9 @@ struct GroupDivision {
   std::uint64_t chunks_per_group() const { return divisor / stride; }
 };
 
+/// The most expression nodes a hoisted load may have once the loop's lets are inlined.
+constexpr std::uint32_t kMaxHoistedIndexNodes = 4096;
+
 /// Let definitions inside the loop body (never-assigned names declared once).
 using Definitions = std::map<std::string, Expr>;
 
@@ -175,11 +178,27 @@ class Matcher {
 /// also expands body-local lets (to see a load's index in terms of outer values).
 class GroupRewriter : public IRMutator {
  public:
+  /// Thrown when inlining would build an expression deeper than kMaxNestingDepth (a long
+  /// chain of lets, each defined by the one before): the load being normalised is then
+  /// left where it is. Inlining recurses along the chain, so it must stop before the
+  /// stack does, not only when the factories refuse the node.
+  struct TooDeep {};
+
   GroupRewriter(const Matcher& matcher, const GroupDivision& division, Expr group, const Definitions& definitions,
                 bool inline_definitions)
       : matcher_(matcher), division_(division), group_(std::move(group)), definitions_(definitions),
         inline_(inline_definitions) {}
   using IRMutator::mutate;
+
+  Expr mutate(const Expr& expr) override {
+    if (depth_ >= kMaxNestingDepth) throw TooDeep{};
+    ++depth_;
+    struct Leave {
+      std::uint32_t& depth;
+      ~Leave() { --depth; }
+    } leave{depth_};
+    return IRMutator::mutate(expr);
+  }
 
  protected:
   Expr mutate_Binary(const Binary& node, const Expr& self) override {
@@ -190,7 +209,16 @@ class GroupRewriter : public IRMutator {
   Expr mutate_Var(const Var& node, const Expr& self) override {
     if (!inline_) return self;
     auto found = definitions_.find(node.name);
-    return found == definitions_.end() ? self : mutate(found->second);
+    if (found == definitions_.end()) return self;
+    // A definition inlines to the same expression wherever it is used: computing it once
+    // keeps lets used several times (k2 = k1 + k1, ...) from costing exponential time.
+    if (auto done = inlined_.find(node.name); done != inlined_.end()) {
+      if (depth_ + done->second.get()->nesting_depth() > kMaxNestingDepth) throw TooDeep{};
+      return done->second;
+    }
+    Expr inlined = mutate(found->second);
+    inlined_.emplace(node.name, inlined);
+    return inlined;
   }
 
  private:
@@ -199,6 +227,8 @@ class GroupRewriter : public IRMutator {
   Expr group_;
   const Definitions& definitions_;
   bool inline_;
+  std::uint32_t depth_ = 0;                // mutate() calls in progress
+  std::map<std::string, Expr> inlined_;    // definitions already inlined, by name
 };
 
 /// A read-only load found in the loop body, and whether the body always evaluates it.
@@ -274,7 +304,12 @@ class LoadReplacer : public IRMutator {
     bool same_buffer = false;  // normalising (inlining the body's lets) costs; most loads are other buffers
     for (const auto& [load, variable] : hoisted_) same_buffer |= load.as<Load>()->buffer == node.buffer;
     if (!same_buffer) return IRMutator::mutate_Load(node, self);
-    Expr normal = const_cast<GroupRewriter&>(normaliser_).mutate(self);
+    Expr normal;
+    try {
+      normal = const_cast<GroupRewriter&>(normaliser_).mutate(self);
+    } catch (const GroupRewriter::TooDeep&) {
+      return IRMutator::mutate_Load(node, self);  // too deep to have been hoisted
+    }
     for (const auto& [load, variable] : hoisted_) {
       if (analysis::structurally_equal(load, normal)) return variable;
     }
@@ -348,7 +383,15 @@ class SidecarHoister : public analysis::RangeTrackingMutator {
     std::vector<Node> group_lets;
     analysis::RangeScope group_fact(ranges_, {{group.as<Var>()->name, ValueRange{0, groups - 1, 1}}});
     for (const LoadSite& site : loads.sites) {
-      Expr normal = normaliser.mutate(site.load);
+      Expr normal;
+      try {
+        normal = normaliser.mutate(site.load);
+      } catch (const GroupRewriter::TooDeep&) {
+        continue;  // its index, inlined, would be deeper than the IR allows
+      }
+      // Inlining shares the nodes of lets used several times; the hoisted index is a tree
+      // to everything downstream, so one that would be huge is left in the loop.
+      if (normal.get()->subtree_size() > kMaxHoistedIndexNodes) continue;
       std::set<std::string> used = analysis::used_variables(normal);
       if (!used.count(group.as<Var>()->name)) continue;
       bool invariant = true;

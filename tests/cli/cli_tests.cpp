@@ -2,7 +2,10 @@
 // and message), .npy round trips and the no-clobber guarantee for output files.
 #include <sys/stat.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include <tuple>
 
 #include "CliHarness.h"
 
@@ -200,6 +203,47 @@ TEST_CASE("quantc opt reads IR text and runs the named passes", "[cli][passes]")
   Result broken = run_quantc("opt " + write_text(dir / "broken.qir", "program \"p\" workgroup_size(1, 1, 1)\n{\n"));
   CHECK(broken.exit_code == 1);
   CHECK_THAT(broken.output, Catch::Contains("broken.qir:"));
+}
+
+TEST_CASE("quantc opt refuses IR nested deeper than the limit with one error and never crashes", "[cli][nesting]") {
+  fs::path dir = scratch_dir();
+  const std::string header =
+      "program \"deep\" workgroup_size(32, 1, 1) workgroup_count(1, 1, 1)\n"
+      "buffer @0 x: read_only u32[8]\nbuffer @1 out: read_write u32[8]\n{\n";
+  auto repeat = [](const std::string& text, std::size_t count) {
+    std::string result;
+    for (std::size_t i = 0; i < count; ++i) result += text;
+    return result;
+  };
+  // Sizes at which the parser, printer or passes used to overflow the stack (SIGSEGV).
+  const std::string sum = header + "  out[0u32] = " + repeat("(", 17500) + "x[0u32]" + repeat(" + 1u32)", 17500) + "\n}\n";
+  const std::string ifs = header + repeat("  if (x[0u32] == 1u32) {\n", 100000) + "  out[0u32] = 1u32\n" +
+                          repeat("  }\n", 100000) + "}\n";
+  const std::string nots = header + "  out[0u32] = " + repeat("not(", 50000) + "x[0u32]" + repeat(")", 50000) + "\n}\n";
+  for (const auto& [name, text, line] : {std::tuple{"sum.qir", sum, 5}, std::tuple{"ifs.qir", ifs, 503},
+                                         std::tuple{"nots.qir", nots, 5}}) {
+    INFO(name);
+    Result result = run_quantc("opt " + write_text(dir / name, text));
+    CHECK(result.exit_code == 1);
+    CHECK_THAT(result.output, Catch::StartsWith("error: ") &&
+                                  Catch::Contains(fmt::format("{}:{}:", name, line)) &&
+                                  Catch::Contains("IR nested 1001 levels deep; quantc accepts at most 1000") &&
+                                  Catch::Contains("Fix: bind subexpressions to variables with let"));
+  }
+  // At the limit it goes through the whole -O2 pipeline.
+  const std::string deepest = header + "  out[0u32] = " + repeat("(", 996) + "x[1u32]" + repeat(" + 1u32)", 996) + "\n}\n";
+  Result ok = run_quantc("opt --verify-each " + write_text(dir / "deepest.qir", deepest));
+  CHECK(ok.exit_code == 0);
+  CHECK_THAT(ok.output, Catch::Contains("out[0u32] = (x[1u32] + 996u32)"));
+  // A chain of 30,000 lets is flat (each let refers to the one before): it is accepted,
+  // and the value ranges, resolved down the whole chain without recursing along it,
+  // prove a29999 >= 29999 and drop the branch.
+  std::string chain = header + "  let a0: u32 = local_id.x\n";
+  for (int i = 1; i < 30000; ++i) chain += fmt::format("  let a{}: u32 = (a{} + 1u32)\n", i, i - 1);
+  chain += "  if (a29999 < 8u32) {\n    out[a29999] = 1u32\n  }\n}\n";
+  Result flat = run_quantc("opt " + write_text(dir / "chain.qir", chain));
+  CHECK(flat.exit_code == 0);
+  CHECK_THAT(flat.output, Catch::Contains("let a1: u32 = (a0 + 1u32)") && !Catch::Contains("out[a29999]"));
 }
 
 TEST_CASE("quantc emit caches PTX and cubins on disk, quantc cache lists and clears them", "[cli][cache]") {

@@ -2,6 +2,7 @@
 // the PTX ISA and IEEE 754 (or computed by an independent plain-C++ formula).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cfenv>
 #include <cmath>
 #include <limits>
@@ -258,6 +259,52 @@ TEST_CASE("directed rounding, fma and .ftz in float arithmetic", "[emulator][flo
   CHECK(as_f32(run_lanes("add.sat.f32 %f20, %f10, %f12;\n mov.b32 %r20, %f20;", {f32(0.75f)}, {f32(0.5f)})[0]) == 1.0f);
   CHECK(as_f64(run_lanes("fma.rn.f64 %fd20, %fd10, %fd11, %fd14;\n mov.b64 %rd20, %fd20;", {f64(3.0)}, {f64(0.5)},
                          {f64(0.25)}, true)[0]) == 1.75);
+}
+
+TEST_CASE("every f32/f64 instruction that makes a fresh NaN gives the canonical NaN", "[emulator][float][nan]") {
+  // PTX arithmetic produces the canonical NaN (f32 0x7fffffff, f64 0x7fffffffffffffff), as
+  // the IR (ir/Arithmetic.h) does; the host's own NaN would be 0xffc00000 (x86's default).
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::uint64_t> a = {f32(-1.0f), f32(0.0f), f32(inf), f32(-inf), 0x7fa00001u, 0xffc00000u};
+  const std::vector<std::uint64_t> zero(a.size(), f32(0.0f));
+  const std::vector<std::uint64_t> b = {f32(1.0f), f32(inf), f32(-inf), f32(-inf), f32(1.0f), f32(2.0f)};
+  struct Form {
+    const char* body;
+    std::vector<int> nan_lanes;  // the lanes whose result is NaN
+  };
+  const std::vector<Form> forms = {
+      {"sqrt.rn.f32 %f20, %f10;", {0, 3, 4, 5}},           // sqrt(-1), sqrt(-inf), NaN inputs
+      {"sqrt.approx.f32 %f20, %f10;", {0, 3, 4, 5}},
+      {"rsqrt.approx.f32 %f20, %f10;", {0, 3, 4, 5}},
+      {"lg2.approx.f32 %f20, %f10;", {0, 3, 4, 5}},       // log of a negative number
+      {"rcp.rn.f32 %f20, %f10;", {4, 5}},
+      {"ex2.approx.f32 %f20, %f10;", {4, 5}},
+      {"mul.rn.f32 %f20, %f10, %f12;", {1, 4, 5}},         // 0 * inf
+      {"add.rn.f32 %f20, %f10, %f12;", {2, 4, 5}},         // inf + -inf
+      {"sub.rn.f32 %f20, %f10, %f12;", {3, 4, 5}},         // -inf - -inf
+      {"div.rn.f32 %f20, %f10, %f12;", {2, 3, 4, 5}},      // inf / -inf, -inf / -inf
+      {"fma.rn.f32 %f20, %f10, %f12, %f14;", {1, 4, 5}},   // 0 * inf + 0
+  };
+  for (const Form& form : forms) {
+    INFO(form.body);
+    const auto result = run_lanes(std::string(form.body) + "\n mov.b32 %r20, %f20;", a, b, zero);
+    for (std::size_t lane = 0; lane < a.size(); ++lane) {
+      INFO("lane " << lane << ": 0x" << std::hex << result[lane]);
+      const bool expect_nan = std::find(form.nan_lanes.begin(), form.nan_lanes.end(), lane) != form.nan_lanes.end();
+      if (expect_nan) CHECK(result[lane] == 0x7fffffffu);
+      else CHECK_FALSE(std::isnan(as_f32(result[lane])));
+    }
+  }
+  const std::vector<std::uint64_t> wide = {f64(-1.0), f64(0.0), 0x7ff4000000000001ull};
+  const std::vector<std::uint64_t> wide_inf(wide.size(), f64(std::numeric_limits<double>::infinity()));
+  for (const char* body : {"sqrt.rn.f64 %fd20, %fd10;", "mul.rn.f64 %fd20, %fd10, %fd11;"}) {
+    INFO(body);
+    const auto result = run_lanes(std::string(body) + "\n mov.b64 %rd20, %fd20;", wide, wide_inf, {}, true);
+    const bool is_sqrt = std::string(body).starts_with("sqrt");
+    CHECK(result[0] == (is_sqrt ? 0x7fffffffffffffffull : f64(-std::numeric_limits<double>::infinity())));
+    CHECK(result[1] == (is_sqrt ? f64(0.0) : 0x7fffffffffffffffull));
+    CHECK(result[2] == 0x7fffffffffffffffull);
+  }
 }
 
 TEST_CASE("setp: ordered and unordered comparisons, predicate combination", "[emulator][setp]") {

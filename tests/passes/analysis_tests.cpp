@@ -1,5 +1,6 @@
 // The value-range and uniformity analyses, and the verifier's uniformity check.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "ir/Builder.h"
 #include "ir/Parser.h"
@@ -143,4 +144,41 @@ buffer @1 out: read_write f32[64]
   CHECK(problems[1].find("loop `k` whose bounds 0u32 .. lane are not subgroup-uniform") != std::string::npos);
   CHECK(problems[2].find("`subgroup_ballot(true)`") != std::string::npos);
   CHECK(problems[2].find("a lane may have returned earlier") != std::string::npos);
+}
+
+TEST_CASE("uniformity settles along chains of any length and never gives up optimistically", "[analysis]") {
+  // A lane-dependent value passed down 200 lets: the analysis once learnt one link per
+  // walk and stopped after 64 walks with the last links still taken as uniform, so the
+  // verifier accepted a shuffle under a divergent `if`.
+  auto chain = [](int links, const std::string& first) {
+    std::string text = "program \"p\" workgroup_size(64, 1, 1) workgroup_count(1, 1, 1)\n"
+                       "buffer @0 x: read_only f32[64]\nbuffer @1 out: read_write f32[64]\n{\n"
+                       "  let a0: u32 = " + first + "\n";
+    for (int i = 1; i <= links; ++i) text += fmt::format("  let a{}: u32 = (a{} + 1u32)\n", i, i - 1);
+    text += fmt::format("  if (a{} < 16u32) {{\n    out[0u32] = subgroup_shuffle(x[0u32], 0u32)\n  }}\n}}\n", links);
+    return parse_program(text);
+  };
+  for (int links : {1, 63, 64, 65, 200}) {
+    INFO(links << " links");
+    const Program divergent = chain(links, "local_id.x");
+    analysis::Uniformity uniformity(divergent);
+    CHECK_FALSE(uniformity.is_uniform_variable(fmt::format("a{}", links)));
+    const std::vector<std::string> problems = verify(divergent);
+    REQUIRE(problems.size() == 1);
+    CHECK_THAT(problems[0], Catch::Contains("subgroup_shuffle") && Catch::Contains("not subgroup-uniform"));
+    // The same chain from a uniform value is accepted.
+    CHECK(verify(chain(links, "workgroup_id.x")).empty());
+  }
+
+  // Assignments chained backwards through a loop demote one link per walk: 100 links do
+  // not settle within the walk limit, and then every variable is taken as divergent.
+  std::string text = "program \"p\" workgroup_size(64, 1, 1) workgroup_count(1, 1, 1)\n"
+                     "buffer @0 x: read_only f32[64]\nbuffer @1 out: read_write f32[64]\n{\n";
+  for (int i = 0; i <= 100; ++i) text += fmt::format("  let b{}: u32 = 0u32\n", i);
+  text += "  for k: u32 in 0u32 .. 4u32 {\n";
+  for (int i = 0; i < 100; ++i) text += fmt::format("    b{} = b{}\n", i, i + 1);
+  text += "    b100 = local_id.x\n  }\n  if (b0 < 16u32) {\n    out[0u32] = subgroup_shuffle(x[0u32], 0u32)\n  }\n}\n";
+  const std::vector<std::string> problems = verify(parse_program(text));
+  REQUIRE(problems.size() == 1);
+  CHECK_THAT(problems[0], Catch::Contains("subgroup_shuffle"));
 }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/Arithmetic.h"
 #include "runtime/backends/emulator/Emulator.h"
 
 namespace quantc::runtime::emulator::detail {
@@ -104,22 +105,25 @@ void quaternary(const Instruction& in, std::uint32_t active, Warp& warp, F&& f) 
 }
 
 /// f32/f64 register values: .ftz flushes subnormal inputs and results to signed zero;
-/// NaN results are the canonical NaN (PTX ISA 9.7.3: "NaN results are canonical").
+/// NaN results are the canonical NaN, the IR's own (ir/Arithmetic.h), so emulated PTX and
+/// the reference interpreter produce the same bits.
 inline float load_f32(std::uint64_t bits, bool ftz) {
   auto word = static_cast<std::uint32_t>(bits);
   if (ftz && (word & 0x7f800000u) == 0) word &= 0x80000000u;
   return std::bit_cast<float>(word);
 }
 inline std::uint64_t store_f32(float value, bool ftz) {
+  constexpr ir::arith::FloatFormat kFormat = ir::arith::FloatFormat::binary32();
   std::uint32_t word = std::bit_cast<std::uint32_t>(value);
-  if ((word & 0x7fffffffu) > 0x7f800000u) return 0x7fffffffu;
+  if (ir::arith::is_nan_encoding(word, kFormat)) return kFormat.canonical_nan();
   if (ftz && (word & 0x7f800000u) == 0) word &= 0x80000000u;
   return word;
 }
 inline double load_f64(std::uint64_t bits) { return std::bit_cast<double>(bits); }
 inline std::uint64_t store_f64(double value) {
+  constexpr ir::arith::FloatFormat kFormat = ir::arith::FloatFormat::binary64();
   std::uint64_t word = std::bit_cast<std::uint64_t>(value);
-  if ((word & ~(1ull << 63)) > 0x7ff0000000000000ull) return 0x7fffffffffffffffull;
+  if (ir::arith::is_nan_encoding(word, kFormat)) return kFormat.canonical_nan();
   return word;
 }
 
