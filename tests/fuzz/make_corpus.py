@@ -139,6 +139,15 @@ def npy_cases():
             "{'descr': '<f8', 'fortran_order': False, 'shape': (18446744073709555161f2'6), }")),
         "invalid_missing_descr": npy(None, None, b"", raw_header="{'fortran_order': False, 'shape': (0,), }"),
         "invalid_missing_shape": npy(None, None, b"", raw_header="{'descr': '<f4', 'fortran_order': False, }"),
+        # Once crashed both backends: std::regex overflowed the stack on a header of ~26 KB.
+        # Padding with spaces is legal, so a 40 KB header of a valid array must be read.
+        "valid_header_40k": npy(None, None, struct.pack("<f", 1),
+                                raw_header="{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }" + " " * 40000),
+        "invalid_shape_double_comma": npy(None, None, bytes(256),
+                                          raw_header="{'descr': '<f4', 'fortran_order': False, 'shape': (64,,), }"),
+        "invalid_duplicate_descr": npy(None, None, struct.pack("<f", 1), raw_header=(
+            "{'descr': '<f8', 'descr': '<f4', 'fortran_order': False, 'shape': (1,), }")),
+        "invalid_data_one_element_short": npy("<f4", [4], struct.pack("<3f", 1, 2, 3)),
     }
 
 
@@ -217,6 +226,8 @@ def ir_text_cases():
                                   'buffer @0 x: read_write f32[32]\n{\n}\n',
         "invalid_workgroup_too_large": 'program "p" workgroup_size(2048, 1, 1) workgroup_count(1, 1, 1)\n'
                                        'buffer @0 x: read_write f32[32]\n{\n}\n',
+        # Once a SIGSEGV in quantc opt: nesting deeper than kMaxNestingDepth is a parse error.
+        "invalid_nested_too_deep": header + "{\n  x[0u32] = " + "(" * 1200 + "1.0f32" + " + 1.0f32)" * 1200 + "\n}\n",
         "invalid_store_read_only": 'program "p" workgroup_size(32, 1, 1) workgroup_count(1, 1, 1)\n'
                                    'buffer @0 x: read_only f32[32]\n{\n  x[0u32] = 1.0f32\n}\n',
     })
