@@ -62,9 +62,12 @@ class IRError : public std::runtime_error {
 /// a deeper node (IRError, see nesting_error), so the parser, the builder and every pass
 /// are held to it, and every recursive walker (printer, verifier, passes, interpreter,
 /// emitter, even the destructor chain) can rely on it: their stack use is bounded by it
-/// times their deepest frame. Shipped ops reach about 25 levels; a nested `if` costs two
-/// (If and its Block), a binary operator one.
-inline constexpr std::uint32_t kMaxNestingDepth = 1000;
+/// times their deepest frame. Shipped ops reach about 30 levels; a nested `if` costs two
+/// (If and its Block), a binary operator one. 256, as clang's default -fbracket-depth:
+/// ample for generated kernels, and shallow enough that a program at the limit goes
+/// through every walker within an 8 MiB stack even under AddressSanitizer, whose frames
+/// are several times larger (the parser's reach about 10 KiB a level there).
+inline constexpr std::uint32_t kMaxNestingDepth = 256;
 
 /// The message for a node `depth` levels deep (> kMaxNestingDepth): what is too deep
 /// and how to fix it.

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "CliHarness.h"
+#include "ir/IR.h"
 
 TEST_CASE("quantc ops lists every registered op, as text and as JSON", "[cli]") {
   Result text = run_quantc("ops");
@@ -220,21 +221,28 @@ TEST_CASE("quantc opt refuses IR nested deeper than the limit with one error and
   const std::string ifs = header + repeat("  if (x[0u32] == 1u32) {\n", 100000) + "  out[0u32] = 1u32\n" +
                           repeat("  }\n", 100000) + "}\n";
   const std::string nots = header + "  out[0u32] = " + repeat("not(", 50000) + "x[0u32]" + repeat(")", 50000) + "\n}\n";
-  for (const auto& [name, text, line] : {std::tuple{"sum.qir", sum, 5}, std::tuple{"ifs.qir", ifs, 503},
+  // The if whose condition's index literal is one level too deep: `if` number i sits at
+  // depth 2i (statement) on line 4 + i, its condition's literal at 2i + 3.
+  const int deepest_if_line = 4 + static_cast<int>(quantc::ir::kMaxNestingDepth - 2) / 2;
+  for (const auto& [name, text, line] : {std::tuple{"sum.qir", sum, 5}, std::tuple{"ifs.qir", ifs, deepest_if_line},
                                          std::tuple{"nots.qir", nots, 5}}) {
     INFO(name);
     Result result = run_quantc("opt " + write_text(dir / name, text));
     CHECK(result.exit_code == 1);
     CHECK_THAT(result.output, Catch::StartsWith("error: ") &&
                                   Catch::Contains(fmt::format("{}:{}:", name, line)) &&
-                                  Catch::Contains("IR nested 1001 levels deep; quantc accepts at most 1000") &&
+                                  Catch::Contains(fmt::format("IR nested {} levels deep; quantc accepts at most {}",
+                                                              quantc::ir::kMaxNestingDepth + 1,
+                                                              quantc::ir::kMaxNestingDepth)) &&
                                   Catch::Contains("Fix: bind subexpressions to variables with let"));
   }
   // At the limit it goes through the whole -O2 pipeline.
-  const std::string deepest = header + "  out[0u32] = " + repeat("(", 996) + "x[1u32]" + repeat(" + 1u32)", 996) + "\n}\n";
+  // Block, store, the sums, the load and its index: kMaxNestingDepth levels.
+  const std::size_t sums = quantc::ir::kMaxNestingDepth - 4;
+  const std::string deepest = header + "  out[0u32] = " + repeat("(", sums) + "x[1u32]" + repeat(" + 1u32)", sums) + "\n}\n";
   Result ok = run_quantc("opt --verify-each " + write_text(dir / "deepest.qir", deepest));
   CHECK(ok.exit_code == 0);
-  CHECK_THAT(ok.output, Catch::Contains("out[0u32] = (x[1u32] + 996u32)"));
+  CHECK_THAT(ok.output, Catch::Contains(fmt::format("out[0u32] = (x[1u32] + {}u32)", sums)));
   // A chain of 30,000 lets is flat (each let refers to the one before): it is accepted,
   // and the value ranges, resolved down the whole chain without recursing along it,
   // prove a29999 >= 29999 and drop the branch.
