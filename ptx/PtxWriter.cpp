@@ -99,10 +99,10 @@ void PtxWriter::require_version(PtxVersion version, std::string_view reason) {
 
 PtxVersion PtxWriter::version() const { return required_version_; }
 
-std::string PtxWriter::finish(const EntrySignature& entry, std::string_view header_comment) const {
+std::string PtxWriter::finish(const EntrySignature& entry, const std::vector<std::string>& header_comment) const {
   std::string text;
   text += "//\n";
-  text += fmt::format("// {}\n", header_comment);
+  for (const std::string& line : header_comment) text += fmt::format("// {}\n", line);
   text += "//\n\n";
   text += fmt::format(".version {}\n", version().to_string());
   text += fmt::format(".target {}\n", target_.name());

@@ -83,10 +83,11 @@ class PtxWriter {
   /// Why the version was raised above the target minimum (empty when it was not).
   const std::string& version_reason() const { return version_reason_; }
 
-  /// The complete module: header comment, `.version`, `.target`, `.address_size 64`,
+  /// The complete module: header comment (one "// " line per element of
+  /// `header_comment`, between "//" lines), `.version`, `.target`, `.address_size 64`,
   /// the entry with its parameters and `.maxntid` (between the parameter list and
   /// `{`, without a semicolon), the register declarations, then the body.
-  std::string finish(const EntrySignature& entry, std::string_view header_comment) const;
+  std::string finish(const EntrySignature& entry, const std::vector<std::string>& header_comment) const;
 
  private:
   Target target_;

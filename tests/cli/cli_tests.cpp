@@ -43,6 +43,64 @@ TEST_CASE("quantc emit and ir print PTX and IR for a spec", "[cli]") {
   CHECK_THAT(ir.output, Catch::Contains("region \"vyre-libs::nn::linear_4bit\""));
 }
 
+TEST_CASE("quantc emit --metadata writes the launch metadata that the PTX header and the IR state", "[cli][metadata]") {
+  fs::path dir = scratch_dir();
+  for (const std::string spec : {"linear_4bit_affine_grouped.json", "nf4_gemm.json", "quantize_nf4.json"}) {
+    INFO(spec);
+    const fs::path ptx_path = dir / "kernel.ptx", metadata_path = dir / "kernel.json";
+    Result emit = run_quantc("emit " + spec_path(spec) + " -o " + ptx_path.string() + " --metadata " +
+                             metadata_path.string());
+    REQUIRE(emit.exit_code == 0);
+    const nlohmann::json metadata = nlohmann::json::parse(read_text(metadata_path));
+    const std::string ptx = read_text(ptx_path);
+    const std::string entry = metadata["entry"];
+    CHECK_THAT(ptx, Catch::Contains(".visible .entry " + entry + "("));
+    // The IR's own header (printed by another path) declares the same launch shape.
+    Result ir = run_quantc("ir " + spec_path(spec));
+    REQUIRE(ir.exit_code == 0);
+    const auto& grid = metadata["grid"];
+    const auto& block = metadata["block"];
+    CHECK_THAT(ir.output, Catch::Contains(fmt::format("workgroup_size({}, {}, {}) workgroup_count({}, {}, {})",
+                                                      int(block[0]), int(block[1]), int(block[2]), int(grid[0]),
+                                                      int(grid[1]), int(grid[2]))));
+    CHECK_THAT(ptx, Catch::Contains(fmt::format("// Launch: grid ({}, {}, {}), block ({}, {}, {})", int(grid[0]),
+                                                int(grid[1]), int(grid[2]), int(block[0]), int(block[1]),
+                                                int(block[2]))));
+    CHECK_THAT(ptx, Catch::Contains(fmt::format(".maxntid {}, {}, {}", int(block[0]), int(block[1]), int(block[2]))));
+    CHECK(metadata["dynamic_shared_bytes"] == 0);
+    // One parameter object per `.param .u64`, in order, each a buffer the IR declares.
+    std::size_t params = 0;
+    for (std::size_t at = ptx.find(".param .u64"); at != std::string::npos; at = ptx.find(".param .u64", at + 1)) {
+      ++params;
+    }
+    REQUIRE(metadata["parameters"].size() == params);
+    for (std::size_t i = 0; i < params; ++i) {
+      const auto& parameter = metadata["parameters"][i];
+      CHECK(parameter["param"] == fmt::format("{}_param_{}", entry, i));
+      CHECK(parameter["binding"] == i);
+      const std::string element = parameter["element"];
+      const std::uint64_t element_bytes = element == "f64" || element == "u64" ? 8 : element == "u8" ? 1 : 4;
+      CHECK(parameter["bytes"] == std::uint64_t(parameter["count"]) * element_bytes);
+      CHECK_THAT(ir.output, Catch::Contains(fmt::format("buffer @{} {}: {} {}[{}]", i, std::string(parameter["buffer"]),
+                                                        std::string(parameter["access"]), element,
+                                                        std::uint64_t(parameter["count"]))));
+      CHECK(parameter.contains("result_bytes") == (parameter["access"] != "read_only"));
+    }
+  }
+  // A bad --metadata path fails before anything is written: the PTX output is untouched.
+  const fs::path kept = dir / "kept.ptx";
+  write_text(kept, "previous contents");
+  Result bad = run_quantc("emit " + spec_path("linear_4bit.json") + " -o " + kept.string() + " --metadata " +
+                          (dir / "missing-folder" / "k.json").string());
+  CHECK(bad.exit_code == 1);
+  CHECK_THAT(bad.output, Catch::StartsWith("error: ") && Catch::Contains("missing-folder"));
+  CHECK(read_text(kept) == "previous contents");
+  // PTX and metadata cannot both go to standard output.
+  Result both = run_quantc("emit " + spec_path("linear_4bit.json") + " --metadata -");
+  CHECK(both.exit_code == 1);
+  CHECK_THAT(both.output, Catch::StartsWith("error: "));
+}
+
 TEST_CASE("bad specs and options exit 1 with 'error:' naming the problem", "[cli]") {
   fs::path dir = scratch_dir();
   struct Case {

@@ -206,7 +206,7 @@ TEST_CASE("PtxWriter: per-class counters, declarations in one place, version rai
   writer.emit(Mnemonic::of(Opcode::Cvt, ValueType::F32, ValueType::BF16), {"%f1", "%h1"});
   CHECK(writer.version() == ptx::PtxVersion{7, 1});
   CHECK(writer.version_reason() == "cvt.f32.bf16");
-  std::string text = writer.finish({"k", {"k_param_0"}, {32, 1, 1}, {}}, "test");
+  std::string text = writer.finish({"k", {"k_param_0"}, {32, 1, 1}, {}}, {"test"});
   CHECK(text.find(".version 7.1\n") != std::string::npos);
   CHECK(text.find("\t.reg .pred \t%p<2>;\n\t.reg .b32 \t%r<3>;\n\t.reg .f64 \t%fd<2>;\n") != std::string::npos);
   CHECK(text.find("\tadd.s32 \t%r2, %r1, 1;\n") != std::string::npos);
