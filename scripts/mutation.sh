@@ -11,8 +11,9 @@
 # Environment:
 #   MUTATION_DIR  work folder (default build-mutation; git-ignored). It holds src/ (a copy
 #                 of the working tree, uncommitted changes included, refreshed each run),
-#                 src/build/ (the mutant build, with ccache when installed),
-#                 results.tsv and results.md (the table for tests/MUTATION.md), logs/.
+#                 src/build/ (the mutant build, with ccache when installed), results/
+#                 (one line per mutant, kept across runs: rerunning some mutants updates
+#                 their rows), results.md (the table for tests/MUTATION.md), logs/.
 #   JOBS          build and ctest parallelism (default 2)
 #   SKIP_BASELINE=1  skip building and running the unmutated suite first (it must pass,
 #                 or a mutant's failure would prove nothing)
@@ -183,9 +184,7 @@ if [[ ${SKIP_BASELINE:-0} != 1 ]]; then
   fi
 fi
 
-results=$work/results.tsv
-printf 'id\tarea\tfile\tresult\tkilled by\twhat\n' > "$results"
-killed=0 survived=0 skipped=0
+mkdir -p "$work/results"
 for id in "${selected[@]}"; do
   file=$(mutant_tool field "$mutants_file" "$id" file)
   area=$(mutant_tool field "$mutants_file" "$id" area)
@@ -197,28 +196,33 @@ for id in "${selected[@]}"; do
   if ! mutant_tool apply "$mutants_file" "$id" "$src" 2> "$log.apply"; then
     mutated_file=""
     result="not applicable" by="$(cat "$log.apply")"
-    skipped=$((skipped + 1))
   elif ! cmake --build "$build" -j"$jobs" > "$log.build" 2>&1; then
     # Does not compile: the compiler, not a test, rejects it; it counts for neither side.
     result="does not compile" by="see $log.build"
-    skipped=$((skipped + 1))
   elif ! run_tests "$log.fast" -R "$hint"; then
     result=killed by=$failed
-    killed=$((killed + 1))
   elif ! run_tests "$log.full" --stop-on-failure; then
     result=killed by=$failed
-    killed=$((killed + 1))
   else
     result=SURVIVED by="-"
-    survived=$((survived + 1))
   fi
   restore
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$area" "$file" "$result" "$by" "$what" >> "$results"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$area" "$file" "$result" "$by" "$what" > "$work/results/$id.tsv"
   echo "mutation: $id: $result${by:+ ($by)}"
 done
 # Rebuild the unmutated tree so the work folder is left consistent.
 cmake --build "$build" -j"$jobs" > "$work/logs/final-build.log" 2>&1 || true
 
+# The table: every mutant of the list with a recorded result, in the list's order.
+killed=0 survived=0 skipped=0
+for id in "${all_ids[@]}"; do
+  [[ -f $work/results/$id.tsv ]] || continue
+  case $(cut -f4 "$work/results/$id.tsv") in
+    killed) killed=$((killed + 1)) ;;
+    SURVIVED) survived=$((survived + 1)) ;;
+    *) skipped=$((skipped + 1)) ;;
+  esac
+done
 total=$((killed + survived))
 score="n/a"
 if ((total > 0)); then score=$(awk -v k=$killed -v t=$total 'BEGIN { printf "%.1f%%", 100 * k / t }'); fi
@@ -226,7 +230,9 @@ if ((total > 0)); then score=$(awk -v k=$killed -v t=$total 'BEGIN { printf "%.1
   echo "| mutant | area | location | result | killed by |"
   echo "| --- | --- | --- | --- | --- |"
   # Fields are never empty (tab is whitespace to read: empty fields would collapse).
-  tail -n +2 "$results" | while IFS=$'\t' read -r id area file result by what; do
+  for id in "${all_ids[@]}"; do
+    [[ -f $work/results/$id.tsv ]] || continue
+    IFS=$'\t' read -r id area file result by what < "$work/results/$id.tsv"
     IFS=';' read -r -a tests <<< "$by"
     shown=$(printf '%s; ' "${tests[@]:0:3}")
     shown=${shown%; }

@@ -207,6 +207,18 @@ TEST_CASE("integer division and remainder of signed values", "[emulator][div]") 
   CHECK(run_lanes("div.u32 %r20, %r10, %r12;", {as_u32(-7)}, {2}) == std::vector<std::uint64_t>{0x7ffffffcu});
 }
 
+TEST_CASE("integer division by zero gives all ones and remainder by zero the dividend", "[emulator][div]") {
+  // Undefined in the PTX ISA; NVIDIA GPUs return all ones for the quotient (and so the
+  // dividend for the remainder, a - q * 0), which nvcc-compiled kernels may rely on.
+  CHECK(run_lanes("div.u32 %r20, %r10, %r12;", {7, 0, 0xffffffffu}, {0, 0, 0}) ==
+        std::vector<std::uint64_t>{0xffffffffu, 0xffffffffu, 0xffffffffu});
+  CHECK(run_lanes("div.s32 %r20, %r10, %r12;", {7, 0x80000000u}, {0, 0}) ==
+        std::vector<std::uint64_t>{0xffffffffu, 0xffffffffu});
+  CHECK(run_lanes("rem.u32 %r20, %r10, %r12;", {7, 0xfffffff0u}, {0, 0}) == std::vector<std::uint64_t>{7, 0xfffffff0u});
+  CHECK(run_lanes("div.u64 %rd20, %rd10, %rd11;", {0x123456789ull}, {0}, {}, true) ==
+        std::vector<std::uint64_t>{~0ull});
+}
+
 TEST_CASE("mul.hi, mul.wide and mad.lo on signed and unsigned operands", "[emulator][mul]") {
   auto as_u32 = [](std::int32_t v) { return std::uint64_t(static_cast<std::uint32_t>(v)); };
   CHECK(run_lanes("mul.hi.s32 %r20, %r10, %r12;", {as_u32(-2)}, {3})[0] == 0xffffffffu);

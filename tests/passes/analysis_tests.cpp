@@ -43,6 +43,9 @@ TEST_CASE("value ranges of launch builtins and arithmetic", "[analysis]") {
   CHECK(range((local_id(0) % 32u) & 0x30u).max == 16);  // never above the mask, a multiple of 16
   CHECK(range(local_id(0) - 1u) == analysis::ValueRange::full(ScalarType::U32));  // may wrap
   CHECK(range(u32(0xffffffffu) * local_id(0)) == analysis::ValueRange::full(ScalarType::U32));
+  // x % m is x only while x < m: at x == m it wraps to 0, below the dividend's minimum.
+  CHECK(range(local_id(0) % 256u) == analysis::ValueRange{0, 255, 1});
+  CHECK(range((local_id(0) + 1u) % 256u) == analysis::ValueRange{0, 255, 1});
   environment.push("lane", analysis::ValueRange{0, 31, 1});
   CHECK(range(Var::make(ScalarType::U32, "lane") + 1u).max == 32);
 }
