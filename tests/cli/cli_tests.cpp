@@ -171,6 +171,13 @@ TEST_CASE("quantc run names missing and mismatched inputs and never clobbers out
   std::string wrong_count = write_npy<float>(dir / "x_short.npy", ScalarType::F32, {0, 1, 2});
   CHECK_THAT(run_quantc("run " + spec + " --random-inputs 3 --input x=" + wrong_count).output,
              Catch::Contains("expects 8 x f32, the file holds 3 x f32"));
+  // One element short or long is as wrong as any other count.
+  for (std::size_t count : {7u, 9u}) {
+    std::string off_by_one = write_npy<float>(dir / "x_off_by_one.npy", ScalarType::F32, std::vector<float>(count, 1.0f));
+    Result result = run_quantc("run " + spec + " --random-inputs 3 --input x=" + off_by_one + " --output out=" + keep);
+    CHECK(result.exit_code == 1);
+    CHECK_THAT(result.output, Catch::Contains(fmt::format("expects 8 x f32, the file holds {} x f32", count)));
+  }
   CHECK_THAT(run_quantc("run " + spec + " --input x=" + write_text(dir / "junk.npy", "junk")).output,
              Catch::Contains("not a .npy file"));
   CHECK(read_text(keep) == "precious");

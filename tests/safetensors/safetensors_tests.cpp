@@ -104,6 +104,9 @@ TEST_CASE("malformed headers are rejected with the tensor and the problem") {
   CHECK_THAT(error_of(with_header("{}", 0)).empty(), Catch::Predicate<bool>([](bool ok) { return ok; }));
   auto truncated = with_header(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 12);
   CHECK_THAT(error_of(truncated), Catch::Contains("tensor 'a'") && Catch::Contains("past the data section of 12 bytes"));
+  // One byte short is a truncated tensor, not a file with trailing bytes.
+  auto one_short = with_header(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 15);
+  CHECK_THAT(error_of(one_short), Catch::Contains("tensor 'a'") && Catch::Contains("past the data section of 15 bytes"));
   CHECK_THAT(error_of(with_header(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", 16)),
              Catch::Contains("hold 16 bytes but dtype F32 and shape [3] need 12"));
   CHECK_THAT(error_of(with_header(R"({"a":{"dtype":"Q4","shape":[3],"data_offsets":[0,3]}})", 3)),
