@@ -640,17 +640,37 @@ TEST_CASE("counters: classes, requests, sectors per request for strided access",
 )";
     Module module = parse_ptx(ptx);
     std::vector<DeviceBuffer> buffers = {{"out", std::vector<std::uint8_t>(64 * 4)},
-                                         {"in", std::vector<std::uint8_t>(64 * 4 * stride)}};
+                                         {"in", std::vector<std::uint8_t>(64 * 4 * std::max(stride, 1u))}};
     LaunchConfig config;
     config.block = {64, 1, 1};
     return launch(module, "strided", config, buffers, {PointerArgument{0, 0}, PointerArgument{1, 0}});
   };
-  LaunchCounters unit = execute(1), spread = execute(8);
+  LaunchCounters unit = execute(1), spread = execute(8), broadcast = execute(0);
+  // Every lane reads a[0]: one sector per request, its 4 requested bytes counted once.
+  CHECK(broadcast.buffers[1].load_sectors == 2);
+  CHECK(broadcast.buffers[1].load_bytes == 8);
+  CHECK(broadcast.buffers[1].load_sector_efficiency() == 0.125);
   CHECK(unit.global_load_requests == 2);
   CHECK(unit.sectors_per_load_request() == 4.0);
   CHECK(spread.sectors_per_load_request() == 32.0);
   CHECK(unit.unique_global_bytes_read == 256);
   CHECK(spread.unique_global_bytes_read == 256);
+  // Per buffer: `in` is read (every requested byte of stride 1's sectors used, 4 of
+  // stride 8's 32 bytes), `out` written with whole sectors either way.
+  REQUIRE(unit.buffers.size() == 2);
+  CHECK(unit.buffers[1].name == "in");
+  CHECK(unit.buffers[1].load_requests == 2);
+  CHECK(unit.buffers[1].load_sectors == 8);
+  CHECK(unit.buffers[1].load_bytes == 256);
+  CHECK(unit.buffers[1].load_sector_efficiency() == 1.0);
+  CHECK(unit.buffers[1].store_requests == 0);
+  CHECK(spread.buffers[1].load_sectors == 64);
+  CHECK(spread.buffers[1].load_sector_efficiency() == 0.125);
+  CHECK(spread.buffers[0].name == "out");
+  CHECK(spread.buffers[0].load_requests == 0);
+  CHECK(spread.buffers[0].store_requests == 2);
+  CHECK(spread.buffers[0].store_bytes == 256);
+  CHECK(spread.buffers[0].store_sector_efficiency() == 1.0);
   CHECK(unit.warp_instructions == 2 * 14);  // 14 instructions (incl. ret) per warp, 2 warps
   // Counted on the pipe each instruction-table row names, per warp: ld.param x2, ld, st
   // (memory); cvta x2, mov (move); mul.lo, mul.wide x2 (integer multiply); add.s64 x2

@@ -236,7 +236,7 @@ TEST_CASE("profile_json has the documented keys and agrees with the model and th
                           "shared_load_requests", "shared_store_requests", "unique_bytes_read", "unique_bytes_written",
                           "unique_sectors_read", "unique_sectors_written", "load_batches", "load_batches_dram",
                           "load_batches_l2", "load_batches_l1", "loads_in_flight_per_warp", "bytes_in_flight_per_warp",
-                          "barriers", "static_shared_bytes", "dynamic_shared_bytes", "registers", "devices"}) {
+                          "barriers", "buffers", "static_shared_bytes", "dynamic_shared_bytes", "registers", "devices"}) {
     INFO(key);
     CHECK(json.contains(key));
   }
@@ -247,6 +247,16 @@ TEST_CASE("profile_json has the documented keys and agrees with the model and th
   CHECK(json["unique_bytes_read"] == 256);
   CHECK(json["unique_bytes_written"] == 256);
   CHECK(json["load_requests"] == 2);
+  // Per buffer, in binding order: 64 f32 of `in` read and of `out` written, whole sectors.
+  REQUIRE(json["buffers"].size() == 2);
+  CHECK(json["buffers"][0]["name"] == "in");
+  CHECK(json["buffers"][0]["load_requests"] == 2);
+  CHECK(json["buffers"][0]["load_sectors"] == 8);
+  CHECK(json["buffers"][0]["load_bytes"] == 256);
+  CHECK(json["buffers"][0]["load_sector_efficiency"] == 1.0);
+  CHECK(json["buffers"][1]["name"] == "out");
+  CHECK(json["buffers"][1]["store_bytes"] == 256);
+  CHECK(json["buffers"][1]["load_sector_efficiency"] == 0.0);
   CHECK(json["pipe_instructions"]["fp32"] == 2);
   CHECK(json["registers"] == 32);
   CHECK(json["registers_source"] == "given");

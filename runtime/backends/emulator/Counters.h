@@ -5,7 +5,9 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "ptx/InstructionTable.h"
 
@@ -39,6 +41,31 @@ constexpr std::string_view to_string(Subroutine subroutine) {
 #undef QUANTC_CASE
   }
   return "?";
+}
+
+/// Global-memory traffic of one buffer of a launch, counted per warp-level request as
+/// Nsight Compute's memory tables do: a request that touches the buffer counts once for
+/// it, with the buffer's sectors it touches and the bytes its active lanes asked for.
+/// `bytes` ÷ (32 × `sectors`) is the request's sector efficiency (Nsight's "sector
+/// utilization"): 1.0 when every byte of every fetched 32-byte sector is used.
+struct BufferTraffic {
+  std::string name;  // the launch's DeviceBuffer::name
+  std::uint64_t load_requests = 0, load_sectors = 0, load_bytes = 0;
+  std::uint64_t store_requests = 0, store_sectors = 0, store_bytes = 0;  // atomics count as loads and stores
+
+  /// Requested bytes per byte of the sectors the requests touch (0 without requests).
+  double load_sector_efficiency() const { return load_sectors ? double(load_bytes) / (32.0 * double(load_sectors)) : 0.0; }
+  double store_sector_efficiency() const {
+    return store_sectors ? double(store_bytes) / (32.0 * double(store_sectors)) : 0.0;
+  }
+  BufferTraffic& operator+=(const BufferTraffic& other);
+};
+
+inline BufferTraffic& BufferTraffic::operator+=(const BufferTraffic& o) {
+  if (name.empty()) name = o.name;
+  load_requests += o.load_requests, load_sectors += o.load_sectors, load_bytes += o.load_bytes;
+  store_requests += o.store_requests, store_sectors += o.store_sectors, store_bytes += o.store_bytes;
+  return *this;
 }
 
 /// What one launch executed. "Warp instruction" = one instruction issued for one warp
@@ -86,6 +113,8 @@ struct LaunchCounters {
   std::uint64_t global_load_batches_l2 = 0;
   std::uint64_t global_load_batches_l1 = 0;
   std::uint64_t barriers = 0;                 // CTA-wide barrier releases
+  /// Per buffer of the launch, in the launch's buffer order (quantc: binding order).
+  std::vector<BufferTraffic> buffers;
   std::uint64_t ctas = 0;
   std::uint64_t threads = 0;                  // launched threads, all CTAs
 
@@ -123,6 +152,8 @@ inline LaunchCounters& LaunchCounters::operator+=(const LaunchCounters& o) {
   global_load_batches_l2 += o.global_load_batches_l2;
   global_load_batches_l1 += o.global_load_batches_l1;
   barriers += o.barriers;
+  if (buffers.size() < o.buffers.size()) buffers.resize(o.buffers.size());
+  for (std::size_t i = 0; i < o.buffers.size(); ++i) buffers[i] += o.buffers[i];
   ctas += o.ctas;
   threads += o.threads;
   return *this;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -78,7 +79,9 @@ Launch::Launch(const Kernel& kernel, const LaunchConfig& config, std::vector<Dev
     : kernel_(kernel), config_(config), buffers_(buffers), parameters_(std::move(parameters)), options_(options) {
   touched_.resize(buffers_.size());
   sector_state_.resize(buffers_.size());
+  counters_.buffers.resize(buffers_.size());
   for (std::size_t i = 0; i < buffers_.size(); ++i) {
+    counters_.buffers[i].name = buffers_[i].name;
     touched_[i].assign(buffers_[i].bytes.size(), 0);
     sector_state_[i].assign((buffers_[i].bytes.size() + 31) / 32, 0);
   }
@@ -380,10 +383,12 @@ Launch::Access Launch::resolve(const Instruction& in, const Warp& warp, unsigned
   }
 }
 
-void Launch::Request::add(std::uint64_t address, unsigned bytes) {
-  global = true;
-  for (std::uint64_t sector = address / 32; sector <= (address + bytes - 1) / 32 && count < sectors.size(); ++sector)
-    sectors[count++] = sector;
+void Launch::add_to_request(Request& request, std::uint64_t address, unsigned bytes) {
+  request.global = true;
+  if (request.span_count < request.spans.size()) request.spans[request.span_count++] = {address, address + bytes};
+  for (std::uint64_t sector = address / 32; sector <= (address + bytes - 1) / 32 && request.count < request.sectors.size();
+       ++sector)
+    request.sectors[request.count++] = sector;
 }
 
 std::uint64_t Launch::Request::unique() {
@@ -397,11 +402,35 @@ CacheLevel Launch::finish_request(Request& request, bool load, bool store, State
     std::uint64_t sectors = request.unique();
     if (load) { ++counters_.global_load_requests; counters_.global_load_sectors += sectors; }
     if (store) { ++counters_.global_store_requests; counters_.global_store_sectors += sectors; }
+    // Distinct bytes per buffer (lanes reading the same address count once, as the
+    // memory system serves them once): the union of the lanes' spans.
+    std::sort(request.spans.begin(), request.spans.begin() + request.span_count);
+    std::size_t previous_buffer = std::numeric_limits<std::size_t>::max();
+    std::uint64_t covered_end = 0;
+    for (unsigned i = 0; i < request.span_count; ++i) {
+      auto [begin, end] = request.spans[i];
+      const std::size_t buffer = (begin >> kBufferShift) - 1;
+      BufferTraffic& traffic = counters_.buffers[buffer];
+      if (buffer != previous_buffer) {
+        if (load) ++traffic.load_requests;
+        if (store) ++traffic.store_requests;
+        previous_buffer = buffer;
+        covered_end = 0;
+      }
+      begin = std::max(begin, covered_end);
+      if (end <= begin) continue;
+      if (load) traffic.load_bytes += end - begin;
+      if (store) traffic.store_bytes += end - begin;
+      covered_end = end;
+    }
     const std::uint32_t mine = cta_linear_ + 1;
     for (std::uint64_t i = 0; i < sectors; ++i) {
       // Every buffer lives at (index + 1) << 32: its sectors are numbered from 0 there.
       const std::uint64_t sector = request.sectors[i];
-      std::uint32_t& state = sector_state_[(sector >> (kBufferShift - 5)) - 1][sector & ((kWindowSize >> 5) - 1)];
+      const std::size_t buffer = (sector >> (kBufferShift - 5)) - 1;
+      if (load) ++counters_.buffers[buffer].load_sectors;
+      if (store) ++counters_.buffers[buffer].store_sectors;
+      std::uint32_t& state = sector_state_[buffer][sector & ((kWindowSize >> 5) - 1)];
       if (state == 0) level = CacheLevel::Dram;
       else if (state != mine && level == CacheLevel::L1) level = CacheLevel::L2;
       state = store ? kStoredSector : mine;
@@ -437,7 +466,7 @@ void Launch::load(const Instruction& in, std::uint32_t active, Warp& warp) {
       reg(warp, destination.regs[e])[lane] = value;
       if (access.space == StateSpace::Global) {
         mark(access, size, 1);
-        request.add(start + e * size, size);
+        add_to_request(request, start + e * size, size);
       }
     }
   });
@@ -469,7 +498,7 @@ void Launch::store(const Instruction& in, std::uint32_t active, Warp& warp) {
       std::memcpy(access.bytes, &value, size);
       if (access.space == StateSpace::Global) {
         mark(access, size, 2);
-        request.add(start + e * size, size);
+        add_to_request(request, start + e * size, size);
       }
     }
   });
@@ -519,7 +548,7 @@ void Launch::atomic(const Instruction& in, std::uint32_t active, Warp& warp) {
     if (returns) reg(warp, in.operands[0].regs[0])[lane] = is_signed ? static_cast<std::uint64_t>(sign_extend(old, bits)) : old;
     if (access.space == StateSpace::Global) {
       mark(access, size, 3);
-      request.add(at, size);
+      add_to_request(request, at, size);
     }
   });
   finish_request(request, true, true, in.space);

@@ -152,10 +152,12 @@ class Launch {
   };
   /// Global-memory coalescing bookkeeping for one warp-level request.
   struct Request {
-    std::array<std::uint64_t, 128> sectors{};
+    std::array<std::uint64_t, 128> sectors;  // the first `count` are set
     unsigned count = 0;
+    /// The lanes' accesses as [address, address + bytes): up to 32 lanes x 4 elements.
+    std::array<std::pair<std::uint64_t, std::uint64_t>, 128> spans;  // the first `span_count` are set
+    unsigned span_count = 0;
     bool global = false;
-    void add(std::uint64_t address, unsigned bytes);
     std::uint64_t unique();
   };
 
@@ -178,6 +180,8 @@ class Launch {
   /// Counts the request; for a global one, returns where a load finds its data and
   /// updates the sectors' cache state.
   CacheLevel finish_request(Request& request, bool load, bool store, StateSpace space);
+  /// Adds one lane's global access of `bytes` at `address` to `request`.
+  void add_to_request(Request& request, std::uint64_t address, unsigned bytes);
   void mark(const Access& access, unsigned size, std::uint8_t flag);
   std::uint32_t uniform_mask(const Instruction& in, const Warp& warp, std::uint32_t active, const Operand& operand);
   /// The member mask must name exactly the non-exited threads executing the

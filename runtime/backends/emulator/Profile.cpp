@@ -220,6 +220,19 @@ std::string format_counters(const std::string& kernel_name, const std::string& t
     out += fmt::format("  loads in flight per warp             {:.2f} requests, {:.0f} bytes\n",
                        double(c.global_load_requests) / double(c.global_load_batches),
                        32.0 * double(c.global_load_sectors) / double(c.global_load_batches));
+  if (!c.buffers.empty()) {
+    out += "global memory per buffer (sector efficiency: requested bytes / 32-byte sectors touched):\n";
+    out += fmt::format("  {:<20} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8}\n", "buffer", "ld requests", "ld sectors",
+                       "ld eff.", "st requests", "st sectors", "st eff.");
+    for (const BufferTraffic& b : c.buffers) {
+      auto efficiency = [](std::uint64_t requests, double value) {
+        return requests ? fmt::format("{:.1f}%", 100.0 * value) : std::string("-");
+      };
+      out += fmt::format("  {:<20} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8}\n", b.name, b.load_requests, b.load_sectors,
+                         efficiency(b.load_requests, b.load_sector_efficiency()), b.store_requests, b.store_sectors,
+                         efficiency(b.store_requests, b.store_sector_efficiency()));
+    }
+  }
   out += "shared memory and synchronization:\n";
   line("shared load requests", c.shared_load_requests);
   line("shared store requests", c.shared_store_requests);
@@ -288,6 +301,17 @@ nlohmann::ordered_json profile_json(const KernelProfile& p) {
   json subroutines = json::object();
   for (std::size_t s = 0; s < kSubroutineCount; ++s)
     subroutines[std::string(to_string(static_cast<Subroutine>(s)))] = c.subroutine_instructions[s];
+  json buffers = json::array();
+  for (const BufferTraffic& b : c.buffers)
+    buffers.push_back({{"name", b.name},
+                       {"load_requests", b.load_requests},
+                       {"load_sectors", b.load_sectors},
+                       {"load_bytes", b.load_bytes},
+                       {"load_sector_efficiency", b.load_sector_efficiency()},
+                       {"store_requests", b.store_requests},
+                       {"store_sectors", b.store_sectors},
+                       {"store_bytes", b.store_bytes},
+                       {"store_sector_efficiency", b.store_sector_efficiency()}});
   json k = {
       {"kernel", p.kernel},
       {"target", p.target},
@@ -319,6 +343,7 @@ nlohmann::ordered_json profile_json(const KernelProfile& p) {
       {"bytes_in_flight_per_warp",
        c.global_load_batches ? 32.0 * double(c.global_load_sectors) / double(c.global_load_batches) : 0.0},
       {"barriers", c.barriers},
+      {"buffers", buffers},
       {"static_shared_bytes", p.static_shared_bytes},
       {"dynamic_shared_bytes", p.dynamic_shared_bytes},
   };
