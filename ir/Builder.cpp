@@ -132,6 +132,11 @@ void Body::region(const std::string& op_id, const Builder& body_builder) {
 }
 
 void Body::barrier() { stmts_.push_back(Barrier::make()); }
+void Body::fence() { stmts_.push_back(Fence::make()); }
+
+Expr Body::atomic_add(const std::string& name, const BufferRef& buffer, Expr index, Expr value) {
+  return let(name, AtomicAdd::make(buffer.name, std::move(index), std::move(value)));
+}
 void Body::return_() { stmts_.push_back(Return::make()); }
 void Body::append(Node stmt) { stmts_.push_back(std::move(stmt)); }
 
@@ -148,6 +153,10 @@ BufferRef ProgramBuilder::output(const std::string& name, ScalarType element, st
   auto binding = static_cast<std::uint32_t>(program_.buffers.size());
   program_.buffers.push_back(BufferDecl{name, binding, access, element, count, std::nullopt});
   return BufferRef{name, element};
+}
+
+BufferRef ProgramBuilder::scratch(const std::string& name, ScalarType element, std::uint32_t count) {
+  return output(name, element, count, BufferAccess::Scratch);
 }
 
 BufferRef ProgramBuilder::shared(const std::string& name, ScalarType element, std::uint32_t count) {

@@ -128,6 +128,11 @@ class Body {
   void loop(const std::string& var, Expr from, Expr to, const LoopBuilder& body_builder);
   void region(const std::string& op_id, const Builder& body_builder);
   void barrier();
+  /// A device-scope fence (ir::Fence).
+  void fence();
+  /// Binds `name` to the old value of an atomic `buffer[index] += value` (ir::AtomicAdd;
+  /// u32/i32 buffers); returns the variable. The add happens even if `name` is unused.
+  Expr atomic_add(const std::string& name, const BufferRef& buffer, Expr index, Expr value);
   void return_();
   void append(Node stmt);
 
@@ -148,6 +153,9 @@ class ProgramBuilder {
   /// workgroup, no binding; load and store it like a buffer, a barrier between writers
   /// and readers.
   BufferRef shared(const std::string& name, ScalarType element, std::uint32_t count);
+  /// Scratch device memory (BufferAccess::Scratch): a kernel parameter that is neither
+  /// input nor output, zero-filled by the caller once and left zeroed by every launch.
+  BufferRef scratch(const std::string& name, ScalarType element, std::uint32_t count);
   /// Declares the logical part of the output buffer named `name`.
   void set_output_byte_range(const std::string& name, ByteRange range);
   void launch(std::array<std::uint32_t, 3> workgroup_size, std::array<std::uint32_t, 3> workgroup_count);

@@ -102,6 +102,8 @@ std::string_view to_string(BufferAccess access) {
       return "read_write";
     case BufferAccess::WriteOnly:
       return "write_only";
+    case BufferAccess::Scratch:
+      return "scratch";
   }
   return "?";
 }
@@ -579,6 +581,20 @@ Expr SubgroupBallot::make(Expr cond) {
   return within_depth(Expr(std::make_shared<SubgroupBallot>(std::move(cond))));
 }
 
+Expr AtomicAdd::make(std::string buffer, Expr index, Expr value) {
+  require_defined(index, "AtomicAdd " + buffer);
+  require_defined(value, "AtomicAdd " + buffer);
+  if (index.type() != ScalarType::U32) {
+    throw IRError(fmt::format("AtomicAdd {}: index must be u32, got {}", buffer, to_string(index.type())));
+  }
+  if (value.type() != ScalarType::U32 && value.type() != ScalarType::I32) {
+    throw IRError(fmt::format("AtomicAdd {}: the value must be u32 or i32 (a wrapping integer add), got {}", buffer,
+                              to_string(value.type())));
+  }
+  const Type type = value.type();
+  return within_depth(Expr(std::make_shared<AtomicAdd>(type, std::move(buffer), std::move(index), std::move(value))));
+}
+
 Expr Lookup::make(ScalarType type, std::vector<std::uint64_t> table, Expr index) {
   require_defined(index, "Lookup");
   require_value_type(type, "Lookup");
@@ -639,6 +655,8 @@ Node Block::make(std::vector<Node> stmts) {
 Node Region::make(std::string op_id, Node body) {
   return within_depth(Node(std::make_shared<Region>(std::move(op_id), as_block(body))));
 }
+
+Node Fence::make() { return within_depth(Node(std::make_shared<Fence>())); }
 
 Node Barrier::make() { return within_depth(Node(std::make_shared<Barrier>())); }
 

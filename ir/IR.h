@@ -35,6 +35,14 @@
 //   order 16, 8, 4, 2, 1 (`shfl.sync.bfly`), so every lane gets the same bits.
 //   SubgroupBallot gives a u32 with bit i set when lane i's condition holds. All three
 //   require the whole subgroup to be active (undefined behaviour on hardware otherwise).
+// - Memory is shared by the whole grid, and invocations of different workgroups run in
+//   no defined order. AtomicAdd is the one expression with a side effect: it adds to a
+//   u32/i32 buffer element indivisibly at device scope and yields the element's old
+//   value (relaxed ordering, PTX `atom.relaxed.gpu.global.add`); it may only be the whole
+//   value of a Let. Fence orders the invocation's global accesses before it ahead of
+//   those after it for every observer in the grid (`fence.acq_rel.gpu`, PTX ISA memory
+//   consistency model): a store, a Fence, then an AtomicAdd another workgroup reads and
+//   follows with its own Fence makes the store visible to that workgroup's later loads.
 #pragma once
 
 #include <cstdint>
@@ -92,7 +100,8 @@ std::string nesting_error(std::uint32_t depth);
   X(SubgroupShuffle)         \
   X(SubgroupReduce)          \
   X(SubgroupBallot)          \
-  X(Lookup)
+  X(Lookup)                  \
+  X(AtomicAdd)
 
 #define QUANTC_STMT_NODES(X) \
   X(Let)                     \
@@ -103,6 +112,7 @@ std::string nesting_error(std::uint32_t depth);
   X(Block)                   \
   X(Region)                  \
   X(Barrier)                 \
+  X(Fence)                   \
   X(Return)
 
 enum class ExprKind : std::uint8_t {
@@ -172,11 +182,14 @@ struct ExprBase {
   bool subtree_may_trap() const { return (flags_ & kMayTrap) != 0; }
   bool subtree_has_subgroup_op() const { return (flags_ & kHasSubgroupOp) != 0; }
   bool subtree_has_load() const { return (flags_ & kHasLoad) != 0; }
+  /// The subtree writes memory (an AtomicAdd): it must run exactly where and as often
+  /// as the program says, so passes never duplicate, merge, move or drop it.
+  bool subtree_has_side_effect() const { return (flags_ & kHasSideEffect) != 0; }
   /// Nodes on the longest path from this one to a leaf (1 for a leaf).
   std::uint32_t nesting_depth() const { return depth_; }
 
  protected:
-  enum : std::uint8_t { kMayTrap = 1, kHasSubgroupOp = 2, kHasLoad = 4 };
+  enum : std::uint8_t { kMayTrap = 1, kHasSubgroupOp = 2, kHasLoad = 4, kHasSideEffect = 8 };
   /// Combines the node's own `payload` (operator, literal bits, name hash, ...) and
   /// `flags` with its operands' facts; each constructor calls it once.
   void summarize(std::uint64_t payload, std::uint8_t flags, std::initializer_list<const ExprBase*> operands = {});
@@ -455,6 +468,24 @@ struct Lookup : ExprBase {
   static Expr make(ScalarType type, std::vector<std::uint64_t> table, Expr index);
 };
 
+/// `buffer[index] += value` as one indivisible read-modify-write at device scope,
+/// yielding the element's value before the add (PTX `atom.global.add.u32`, relaxed
+/// ordering: order it against other accesses with Fence). `buffer` is a written
+/// global buffer of u32 or i32 elements (wrapping add), `value` has that type, `index`
+/// is u32 in elements. It must be the whole value of a Let (the verifier checks), so
+/// that its side effect happens exactly once where the Let stands.
+struct AtomicAdd : ExprBase {
+  static constexpr ExprKind kKind = ExprKind::AtomicAdd;
+  AtomicAdd(Type type, std::string buffer, Expr index, Expr value)
+      : ExprBase(kKind, type), buffer(std::move(buffer)), index(std::move(index)), value(std::move(value)) {
+    summarize(name_hash(this->buffer) ^ 0xa70a1c, kMayTrap | kHasLoad | kHasSideEffect,
+              {this->index.get(), this->value.get()});
+  }
+  const std::string buffer;
+  const Expr index, value;
+  static Expr make(std::string buffer, Expr index, Expr value);
+};
+
 // ---------------------------------------------------------------------------------
 // Statements
 
@@ -569,6 +600,16 @@ struct Region : NodeBase {
 struct Barrier : NodeBase {
   static constexpr NodeKind kKind = NodeKind::Barrier;
   Barrier() : NodeBase(kKind) {}
+  static Node make();
+};
+
+/// Device-scope memory fence (PTX `fence.acq_rel.gpu`): this invocation's global loads
+/// and stores before it are ordered before those after it, as observed by any
+/// invocation of the grid that synchronizes with it (through an AtomicAdd and its own
+/// Fence). Executes nothing else; no workgroup barrier.
+struct Fence : NodeBase {
+  static constexpr NodeKind kKind = NodeKind::Fence;
+  Fence() : NodeBase(kKind) {}
   static Node make();
 };
 

@@ -124,6 +124,13 @@ Expr IRMutator::mutate_Lookup(const Lookup& node, const Expr& self) {
   return index.same_as(node.index) ? self : Lookup::make(node.scalar(), node.table, index);
 }
 
+Expr IRMutator::mutate_AtomicAdd(const AtomicAdd& node, const Expr& self) {
+  Expr index = mutate(node.index);
+  Expr value = mutate(node.value);
+  if (index.same_as(node.index) && value.same_as(node.value)) return self;
+  return AtomicAdd::make(node.buffer, index, value);
+}
+
 Node IRMutator::mutate_Let(const Let& node, const Node& self) {
   Expr value = mutate(node.value);
   return value.same_as(node.value) ? self : Let::make(node.name, value);
@@ -178,6 +185,7 @@ Node IRMutator::mutate_Region(const Region& node, const Node& self) {
 }
 
 Node IRMutator::mutate_Barrier(const Barrier&, const Node& self) { return self; }
+Node IRMutator::mutate_Fence(const Fence&, const Node& self) { return self; }
 Node IRMutator::mutate_Return(const Return&, const Node& self) { return self; }
 
 }  // namespace quantc::ir

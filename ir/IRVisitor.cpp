@@ -71,6 +71,10 @@ void IRVisitor::visit_SubgroupShuffle(const SubgroupShuffle& node) {
 void IRVisitor::visit_SubgroupReduce(const SubgroupReduce& node) { visit(node.value); }
 void IRVisitor::visit_SubgroupBallot(const SubgroupBallot& node) { visit(node.cond); }
 void IRVisitor::visit_Lookup(const Lookup& node) { visit(node.index); }
+void IRVisitor::visit_AtomicAdd(const AtomicAdd& node) {
+  visit(node.index);
+  visit(node.value);
+}
 
 void IRVisitor::visit_Let(const Let& node) { visit(node.value); }
 void IRVisitor::visit_Assign(const Assign& node) { visit(node.value); }
@@ -93,6 +97,7 @@ void IRVisitor::visit_Block(const Block& node) {
 }
 void IRVisitor::visit_Region(const Region& node) { visit(node.body); }
 void IRVisitor::visit_Barrier(const Barrier&) {}
+void IRVisitor::visit_Fence(const Fence&) {}
 void IRVisitor::visit_Return(const Return&) {}
 
 }  // namespace quantc::ir

@@ -275,15 +275,18 @@ class Parser {
     buffer.binding = parse_u32();
     buffer.name = expect_name("a buffer name");
     expect_symbol(":");
-    const Token& access = expect(TokenKind::Identifier, "read_only, read_write or write_only");
+    const Token& access = expect(TokenKind::Identifier, "read_only, read_write, write_only or scratch");
     if (access.text == "read_only") {
       buffer.access = BufferAccess::ReadOnly;
     } else if (access.text == "read_write") {
       buffer.access = BufferAccess::ReadWrite;
     } else if (access.text == "write_only") {
       buffer.access = BufferAccess::WriteOnly;
+    } else if (access.text == "scratch") {
+      buffer.access = BufferAccess::Scratch;
     } else {
-      fail(access, fmt::format("unknown buffer access '{}'; expected read_only, read_write or write_only", access.text));
+      fail(access, fmt::format("unknown buffer access '{}'; expected read_only, read_write, write_only or scratch",
+                               access.text));
     }
     buffer.element = parse_scalar_type_name();
     expect_symbol("[");
@@ -365,6 +368,10 @@ class Parser {
       if (start.text == "barrier") {
         take();
         return Barrier::make();
+      }
+      if (start.text == "fence") {
+        take();
+        return Fence::make();
       }
       if (start.text == "return") {
         take();
@@ -580,6 +587,20 @@ class Parser {
       take();
       std::vector<Expr> args = parse_arguments(1);
       return build(start, [&] { return SubgroupBallot::make(args[0]); });
+    }
+    if (name == "atomic_add") {  // atomic_add(buffer[index], value)
+      take();
+      expect_symbol("(");
+      const Token& buffer_token = peek();
+      std::string buffer = expect_name("a buffer name");
+      buffer_element(buffer, buffer_token);
+      expect_symbol("[");
+      Expr index = parse_expr();
+      expect_symbol("]");
+      expect_symbol(",");
+      Expr value = parse_expr();
+      expect_symbol(")");
+      return build(start, [&] { return AtomicAdd::make(buffer, index, value); });
     }
     if (name == "len") {
       take();

@@ -114,6 +114,13 @@ class ExprPrinter : public IRVisitor {
     call(fmt::format("subgroup_{}", to_string(node.op)), {node.value});
   }
   void visit_SubgroupBallot(const SubgroupBallot& node) override { call("subgroup_ballot", {node.cond}); }
+  void visit_AtomicAdd(const AtomicAdd& node) override {
+    text += fmt::format("atomic_add({}[", node.buffer);
+    print(node.index);
+    text += "], ";
+    print(node.value);
+    text += ")";
+  }
   void visit_Lookup(const Lookup& node) override {
     text += fmt::format("lookup<{}>[", to_string(node.type));
     for (std::size_t i = 0; i < node.table.size(); ++i) {
@@ -179,6 +186,7 @@ class NodePrinter : public IRVisitor {
     line("}");
   }
   void visit_Barrier(const Barrier&) override { line("barrier"); }
+  void visit_Fence(const Fence&) override { line("fence"); }
   void visit_Return(const Return&) override { line("return"); }
 
  private:

@@ -12,8 +12,15 @@
 
 namespace quantc::ir {
 
-enum class BufferAccess : std::uint8_t { ReadOnly, ReadWrite, WriteOnly };
-std::string_view to_string(BufferAccess access);  // "read_only", "read_write", "write_only"
+/// How a kernel uses a buffer. ReadOnly buffers are inputs, ReadWrite and WriteOnly
+/// outputs (ReadWrite ones are read first). Scratch is device memory the kernel keeps
+/// to itself between its workgroups (split-K partial sums, arrival counters): no input,
+/// no output. Its contract: it is all zeros when a launch starts, and every launch that
+/// completes leaves it all zeros again, so the caller allocates it zero-filled once
+/// (runtime::allocate_buffers does) and passes the same memory to every later launch;
+/// launches that may run at the same time need their own.
+enum class BufferAccess : std::uint8_t { ReadOnly, ReadWrite, WriteOnly, Scratch };
+std::string_view to_string(BufferAccess access);  // "read_only", "read_write", "write_only", "scratch"
 
 /// Half-open byte range [begin, end) of an output buffer that holds the logical
 /// result; the rest is launch padding that callers should not read.
@@ -34,7 +41,11 @@ struct BufferDecl {
   std::optional<ByteRange> output_byte_range;  // only meaningful for written buffers
 
   std::uint64_t byte_size() const;
-  bool is_output() const { return access != BufferAccess::ReadOnly; }
+  /// Written by the kernel: an output or scratch.
+  bool is_written() const { return access != BufferAccess::ReadOnly; }
+  /// A result the caller reads back (ReadWrite, WriteOnly).
+  bool is_output() const { return access == BufferAccess::ReadWrite || access == BufferAccess::WriteOnly; }
+  bool is_scratch() const { return access == BufferAccess::Scratch; }
   /// The bytes a caller should read back: output_byte_range, else the whole buffer.
   ByteRange readable_range() const;
   bool operator==(const BufferDecl&) const = default;

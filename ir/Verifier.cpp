@@ -77,8 +77,29 @@ class StatementChecker : public IRVisitor {
     find_buffer(node.buffer, "length of");
   }
 
+  void visit_AtomicAdd(const AtomicAdd& node) override {
+    if (&node != let_value_) {
+      report("atomic_add({}[...], ...) must be the whole value of a let (`let old: u32 = atomic_add(...)`), so that "
+             "its side effect happens once, where the let stands",
+             node.buffer);
+    }
+    let_value_ = nullptr;  // an atomic inside its own operands is not the let's value
+    if (program_.find_shared(node.buffer) != nullptr) {
+      report("atomic_add on workgroup array '{}': atomics act on global buffers only", node.buffer);
+    } else if (const BufferDecl* buffer = find_buffer(node.buffer, "atomic add on")) {
+      if (!buffer->is_written()) report("atomic_add on read-only buffer '{}'", node.buffer);
+      if (buffer->element != node.value.type().element()) {
+        report("atomic_add of {} on '{}' which holds {}", to_string(node.value.type()), node.buffer,
+               to_string(buffer->element));
+      }
+    }
+    IRVisitor::visit_AtomicAdd(node);
+  }
+
   void visit_Let(const Let& node) override {
+    let_value_ = node.value.get();
     IRVisitor::visit_Let(node);
+    let_value_ = nullptr;
     declare(node.name, {node.value.type(), false});
     for (const auto& [name, range] : analysis::let_facts(node, ranges_)) {
       ranges_.push(name, range);
@@ -188,6 +209,7 @@ class StatementChecker : public IRVisitor {
 
   const Program& program_;
   std::vector<std::string>& problems_;
+  const ExprBase* let_value_ = nullptr;  // the value of the Let being visited (where an AtomicAdd may stand)
   ScopedTable<Binding> bindings_;
   analysis::RangeEnvironment ranges_;
   std::vector<std::size_t> block_facts_{0};  // Let facts pushed in each enclosing block

@@ -300,6 +300,18 @@ class Selector : public ir::IRVisitor {
     result_ = value;
   }
 
+  void visit_AtomicAdd(const ir::AtomicAdd& node) override {
+    // atom without .sem/.scope is .relaxed.gpu (PTX ISA 9.7.13.5): the IR's semantics.
+    const ir::BufferDecl& buffer = find_buffer(node.buffer);
+    Value index = lower(node.index);
+    Value addend = lower(node.value);
+    std::string address = element_address(buffer, index);
+    Value old = fresh(node.type);
+    emit(Mnemonic::of(Opcode::Atom, integer_type(node.type.element())).in(StateSpace::Global).with_mode(ptx::AtomicOp::Add),
+         {old.text(), address, addend.text()});
+    result_ = old;
+  }
+
   void visit_Binary(const ir::Binary& node) override {
     Type type = node.lhs.type();
     if (auto fused = three_input_logic(node)) {
@@ -649,6 +661,11 @@ class Selector : public ir::IRVisitor {
   void visit_Barrier(const ir::Barrier& node) override {
     begin_statement(node);
     emit(Mnemonic::of(Opcode::Bar).synchronized(), {"0"});
+  }
+
+  void visit_Fence(const ir::Fence& node) override {
+    begin_statement(node);
+    emit(Mnemonic::of(Opcode::Fence).ordered(ptx::MemoryOrder::AcqRel, ptx::MemoryScope::Gpu));
   }
 
   void visit_Return(const ir::Return& node) override {

@@ -36,6 +36,7 @@ std::vector<std::string> KernelMetadata::comment_lines() const {
     if (buffer.is_output() && buffer.readable_range() != ir::ByteRange{0, buffer.byte_size()}) {
       line += fmt::format(", result in bytes [{}, {})", buffer.output_byte_range->begin, buffer.output_byte_range->end);
     }
+    if (buffer.is_scratch()) line += ": allocate zero-filled once; every launch leaves it zeroed (one per concurrent launch)";
     lines.push_back(std::move(line));
   }
   return lines;

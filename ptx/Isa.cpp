@@ -95,6 +95,18 @@ constexpr std::array<std::string_view, 35> kCacheQualifiers = {
     "L1::evict_last", "L1::no_allocate", "L2::evict_normal", "L2::evict_first", "L2::evict_last", "L2::64B",
     "L2::128B", "L2::256B", "L2::cache_hint", "proxy", "async", "alias", "mmio"};
 
+constexpr std::array<Spelling<MemoryOrder>, 5> kMemoryOrders = {{{"relaxed", MemoryOrder::Relaxed},
+                                                                  {"acquire", MemoryOrder::Acquire},
+                                                                  {"release", MemoryOrder::Release},
+                                                                  {"acq_rel", MemoryOrder::AcqRel},
+                                                                  {"sc", MemoryOrder::Sc}}};
+/// "gl" is membar's spelling of the GPU scope.
+constexpr std::array<Spelling<MemoryScope>, 5> kMemoryScopes = {{{"cta", MemoryScope::Cta},
+                                                                  {"cluster", MemoryScope::Cluster},
+                                                                  {"gpu", MemoryScope::Gpu},
+                                                                  {"gl", MemoryScope::Gpu},
+                                                                  {"sys", MemoryScope::Sys}}};
+
 template <class Enum, std::size_t N>
 std::optional<Enum> find(const std::array<Spelling<Enum>, N>& table, std::string_view text) {
   for (const auto& entry : table) {
@@ -270,6 +282,8 @@ Mnemonic parse_mnemonic(std::string_view text) {
       m.present |= kCache;
       continue;
     }
+    if (auto order = find(kMemoryOrders, part)) m.memory_order = *order;
+    if (auto scope = find(kMemoryScopes, part)) m.memory_scope = *scope;
     bool cache = false;
     for (std::string_view qualifier : kCacheQualifiers) cache = cache || qualifier == part;
     if (cache) {
@@ -319,6 +333,8 @@ std::string to_string(const Mnemonic& m) {
       return text;
     case Opcode::Atom:
     case Opcode::Red:
+      if (m.memory_order != MemoryOrder::None) add(spell(kMemoryOrders, m.memory_order));
+      if (m.memory_scope != MemoryScope::None) add(spell(kMemoryScopes, m.memory_scope));
       if (m.space != StateSpace::Generic) add(spell(kSpaces, m.space));
       add(mode_spelling(m));
       types();
@@ -367,6 +383,14 @@ std::string to_string(const Mnemonic& m) {
     case Opcode::Bra:
     case Opcode::Ret:
       if (m.uniform) add("uni");
+      return text;
+    case Opcode::Fence:
+      if (m.memory_order != MemoryOrder::None) add(spell(kMemoryOrders, m.memory_order));
+      if (m.memory_scope != MemoryScope::None) add(spell(kMemoryScopes, m.memory_scope));
+      return text;
+    case Opcode::Membar:
+      if (m.memory_scope == MemoryScope::Gpu) add("gl");
+      else if (m.memory_scope != MemoryScope::None) add(spell(kMemoryScopes, m.memory_scope));
       return text;
     default:
       break;

@@ -100,6 +100,10 @@ enum class ShuffleMode : std::uint8_t { Up, Down, Butterfly, Index };
 enum class VoteMode : std::uint8_t { All, Any, Uni, Ballot };
 enum class PermuteMode : std::uint8_t { Generic, F4e, B4e, Rc8, Ecl, Ecr, Rc16 };
 enum class AtomicOp : std::uint8_t { Add, Min, Max, Inc, Dec, And, Or, Xor, Exch, Cas };
+/// Memory-model qualifiers of fence, membar and atom (PTX ISA 8.x, "Memory Consistency
+/// Model"): the ordering semantics and the scope of the observers. None: not written.
+enum class MemoryOrder : std::uint8_t { None, Relaxed, Acquire, Release, AcqRel, Sc };
+enum class MemoryScope : std::uint8_t { None, Cta, Cluster, Gpu, Sys };
 enum class TestProperty : std::uint8_t { Finite, Infinite, Number, NotANumber, Normal, Subnormal };
 enum class ShiftDirection : std::uint8_t { Left, Right };
 
@@ -149,6 +153,8 @@ struct Mnemonic {
   bool to_generic = true;       // cvta (to generic) vs cvta.to (from generic)
   bool sync = false, aligned = false, uniform = false;
   bool warp_barrier = false;    // bar.warp.sync
+  MemoryOrder memory_order = MemoryOrder::None;  // fence/atom .relaxed .acq_rel .sc ...
+  MemoryScope memory_scope = MemoryScope::None;  // fence/atom .cta .gpu .sys; membar .cta .gl .sys
   ModifierSet present = 0;      // the modifier kinds written in the text
 
   // Builders for the emitter: each sets one modifier and records its kind in
@@ -205,6 +211,12 @@ struct Mnemonic {
     to_generic = false;
     space = StateSpace::Global;
     present |= kTo | kSpace;
+    return *this;
+  }
+  Mnemonic& ordered(MemoryOrder order, MemoryScope scope) {  // fence.acq_rel.gpu, atom.relaxed.gpu
+    memory_order = order;
+    memory_scope = scope;
+    present |= kCache;
     return *this;
   }
   Mnemonic& wrap_or_clamp(bool clamped) {  // shf

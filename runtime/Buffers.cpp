@@ -36,7 +36,7 @@ BufferSet random_buffers(const ir::Program& program, std::uint64_t seed) {
   std::mt19937_64 engine(seed);
   std::uniform_real_distribution<double> unit(-1.0, 1.0);
   for (const ir::BufferDecl& decl : program.buffers) {
-    if (decl.is_output()) continue;
+    if (decl.is_written()) continue;  // outputs start zeroed; scratch must start zeroed
     HostBuffer& buffer = buffers[decl.name];
     const bool zero_point = is_zero_point_name(decl.name);
     if (zero_point && decl.element == ir::ScalarType::U32) {

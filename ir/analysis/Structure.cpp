@@ -29,8 +29,12 @@ class WritableLoadFinder : public IRVisitor {
  protected:
   void visit_Load(const Load& node) override {
     const BufferDecl* buffer = program_.find_buffer(node.buffer);
-    if (buffer == nullptr || buffer->is_output()) found = true;
+    if (buffer == nullptr || buffer->is_written()) found = true;
     IRVisitor::visit_Load(node);
+  }
+  void visit_AtomicAdd(const AtomicAdd& node) override {
+    found = true;  // it reads (and writes) a written buffer
+    IRVisitor::visit_AtomicAdd(node);
   }
 
  private:
@@ -214,6 +218,8 @@ bool structurally_equal(const ExprBase* a, const ExprBase* b) {
       auto *x = static_cast<const Lookup*>(a), *y = static_cast<const Lookup*>(b);
       return x->table == y->table && same(x->index, y->index);
     }
+    case ExprKind::AtomicAdd:
+      return false;  // two atomics are two side effects, never one value
   }
   return false;
 }
@@ -221,6 +227,8 @@ bool structurally_equal(const ExprBase* a, const ExprBase* b) {
 bool may_trap(const Expr& expr) { return expr.defined() && expr.get()->subtree_may_trap(); }
 
 bool has_subgroup_op(const Expr& expr) { return expr.defined() && expr.get()->subtree_has_subgroup_op(); }
+
+bool has_side_effect(const Expr& expr) { return expr.defined() && expr.get()->subtree_has_side_effect(); }
 
 bool loads_writable_buffer(const Expr& expr, const Program& program) {
   if (!expr.defined() || !expr.get()->subtree_has_load()) return false;

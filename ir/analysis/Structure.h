@@ -61,6 +61,9 @@ bool structurally_equal(const ExprBase* a, const ExprBase* b);
 bool may_trap(const Expr& expr);
 /// True when `expr` contains a subgroup operation.
 bool has_subgroup_op(const Expr& expr);
+/// Whether `expr` holds an AtomicAdd (memory it writes): it must not be removed,
+/// duplicated, merged or moved.
+bool has_side_effect(const Expr& expr);
 /// True when `expr` loads from a buffer that `program` declares writable, or from a
 /// workgroup array (its value may change between two evaluations).
 bool loads_writable_buffer(const Expr& expr, const Program& program);
@@ -161,6 +164,10 @@ void for_each_child(const ExprBase& expr, Visit&& visit) {
     case ExprKind::SubgroupReduce: visit(static_cast<const SubgroupReduce&>(expr).value); break;
     case ExprKind::SubgroupBallot: visit(static_cast<const SubgroupBallot&>(expr).cond); break;
     case ExprKind::Lookup: visit(static_cast<const Lookup&>(expr).index); break;
+    case ExprKind::AtomicAdd:
+      visit(static_cast<const AtomicAdd&>(expr).index);
+      visit(static_cast<const AtomicAdd&>(expr).value);
+      break;
   }
 }
 

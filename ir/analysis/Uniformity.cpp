@@ -133,7 +133,7 @@ class UniformityWalker : public IRVisitor {
 
 Uniformity::Uniformity(const Program& program) : workgroup_size_(program.workgroup_size) {
   for (const BufferDecl& buffer : program.buffers) {
-    if (!buffer.is_output()) read_only_.insert(buffer.name);
+    if (!buffer.is_written()) read_only_.insert(buffer.name);
   }
   if (!program.entry.defined()) return;
   // Greatest fixed point: start with every variable uniform, demote until stable. Shapes
@@ -283,6 +283,8 @@ Uniformity::Shape Uniformity::shape_of(const Expr& expr, const std::map<std::str
       return all_uniform({expr.as<SubgroupShuffle>()->lane});
     case ExprKind::Lookup:
       return all_uniform({expr.as<Lookup>()->index});
+    case ExprKind::AtomicAdd:
+      return Shape::Divergent;  // each invocation sees another old value
   }
   return Shape::Divergent;
 }

@@ -1,7 +1,8 @@
 // Common-subexpression elimination on pure expressions (see Passes.h).
 //
 // Pure: no loads from writable buffers (another statement may store between two
-// evaluations) and no subgroup operations (their value depends on which lanes run).
+// evaluations), no atomics (side effects) and no subgroup operations (their value
+// depends on which lanes run).
 // Loads from read-only buffers are pure within a kernel; loads from workgroup arrays
 // (Program::shared) never are, so none is reused across a Barrier or a Store.
 //
@@ -188,7 +189,7 @@ class Eliminator : public IRMutator {
  public:
   explicit Eliminator(const Program& program) : names_(program.entry) {
     for (const BufferDecl& buffer : program.buffers) {
-      if (buffer.is_output()) writable_.push_back(buffer.name);
+      if (buffer.is_written()) writable_.push_back(buffer.name);
     }
     // Workgroup arrays are written by other invocations between barriers: never pure.
     for (const SharedDecl& array : program.shared) writable_.push_back(array.name);
@@ -346,7 +347,7 @@ class Eliminator : public IRMutator {
     }
     if (assigned_.empty() && !expr->subtree_has_load()) return expr->subtree_has_subgroup_op() ? kImpure : 0;
     if (const std::uint8_t* found = facts_.find(expr)) return *found;
-    std::uint8_t result = expr->subtree_has_subgroup_op() ? kImpure : 0;
+    std::uint8_t result = expr->subtree_has_subgroup_op() || expr->subtree_has_side_effect() ? kImpure : 0;
     if (expr->kind == ExprKind::Load) {
       const std::string& buffer = static_cast<const Load*>(expr)->buffer;
       if (std::find(writable_.begin(), writable_.end(), buffer) != writable_.end()) result |= kImpure;

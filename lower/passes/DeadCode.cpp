@@ -1,7 +1,7 @@
 // Dead-code elimination (see Passes.h). A variable nobody reads is dead together with
 // its Let and every Assign to it; dropping its value drops at most a load that the
-// program never used (as every compiler does), never a store or a subgroup operation
-// feeding a live value.
+// program never used (as every compiler does), never a store, an atomic (its Let stays)
+// or a subgroup operation feeding a live value.
 #include <string_view>
 #include <unordered_set>
 
@@ -32,7 +32,10 @@ class DeadCodeRemover : public IRMutator {
   explicit DeadCodeRemover(std::unordered_set<std::string_view> read) : read_(std::move(read)) {}
 
  protected:
-  Node mutate_Let(const Let& node, const Node& self) override { return read_.count(node.name) ? self : Node(); }
+  // A Let whose value has a side effect (an AtomicAdd) stays even when nobody reads it.
+  Node mutate_Let(const Let& node, const Node& self) override {
+    return read_.count(node.name) || analysis::has_side_effect(node.value) ? self : Node();
+  }
   Node mutate_Assign(const Assign& node, const Node& self) override { return read_.count(node.name) ? self : Node(); }
 
   Node mutate_If(const If& node, const Node& self) override {

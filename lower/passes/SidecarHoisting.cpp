@@ -276,7 +276,7 @@ class LoadCollector : public IRVisitor {
   void walk(const Expr& expr) {
     if (const Load* load = expr.as<Load>()) {
       const BufferDecl* buffer = program_.find_buffer(load->buffer);
-      if (buffer && !buffer->is_output()) sites.push_back({expr, guarded_ == 0});
+      if (buffer && !buffer->is_written()) sites.push_back({expr, guarded_ == 0});
     }
     if (const Binary* binary = expr.as<Binary>();
         binary && (binary->op == BinaryOp::LogicalAnd || binary->op == BinaryOp::LogicalOr)) {

@@ -217,3 +217,25 @@ TEST_CASE("workgroup arrays: loads and stores are typed and their alignment prov
   CHECK_THAT(problems, Catch::Contains("len(tile) of a workgroup array: its size is static (128 elements)"));
   CHECK(verify(program).size() == 5);  // the stated-4 f32x2 access is fine
 }
+
+TEST_CASE("atomics stand alone as a let's value on a written u32/i32 global buffer", "[verifier][atomic]") {
+  Program program = base_program();
+  program.buffers.push_back(BufferDecl{"counts", 2, BufferAccess::Scratch, ScalarType::U32, 4, std::nullopt});
+  program.buffers.push_back(BufferDecl{"ids", 3, BufferAccess::ReadOnly, ScalarType::U32, 4, std::nullopt});
+  program.shared.push_back(SharedDecl{"tile", ScalarType::U32, 4});
+  auto atomic = [](const char* buffer) { return AtomicAdd::make(buffer, u32(0), u32(1)); };
+  program.entry = Block::make({Let::make("old", atomic("counts")), Fence::make()});
+  CHECK(verify(program).empty());
+  program.entry = Block::make({Let::make("sum", atomic("counts") + u32(1))});
+  CHECK_THAT(problems_of(program), Catch::Contains("atomic_add(counts[...], ...) must be the whole value of a let"));
+  program.entry = Block::make({Store::make("counts", u32(1), atomic("counts"))});
+  CHECK_THAT(problems_of(program), Catch::Contains("must be the whole value of a let"));
+  program.entry = Block::make({Let::make("old", atomic("ids"))});
+  CHECK_THAT(problems_of(program), Catch::Contains("atomic_add on read-only buffer 'ids'"));
+  program.entry = Block::make({Let::make("old", atomic("tile"))});
+  CHECK_THAT(problems_of(program), Catch::Contains("atomic_add on workgroup array 'tile': atomics act on global buffers only"));
+  program.entry = Block::make({Let::make("old", AtomicAdd::make("counts", u32(0), i32(1)))});
+  CHECK_THAT(problems_of(program), Catch::Contains("atomic_add of i32 on 'counts' which holds u32"));
+  CHECK_THROWS_WITH(AtomicAdd::make("y", u32(0), f32(1.0f)),
+                    Catch::Contains("AtomicAdd y: the value must be u32 or i32 (a wrapping integer add), got f32"));
+}

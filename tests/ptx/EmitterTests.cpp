@@ -8,6 +8,7 @@
 #include "ptx/PtxWriter.h"
 #include "tests/ptx/PtxTestSupport.h"
 #include "tests/ptx/SharedMemoryProgram.h"
+#include "tests/ptx/SplitReductionProgram.h"
 
 using namespace quantc;
 using namespace quantc::ir;
@@ -266,5 +267,20 @@ TEST_CASE("workgroup arrays assemble with ptxas on every target, which counts th
     const ptx::PtxasResult result = ptx::run_ptxas(ptx, target);
     REQUIRE(result.functions.size() == 1);
     CHECK(result.functions[0].static_shared_bytes == 4240);
+  }
+}
+
+TEST_CASE("atomics and fences lower to atom.global.add and fence.acq_rel.gpu and assemble on every target",
+          "[emitter][atomic][ptxas]") {
+  const Program program = quantc::testing::split_reduction_program();
+  const std::string ptx = emit(program, 90);
+  INFO(ptx);
+  CHECK(std::regex_search(ptx, std::regex(R"(atom\.global\.add\.u32 \t%r\d+, \[%rd\d+\], 1;)")));
+  CHECK(count_occurrences(ptx, "fence.acq_rel.gpu;") == 2);
+  // Scratch buffers are read and written like outputs: no read-only (.nc) loads of them.
+  CHECK(ptx.find("scratch f32[12] (48 bytes): allocate zero-filled once") != std::string::npos);
+  if (!quantc::testing::ptxas_or_skip()) return;
+  for (const ptx::Target& target : ptx::supported_targets()) {
+    quantc::testing::require_assembles(emit(program, target.sm), target, "split_reduction");
   }
 }

@@ -100,6 +100,11 @@ Bindings check_bindings(const ir::Program& program, const RunOptions& options) {
       throw CommandError(fmt::format("--input {}: the program has no buffer named '{}'; its buffers are: {}", binding,
                                      name, buffer_names(program)));
     }
+    if (program.find_buffer(name)->is_scratch()) {
+      throw CommandError(fmt::format("--input {}: buffer '{}' is the kernel's scratch memory (zero-filled by quantc, "
+                                     "cleared again by every launch), not an input; drop this --input",
+                                     binding, name));
+    }
     if (auto [previous, inserted] = seen.emplace(name, binding); !inserted) {
       throw CommandError(fmt::format("--input {}: buffer '{}' is already given by --input {}; give each buffer once",
                                      binding, name, previous->second));
@@ -111,6 +116,11 @@ Bindings check_bindings(const ir::Program& program, const RunOptions& options) {
     if (program.find_buffer(name) == nullptr) {
       throw CommandError(fmt::format("--output {}: the program has no buffer named '{}'; its buffers are: {}", binding,
                                      name, buffer_names(program)));
+    }
+    if (program.find_buffer(name)->is_scratch()) {
+      throw CommandError(fmt::format("--output {}: buffer '{}' is the kernel's scratch memory (all zeros after every "
+                                     "launch), not an output; drop this --output",
+                                     binding, name));
     }
     try {
       bindings.outputs.emplace_back(name, bindings.files->add(path, /*allow_stdout=*/true));
@@ -146,7 +156,7 @@ runtime::BufferSet prepare_buffers(const ir::Program& program, const Bindings& b
   if (!seed) {
     std::string missing;
     for (const ir::BufferDecl& decl : program.buffers) {
-      if (!decl.is_output() && !provided.count(decl.name)) missing += (missing.empty() ? "" : ", ") + decl.name;
+      if (!decl.is_written() && !provided.count(decl.name)) missing += (missing.empty() ? "" : ", ") + decl.name;
     }
     if (!missing.empty()) {
       throw CommandError(fmt::format("missing inputs: {}; pass --input NAME=FILE.npy for each, or --random-inputs SEED",

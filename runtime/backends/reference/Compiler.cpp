@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 #include "ir/Printer.h"
@@ -146,6 +147,13 @@ class BarrierStmt : public StmtNode {
         active.size(), machine.lanes, machine.workgroup_id[0], machine.workgroup_id[1], machine.workgroup_id[2],
         machine.describe_lane(first_missing)));
   }
+};
+
+/// Orders this workgroup's memory accesses against other workgroups', which may run on
+/// other host threads: a sequentially consistent fence (stronger than PTX's acq_rel).
+class FenceStmt : public StmtNode {
+ public:
+  void exec(Machine&, Lanes&) const override { std::atomic_thread_fence(std::memory_order_seq_cst); }
 };
 
 class ReturnStmt : public StmtNode {
@@ -298,6 +306,13 @@ class Compiler {
         node->operands[0] = compile_expr(expr.as<ir::SubgroupBallot>()->cond);
         node->result = new_register();
         break;
+      case ExprKind::AtomicAdd: {
+        const auto* atomic = expr.as<ir::AtomicAdd>();
+        node->buffer = buffer_index(atomic->buffer, &expr, nullptr);
+        node->operands = {compile_expr(atomic->index), compile_expr(atomic->value)};
+        node->result = new_register();
+        break;
+      }
       case ExprKind::Lookup: {
         const auto* lookup_node = expr.as<ir::Lookup>();
         node->table.assign(lookup_node->table.begin(), lookup_node->table.end());
@@ -396,6 +411,8 @@ class Compiler {
       }
       case NodeKind::Barrier:
         return std::make_unique<BarrierStmt>();
+      case NodeKind::Fence:
+        return std::make_unique<FenceStmt>();
       case NodeKind::Return:
         return std::make_unique<ReturnStmt>();
     }

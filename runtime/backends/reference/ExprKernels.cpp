@@ -4,6 +4,7 @@
 // the same); this file only moves values between registers, lanes and vector lanes.
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -240,6 +241,32 @@ const Word* register_kernel(const ExprNode& node, Machine& machine, const LaneSp
   return machine.reg(node.result);
 }
 
+/// AtomicAdd: lane by lane in lane order, each an indivisible add on the host (the
+/// interpreter's workgroups run on several host threads), yielding the old element.
+template <class T>
+const Word* atomic_add_kernel(const ExprNode& node, Machine& machine, const LaneSpan& lanes) {
+  const Word* index = node.operands[0]->run(machine, lanes);
+  const Word* value = node.operands[1]->run(machine, lanes);
+  const BufferView& buffer = machine.buffers[node.buffer];
+  Word* out = machine.reg(node.result);
+  for_each_lane(lanes, [&](std::uint32_t lane) {
+    std::uint32_t element = get<std::uint32_t>(index[lane]);
+    if (element >= buffer.count) {
+      throw_at(machine, lane, node.source,
+               fmt::format("out-of-bounds atomic add on buffer '{}': index {} >= count {}", buffer.name, element,
+                           buffer.count));
+    }
+    // Buffers are allocated by std::vector<std::uint8_t> (operator new: 16-byte aligned).
+    auto* word = reinterpret_cast<T*>(buffer.bytes + std::size_t{element} * sizeof(T));
+    out[lane] = put(std::atomic_ref<T>(*word).fetch_add(get<T>(value[lane]), std::memory_order_relaxed));
+  });
+  machine.counters.global_loads += lanes.size;
+  machine.counters.global_stores += lanes.size;
+  machine.counters.loads_per_buffer[node.buffer] += lanes.size;
+  machine.counters.stores_per_buffer[node.buffer] += lanes.size;
+  return out;
+}
+
 template <class T>
 const Word* load_kernel(const ExprNode& node, Machine& machine, const LaneSpan& lanes) {
   const Word* index = node.operands[0]->run(machine, lanes);
@@ -461,6 +488,10 @@ EvalFn select_kernel(const ir::Expr& source) {
       return &ballot_kernel;
     case ir::ExprKind::Lookup:
       return &lookup_kernel;
+    case ir::ExprKind::AtomicAdd:
+      if (element == ScalarType::U32) return &atomic_add_kernel<std::uint32_t>;
+      if (element == ScalarType::I32) return &atomic_add_kernel<std::int32_t>;
+      unsupported(source, "atomic adds take u32 or i32");
   }
   unsupported(source, "unknown expression kind");
 }

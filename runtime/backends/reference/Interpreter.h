@@ -26,9 +26,11 @@ struct RunOptions {
   /// When set, receives the run's operation counts (overwritten, also on error).
   RunStatistics* statistics = nullptr;
   /// Host threads that run workgroups concurrently; 0 means one per hardware thread.
-  /// Results do not depend on it for well-formed kernels (workgroups are independent
-  /// on a GPU). A kernel whose workgroups write the same element races on a GPU, and
-  /// then its result here is as undefined as there; keep 1 to debug such a kernel.
+  /// Results do not depend on it for well-formed kernels (workgroups run in no defined
+  /// order on a GPU, and meet only through atomics and fences, which are real host
+  /// atomics and fences here). A kernel whose workgroups write the same element without
+  /// them races on a GPU, and then its result here is as undefined as there; keep 1 to
+  /// debug such a kernel.
   /// Errors are the same as with 1 thread: the failing workgroup lowest in linear
   /// order (x fastest) is reported, though later workgroups may already have stored.
   unsigned threads = 1;
