@@ -676,6 +676,14 @@ ByteRange BufferDecl::readable_range() const {
   return output_byte_range.value_or(ByteRange{0, byte_size()});
 }
 
+std::vector<BufferDecl> Program::caller_buffers() const {
+  std::vector<BufferDecl> result;
+  for (const BufferDecl& buffer : buffers) {
+    if (!buffer.is_scratch()) result.push_back(buffer);
+  }
+  return result;
+}
+
 const BufferDecl* Program::find_buffer(std::string_view name) const {
   for (const BufferDecl& buffer : buffers) {
     if (buffer.name == name) return &buffer;

@@ -85,6 +85,10 @@ struct Program {
 
   /// The buffer named `name`, or nullptr.
   const BufferDecl* find_buffer(std::string_view name) const;
+  /// The buffers a caller supplies data for or reads results from: every buffer but
+  /// scratch, in binding order. Two schedules of one op have equal caller buffers, so the
+  /// same files feed either (a fast schedule may add scratch).
+  std::vector<BufferDecl> caller_buffers() const;
   /// The workgroup array named `name`, or nullptr.
   const SharedDecl* find_shared(std::string_view name) const;
   /// Bytes of `.shared` the program declares: each array rounded up to kSharedAlignment.

@@ -11,6 +11,7 @@
 #include "ir/Builder.h"
 #include "ir/ops/Checks.h"
 #include "ir/ops/Nibbles.h"
+#include "ir/ops/SplitK.h"
 
 namespace quantc::ir::ops {
 namespace {
@@ -170,10 +171,6 @@ struct FastGemv {
   const char* op_id = nullptr;
   std::uint32_t k = 0, n = 0;
   std::uint32_t columns_per_byte = 1;  // 1 (int8, fp8) or 2 (int4, nvfp4)
-  /// Lanes sharing the 16-byte pieces of one row: 2 (a warp owns a 32-byte sector of
-  /// every row, 16 k-lanes; int8, fp8) or 1 (16 bytes of every row, 32 k-lanes: twice
-  /// the warps for the two-columns-per-byte ops, whose 32-byte sectors hold 64 columns).
-  std::uint32_t column_lanes = 2;
   /// Rows sharing one sidecar entry (0: no per-block sidecars; fp8).
   std::uint32_t block_rows = 0;
   /// Rows a k-lane takes at a time (a multiple of block_rows when there are blocks).
@@ -233,12 +230,17 @@ std::optional<std::string> fast_unsupported(const char* name, std::uint32_t m, s
 
 void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
   const std::uint32_t columns = lane_columns(g);
-  const std::uint32_t kColumnLanes = g.column_lanes;
-  const std::uint32_t kKLanes = kSubgroupSize / kColumnLanes;
+  // Two lanes share each 32-byte sector of a row: a warp owns one sector of every row.
+  constexpr std::uint32_t kColumnLanes = 2;
+  constexpr std::uint32_t kKLanes = kSubgroupSize / kColumnLanes;
   const std::uint32_t warp_columns = kColumnLanes * columns;
   const std::uint32_t row_bytes = g.n / g.columns_per_byte;
   const std::uint32_t chunks = ceil_div(g.k, g.chunk_rows);
-  const std::uint32_t rounds = ceil_div(chunks, kKLanes);
+  const std::uint32_t subgroups = ceil_div(g.n, warp_columns);
+  // Split-K across workgroups (SplitK.h) where the sectors alone give too few warps.
+  const std::uint32_t splits = choose_splits(subgroups, chunks, kKLanes);
+  const std::uint32_t all_k_lanes = splits * kKLanes;
+  const std::uint32_t rounds = ceil_div(chunks, all_k_lanes);
   // A batch is either a divisor of a block (big blocks) or whole blocks (small blocks).
   const std::uint32_t block = g.block_rows ? g.block_rows : g.chunk_rows;
   const std::uint32_t batch =
@@ -251,13 +253,15 @@ void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
   const std::uint32_t blocks = ceil_div(g.k, block);
   const bool partial_rows = g.k % g.chunk_rows != 0;
   const bool vector_x = batch % 4 == 0 && g.chunk_rows % 4 == 0 && block % 4 == 0 && g.k % 4 == 0;
-  const std::uint32_t subgroups = ceil_div(g.n, warp_columns);
   const bool partial_columns = g.n % warp_columns != 0;
-  program.launch({kSubgroupSize, 1, 1}, {subgroups, 1, 1});
+  const SplitK split_k = declare_split_k(program, splits, g.n, subgroups);
+  program.launch({kSubgroupSize, 1, 1}, {subgroups, splits, 1});
   program.body([&](Body& body) {
     body.region(g.op_id, [&](Body& region) {
       Expr lane = region.let("lane", local_id(0));
       Expr k_lane = region.let("k_lane", lane / kColumnLanes);
+      Expr split = splits > 1 ? region.let("split", workgroup_id(1)) : Expr();
+      Expr first_k_lane = splits > 1 ? region.let("first_k_lane", split * kKLanes + k_lane) : k_lane;
       Expr stored_byte = region.let("column_byte", workgroup_id(0) * (kColumnLanes * kLaneBytes) +
                                                        (lane % kColumnLanes) * kLaneBytes);
       // Lanes past n (the last subgroup of a partial tile) reload the last valid columns
@@ -272,7 +276,7 @@ void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
       for (std::uint32_t c = 0; c < columns; ++c) acc.push_back(region.let(fmt::format("acc{}", c), f32(0.0f)));
       g.prologue(region, column);
       region.loop("round", u32(0), u32(rounds), [&](Body& round_body, Expr round) {
-        Expr chunk = round_body.let("chunk", round * kKLanes + k_lane);
+        Expr chunk = round_body.let("chunk", round * all_k_lanes + first_k_lane);
         round_body.if_then(chunk < chunks, [&](Body& in_chunk) {
           Expr chunk_row = in_chunk.let("chunk_row", chunk * g.chunk_rows);
           in_chunk.loop("group", u32(0), u32(block_groups), [&](Body& group_body, Expr group) {
@@ -381,13 +385,15 @@ void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
       }
       Expr leader = eq(k_lane, u32(0));
       if (partial_columns) leader = logical_and(leader, stored_column < g.n);
-      region.if_then(leader, [&](Body& store_body) {
-        for (std::uint32_t c = 0; c < columns; c += 4) {
-          std::vector<Expr> lanes;
-          for (std::uint32_t l = 0; l < 4; ++l) lanes.push_back(g.finish(store_body, c + l, acc[c + l], stored_column));
-          store_body.store(g.out, c == 0 ? stored_column : stored_column + c, make_vector(lanes));
-        }
-      });
+      emit_split_k_meeting(region, split_k, leader, stored_column, acc, workgroup_id(0), split,
+                           [&](Body& store_body, const std::vector<Expr>& totals) {
+                             for (std::uint32_t c = 0; c < columns; c += 4) {
+                               std::vector<Expr> lanes;
+                               for (std::uint32_t l = 0; l < 4; ++l)
+                                 lanes.push_back(g.finish(store_body, c + l, totals[c + l], stored_column));
+                               store_body.store(g.out, c == 0 ? stored_column : stored_column + c, make_vector(lanes));
+                             }
+                           });
     });
   });
 }
@@ -406,7 +412,6 @@ Program block_affine_fast(const char* name, const char* op_id, std::uint32_t k, 
   g.k = k;
   g.n = n;
   g.columns_per_byte = columns_per_byte;
-  g.column_lanes = columns_per_byte == 2 ? 1 : 2;
   g.block_rows = block_size;
   g.chunk_rows = block_size;
   g.max_batch_rows = 32;
@@ -511,7 +516,6 @@ Program nvfp4_fast(std::uint32_t k, std::uint32_t n, std::uint32_t scale_count) 
   g.k = k;
   g.n = n;
   g.columns_per_byte = 2;
-  g.column_lanes = 1;
   g.block_rows = kNvfp4BlockSize;
   g.chunk_rows = 2 * kNvfp4BlockSize;
   g.max_batch_rows = 2 * kNvfp4BlockSize;
@@ -823,6 +827,15 @@ Fp8Format fp8_format_arg(const OpArgs& args) {
 }
 }  // namespace
 
+namespace {
+/// `buffers` followed by the fast GEMV's split-K scratch entries (SplitK.h): f32
+/// partials for `splits * n` outputs, one counter per warp of columns.
+std::vector<BufferSpec> with_split_k(std::vector<BufferSpec> buffers, const std::string& units) {
+  for (BufferSpec& scratch : split_k_buffer_specs(ScalarType::F32, "splits * n", units)) buffers.push_back(std::move(scratch));
+  return buffers;
+}
+}  // namespace
+
 std::vector<OpInfo> dequant_matmul_ops() {
   const std::string seed = "rlx-cpu thunk.rs dequant_matmul_*";
   const std::string layout = "x [m, k], W [k, n], out [m, n], all row-major; invocation = 1 column x 4 rows";
@@ -852,13 +865,15 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .layout = layout + "; W i8 element p*n + j; sidecars [ceil(k/block_size), n]",
       .seed = seed,
       .params = {m, k, n, block_size, asymmetric, schedule_param()},
-      .buffers = {x, {"w", "weight", ScalarType::I8, "k * n"}, scales, zero_points, out},
+      .buffers = with_split_k({x, {"w", "weight", ScalarType::I8, "k * n"}, scales, zero_points, out}, "ceil(n/32)"),
       .build = build_block(dequant_matmul_int8),
       .test_shapes = {scheduled(block_shape(1, 8, 4, 4, false), "seed"), scheduled(block_shape(3, 20, 9, 8, true), "seed"),
                       scheduled(block_shape(5, 64, 33, 32, true), "seed"),
                       scheduled(block_shape(4, 7, 130, 3, false), "seed"),
                       scheduled(block_shape(1, 64, 32, 32, true), "fast"),
-                      scheduled(block_shape(1, 37, 48, 16, false), "fast")},
+                      scheduled(block_shape(1, 37, 48, 16, false), "fast"),
+                      // 64 chunks for one warp's 16 k-lanes: split-K over 2 workgroups
+                      scheduled(block_shape(1, 1024, 32, 16, true), "fast")},
   });
   ops.push_back(OpInfo{
       .name = "dequant_matmul_int4",
@@ -866,13 +881,15 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .layout = layout + "; element p*n + j is nibble (low first) of byte (p*n + j)/2",
       .seed = seed,
       .params = {m, k, n, block_size, asymmetric, schedule_param()},
-      .buffers = {x, {"w", "weight", ScalarType::U8, "ceil(k*n / 2)"}, scales, zero_points, out},
+      .buffers = with_split_k({x, {"w", "weight", ScalarType::U8, "ceil(k*n / 2)"}, scales, zero_points, out}, "ceil(n/64)"),
       .build = build_block(dequant_matmul_int4),
       .test_shapes = {scheduled(block_shape(1, 8, 4, 4, false), "seed"), scheduled(block_shape(3, 20, 9, 8, true), "seed"),
                       scheduled(block_shape(5, 64, 33, 32, true), "seed"),
                       scheduled(block_shape(2, 9, 7, 5, false), "seed"),
                       scheduled(block_shape(1, 64, 64, 32, true), "fast"),
-                      scheduled(block_shape(1, 37, 96, 16, false), "fast")},
+                      scheduled(block_shape(1, 37, 96, 16, false), "fast"),
+                      // split-K over 4 workgroups, a partial last block and a partial last warp
+                      scheduled(block_shape(1, 2050, 96, 16, false), "fast")},
   });
   ops.push_back(OpInfo{
       .name = "dequant_matmul_fp8",
@@ -880,7 +897,8 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .layout = layout + "; W u8 codes element p*n + j; scales [n]",
       .seed = seed,
       .params = {m, k, n, format, schedule_param()},
-      .buffers = {x, {"w", "weight", ScalarType::U8, "k * n"}, {"scales", "sidecar", ScalarType::F32, "n"}, out},
+      .buffers = with_split_k({x, {"w", "weight", ScalarType::U8, "k * n"}, {"scales", "sidecar", ScalarType::F32, "n"}, out},
+                              "ceil(n/32)"),
       .build =
           [](const OpArgs& args) {
             return dequant_matmul_fp8(args.u32("m"), args.u32("k"), args.u32("n"), fp8_format_arg(args),
@@ -888,7 +906,8 @@ std::vector<OpInfo> dequant_matmul_ops() {
           },
       .test_shapes = {scheduled(fp8_shape(1, 8, 4, "e4m3"), "seed"), scheduled(fp8_shape(3, 9, 7, "e5m2"), "seed"),
                       scheduled(fp8_shape(6, 33, 129, "e4m3"), "seed"), scheduled(fp8_shape(2, 16, 9, "e5m2"), "seed"),
-                      scheduled(fp8_shape(1, 40, 32, "e4m3"), "fast"), scheduled(fp8_shape(1, 33, 48, "e5m2"), "fast")},
+                      scheduled(fp8_shape(1, 40, 32, "e4m3"), "fast"), scheduled(fp8_shape(1, 33, 48, "e5m2"), "fast"),
+                      scheduled(fp8_shape(1, 2048, 32, "e4m3"), "fast")},  // split-K over 2 workgroups
   });
   ops.push_back(OpInfo{
       .name = "dequant_matmul_nvfp4",
@@ -896,18 +915,20 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .layout = layout + "; W nibbles as int4; scales u8 [ceil(k/16), n]; global_scale [1]",
       .seed = seed,
       .params = {m, k, n, schedule_param()},
-      .buffers = {x,
-                  {"w", "weight", ScalarType::U8, "ceil(k*n / 2)"},
-                  {"scales", "sidecar", ScalarType::U8, "ceil(k/16) * n"},
-                  {"global_scale", "sidecar", ScalarType::F32, "1"},
-                  out},
+      .buffers = with_split_k({x,
+                               {"w", "weight", ScalarType::U8, "ceil(k*n / 2)"},
+                               {"scales", "sidecar", ScalarType::U8, "ceil(k/16) * n"},
+                               {"global_scale", "sidecar", ScalarType::F32, "1"},
+                               out},
+                              "ceil(n/64)"),
       .build =
           [](const OpArgs& args) {
             return dequant_matmul_nvfp4(args.u32("m"), args.u32("k"), args.u32("n"), schedule_of(args));
           },
       .test_shapes = {scheduled(dims_shape(1, 16, 4), "seed"), scheduled(dims_shape(3, 20, 9), "seed"),
                       scheduled(dims_shape(5, 64, 33), "seed"), scheduled(dims_shape(2, 7, 3), "seed"),
-                      scheduled(dims_shape(1, 32, 64), "fast"), scheduled(dims_shape(1, 23, 96), "fast")},
+                      scheduled(dims_shape(1, 32, 64), "fast"), scheduled(dims_shape(1, 23, 96), "fast"),
+                      scheduled(dims_shape(1, 4100, 64), "fast")},  // split-K over 4 workgroups, partial rows
   });
   return ops;
 }

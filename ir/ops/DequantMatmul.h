@@ -28,23 +28,26 @@
 //
 // Fast schedule ("schedule": "fast"; "auto", the default, takes it where it can run,
 // else the seed program above; "seed" always the seed). The batch-1 GEMV (m == 1) a GPU
-// engineer writes for N-contiguous packed weights; it declares exactly the seed's
-// buffers (names, element types, counts, binding order), so the same inputs feed both.
-//  - Work split: one subgroup (warp) per workgroup. int8, fp8: the warp owns the 32
-//    columns of one 32-byte sector of every weight row; lanes l = 2*k_lane + c, column
-//    lane c reads 16 bytes of each row, 16 k-lanes. int4, nvfp4: the warp owns the 32
-//    columns of 16 bytes (half a sector) of every row and all 32 lanes are k-lanes, which
-//    doubles the warps (n/32: 128 at n = 4096, where 64 one-sector warps left the H100
-//    model latency-bound at 72% / 50% of HBM); the neighbouring warp reads the sector's
-//    other half, so DRAM bytes are unchanged while a weight request touches 32 sectors.
-//    Each lane reads its 16 bytes of a row with one reinterpreting u32x4 load
-//    (ir::Load::reinterpret; `w` stays u8/i8), 16 or 32 consecutive columns; the k-lanes
-//    split the reduction into chunks (one sidecar block for int8/int4, two 16-row scale
-//    blocks for nvfp4, 32 rows for fp8) taken round-robin: k-lane j of K does chunks j,
-//    j + K, ... Inside a chunk a lane issues the loads of a batch of rows
-//    (up to 32: the largest divisor of the block, or of the chunk in whole blocks), with
-//    the x values and the batch's blocks' sidecars, before any use: one wait per batch.
-//    Registers (ptxas, sm_90, 4096x4096): int8 96, fp8 64, int4 167, nvfp4 251, no spills.
+// engineer writes for N-contiguous packed weights; it declares the seed's buffers (names,
+// element types, counts, binding order), so the same inputs feed both, plus, when it
+// splits K across workgroups, two scratch buffers after them (`partials` f32
+// [splits * n], `arrivals` u32[ceil(n / warp columns)]; ir::BufferAccess::Scratch: the
+// runtime provides them zeroed and every launch leaves them zeroed).
+//  - Work split: one subgroup (warp) per workgroup; the warp owns the 32-byte sector of
+//    every weight row that holds its columns (int8, fp8: 32 columns; int4, nvfp4: 64).
+//    Lanes l = 2*k_lane + c: column lane c reads the 16-byte half c of each row's sector
+//    with one reinterpreting u32x4 load (ir::Load::reinterpret; `w` stays u8/i8), so a
+//    warp request is 16 whole sectors (100% sector efficiency); 16 k-lanes split the
+//    reduction into chunks (one sidecar block for int8/int4, two 16-row scale blocks for
+//    nvfp4, 32 rows for fp8) taken round-robin. Where the sector columns give fewer
+//    than 256 warps (n = 4096: 128 for int8/fp8, 64 for int4/nvfp4), K is also split
+//    across `splits` workgroups (ir/ops/SplitK.h: the fewest powers of two reaching 256
+//    workgroups while each k-lane keeps a chunk): global k-lane j of splits * 16 does
+//    chunks j, j + splits*16, ... Inside a chunk a lane issues the loads of a batch of
+//    rows (up to 32: the largest divisor of the block, or of the chunk in whole blocks),
+//    with the x values and the batch's blocks' sidecars, before any use: one wait per
+//    batch. Registers (ptxas, sm_90, 4096x4096): int8 96, fp8 64, int4 128, nvfp4 255,
+//    no spills.
 //  - Decoding (exact in f32, shared definitions below): int8 by XOR 0x80 + prmt under the
 //    0x4B exponent byte minus 2^23 + 128; int4 by OR 0x4B000000 minus 2^23; FP8 by moving
 //    the code's bits into an f32 pattern (prmt, arithmetic shift, mask) and one exact
@@ -57,21 +60,25 @@
 //    with D2 = sum x * (2*e2m1) (nvfp4: the block scale decoded once per block and
 //    column; halving it is exact); fp8 accumulates sum x*w and multiplies by the column
 //    scale once; nvfp4 multiplies by the global scale once.
-//  - The k-lanes' sums meet by a shuffle-xor butterfly (2, 4, 8, 16 for 16 k-lanes;
-//    1, 2, 4, 8, 16 for 32): deterministic, no atomics; k-lane 0 stores its columns with
-//    16-byte vector stores.
+//  - The k-lanes' sums meet by a shuffle-xor butterfly (2, 4, 8, 16): deterministic, no
+//    float atomics; with split-K, k-lane 0's partial sums go to `partials` and the last
+//    workgroup of the column's unit adds them in split order (SplitK.h); k-lane 0 of the
+//    finishing workgroup stores its columns with 16-byte vector stores.
 //  - PTX's cvt.rn.f16x2.e4m3x2 (sm_89+) decodes two E4M3 codes per instruction but
 //    yields f16; with f32 activations each value then needs a cvt.f32.f16 on the
 //    conversion pipe (16 results/clock/SM on sm_90 against 64 for the integer/fp32 pipes
 //    the bit decode uses), which costs more than the three integer instructions it
 //    replaces, so the bit decode is used. It pays once activations are f16.
 // Floating-point order and the bound against the seed: the seed adds x*w per k in order;
-// the fast schedule forms per-chunk f32 fma sums, folds them per block, and sums the
-// k-lanes (16 or 32) by the butterfly. With u = 2^-24, per output |fast - exact| <= c * u * M
-// where
-// M = sum_blocks |s| * sum_{p in block} |x_p| * (|q_p| + |z|) * (n_b + 8) (n_b the
-// block's rows; fp8/nvfp4 the same with |w| and their scales), c = 2; the seed obeys the
-// smaller per-term bound, so |fast - seed| <= 2 * c * u * M, asserted in
+// the fast schedule forms per-chunk f32 fma sums, folds them per block, sums the 16
+// k-lanes by the butterfly and the splits in order. With u = 2^-24 and per-term
+// magnitudes T_p = |x_p| * (|q_p| + |z_b|) * |s_b| (fp8, nvfp4: |x_p * w_p| times
+// their scales), the longest chain of f32 roundings of one output is
+// L = n_b + ceil(blocks / (16 * splits)) + 8 + splits (n_b the rows of one block sum; 8
+// for the zero-point and block fmas, the 4 butterfly levels and the final scale), so
+// |fast - exact| <= 2 * u * L * sum_p T_p; the seed's k ordered adds give
+// |seed - exact| <= 2 * u * (k + 2) * sum_p T_p, and |fast - seed| is within the sum, as
+// asserted in
 // tests/reference/dequant_fast_tests.cpp. Where every partial sum is an exact small
 // integer multiple of a power of two (integer x, power-of-two scales) both are exact and
 // agree bit for bit.

@@ -8,6 +8,7 @@
 #include "ir/Builder.h"
 #include "ir/ops/Nibbles.h"
 #include "ir/ops/Quantize.h"
+#include "ir/ops/SplitK.h"
 
 namespace quantc::ir::ops {
 namespace {
@@ -303,12 +304,17 @@ Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvT
   const std::uint32_t words_per_column = k / kNibblesPerWord;
   const std::uint32_t groups = k / kHalfBlock;  // output groups of 32
   const std::uint32_t subgroups = ceil_div(groups, O);
-  const std::uint32_t rounds = ceil_div(n, C);  // columns per c-lane
+  // Split the columns across workgroups too (SplitK.h) when the output groups alone give
+  // too few warps; one subgroup per workgroup is the meeting's requirement.
+  const std::uint32_t splits =
+      split.subgroups_per_workgroup == 1 ? choose_splits(subgroups, n, C) : 1;
+  const std::uint32_t all_c_lanes = splits * C;
+  const std::uint32_t rounds = ceil_div(n, all_c_lanes);  // columns per c-lane
   const std::uint32_t batch = std::min(split.columns_per_batch, rounds);
   const std::uint32_t batches = ceil_div(rounds, batch);
   const std::uint32_t chunk_batches = std::max(1u, split.columns_per_chunk / split.columns_per_batch);
   const std::uint32_t full_chunks = batches / chunk_batches, rest_batches = batches % chunk_batches;
-  const bool partial_columns = n % C != 0 || rounds % batch != 0;
+  const bool partial_columns = n % all_c_lanes != 0 || rounds % batch != 0;
   const bool partial_groups = groups % O != 0;
   const std::uint32_t workgroup_size = split.subgroups_per_workgroup * kSubgroupSize;
 
@@ -317,7 +323,8 @@ Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvT
   BufferRef b_nf4 = program.input("b_nf4", ScalarType::U32, n * (k / 8));
   BufferRef b_scales = program.input("b_scales", ScalarType::F32, n * blocks_per_column);
   BufferRef c = program.output("c", ScalarType::F32, k);
-  program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, split.subgroups_per_workgroup), 1, 1});
+  const SplitK split_k = declare_split_k(program, splits, k, subgroups, ScalarType::F64);
+  program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, split.subgroups_per_workgroup), splits, 1});
   program.body([&](Body& body) {
     body.region(kSeedId, [&](Body& region) {
       Expr local = region.let("local", local_id(0));
@@ -326,6 +333,8 @@ Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvT
       region.if_then(subgroup < subgroups, [&](Body& sg) {
         Expr book = code_book(sg, lane);
         Expr c_lane = sg.let("c_lane", lane / O);
+        Expr split_index = splits > 1 ? sg.let("split", workgroup_id(1)) : Expr();
+        Expr first_c_lane = splits > 1 ? sg.let("first_c_lane", split_index * C + c_lane) : c_lane;
         Expr group = sg.let("group", O == 1 ? subgroup : subgroup * O + lane % O);
         Expr group_clamped = partial_groups ? sg.let("group_clamped", min(group, u32(groups - 1))) : group;
         Expr word_offset = sg.let("word_offset", group_clamped * kWordsPerHalfBlock);
@@ -339,7 +348,7 @@ Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvT
           std::vector<Expr> words, weight_scale;
           std::vector<Expr> col_values, scale_values, valid;
           for (std::uint32_t i = 0; i < batch; ++i) {
-            Expr col = bb.let(fmt::format("column{}", i), (batch_index * batch + i) * C + c_lane);
+            Expr col = bb.let(fmt::format("column{}", i), (batch_index * batch + i) * all_c_lanes + first_c_lane);
             Expr ok;
             if (partial_columns) {
               ok = bb.let(fmt::format("valid{}", i), col < n);
@@ -396,17 +405,18 @@ Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvT
           values = kept;
           if (mask == O) break;
         }
-        // values: 32/C = O outputs per lane, outputs group*32 + c_lane*O + v.
-        auto store_all = [&](Body& st) {
-          Expr first = st.let("output", group * kHalfBlock + c_lane * O);
+        // values: 32/C = O outputs per lane, outputs group*32 + c_lane*O + v; with split
+        // columns the workgroups' f64 sums meet first, added in split order.
+        Expr first = sg.let("output", group * kHalfBlock + c_lane * O);
+        auto store_all = [&](Body& st, const std::vector<Expr>& sums) {
           if (O == 1) {
-            st.store(c, first, cast(ScalarType::F32, values[0]));
+            st.store(c, first, cast(ScalarType::F32, sums[0]));
           } else {
-            st.store(c, first, make_vector({cast(ScalarType::F32, values[0]), cast(ScalarType::F32, values[1])}));
+            st.store(c, first, make_vector({cast(ScalarType::F32, sums[0]), cast(ScalarType::F32, sums[1])}));
           }
         };
-        if (partial_groups) sg.if_then(group < groups, store_all);
-        else store_all(sg);
+        emit_split_k_meeting(sg, split_k, partial_groups ? group < groups : boolean(true), first, values,
+                             workgroup_id(0), split_index, store_all);
       });
     });
   });
@@ -458,6 +468,15 @@ Nf4Accumulation parse_accumulation(const std::string& text) {
 }
 }  // namespace
 
+namespace {
+/// `buffers` followed by the split-K scratch entries (SplitK.h).
+std::vector<BufferSpec> with_split_k(std::vector<BufferSpec> buffers, ScalarType element, const std::string& partials,
+                                     const std::string& units) {
+  for (BufferSpec& scratch : split_k_buffer_specs(element, partials, units)) buffers.push_back(std::move(scratch));
+  return buffers;
+}
+}  // namespace
+
 std::vector<OpInfo> nf4_gemm_ops() {
   const std::string seed = "aprender-gpu-0.31.2 nf4_gemm (trueno#108, C-NF4-003)";
   ParamSpec m{"m", ParamType::U32, "rows of A and C", "", "> 0, <= 65535", {}};
@@ -497,10 +516,11 @@ std::vector<OpInfo> nf4_gemm_ops() {
       .layout = layout + "; A, C row-major; one invocation per output",
       .seed = seed,
       .params = {m, n, k, schedule_param()},
-      .buffers = {{"a", "input", ScalarType::F32, "m*n"},
-                  {"b_nf4", "weight", ScalarType::U32, "n*k/8"},
-                  {"b_scales", "sidecar", ScalarType::F32, "n*k/64"},
-                  {"c", "output", ScalarType::F32, "m*k"}},
+      .buffers = with_split_k({{"a", "input", ScalarType::F32, "m*n"},
+                               {"b_nf4", "weight", ScalarType::U32, "n*k/8"},
+                               {"b_scales", "sidecar", ScalarType::F32, "n*k/64"},
+                               {"c", "output", ScalarType::F32, "m*k"}},
+                              ScalarType::F64, "splits*k", "k/64"),
       .build =
           [](const OpArgs& args) {
             return nf4_gemm_transpose(args.u32("m"), args.u32("n"), args.u32("k"), schedule_of(args));

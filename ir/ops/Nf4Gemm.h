@@ -69,8 +69,9 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k);
 // ---------------------------------------------------------------------------------
 // The fast batch-1 schedules (m == 1), selected by the spec parameter "schedule"
 // ("auto" default: fast where m == 1, else seed; "seed"; "fast": OpError unless m == 1).
-// Both declare exactly the seed's buffers (names, element types, counts, bindings), so the
-// same inputs feed either program; only the launch and the summation order differ. The
+// Both declare the seed's buffers (names, element types, counts, bindings), so the same
+// inputs feed either program, plus the transpose's split-K scratch (runtime-provided);
+// only the launch and the summation order differ. The
 // semantics stay aprender-gpu 0.31.2's (C = A @ dequant(B) with dequant = NF4[code] *
 // block scale); only the floating-point order changes, within the bounds stated below
 // (tests/reference/nf4_schedule_tests.cpp asserts them).
@@ -128,15 +129,22 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k);
 //  a lane keeps the half of its outputs its lane bit selects and adds the partner's copy;
 //  31 f64 exchanges instead of 32 * 5), so lane c_lane ends with outputs
 //  c_lane*output_lanes + 0..output_lanes-1 of its group, rounds them to f32 once and
-//  stores them (coalesced). Sectors: with output_lanes = 1 (the default) each lane's
-//  16-byte load is half of a 32-byte sector of its own column (the other half belongs to
-//  the neighbouring group's warp: DRAM still moves every sector once, but a request
-//  touches 32 sectors); output_lanes = 2 reads whole sectors but leaves only k/64
-//  subgroups, too few for 132 SMs (modeled 3x slower at 4096x4096). Launch: subgroups_per_workgroup * 32
+//  stores them (coalesced). Sectors: with output_lanes = 2 (the default) the two lanes of
+//  a pair read the two 16-byte halves of one 32-byte sector of their column: whole
+//  sectors, 100% sector efficiency. That leaves k/64 subgroups (64 at k = 4096), too
+//  few for 132 SMs, so the columns are also split across workgroups (ir/ops/SplitK.h:
+//  the fewest powers of two reaching 256 workgroups while each c-lane keeps two
+//  columns): c-lane j of the splits * c_lanes takes columns j, j + splits * c_lanes,
+//  ..., and each workgroup's f64 sums meet in scratch `partials` f64[splits * k] (one
+//  counter per output group pair in `arrivals` u32[k/64]), added in split order by the
+//  last workgroup, which rounds to f32 and stores. (output_lanes = 1 reads half sectors:
+//  the neighbouring warp reads the other half.) Launch: subgroups_per_workgroup * 32
 //  invocations per workgroup, ceil(k / (32 * output_lanes * subgroups_per_workgroup))
-//  workgroups (k/32 output groups; groups past k/32 are clamped and never stored).
+//  workgroups along x and the splits along y (only with one subgroup per workgroup; k/32
+//  output groups; groups past k/32 are clamped and never stored).
 //  Bound (T_r = sum_c |a_c * NF4 * s|, E_r exact, J = columns_per_chunk):
-//   |fast - E| <= u*|E| + (J + 2)*u*T_r; |fast - seed| <= 2^-23*|E| + (J + 3)*u*T_r.
+//   |fast - E| <= u*|E| + (J + 2)*u*T_r; |fast - seed| <= 2^-23*|E| + (J + 3)*u*T_r (the
+//   splits' partials add in f64: their roundings stay below 2^-40 * T_r).
 //  Errors (OpError): the seed's first; then "fast" with m != 1.
 
 /// Work split of the fast nf4_gemm (m == 1).
@@ -150,7 +158,7 @@ struct Nf4GemvSchedule {
 
 /// Work split of the fast nf4_gemm_transpose (m == 1).
 struct Nf4GemvTransposeSchedule {
-  std::uint32_t output_lanes = 1;        // lanes of 32 outputs per subgroup (1 or 2)
+  std::uint32_t output_lanes = 2;        // lanes of 32 outputs per subgroup (1 or 2)
   std::uint32_t columns_per_batch = 32;  // columns whose loads are issued together
   std::uint32_t columns_per_chunk = 64;  // columns summed in f32 before the f64 add (multiple of the batch)
   std::uint32_t subgroups_per_workgroup = 1;

@@ -114,7 +114,7 @@ void check_quantizer(int scheme, std::uint32_t n, std::uint32_t group_size, cons
   const std::string what = fmt::format("{} n={} group_size={}", scheme_name(scheme), n, group_size);
   ir::Program fast = quantizer(scheme, n, group_size, KernelSchedule::Fast);
   ir::Program seed = quantizer(scheme, n, group_size, KernelSchedule::Seed);
-  REQUIRE(fast.buffers == seed.buffers);  // one set of files feeds either schedule
+  REQUIRE(fast.caller_buffers() == seed.caller_buffers());  // one set of files feeds either schedule
   REQUIRE(fast.name == seed.name);
   BufferSet inputs{{"x", HostBuffer::from(ir::ScalarType::F32, x)}};
   Quantized fast_q = quantized_of(run(fast, inputs), scheme);
@@ -128,7 +128,7 @@ void check_dequantizer(int scheme, std::uint32_t n, std::uint32_t group_size, co
   const std::string what = fmt::format("{} n={} group_size={}", scheme_name(scheme), n, group_size);
   ir::Program fast = dequantizer(scheme, n, group_size, KernelSchedule::Fast);
   ir::Program seed = dequantizer(scheme, n, group_size, KernelSchedule::Seed);
-  REQUIRE(fast.buffers == seed.buffers);
+  REQUIRE(fast.caller_buffers() == seed.caller_buffers());
   REQUIRE(fast.name == seed.name);
   BufferSet inputs{{"packed", HostBuffer::from(ir::ScalarType::U8, q.packed)},
                    {"scale", HostBuffer::from(ir::ScalarType::F32, q.scale)}};

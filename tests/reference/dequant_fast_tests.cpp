@@ -6,8 +6,9 @@
 // The bound (the header's): with u = 2^-24 and T_p = |x_p| * (|q_p| + |z_b|) * |s_b|
 // (fp8: |x_p * w_p * s|, nvfp4: |x_p * e2m1_p * scale_b * global|), the fast schedule's
 // longest chain of f32 roundings per output is L = (rows of one block sum) + (blocks one
-// k-lane folds) + 8 (the zero-point fma, the block fma, the 4 (int8, fp8: 16 k-lanes) or 5
-// (int4, nvfp4: 32 k-lanes) butterfly levels, the final scale), so |fast - exact| <= 2 * u * L * sum_p T_p. The seed adds k products in order,
+// k-lane folds) + 8 (the zero-point fma, the block fma, the 4 butterfly levels of 16
+// k-lanes, the final scale) + splits (split-K: the workgroups' partials added in split
+// order), so |fast - exact| <= 2 * u * L * sum_p T_p. The seed adds k products in order,
 // |seed - exact| <= 2 * u * (k + 2) * sum_p T_p, hence |fast - seed| <= the sum of both.
 #include <catch2/catch.hpp>
 
@@ -127,7 +128,14 @@ std::vector<float> run(const Program& program, const Shape& s, const Inputs& in)
     buffers["scales"] = HostBuffer::from(ScalarType::F32, in.scales);
   }
   if (s.asymmetric) buffers["zero_points"] = HostBuffer::from(ScalarType::F32, in.zero_points);
-  reference::run(program, buffers);
+  // Several host threads: split-K workgroups meet in whatever order they finish.
+  reference::RunOptions options;
+  options.threads = 4;
+  reference::run(program, buffers, options);
+  for (const BufferDecl& buffer : program.buffers) {
+    if (!buffer.is_scratch()) continue;
+    for (std::uint8_t byte : buffers.at(buffer.name).bytes) REQUIRE(byte == 0);  // left zeroed
+  }
   return buffers.at("out").as<float>();
 }
 
@@ -165,15 +173,15 @@ Exact exact_output(const Shape& s, const Inputs& in, std::uint32_t j) {
   return r;
 }
 
-/// L of the file comment: the longest chain of roundings of one output.
-double chain_length(const Shape& s) {
-  // int8/fp8: 2 column lanes x 16 k-lanes; int4/nvfp4: 1 column lane x 32 k-lanes.
-  const std::uint32_t k_lanes = s.kind == Kind::Int4 || s.kind == Kind::Nvfp4 ? 32 : 16;
+/// L of the file comment: the longest chain of roundings of one output, for the
+/// program's `splits` workgroups per output (split-K adds one rounding per split).
+double chain_length(const Shape& s, std::uint32_t splits) {
+  const std::uint32_t k_lanes = 16 * splits;  // 2 column lanes x 16 k-lanes per workgroup
   switch (s.kind) {
     case Kind::Int8:
-    case Kind::Int4: return s.block + (blocks_of(s) + k_lanes - 1) / k_lanes + 8;
-    case Kind::Fp8: return 32.0 * ((s.k + 31) / 32 + k_lanes - 1) / k_lanes + 8;
-    case Kind::Nvfp4: return 16 + (blocks_of(s) + k_lanes - 1) / k_lanes + 8;
+    case Kind::Int4: return s.block + (blocks_of(s) + k_lanes - 1) / k_lanes + 8 + splits;
+    case Kind::Fp8: return 32.0 * ((s.k + 31) / 32 + k_lanes - 1) / k_lanes + 8 + splits;
+    case Kind::Nvfp4: return 16 + (blocks_of(s) + k_lanes - 1) / k_lanes + 8 + splits;
   }
   return 0;
 }
@@ -182,12 +190,14 @@ void check_fast(const Shape& s, std::uint32_t seed) {
   Inputs in = random_inputs(s, seed);
   Program fast = build(s, KernelSchedule::Fast), seed_program = build(s, KernelSchedule::Seed);
   REQUIRE(fast.workgroup_size[0] == 32);          // the fast launch
-  REQUIRE(fast.buffers == seed_program.buffers);  // same files feed either schedule
+  // The same files feed either schedule (the fast one may add split-K scratch, which the
+  // runtime provides).
+  REQUIRE(fast.caller_buffers() == seed_program.caller_buffers());
   std::vector<float> fast_out = run(fast, s, in), seed_out = run(seed_program, s, in);
   const double u = std::ldexp(1.0, -24);
   for (std::uint32_t j = 0; j < s.n; ++j) {
     Exact exact = exact_output(s, in, j);
-    const double fast_bound = 2 * u * chain_length(s) * exact.magnitude;
+    const double fast_bound = 2 * u * chain_length(s, fast.workgroup_count[1]) * exact.magnitude;
     const double seed_bound = 2 * u * (s.k + 2) * exact.magnitude;
     INFO("column " << j << ": fast " << fast_out[j] << ", seed " << seed_out[j] << ", exact " << exact.value
                    << ", fast bound " << fast_bound);
@@ -202,7 +212,7 @@ void check_fast(const Shape& s, std::uint32_t seed) {
 TEST_CASE("fast dequant_matmul_int8 matches a double oracle and the seed within the f32 bound", "[dequant_fast]") {
   for (Shape s : {Shape{Kind::Int8, 256, 64, 64, true}, Shape{Kind::Int8, 37, 48, 16, false},
                   Shape{Kind::Int8, 300, 32, 128, true}, Shape{Kind::Int8, 64, 16, 5, true},
-                  Shape{Kind::Int8, 1, 32, 1, false}}) {
+                  Shape{Kind::Int8, 1, 32, 1, false}, Shape{Kind::Int8, 1024, 32, 16, true}}) {
     DYNAMIC_SECTION(s.k << "x" << s.n << " block " << s.block << (s.asymmetric ? " asym" : " sym")) {
       check_fast(s, 3 + s.k + s.n);
     }
@@ -211,7 +221,8 @@ TEST_CASE("fast dequant_matmul_int8 matches a double oracle and the seed within 
 
 TEST_CASE("fast dequant_matmul_int4 matches a double oracle and the seed within the f32 bound", "[dequant_fast]") {
   for (Shape s : {Shape{Kind::Int4, 256, 128, 64, true}, Shape{Kind::Int4, 37, 96, 16, false},
-                  Shape{Kind::Int4, 520, 64, 128, true}, Shape{Kind::Int4, 24, 32, 7, true}}) {
+                  Shape{Kind::Int4, 520, 64, 128, true}, Shape{Kind::Int4, 24, 32, 7, true},
+                  Shape{Kind::Int4, 2050, 96, 16, false}, Shape{Kind::Int4, 4096, 64, 16, true}}) {
     DYNAMIC_SECTION(s.k << "x" << s.n << " block " << s.block << (s.asymmetric ? " asym" : " sym")) {
       check_fast(s, 5 + s.k + s.n);
     }
@@ -220,14 +231,15 @@ TEST_CASE("fast dequant_matmul_int4 matches a double oracle and the seed within 
 
 TEST_CASE("fast dequant_matmul_fp8 matches a double oracle and the seed within the f32 bound", "[dequant_fast]") {
   for (Shape s : {Shape{Kind::Fp8, 256, 64, 0, false, Fp8Format::E4M3}, Shape{Kind::Fp8, 33, 48, 0, false, Fp8Format::E5M2},
-                  Shape{Kind::Fp8, 1100, 32, 0, false, Fp8Format::E4M3}, Shape{Kind::Fp8, 7, 16, 0, false, Fp8Format::E5M2}}) {
+                  Shape{Kind::Fp8, 1100, 32, 0, false, Fp8Format::E4M3}, Shape{Kind::Fp8, 7, 16, 0, false, Fp8Format::E5M2},
+                  Shape{Kind::Fp8, 2048, 32, 0, false, Fp8Format::E4M3}}) {
     DYNAMIC_SECTION(s.k << "x" << s.n << " " << to_string(s.format)) { check_fast(s, 9 + s.k + s.n); }
   }
 }
 
 TEST_CASE("fast dequant_matmul_nvfp4 matches a double oracle and the seed within the f32 bound", "[dequant_fast]") {
   for (Shape s : {Shape{Kind::Nvfp4, 256, 128}, Shape{Kind::Nvfp4, 23, 96}, Shape{Kind::Nvfp4, 600, 64},
-                  Shape{Kind::Nvfp4, 5, 32}}) {
+                  Shape{Kind::Nvfp4, 5, 32}, Shape{Kind::Nvfp4, 4100, 64}}) {
     DYNAMIC_SECTION(s.k << "x" << s.n) { check_fast(s, 13 + s.k + s.n); }
   }
 }
@@ -361,4 +373,26 @@ TEST_CASE("dequant schedule fast names the shape it cannot run and auto falls ba
   CHECK(dequant_matmul_int4(1, 64, 48, 32, false, KernelSchedule::Auto).workgroup_size[0] == 128);
   CHECK(dequant_matmul_fp8(1, 64, 32, Fp8Format::E5M2, KernelSchedule::Auto).workgroup_size[0] == 32);
   CHECK(dequant_matmul_nvfp4(4, 64, 64, KernelSchedule::Auto).workgroup_size[0] == 128);
+}
+
+TEST_CASE("the fast dequant GEMVs split K across workgroups where one warp per sector column is too few",
+          "[dequant_fast][split_k]") {
+  // 64 columns (one sector column of nibbles) and 128 chunks of 16 rows: eight workgroups
+  // of 16 k-lanes share the column's reduction, one chunk per k-lane; 256 sector
+  // columns (n = 16384 nibbles) are workgroups enough without a split.
+  const Program split = dequant_matmul_int4(1, 2048, 64, 16, true, KernelSchedule::Fast);
+  CHECK(split.workgroup_count[0] == 1);
+  CHECK(split.workgroup_count[1] == 8);
+  REQUIRE(split.buffers.size() == 7);
+  CHECK(split.buffers[5].name == "partials");
+  CHECK(split.buffers[5].count == 8 * 64);
+  CHECK(split.buffers[6].name == "arrivals");
+  CHECK(split.buffers[6].count == 1);
+  const Program wide = dequant_matmul_int4(1, 4096, 16384, 16, true, KernelSchedule::Fast);
+  CHECK(wide.workgroup_count[0] == 256);
+  CHECK(wide.workgroup_count[1] == 1);
+  CHECK(wide.buffers.size() == 5);
+  // Too few chunks for a second workgroup's 16 k-lanes: no split however few warps.
+  const Program short_k = dequant_matmul_int4(1, 256, 64, 16, true, KernelSchedule::Fast);
+  CHECK(short_k.workgroup_count[1] == 1);
 }

@@ -102,7 +102,7 @@ void check_fast_schedule(std::uint32_t in_dim, std::uint32_t out_dim, std::uint3
                                  : linear_4bit_affine_grouped(in_dim, out_dim, group_size, KernelSchedule::Fast);
   Program seed_program = group_size == 0 ? linear_4bit(in_dim, out_dim, KernelSchedule::Seed)
                                          : linear_4bit_affine_grouped(in_dim, out_dim, group_size, KernelSchedule::Seed);
-  REQUIRE(fast.buffers == seed_program.buffers);  // same files feed either schedule
+  REQUIRE(fast.caller_buffers() == seed_program.caller_buffers());  // same files feed either schedule
   std::vector<float> fast_out = run(fast, out_dim, in), seed_out = run(seed_program, out_dim, in);
   for (std::uint32_t i = 0; i < out_dim; ++i) {
     Exact exact = exact_output(in, in_dim, out_dim, group_size, i);

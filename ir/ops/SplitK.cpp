@@ -1,0 +1,86 @@
+#include "ir/ops/SplitK.h"
+
+#include <fmt/format.h>
+
+#include "ir/ops/Checks.h"
+
+namespace quantc::ir::ops {
+
+SplitK declare_split_k(ProgramBuilder& program, std::uint32_t splits, std::uint32_t outputs, std::uint32_t units,
+                       ScalarType element) {
+  SplitK split_k;
+  split_k.splits = splits;
+  split_k.outputs = outputs;
+  split_k.element = element;
+  if (splits <= 1) return split_k;
+  split_k.partials =
+      program.scratch("partials", element, checked_count("split-K", "splits*outputs (partial sums)", splits, outputs));
+  split_k.arrivals = program.scratch("arrivals", ScalarType::U32, units);
+  return split_k;
+}
+
+void emit_split_k_meeting(Body& body, const SplitK& split_k, const Expr& owner, const Expr& first,
+                          const std::vector<Expr>& values, const Expr& unit, const Expr& split,
+                          const std::function<void(Body&, const std::vector<Expr>& totals)>& finish) {
+  if (split_k.splits <= 1) {
+    body.if_then(owner, [&](Body& owned) { finish(owned, values); });
+    return;
+  }
+  const auto count = static_cast<std::uint32_t>(values.size());
+  const std::uint32_t width = split_k.lanes();
+  auto vector_of = [&](const std::vector<Expr>& scalars, std::uint32_t from) {
+    if (width == 1) return scalars[from];
+    return make_vector(std::vector<Expr>(scalars.begin() + from, scalars.begin() + from + width));
+  };
+  const Expr zero = literal_like(Type(split_k.element), 0.0);
+  body.if_then(owner, [&](Body& owned) {
+    Expr base = owned.let("partial_base", split * split_k.outputs + first);
+    for (std::uint32_t c = 0; c < count; c += width) owned.store(split_k.partials, c == 0 ? base : base + c, vector_of(values, c));
+  });
+  // Release the partials, then draw a ticket; lane 0 draws for the workgroup.
+  body.fence();
+  Expr drawn = body.let("drawn", u32(0));
+  body.if_then(eq(local_id(0), u32(0)), [&](Body& drawer) {
+    drawer.assign(drawn, drawer.atomic_add("ticket", split_k.arrivals, unit, u32(1)));
+  });
+  Expr ticket = body.let("unit_ticket", subgroup_shuffle(drawn, u32(0)));
+  body.if_then(eq(ticket, u32(split_k.splits - 1)), [&](Body& last) {
+    // Acquire the other workgroups' partials.
+    last.fence();
+    last.if_then(owner, [&](Body& owned) {
+      std::vector<Expr> totals;
+      for (std::uint32_t c = 0; c < count; ++c) totals.push_back(owned.let(fmt::format("total{}", c), zero));
+      owned.loop("split_index", u32(0), u32(split_k.splits), [&](Body& each, Expr s) {
+        Expr at = each.let("partial_at", s * split_k.outputs + first);
+        for (std::uint32_t c = 0; c < count; c += width) {
+          Expr index = c == 0 ? at : at + c;
+          Expr partial = each.let(fmt::format("partial{}", c / width),
+                                  width == 1 ? split_k.partials[index] : split_k.partials.load(index, width));
+          for (std::uint32_t l = 0; l < width; ++l) {
+            each.assign(totals[c + l], totals[c + l] + (width == 1 ? partial : extract_lane(partial, l)));
+          }
+          each.store(split_k.partials, index, width == 1 ? zero : broadcast(zero, width));
+        }
+      });
+      finish(owned, totals);
+    });
+    last.if_then(eq(local_id(0), u32(0)), [&](Body& resetter) { resetter.store(split_k.arrivals, unit, u32(0)); });
+  });
+}
+
+std::vector<BufferSpec> split_k_buffer_specs(ScalarType element, const std::string& partials_count,
+                                             const std::string& units_count) {
+  const std::string when = " (fast schedule, when it splits K across workgroups; provided zeroed by the runtime)";
+  return {{"partials", "scratch", element, partials_count + when}, {"arrivals", "scratch", ScalarType::U32, units_count + when}};
+}
+
+std::uint32_t choose_splits(std::uint32_t units, std::uint32_t chunks, std::uint32_t lanes_per_split) {
+  std::uint32_t splits = 1;
+  while (std::uint64_t{units} * splits < kSplitKTargetWorkgroups &&
+         std::uint64_t{chunks} >= std::uint64_t{lanes_per_split} * splits * 2) {
+    splits *= 2;
+  }
+  return splits;
+}
+
+}  // namespace quantc::ir::ops

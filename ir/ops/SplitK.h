@@ -1,0 +1,75 @@
+// Split-K across workgroups with a deterministic reduction, for the fast GEMVs whose
+// output columns are too few to give every SM a CTA (a 4096-column INT4 layer has 64
+// whole 32-byte sectors per weight row; 132 SMs want more CTAs than that).
+//
+// The reduction of each output is cut into `splits` parts, one per workgroup of a
+// "unit" (the workgroups that share the same outputs). Each workgroup reduces its part,
+// then the unit's workgroups meet through two scratch buffers (ir::BufferAccess::Scratch):
+//  1. every workgroup stores its partial sums to `partials[split * outputs + output]`,
+//     fences (fence.acq_rel.gpu) and draws a ticket: an atomic add on `arrivals[unit]`;
+//  2. the workgroup that draws ticket splits - 1 is the last of its unit: it fences
+//     again, adds the unit's partials in split order 0, 1, ..., splits - 1 (so the result
+//     does not depend on which workgroup finished last: the same bits on every run, on
+//     every backend), zeroes those partials and the unit's counter, and finishes the
+//     outputs (scale, bias, store).
+// The scratch is therefore all zeros after every launch, as its contract requires. This
+// is the "serial split-K with a semaphore" of CUTLASS and the CUDA samples' threadFence
+// reduction, without float atomics. PTX ISA memory consistency model: the stores,
+// release-ordered by the fence before the atomic, are visible to the last workgroup's
+// loads after its own fence (the atomics form a release sequence on `arrivals[unit]`).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "ir/Builder.h"
+#include "ir/ops/Registry.h"
+
+namespace quantc::ir::ops {
+
+/// The scratch of one split-K reduction and its shape.
+struct SplitK {
+  std::uint32_t splits = 1;   // workgroups per unit (1: no meeting, finish at once)
+  std::uint32_t outputs = 0;  // partial sums per split
+  ScalarType element = ScalarType::F32;  // of the partial sums: f32 or f64
+  BufferRef partials;         // scratch element[splits * outputs]
+  BufferRef arrivals;         // scratch u32[units]
+  /// Partial sums moved per access: f32x4 (16 bytes), or one f64 (the IR has no f64
+  /// vectors).
+  std::uint32_t lanes() const { return element == ScalarType::F64 ? 1 : 4; }
+};
+
+/// Declares the two scratch buffers (`partials`, `arrivals`) when `splits` > 1, after
+/// the program's other buffers. Partials of `element` (f32 or f64) move as f32x4 or
+/// scalar f64 (SplitK::lanes()), so for f32 `outputs` must be a multiple of 4. Throws
+/// OpError when a count exceeds u32.
+SplitK declare_split_k(ProgramBuilder& program, std::uint32_t splits, std::uint32_t outputs, std::uint32_t units,
+                       ScalarType element = ScalarType::F32);
+
+/// Emits the meeting for a workgroup of one subgroup (the ticket is broadcast with a
+/// shuffle, so the subgroup must be whole and its control uniform). Lanes where `owner`
+/// holds own `values`: the partial sums of outputs `first, first + 1, ...` (`first` and
+/// values.size() multiples of split_k.lanes()). `unit` and `split` are the
+/// workgroup's. `finish` runs in the last workgroup of the unit, for the owner lanes,
+/// with the totals in the same order; with splits == 1 it runs at once on `values`.
+void emit_split_k_meeting(Body& body, const SplitK& split_k, const Expr& owner, const Expr& first,
+                          const std::vector<Expr>& values, const Expr& unit, const Expr& split,
+                          const std::function<void(Body&, const std::vector<Expr>& totals)>& finish);
+
+/// The splits for `units` units of work whose reduction has `chunks` chunks shared by
+/// `lanes_per_split` lanes per workgroup: the fewest (a power of two) that give at least
+/// kSplitKTargetWorkgroups workgroups, while every lane keeps at least one chunk.
+std::uint32_t choose_splits(std::uint32_t units, std::uint32_t chunks, std::uint32_t lanes_per_split);
+
+/// The registry entries of the two scratch buffers, for ops whose fast schedule may
+/// split K: `partials` (`element`, `partials_count` elements) and `arrivals` (u32,
+/// `units_count`), both noted as present only when the fast schedule splits K.
+std::vector<BufferSpec> split_k_buffer_specs(ScalarType element, const std::string& partials_count,
+                                             const std::string& units_count);
+
+/// Workgroups the split-K GEMVs aim for: about two per SM of a 132-SM H100, so that the
+/// busiest SM's share of a wave stays close to the average (wave quantization).
+inline constexpr std::uint32_t kSplitKTargetWorkgroups = 256;
+
+}  // namespace quantc::ir::ops
