@@ -19,7 +19,7 @@ seconds=30
 mode=smoke
 record=1
 build_only=0
-targets=(safetensors npy spec ir_text cache_entry)
+targets=(safetensors npy spec ir_text cache_entry gguf)
 while (($#)); do
   case "$1" in
     --long) mode=long; seconds=$2; shift 2 ;;
@@ -34,7 +34,9 @@ done
 # Largest input per target: 64 KiB for the .npy header (the version-1 limit; the parser
 # does not recurse), libFuzzer's default (4096, or the largest seed) elsewhere. IR text
 # deeper than kMaxNestingDepth is a parse error, so ir_text needs no cap of its own.
-declare -A max_len=([safetensors]=4096 [npy]=65536 [spec]=4096 [ir_text]=8192 [cache_entry]=4096)
+# GGUF: 8 KiB holds a header, metadata and a few K-quant super-blocks (210 bytes each);
+# array nesting is capped by kGgufMaxArrayDepth.
+declare -A max_len=([safetensors]=4096 [npy]=65536 [spec]=4096 [ir_text]=8192 [cache_entry]=4096 [gguf]=8192)
 
 export CXX=${CXX:-clang++-14} CC=${CC:-clang-14}
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Fuzz -DCMAKE_CXX_FLAGS_FUZZ="-O1 -g1" \

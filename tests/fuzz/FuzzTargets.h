@@ -39,6 +39,9 @@ Outcome spec_target(const std::uint8_t* data, std::size_t size);
 /// IR text -> parse_program, then what `quantc opt` does (verify, -O2, print), and the
 /// printer/parser round trip.
 Outcome ir_text_target(const std::uint8_t* data, std::size_t size);
+/// GGUF bytes -> GgufFile::parse, then to_f32 of every dequantizable tensor (what a GGUF
+/// converter reads).
+Outcome gguf_target(const std::uint8_t* data, std::size_t size);
 /// A kernel-cache entry file's bytes -> KernelCache::load and list (what `quantc emit`
 /// and `quantc cache ls` read from the cache directory).
 Outcome cache_entry_target(const std::uint8_t* data, std::size_t size);
@@ -53,7 +56,8 @@ inline const std::vector<Target>& all_targets() {
                                            {"npy", npy_target},
                                            {"spec", spec_target},
                                            {"ir_text", ir_text_target},
-                                           {"cache_entry", cache_entry_target}};
+                                           {"cache_entry", cache_entry_target},
+                                           {"gguf", gguf_target}};
   return targets;
 }
 

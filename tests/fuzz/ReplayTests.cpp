@@ -60,11 +60,12 @@ TEST_CASE("the npy fuzz corpus replays without a crash", "[fuzz]") { replay("npy
 TEST_CASE("the spec fuzz corpus replays without a crash", "[fuzz]") { replay("spec"); }
 TEST_CASE("the ir_text fuzz corpus replays without a crash", "[fuzz]") { replay("ir_text"); }
 TEST_CASE("the cache_entry fuzz corpus replays without a crash", "[fuzz]") { replay("cache_entry"); }
+TEST_CASE("the gguf fuzz corpus replays without a crash", "[fuzz]") { replay("gguf"); }
 
 TEST_CASE("every fuzz target has a replay test and a corpus", "[fuzz]") {
   for (const auto& target : quantc::fuzz::all_targets()) {
     INFO(target.name);
     CHECK(fs::is_directory(fs::path(QUANTC_SOURCE_DIR) / "tests/fuzz/corpus" / target.name));
   }
-  CHECK(quantc::fuzz::all_targets().size() == 5);
+  CHECK(quantc::fuzz::all_targets().size() == 6);
 }

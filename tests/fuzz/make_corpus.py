@@ -275,12 +275,129 @@ def cache_entry_cases():
     }
 
 
+# --- GGUF ------------------------------------------------------------------------------
+
+GGUF_U8, GGUF_I8, GGUF_U16, GGUF_I16, GGUF_U32, GGUF_I32, GGUF_F32, GGUF_BOOL = range(8)
+GGUF_STRING, GGUF_ARRAY, GGUF_U64, GGUF_I64, GGUF_F64 = range(8, 13)
+GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q4_1, GGML_Q8_0 = 0, 1, 2, 3, 8
+GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_BF16, GGML_Q5_0 = 12, 13, 14, 30, 6
+# (block size, bytes per block) as in gguf-py's GGML_QUANT_SIZES
+GGML_SIZES = {GGML_F32: (1, 4), GGML_F16: (1, 2), GGML_BF16: (1, 2), GGML_Q4_0: (32, 18), GGML_Q4_1: (32, 20),
+              GGML_Q8_0: (32, 34), GGML_Q4_K: (256, 144), GGML_Q5_K: (256, 176), GGML_Q6_K: (256, 210),
+              GGML_Q5_0: (32, 22)}
+
+
+def gguf_str(text):
+    data = text.encode() if isinstance(text, str) else text
+    return struct.pack("<Q", len(data)) + data
+
+
+def gguf_kv(key, vtype, value):
+    return gguf_str(key) + struct.pack("<I", vtype) + value
+
+
+def gguf_file(kvs=(), tensors=(), data=b"", version=3, alignment=32, magic=b"GGUF", counts=None):
+    """tensors: (name, ne, ggml type, offset); data follows the infos padded to `alignment`."""
+    n_tensors, n_kv = counts if counts is not None else (len(tensors), len(kvs))
+    out = magic + struct.pack("<IQQ", version, n_tensors, n_kv) + b"".join(kvs)
+    for name, ne, ggml_type, offset in tensors:
+        out += gguf_str(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        out += struct.pack("<IQ", ggml_type, offset)
+    if tensors:
+        out += bytes(-len(out) % alignment)
+    return out + data
+
+
+def gguf_tensor_bytes(ggml_type, count, seed):
+    """`count` elements of `ggml_type`: deterministic bytes, f16 scales kept finite (1.0)."""
+    block, size = GGML_SIZES[ggml_type]
+    blocks = []
+    for b in range(count // block):
+        raw = bytearray(hashlib.sha256(f"{seed}.{b}".encode()).digest() * (size // 32 + 1))[:size]
+        if ggml_type in (GGML_Q4_0, GGML_Q4_1, GGML_Q8_0, GGML_Q4_K, GGML_Q5_K, GGML_Q5_0):
+            raw[0:2] = struct.pack("<H", 0x3C00)
+        if ggml_type in (GGML_Q4_1, GGML_Q4_K, GGML_Q5_K):
+            raw[2:4] = struct.pack("<H", 0x3800)
+        if ggml_type == GGML_Q6_K:
+            raw[208:210] = struct.pack("<H", 0x3C00)
+        blocks.append(bytes(raw))
+    return b"".join(blocks)
+
+
+def gguf_cases():
+    every_type = [
+        gguf_kv("general.architecture", GGUF_STRING, gguf_str("llama")),
+        gguf_kv("a.u8", GGUF_U8, b"\xff"), gguf_kv("a.i8", GGUF_I8, b"\x80"),
+        gguf_kv("a.u16", GGUF_U16, struct.pack("<H", 65535)), gguf_kv("a.i16", GGUF_I16, struct.pack("<h", -2)),
+        gguf_kv("a.u32", GGUF_U32, struct.pack("<I", 7)), gguf_kv("a.i32", GGUF_I32, struct.pack("<i", -7)),
+        gguf_kv("a.f32", GGUF_F32, struct.pack("<f", 0.5)), gguf_kv("a.bool", GGUF_BOOL, b"\x01"),
+        gguf_kv("a.u64", GGUF_U64, struct.pack("<Q", 1 << 63)), gguf_kv("a.i64", GGUF_I64, struct.pack("<q", -1)),
+        gguf_kv("a.f64", GGUF_F64, struct.pack("<d", 1.5)),
+        gguf_kv("a.tokens", GGUF_ARRAY, struct.pack("<IQ", GGUF_STRING, 2) + gguf_str("<s>") + gguf_str("\xe2\x96\x81a")),
+        gguf_kv("a.nested", GGUF_ARRAY, struct.pack("<IQ", GGUF_ARRAY, 2) + struct.pack("<IQ", GGUF_I32, 1)
+                + struct.pack("<i", 3) + struct.pack("<IQ", GGUF_BOOL, 0)),
+    ]
+    # One tensor of every dequantizable type, back to back, each padded to 32 bytes.
+    tensors, data = [], b""
+    for index, (name, ggml_type, ne) in enumerate([
+            ("f32", GGML_F32, [3, 2]), ("f16", GGML_F16, [4]), ("bf16", GGML_BF16, [2, 2]), ("q4_0", GGML_Q4_0, [32, 2]),
+            ("q4_1", GGML_Q4_1, [32]), ("q8_0", GGML_Q8_0, [64]), ("q4_k", GGML_Q4_K, [256]),
+            ("q5_k", GGML_Q5_K, [256]), ("q6_k", GGML_Q6_K, [256, 1, 1, 1])]):
+        count = 1
+        for d in ne:
+            count *= d
+        tensors.append((name, ne, ggml_type, len(data)))
+        data += gguf_tensor_bytes(ggml_type, count, index)
+        data += bytes(-len(data) % 32)
+    f32_tensor = [("w", [2, 2], GGML_F32, 0)]
+    f32_data = struct.pack("<4f", 1, -2, 0.5, 8)
+    align64 = [gguf_kv("general.alignment", GGUF_U32, struct.pack("<I", 64))]
+    return {
+        "valid_header_only": gguf_file(),
+        "valid_version2": gguf_file([], f32_tensor, f32_data, version=2),
+        "valid_metadata_every_type": gguf_file(every_type),
+        "valid_every_dequantizable_type": gguf_file(every_type[:1], tensors, data),
+        "valid_alignment_64": gguf_file(align64, [("w", [2, 2], GGML_F32, 64), ("v", [2], GGML_F32, 0)],
+                                        struct.pack("<2f", 3, 4) + bytes(56) + f32_data, alignment=64),
+        "valid_q5_0_not_dequantized": gguf_file([], [("q", [32], GGML_Q5_0, 0)], gguf_tensor_bytes(GGML_Q5_0, 32, 9)),
+        "valid_zero_sized": gguf_file([], [("z", [0, 5], GGML_Q4_K, 0), ("w", [2, 2], GGML_F32, 0)], f32_data),
+        "invalid_empty": b"",
+        "invalid_bad_magic": gguf_file(magic=b"GGML"),
+        "invalid_version1": gguf_file(version=1),
+        "invalid_version4": gguf_file(version=4),
+        "invalid_big_endian": b"GGUF" + struct.pack(">IQQ", 3, 0, 0),
+        "invalid_truncated_header": gguf_file()[:20],
+        "invalid_truncated_metadata": gguf_file(every_type)[:-3],
+        "invalid_truncated_data": gguf_file([], f32_tensor, f32_data[:-1]),
+        "invalid_kv_count_huge": gguf_file(counts=(0, 1 << 62)),
+        "invalid_duplicate_key": gguf_file([every_type[1], every_type[1]]),
+        "invalid_empty_key": gguf_file([gguf_kv("", GGUF_U8, b"\x00")]),
+        "invalid_value_type": gguf_file([gguf_kv("k", 13, b"\x00")]),
+        "invalid_bool": gguf_file([gguf_kv("k", GGUF_BOOL, b"\x02")]),
+        "invalid_array_count_huge": gguf_file([gguf_kv("k", GGUF_ARRAY, struct.pack("<IQ", GGUF_U64, 1 << 60))]),
+        "invalid_array_too_deep": gguf_file([gguf_kv("k", GGUF_ARRAY, struct.pack("<IQ", GGUF_ARRAY, 1) * 8
+                                                                       + struct.pack("<IQ", GGUF_U8, 0))]),
+        "invalid_alignment_not_power_of_two": gguf_file([gguf_kv("general.alignment", GGUF_U32, struct.pack("<I", 24))]),
+        "invalid_alignment_type": gguf_file([gguf_kv("general.alignment", GGUF_U64, struct.pack("<Q", 32))]),
+        "invalid_duplicate_tensor": gguf_file([], f32_tensor * 2, f32_data),
+        "invalid_too_many_dims": gguf_file([], [("w", [1, 1, 1, 1, 1], GGML_F32, 0)], bytes(4)),
+        "invalid_dims_overflow": gguf_file([], [("w", [1 << 32, 1 << 32], GGML_F32, 0)], bytes(4)),
+        "invalid_unknown_type": gguf_file([], [("w", [4], 99, 0)], bytes(16)),
+        "invalid_removed_type": gguf_file([], [("w", [32], 4, 0)], bytes(32)),
+        "invalid_row_not_block_multiple": gguf_file([], [("w", [48], GGML_Q4_0, 0)], bytes(36)),
+        "invalid_misaligned_offset": gguf_file([], [("w", [2, 2], GGML_F32, 16)], bytes(32)),
+        "invalid_overlap": gguf_file([], [("a", [16], GGML_F32, 0), ("b", [4], GGML_F32, 32)], bytes(64)),
+        "invalid_offset_past_end": gguf_file([], [("w", [2, 2], GGML_F32, 1 << 63)], f32_data),
+    }
+
+
 def main():
     write("safetensors", safetensors_cases())
     write("npy", npy_cases())
     write("spec", spec_cases())
     write("ir_text", ir_text_cases())
     write("cache_entry", cache_entry_cases())
+    write("gguf", gguf_cases())
 
 
 if __name__ == "__main__":
