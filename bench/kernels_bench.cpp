@@ -6,7 +6,10 @@
 // random inputs (bench::compare_with_expert: quantc's output equal to the interpreter's bit
 // for bit, the expert's within the stated f32/f64 accumulation bound) and the table puts
 // their counters and the GPU cost model's estimate (runtime/backends/emulator/CostModel.h,
-// the model of `quantc profile`) side by side.
+// the model of `quantc profile`) side by side. A second table profiles every batch-1 op
+// (seed and fast schedules) at the same shapes against the batch-1 targets: modeled time
+// within 1.15x of the memory-bound time, >= 95% weight-load sector efficiency, <= 0.35
+// issued warp instructions per packed-weight byte.
 //
 // A plain executable, not Google Benchmark: what is measured is one deterministic
 // emulated launch per kernel (instruction and memory counters, a modeled GPU time), and
@@ -37,6 +40,8 @@
 #include <vector>
 
 #include "ExpertKernels.h"
+#include "ir/ops/Registry.h"
+#include "lower/driver/Compiler.h"
 #include "runtime/backends/emulator/CostModel.h"
 #include "runtime/backends/emulator/Profile.h"
 
@@ -102,8 +107,121 @@ std::vector<Case> cases() {
   return result;
 }
 
-std::string markdown(const std::vector<bench::Comparison>& comparisons, const DeviceSpec& device,
-                     double total_seconds) {
+// ---- every batch-1 op against the targets -------------------------------------------
+
+/// One batch-1 op at one in x out shape: its spec, the buffer holding the packed weights
+/// (loaded by the GEMVs and dequantizers, stored by the quantizers) and their bytes.
+struct TargetCase {
+  std::string op, label, weight_buffer;
+  ir::ops::OpArgs args;
+  double packed_bytes = 0;
+};
+
+std::vector<TargetCase> target_cases() {
+  using ir::ops::OpArgs;
+  std::vector<TargetCase> result;
+  for (const auto& [in, out] : kShapes) {
+    const double nibble_bytes = double(in) * out / 2, byte_bytes = double(in) * out;
+    const std::uint32_t elements = in * out;
+    auto add = [&](const char* op, const std::string& variant, OpArgs args, const char* weight, double bytes) {
+      result.push_back({op, fmt::format("{}x{}{}", in, out, variant), weight, std::move(args), bytes});
+    };
+    auto matmul = [&](std::initializer_list<std::pair<const char*, std::uint32_t>> extra) {
+      OpArgs args = OpArgs::dims({{"m", 1}, {"k", in}, {"n", out}});
+      for (const auto& [name, value] : extra) args.set(name, value);
+      return args;
+    };
+    add("linear_4bit", "", OpArgs::dims({{"in_dim", in}, {"out_dim", out}}), "w", nibble_bytes);
+    add("linear_4bit_affine_grouped", " g128", OpArgs::dims({{"in_dim", in}, {"out_dim", out}, {"group_size", 128}}),
+        "w", nibble_bytes);
+    add("int4_matvec_f32_scaled", "", OpArgs::dims({{"rows", out}, {"cols", in}}), "weights", nibble_bytes);
+    add("int4_batched_matvec_f32_scaled", " batch 1", OpArgs::dims({{"batch", 1}, {"rows", out}, {"cols", in}}),
+        "weights", nibble_bytes);
+    for (const char* op : {"dequant_matmul_int8", "dequant_matmul_int4"}) {
+      OpArgs args = matmul({{"block_size", 64}});
+      args.set("asymmetric", true);
+      add(op, " b64 asym", args, "w", std::string(op) == "dequant_matmul_int8" ? byte_bytes : nibble_bytes);
+    }
+    OpArgs fp8 = matmul({});
+    fp8.set("format", std::string("e4m3"));
+    add("dequant_matmul_fp8", " e4m3", fp8, "w", byte_bytes);
+    add("dequant_matmul_nvfp4", "", matmul({}), "w", nibble_bytes);
+    for (const char* accumulate : {"f64", "f32"}) {
+      OpArgs args = matmul({});
+      args.set("accumulate", std::string(accumulate));
+      add("nf4_gemm", std::string(" ") + accumulate, args, "b_nf4", nibble_bytes);
+    }
+    add("nf4_gemm_transpose", "", OpArgs::dims({{"m", 1}, {"n", in}, {"k", out}}), "b_nf4", nibble_bytes);
+    OpArgs dequantize_int4 = OpArgs::dims({{"n", elements}, {"group_size", 128}});
+    dequantize_int4.set("symmetric", false);
+    add("dequantize_int4", " g128", dequantize_int4, "packed", nibble_bytes);
+    add("dequantize_nf4", " g64", OpArgs::dims({{"n", elements}, {"group_size", 64}}), "packed", nibble_bytes);
+    OpArgs quantize_int4 = OpArgs::dims({{"n", elements}, {"group_size", 64}});
+    quantize_int4.set("symmetric", false);
+    add("quantize_int4", " g64", quantize_int4, "packed", nibble_bytes);
+    add("quantize_nf4", " g64", OpArgs::dims({{"n", elements}, {"group_size", 64}}), "packed", nibble_bytes);
+  }
+  return result;
+}
+
+/// A batch-1 op's row of the target table.
+struct TargetRow {
+  TargetCase spec;
+  std::string schedule;
+  runtime::emulator::KernelProfile profile;
+};
+
+TargetRow profile_target(const TargetCase& c, const std::string& schedule) {
+  ir::ops::OpArgs args = c.args;
+  args.set("schedule", schedule);
+  const ir::Program program = ir::ops::OpRegistry::builtin().find(c.op)->build(args);
+  const lower::CompiledKernel compiled = lower::compile(program, lower::CompileOptions(ptx::Target{90}));
+  runtime::emulator::ProfileOptions options;
+  options.devices = {"h100_sxm"};
+  return {c, schedule, runtime::emulator::profile_program(compiled.program, compiled.ptx, 1, options)};
+}
+
+std::string target_table(const std::vector<TargetRow>& rows) {
+  std::string text;
+  text += "\n## Every batch-1 op against the targets (H100 SXM model)\n\n";
+  text += "The targets at the Llama shapes: modeled time ≤ 1.15 × memory-bound (≥ 87% of HBM), weight-load sector "
+          "efficiency ≥ 95% (requested ÷ fetched bytes of the packed-weight buffer's requests: loads for the GEMVs "
+          "and dequantizers, stores for the quantizers), ≤ 0.35 issued warp instructions (PTX, moves excluded: "
+          "ptxas removes them) per packed-weight byte. The quantizers and dequantizers also move 4 bytes of f32 "
+          "per element (8 per packed byte), which is what bounds them: their instructions per byte of all DRAM "
+          "traffic are in the last column. The MiniLM shapes are too small to fill the GPU; their limit is "
+          "reported. ✓/✗: the three targets in order.\n\n";
+  text += "| op | shape | schedule | modeled µs | memory-bound µs | % of HBM | limit | weight sector eff. | "
+          "issued / packed byte | issued / DRAM byte | CTAs | regs | targets |\n";
+  text += "|---|---|---|--:|--:|--:|---|--:|--:|--:|--:|--:|---|\n";
+  for (const TargetRow& row : rows) {
+    const runtime::emulator::KernelProfile& p = row.profile;
+    const runtime::emulator::LaunchEstimate& e = *p.devices.at(0).estimate;
+    const LaunchCounters& c = p.counters;
+    double efficiency = 0;
+    for (const runtime::emulator::BufferTraffic& buffer : c.buffers) {
+      if (buffer.name != row.spec.weight_buffer) continue;
+      efficiency = buffer.load_requests ? buffer.load_sector_efficiency() : buffer.store_sector_efficiency();
+    }
+    const double issued = double(c.warp_instructions - c.pipe(ptx::Pipe::Move));
+    const double per_packed = issued / row.spec.packed_bytes;
+    const bool llama = row.spec.label.rfind("384", 0) != 0 && row.spec.label.rfind("1536", 0) != 0;
+    const bool bandwidth = e.seconds <= 1.15 * e.memory_bound_seconds, sectors = efficiency >= 0.95,
+               instructions = per_packed <= 0.35;
+    const std::string verdict = !llama || row.schedule != "fast"
+                                    ? std::string("")
+                                    : fmt::format("{} {} {}", bandwidth ? "✓" : "✗", sectors ? "✓" : "✗",
+                                                  instructions ? "✓" : "✗");
+    text += fmt::format("| {} | {} | {} | {:.2f} | {:.2f} | {:.0f}% | {} | {:.0f}% | {:.3f} | {:.3f} | {} | {} | {} |\n",
+                        row.spec.op, row.spec.label, row.schedule, e.seconds * 1e6, e.memory_bound_seconds * 1e6,
+                        100.0 * e.hbm_fraction(), e.limit_key(), 100.0 * efficiency, per_packed,
+                        issued / e.dram_bytes, c.ctas, p.registers ? std::to_string(*p.registers) : "?", verdict);
+  }
+  return text;
+}
+
+std::string markdown(const std::vector<bench::Comparison>& comparisons, const std::vector<TargetRow>& targets,
+                     const DeviceSpec& device, double total_seconds) {
   std::string text;
   text += "# quantc vs expert CUDA kernels at batch 1 (PTX emulator counters, GPU cost model)\n\n";
   text += "Generated by `scripts/bench_kernels.sh` (`build/bench/kernels_bench`); do not edit by hand.\n\n";
@@ -192,6 +310,7 @@ std::string markdown(const std::vector<bench::Comparison>& comparisons, const De
                         bench::case_label(comparison.op, comparison.args), instructions, accuracy.max_bound_ratio,
                         accuracy.max_error_in_units, accuracy.bit_identical, accuracy.outputs);
   }
+  text += target_table(targets);
   text += fmt::format("\nBenchmark run time: {:.0f} s on this machine (interpreter, emulator and ptxas included).\n",
                       total_seconds);
   return text;
@@ -311,11 +430,30 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", error.what());
     return 1;
   }
+  std::vector<TargetRow> targets;
+  try {
+    for (const TargetCase& c : target_cases()) {
+      const std::string label = c.op + " " + c.label;
+      if (!filter.empty() && label.find(filter) == std::string::npos) continue;
+      for (const char* schedule : {"seed", "fast"}) {
+        const auto case_start = Clock::now();
+        targets.push_back(profile_target(c, schedule));
+        const runtime::emulator::LaunchEstimate& e = *targets.back().profile.devices.at(0).estimate;
+        std::cout << fmt::format("{:<52} {:<5} {:>8.2f} us {:>5.1f}% of HBM {:<16} ({:.1f} s)\n", label, schedule,
+                                 e.seconds * 1e6, 100.0 * e.hbm_fraction(), e.limit_key(),
+                                 std::chrono::duration<double>(Clock::now() - case_start).count());
+        std::cout.flush();
+      }
+    }
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "error: %s\n", error.what());
+    return 1;
+  }
   const double total = std::chrono::duration<double>(Clock::now() - start).count();
   std::cout << fmt::format("total {:.1f} s\n", total);
   if (!markdown_path.empty()) {
     std::ofstream stream(markdown_path);
-    stream << markdown(comparisons, device, total);
+    stream << markdown(comparisons, targets, device, total);
     if (!stream) {
       std::fprintf(stderr, "error: cannot write %s\n", markdown_path.c_str());
       return 1;

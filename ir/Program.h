@@ -18,7 +18,8 @@ namespace quantc::ir {
 /// no output. Its contract: it is all zeros when a launch starts, and every launch that
 /// completes leaves it all zeros again, so the caller allocates it zero-filled once
 /// (runtime::allocate_buffers does) and passes the same memory to every later launch;
-/// launches that may run at the same time need their own.
+/// launches that may run at the same time need their own. Scratch buffers come after
+/// every input and output (the verifier checks), so the caller's bindings are 0, 1, ...
 enum class BufferAccess : std::uint8_t { ReadOnly, ReadWrite, WriteOnly, Scratch };
 std::string_view to_string(BufferAccess access);  // "read_only", "read_write", "write_only", "scratch"
 

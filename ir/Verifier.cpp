@@ -229,6 +229,11 @@ void check_buffers(const Program& program, std::vector<std::string>& problems) {
     if (buffer.count == 0) {
       problems.push_back(fmt::format("buffer '{}' has zero elements; every buffer needs count >= 1", buffer.name));
     }
+    if (i > 0 && program.buffers[i - 1].is_scratch() && !buffer.is_scratch()) {
+      problems.push_back(fmt::format("buffer '{}' follows scratch buffer '{}'; declare scratch buffers after the "
+                                     "inputs and outputs, so that the caller's bindings do not depend on them",
+                                     buffer.name, program.buffers[i - 1].name));
+    }
     if (is_storage_only(buffer.element)) {
       problems.push_back(fmt::format("buffer '{}' has sub-byte element type {}; pack codes into u32 or u8 words",
                                      buffer.name, to_string(buffer.element)));

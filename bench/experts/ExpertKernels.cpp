@@ -125,7 +125,9 @@ runtime::PtxArgument u32_argument(std::uint32_t value, const char* name) {
 /// Buffer arguments 0..count-1: the op's buffers in binding order.
 std::vector<runtime::PtxArgument> buffer_arguments(const ir::Program& program) {
   std::vector<runtime::PtxArgument> arguments;
-  for (std::size_t i = 0; i < program.buffers.size(); ++i) arguments.push_back(runtime::PtxArgument::of_buffer(i));
+  // The caller's buffers come first (scratch, which the expert kernels do not use, after).
+  const std::size_t count = program.caller_buffers().size();
+  for (std::size_t i = 0; i < count; ++i) arguments.push_back(runtime::PtxArgument::of_buffer(i));
   return arguments;
 }
 

@@ -220,8 +220,8 @@ TEST_CASE("workgroup arrays: loads and stores are typed and their alignment prov
 
 TEST_CASE("atomics stand alone as a let's value on a written u32/i32 global buffer", "[verifier][atomic]") {
   Program program = base_program();
-  program.buffers.push_back(BufferDecl{"counts", 2, BufferAccess::Scratch, ScalarType::U32, 4, std::nullopt});
-  program.buffers.push_back(BufferDecl{"ids", 3, BufferAccess::ReadOnly, ScalarType::U32, 4, std::nullopt});
+  program.buffers.push_back(BufferDecl{"ids", 2, BufferAccess::ReadOnly, ScalarType::U32, 4, std::nullopt});
+  program.buffers.push_back(BufferDecl{"counts", 3, BufferAccess::Scratch, ScalarType::U32, 4, std::nullopt});
   program.shared.push_back(SharedDecl{"tile", ScalarType::U32, 4});
   auto atomic = [](const char* buffer) { return AtomicAdd::make(buffer, u32(0), u32(1)); };
   program.entry = Block::make({Let::make("old", atomic("counts")), Fence::make()});
@@ -238,4 +238,18 @@ TEST_CASE("atomics stand alone as a let's value on a written u32/i32 global buff
   CHECK_THAT(problems_of(program), Catch::Contains("atomic_add of i32 on 'counts' which holds u32"));
   CHECK_THROWS_WITH(AtomicAdd::make("y", u32(0), f32(1.0f)),
                     Catch::Contains("AtomicAdd y: the value must be u32 or i32 (a wrapping integer add), got f32"));
+}
+
+TEST_CASE("scratch buffers come after every input and output", "[verifier][atomic]") {
+  Program program = base_program();
+  program.buffers.insert(program.buffers.begin() + 1,
+                         BufferDecl{"counts", 1, BufferAccess::Scratch, ScalarType::U32, 4, std::nullopt});
+  program.buffers[2].binding = 2;
+  CHECK_THAT(problems_of(program), Catch::Contains("buffer 'y' follows scratch buffer 'counts'; declare scratch "
+                                                   "buffers after the inputs and outputs"));
+  std::swap(program.buffers[1], program.buffers[2]);
+  program.buffers[1].binding = 1;
+  program.buffers[2].binding = 2;
+  CHECK(problems_of(program) == "");
+  CHECK(program.caller_buffers().size() == 2);
 }
