@@ -105,8 +105,9 @@ struct BufferRef {
   /// `lanes` consecutive elements from `index` as one vector value; `alignment` in
   /// bytes (0: the natural lanes * element size), which the verifier must prove.
   Expr load(Expr index, unsigned lanes, unsigned alignment = 0) const;
-  /// A reinterpreting load (ir::Load): `lanes` (1, 2, 4) little-endian u32 words from a
-  /// u8/i8 buffer at byte `index`, which the verifier must prove a multiple of 4 * lanes.
+  /// A reinterpreting load (ir::Load): `lanes` (1, 2, 4) little-endian u32 words from an
+  /// 8- or 16-bit buffer (u8, i8, u16, f16, bf16) at element `index`, whose byte offset
+  /// the verifier must prove a multiple of 4 * lanes.
   Expr load_words(Expr index, unsigned lanes) const;
 };
 

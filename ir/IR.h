@@ -248,15 +248,16 @@ struct Var : ExprBase {
 /// means the natural lanes * element size). PTX needs natural alignment for .v2/.v4
 /// accesses; legalization splits an under-aligned vector access.
 ///
-/// A reinterpreting load (`reinterpret`, text `w[i].as<u32x4>`) reads a byte buffer
-/// (u8 or i8 elements) as little-endian u32 words: `type` is u32, u32x2 or u32x4, and
-/// the load reads the 4 * lanes bytes starting at byte `index` (the index still counts
-/// the buffer's elements, i.e. bytes), lane 0 from the lowest four. Its alignment is
-/// always the natural 4 * lanes bytes, which the verifier must prove (`index` a
-/// multiple of 4 * lanes, buffers start 256-byte aligned); every byte of the span must
-/// lie in the buffer (the interpreter reports an out-of-bounds load otherwise, and
-/// analysis::proven_safe asks for the whole span). It lets 16-byte `ld.global.v4.u32`
-/// stream u8/i8 weights while the buffer keeps the element type its users pass.
+/// A reinterpreting load (`reinterpret`, text `w[i].as<u32x4>`) reads a buffer of 8- or
+/// 16-bit elements (u8, i8, u16, f16, bf16) as little-endian u32 words: `type` is u32,
+/// u32x2 or u32x4, and the load reads the 4 * lanes bytes starting at element `index`
+/// (the index still counts the buffer's elements: bytes, or 2-byte halves), lane 0 from
+/// the lowest four. Its alignment is always the natural 4 * lanes bytes, which the
+/// verifier must prove (`index` times the element size a multiple of 4 * lanes, buffers
+/// start 256-byte aligned); every byte of the span must lie in the buffer (the
+/// interpreter reports an out-of-bounds load otherwise, and analysis::proven_safe asks
+/// for the whole span). It lets 16-byte `ld.global.v4.u32` stream u8/i8 weights and
+/// f16/bf16 activations while the buffer keeps the element type its users pass.
 struct Load : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Load;
   Load(Type type, std::string buffer, Expr index, unsigned alignment, bool reinterpret)
@@ -271,7 +272,7 @@ struct Load : ExprBase {
   const std::string buffer;
   const Expr index;
   const unsigned alignment;  // bytes
-  const bool reinterpret;    // u32 words read from a u8/i8 buffer (see above)
+  const bool reinterpret;    // u32 words read from an 8- or 16-bit buffer (see above)
   /// Buffer elements the load reads, for a buffer of `buffer_element`s: the lanes, or
   /// for a reinterpreting load the 4 * lanes bytes.
   unsigned elements_read(ScalarType buffer_element) const;

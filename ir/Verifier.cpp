@@ -38,8 +38,8 @@ class StatementChecker : public IRVisitor {
   void visit_Load(const Load& node) override {
     if (const SharedDecl* array = program_.find_shared(node.buffer)) {
       if (node.reinterpret) {
-        report("reinterpreting load of {} from workgroup array '{}': only global u8/i8 buffers may be read as u32 "
-               "words; declare the array with the element type you load",
+        report("reinterpreting load of {} from workgroup array '{}': only global 8- or 16-bit buffers may be read as "
+               "u32 words; declare the array with the element type you load",
                to_string(node.type), node.buffer);
       } else if (array->element != node.type.element()) {
         report("load from workgroup array '{}' has type {} but the array holds {}", node.buffer, to_string(node.type),
@@ -52,11 +52,13 @@ class StatementChecker : public IRVisitor {
     }
     if (const BufferDecl* buffer = find_buffer(node.buffer, "load from")) {
       if (node.reinterpret) {
-        if (buffer->element != ScalarType::U8 && buffer->element != ScalarType::I8) {
-          report("reinterpreting load of {} from '{}' needs a u8 or i8 buffer, but the buffer holds {}",
+        const unsigned element_bytes = buffer->element == ScalarType::Bool ? 0 : byte_size(buffer->element);
+        if (element_bytes != 1 && element_bytes != 2) {
+          report("reinterpreting load of {} from '{}' needs a buffer of 8- or 16-bit elements (u8, i8, u16, f16, "
+                 "bf16), but the buffer holds {}",
                  to_string(node.type), node.buffer, to_string(buffer->element));
         } else {
-          check_alignment("load from", node.buffer, node.index, node.type, node.alignment, 1);
+          check_alignment("load from", node.buffer, node.index, node.type, node.alignment, element_bytes);
         }
       } else if (buffer->element != node.type.element()) {
         report("load from '{}' has type {} but the buffer holds {}", node.buffer, to_string(node.type),

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "ir/Builder.h"
+#include "ir/ops/Activation.h"
 #include "ir/ops/Checks.h"
 #include "ir/ops/Nibbles.h"
 #include "ir/ops/SplitK.h"
@@ -101,13 +102,15 @@ void emit_tiled_matmul(ProgramBuilder& program, const char* op_id, const MatmulD
           block_body.loop("p", k_begin, k_end, [&](Body& k_body, Expr p) {
             Expr weight = k_body.let("weight", decoder.weight(k_body, p, column));
             for (std::uint32_t t = 0; t < tile; ++t) {
-              k_body.assign(acc[t], acc[t] + decoder.product(x[x_base[t] + p], weight));
+              k_body.assign(acc[t], acc[t] + decoder.product(widen(x[x_base[t] + p]), weight));
             }
           });
         });
         for (std::uint32_t t = 0; t < tile; ++t) {
           Expr row = row_begin + double(t);
-          auto store = [&](Body& target) { target.store(out, row * double(dims.n) + column, acc[t]); };
+          auto store = [&](Body& target) {
+            target.store(out, row * double(dims.n) + column, narrow(out.element, acc[t]));
+          };
           if (partial_tile) {
             in_range.if_then(row < double(dims.m), store);
           } else {
@@ -123,18 +126,18 @@ void emit_tiled_matmul(ProgramBuilder& program, const char* op_id, const MatmulD
 /// Callers have run check_matmul_dims (which yields `tile`) and check_block_size.
 Program block_affine_program(const char* name, const char* op_id, const MatmulDims& dims, std::uint32_t tile,
                              std::uint32_t block_size, bool asymmetric, ScalarType weight_element,
-                             std::uint32_t weight_count,
+                             std::uint32_t weight_count, ScalarType activation,
                              const std::function<Expr(Body&, const BufferRef&, const Expr& element)>& code) {
   const std::uint32_t blocks = ceil_div(dims.k, block_size);
   const std::uint32_t sidecar_count = checked_count(name, "ceil(k/block_size)*n (sidecar elements)", blocks, dims.n);
 
   ProgramBuilder program(name);
-  BufferRef x = program.input("x", ScalarType::F32, dims.m * dims.k);
+  BufferRef x = program.input("x", activation, dims.m * dims.k);
   BufferRef w = program.input("w", weight_element, weight_count);
   BufferRef scales = program.input("scales", ScalarType::F32, sidecar_count);
   BufferRef zero_points;
   if (asymmetric) zero_points = program.input("zero_points", ScalarType::F32, sidecar_count);
-  BufferRef out = program.output("out", ScalarType::F32, dims.m * dims.n);
+  BufferRef out = program.output("out", activation, dims.m * dims.n);
 
   Expr block_scale, block_zero_point;
   WeightDecoder decoder;
@@ -254,6 +257,7 @@ void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
   const bool partial_rows = g.k % g.chunk_rows != 0;
   const bool vector_x = batch % 4 == 0 && g.chunk_rows % 4 == 0 && block % 4 == 0 && g.k % 4 == 0;
   const bool partial_columns = g.n % warp_columns != 0;
+  const bool f32_activations = g.x.element == ScalarType::F32;
   const SplitK split_k = declare_split_k(program, splits, g.n, subgroups);
   program.launch({kSubgroupSize, 1, 1}, {subgroups, splits, 1});
   program.body([&](Body& body) {
@@ -338,21 +342,26 @@ void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
                 words.push_back(batch_body.let(fmt::format("words{}", r), loaded));
               }
               if (batch > block) begin_blocks(batch_body);  // the batch's blocks' sidecars, also in flight
+              std::vector<HalfWords> x_halves;  // f16/bf16: 4 x values per u32x2
               if (vector_x) {
                 for (std::uint32_t r = 0; r < batch; r += 4) {
                   Expr row = r == 0 ? first_row : first_row + r;
                   if (partial_rows) row = min(row, u32(g.k - 4));
-                  x_vectors.push_back(batch_body.let(fmt::format("x_vec{}", r / 4), g.x.load(row, 4)));
+                  if (f32_activations) {
+                    x_vectors.push_back(batch_body.let(fmt::format("x_vec{}", r / 4), g.x.load(row, 4)));
+                  } else {
+                    x_halves.push_back(load_half_words(batch_body, g.x, row, 4, fmt::format("x_vec{}", r / 4)));
+                  }
                 }
               }
               std::vector<Expr> xs;
               for (std::uint32_t r = 0; r < batch; ++r) {
                 Expr xr;
                 if (vector_x) {
-                  xr = extract_lane(x_vectors[r / 4], r % 4);
+                  xr = f32_activations ? extract_lane(x_vectors[r / 4], r % 4) : x_halves[r / 4].element(r % 4);
                 } else {
                   Expr row = r == 0 ? first_row : first_row + r;
-                  xr = g.x[partial_rows ? min(row, u32(g.k - 1)) : row];
+                  xr = widen(g.x[partial_rows ? min(row, u32(g.k - 1)) : row]);
                 }
                 if (valid[r].defined()) xr = select(valid[r], xr, f32(0.0f));
                 xs.push_back(batch_body.let(fmt::format("x{}", r), xr));
@@ -391,7 +400,12 @@ void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
                                std::vector<Expr> lanes;
                                for (std::uint32_t l = 0; l < 4; ++l)
                                  lanes.push_back(g.finish(store_body, c + l, totals[c + l], stored_column));
-                               store_body.store(g.out, c == 0 ? stored_column : stored_column + c, make_vector(lanes));
+                               Expr at = c == 0 ? stored_column : stored_column + c;
+                               if (f32_activations) {
+                                 store_body.store(g.out, at, make_vector(lanes));
+                               } else {
+                                 store_half_pairs(store_body, g.out, at, lanes);
+                               }
                              }
                            });
     });
@@ -402,7 +416,7 @@ void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
 /// The int8/int4 fast program: buffers as block_affine_program declares them.
 Program block_affine_fast(const char* name, const char* op_id, std::uint32_t k, std::uint32_t n,
                           std::uint32_t block_size, bool asymmetric, ScalarType weight_element,
-                          std::uint32_t weight_count, std::uint32_t columns_per_byte) {
+                          std::uint32_t weight_count, std::uint32_t columns_per_byte, ScalarType activation) {
   const std::uint32_t blocks = ceil_div(k, block_size);
   const std::uint32_t sidecar_count = blocks * n;  // checked by the caller
   ProgramBuilder program(name);
@@ -416,12 +430,12 @@ Program block_affine_fast(const char* name, const char* op_id, std::uint32_t k, 
   g.chunk_rows = block_size;
   g.max_batch_rows = 32;
   g.needs_x_sum = asymmetric;
-  g.x = program.input("x", ScalarType::F32, k);
+  g.x = program.input("x", activation, k);
   g.w = program.input("w", weight_element, weight_count);
   BufferRef scales = program.input("scales", ScalarType::F32, sidecar_count);
   BufferRef zero_points;
   if (asymmetric) zero_points = program.input("zero_points", ScalarType::F32, sidecar_count);
-  g.out = program.output("out", ScalarType::F32, n);
+  g.out = program.output("out", activation, n);
   const std::uint32_t columns = lane_columns(g);
   std::vector<std::vector<Expr>> block_scales(32), block_zero_points(32);
   g.begin_block = [&](Body& body, const Expr& block, const Expr& column, std::uint32_t slot) {
@@ -455,7 +469,7 @@ Program block_affine_fast(const char* name, const char* op_id, std::uint32_t k, 
   return program.build();
 }
 
-Program fp8_fast(std::uint32_t k, std::uint32_t n, Fp8Format format) {
+Program fp8_fast(std::uint32_t k, std::uint32_t n, Fp8Format format, ScalarType activation) {
   const char* name = "dequant_matmul_fp8";
   ProgramBuilder program(name);
   FastGemv g;
@@ -467,10 +481,10 @@ Program fp8_fast(std::uint32_t k, std::uint32_t n, Fp8Format format) {
   g.block_rows = 0;
   g.chunk_rows = std::min<std::uint32_t>(32, k);
   g.max_batch_rows = 32;
-  g.x = program.input("x", ScalarType::F32, k);
+  g.x = program.input("x", activation, k);
   g.w = program.input("w", ScalarType::U8, k * n);
   BufferRef scales = program.input("scales", ScalarType::F32, n);
-  g.out = program.output("out", ScalarType::F32, n);
+  g.out = program.output("out", activation, n);
   const std::uint32_t columns = lane_columns(g);
   const bool e4m3 = format == Fp8Format::E4M3;
   std::vector<Expr> nan_flags;
@@ -507,7 +521,7 @@ Program fp8_fast(std::uint32_t k, std::uint32_t n, Fp8Format format) {
   return program.build();
 }
 
-Program nvfp4_fast(std::uint32_t k, std::uint32_t n, std::uint32_t scale_count) {
+Program nvfp4_fast(std::uint32_t k, std::uint32_t n, std::uint32_t scale_count, ScalarType activation) {
   const char* name = "dequant_matmul_nvfp4";
   ProgramBuilder program(name);
   FastGemv g;
@@ -519,11 +533,11 @@ Program nvfp4_fast(std::uint32_t k, std::uint32_t n, std::uint32_t scale_count) 
   g.block_rows = kNvfp4BlockSize;
   g.chunk_rows = 2 * kNvfp4BlockSize;
   g.max_batch_rows = 2 * kNvfp4BlockSize;
-  g.x = program.input("x", ScalarType::F32, k);
+  g.x = program.input("x", activation, k);
   g.w = program.input("w", ScalarType::U8, ceil_div(k * n, 2));
   BufferRef scales = program.input("scales", ScalarType::U8, scale_count);
   BufferRef global_scale = program.input("global_scale", ScalarType::F32, 1);
-  g.out = program.output("out", ScalarType::F32, n);
+  g.out = program.output("out", activation, n);
   const std::uint32_t columns = lane_columns(g);
   Expr global;
   std::vector<Expr> nan_flags;
@@ -678,39 +692,40 @@ std::vector<Expr> decode_fp4_e2m1_word_x2(const Expr& word) {
 }
 
 Program dequant_matmul_int8(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
-                           bool asymmetric) {
+                           bool asymmetric, ScalarType activation) {
   const char* name = "dequant_matmul_int8";
   check_block_size(name, block_size);
   const MatmulDims dims{m, k, n};
   const std::uint32_t tile = check_matmul_dims(name, dims);
-  return block_affine_program(name, kInt8Id, dims, tile, block_size, asymmetric, ScalarType::I8, k * n,
+  return block_affine_program(name, kInt8Id, dims, tile, block_size, asymmetric, ScalarType::I8, k * n, activation,
                               [](Body&, const BufferRef& w, const Expr& element) {
                                 return cast(ScalarType::F32, w[element]);
                               });
 }
 
 Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
-                           bool asymmetric) {
+                           bool asymmetric, ScalarType activation) {
   const char* name = "dequant_matmul_int4";
   check_block_size(name, block_size);
   const MatmulDims dims{m, k, n};
   const std::uint32_t tile = check_matmul_dims(name, dims);
   return block_affine_program(name, kInt4Id, dims, tile, block_size, asymmetric, ScalarType::U8,
-                              ceil_div(k * n, 2),
+                              ceil_div(k * n, 2), activation,
                               [](Body& body, const BufferRef& w, const Expr& element) {
                                 return cast(ScalarType::F32, byte_buffer_nibble(body, w, element));
                               });
 }
 
-Program dequant_matmul_fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp8Format format) {
+Program dequant_matmul_fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp8Format format,
+                          ScalarType activation) {
   const char* name = "dequant_matmul_fp8";
   const MatmulDims dims{m, k, n};
   const std::uint32_t tile = check_matmul_dims(name, dims);
   ProgramBuilder program(name);
-  BufferRef x = program.input("x", ScalarType::F32, m * k);
+  BufferRef x = program.input("x", activation, m * k);
   BufferRef w = program.input("w", ScalarType::U8, k * n);
   BufferRef scales = program.input("scales", ScalarType::F32, n);
-  BufferRef out = program.output("out", ScalarType::F32, m * n);
+  BufferRef out = program.output("out", activation, m * n);
 
   Expr column_scale;
   WeightDecoder decoder;
@@ -726,18 +741,18 @@ Program dequant_matmul_fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp
   return program.build();
 }
 
-Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n) {
+Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, ScalarType activation) {
   const char* name = "dequant_matmul_nvfp4";
   const MatmulDims dims{m, k, n};
   const std::uint32_t tile = check_matmul_dims(name, dims);
   const std::uint32_t blocks = ceil_div(k, kNvfp4BlockSize);
   const std::uint32_t scale_count = checked_count(name, "ceil(k/16)*n (scale bytes)", blocks, n);
   ProgramBuilder program(name);
-  BufferRef x = program.input("x", ScalarType::F32, m * k);
+  BufferRef x = program.input("x", activation, m * k);
   BufferRef w = program.input("w", ScalarType::U8, ceil_div(k * n, 2));
   BufferRef scales = program.input("scales", ScalarType::U8, scale_count);
   BufferRef global_scale = program.input("global_scale", ScalarType::F32, 1);
-  BufferRef out = program.output("out", ScalarType::F32, m * n);
+  BufferRef out = program.output("out", activation, m * n);
 
   Expr global, block_scale;
   WeightDecoder decoder;
@@ -756,52 +771,58 @@ Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n) 
 }
 
 Program dequant_matmul_int8(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
-                           bool asymmetric, KernelSchedule schedule) {
+                           bool asymmetric, KernelSchedule schedule, ScalarType activation) {
   const char* name = "dequant_matmul_int8";
-  if (schedule == KernelSchedule::Seed) return dequant_matmul_int8(m, k, n, block_size, asymmetric);
+  if (schedule == KernelSchedule::Seed) return dequant_matmul_int8(m, k, n, block_size, asymmetric, activation);
   check_block_size(name, block_size);  // the seed's errors first, for every schedule
   check_matmul_dims(name, {m, k, n});
   checked_count(name, "ceil(k/block_size)*n (sidecar elements)", ceil_div(k, block_size), n);
   auto reason = fast_unsupported(name, m, n, 1);
-  if (reason && schedule == KernelSchedule::Auto) return dequant_matmul_int8(m, k, n, block_size, asymmetric);
+  if (reason && schedule == KernelSchedule::Auto) {
+    return dequant_matmul_int8(m, k, n, block_size, asymmetric, activation);
+  }
   if (reason) throw_fast_unsupported(name, *reason);
-  return block_affine_fast(name, kInt8Id, k, n, block_size, asymmetric, ScalarType::I8, k * n, 1);
+  return block_affine_fast(name, kInt8Id, k, n, block_size, asymmetric, ScalarType::I8, k * n, 1, activation);
 }
 
 Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
-                           bool asymmetric, KernelSchedule schedule) {
+                           bool asymmetric, KernelSchedule schedule, ScalarType activation) {
   const char* name = "dequant_matmul_int4";
-  if (schedule == KernelSchedule::Seed) return dequant_matmul_int4(m, k, n, block_size, asymmetric);
+  if (schedule == KernelSchedule::Seed) return dequant_matmul_int4(m, k, n, block_size, asymmetric, activation);
   check_block_size(name, block_size);
   check_matmul_dims(name, {m, k, n});
   checked_count(name, "ceil(k/block_size)*n (sidecar elements)", ceil_div(k, block_size), n);
   auto reason = fast_unsupported(name, m, n, 2);
-  if (reason && schedule == KernelSchedule::Auto) return dequant_matmul_int4(m, k, n, block_size, asymmetric);
+  if (reason && schedule == KernelSchedule::Auto) {
+    return dequant_matmul_int4(m, k, n, block_size, asymmetric, activation);
+  }
   if (reason) throw_fast_unsupported(name, *reason);
-  return block_affine_fast(name, kInt4Id, k, n, block_size, asymmetric, ScalarType::U8, ceil_div(k * n, 2), 2);
+  return block_affine_fast(name, kInt4Id, k, n, block_size, asymmetric, ScalarType::U8, ceil_div(k * n, 2), 2,
+                           activation);
 }
 
 Program dequant_matmul_fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp8Format format,
-                          KernelSchedule schedule) {
+                          KernelSchedule schedule, ScalarType activation) {
   const char* name = "dequant_matmul_fp8";
-  if (schedule == KernelSchedule::Seed) return dequant_matmul_fp8(m, k, n, format);
+  if (schedule == KernelSchedule::Seed) return dequant_matmul_fp8(m, k, n, format, activation);
   check_matmul_dims(name, {m, k, n});
   auto reason = fast_unsupported(name, m, n, 1);
-  if (reason && schedule == KernelSchedule::Auto) return dequant_matmul_fp8(m, k, n, format);
+  if (reason && schedule == KernelSchedule::Auto) return dequant_matmul_fp8(m, k, n, format, activation);
   if (reason) throw_fast_unsupported(name, *reason);
-  return fp8_fast(k, n, format);
+  return fp8_fast(k, n, format, activation);
 }
 
-Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, KernelSchedule schedule) {
+Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, KernelSchedule schedule,
+                            ScalarType activation) {
   const char* name = "dequant_matmul_nvfp4";
-  if (schedule == KernelSchedule::Seed) return dequant_matmul_nvfp4(m, k, n);
+  if (schedule == KernelSchedule::Seed) return dequant_matmul_nvfp4(m, k, n, activation);
   check_matmul_dims(name, {m, k, n});
   const std::uint32_t scale_count =
       checked_count(name, "ceil(k/16)*n (scale bytes)", ceil_div(k, kNvfp4BlockSize), n);
   auto reason = fast_unsupported(name, m, n, 2);
-  if (reason && schedule == KernelSchedule::Auto) return dequant_matmul_nvfp4(m, k, n);
+  if (reason && schedule == KernelSchedule::Auto) return dequant_matmul_nvfp4(m, k, n, activation);
   if (reason) throw_fast_unsupported(name, *reason);
-  return nvfp4_fast(k, n, scale_count);
+  return nvfp4_fast(k, n, scale_count, activation);
 }
 
 namespace {
@@ -846,16 +867,16 @@ std::vector<OpInfo> dequant_matmul_ops() {
   ParamSpec asymmetric{"asymmetric", ParamType::Bool, "subtract a per-block f32 zero point", "false", "", {}};
   ParamSpec format{"format", ParamType::Choice, "FP8 encoding of W", "\"e4m3\"", "", {"e4m3", "e5m2"}};
   const std::string sidecar_count = "ceil(k/block_size) * n";
-  const BufferSpec x{"x", "input", ScalarType::F32, "m * k"};
-  const BufferSpec out{"out", "output", ScalarType::F32, "m * n"};
+  const BufferSpec x{"x", "input", ScalarType::F32, "m * k", true};
+  const BufferSpec out{"out", "output", ScalarType::F32, "m * n", true};
   const BufferSpec scales{"scales", "sidecar", ScalarType::F32, sidecar_count};
   const BufferSpec zero_points{"zero_points", "sidecar", ScalarType::F32, sidecar_count + " (asymmetric only)"};
 
   auto build_block = [](Program (*constructor)(std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, bool,
-                                                KernelSchedule)) {
+                                                KernelSchedule, ScalarType)) {
     return [constructor](const OpArgs& args) {
       return constructor(args.u32("m"), args.u32("k"), args.u32("n"), args.u32("block_size"),
-                         args.boolean("asymmetric"), schedule_of(args));
+                         args.boolean("asymmetric"), schedule_of(args), activation_of(args));
     };
   };
   std::vector<OpInfo> ops;
@@ -864,7 +885,7 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .summary = "out = x @ ((f32(W) - zero_point) * scale), W i8 with per-block sidecars",
       .layout = layout + "; W i8 element p*n + j; sidecars [ceil(k/block_size), n]",
       .seed = seed,
-      .params = {m, k, n, block_size, asymmetric, schedule_param()},
+      .params = {m, k, n, block_size, asymmetric, schedule_param(), activation_param()},
       .buffers = with_split_k({x, {"w", "weight", ScalarType::I8, "k * n"}, scales, zero_points, out}, "ceil(n/32)"),
       .build = build_block(dequant_matmul_int8),
       .test_shapes = {scheduled(block_shape(1, 8, 4, 4, false), "seed"), scheduled(block_shape(3, 20, 9, 8, true), "seed"),
@@ -873,14 +894,18 @@ std::vector<OpInfo> dequant_matmul_ops() {
                       scheduled(block_shape(1, 64, 32, 32, true), "fast"),
                       scheduled(block_shape(1, 37, 48, 16, false), "fast"),
                       // 64 chunks for one warp's 16 k-lanes: split-K over 2 workgroups
-                      scheduled(block_shape(1, 1024, 32, 16, true), "fast")},
+                      scheduled(block_shape(1, 1024, 32, 16, true), "fast"),
+                      activated(scheduled(block_shape(3, 20, 9, 8, true), "seed"), "f16"),
+                      activated(scheduled(block_shape(3, 20, 9, 8, true), "seed"), "bf16"),
+                      activated(scheduled(block_shape(1, 37, 48, 16, false), "fast"), "f16"),
+                      activated(scheduled(block_shape(1, 64, 32, 32, true), "fast"), "bf16")},
   });
   ops.push_back(OpInfo{
       .name = "dequant_matmul_int4",
       .summary = "out = x @ ((f32(W4) - zero_point) * scale), unsigned nibbles with per-block sidecars",
       .layout = layout + "; element p*n + j is nibble (low first) of byte (p*n + j)/2",
       .seed = seed,
-      .params = {m, k, n, block_size, asymmetric, schedule_param()},
+      .params = {m, k, n, block_size, asymmetric, schedule_param(), activation_param()},
       .buffers = with_split_k({x, {"w", "weight", ScalarType::U8, "ceil(k*n / 2)"}, scales, zero_points, out}, "ceil(n/64)"),
       .build = build_block(dequant_matmul_int4),
       .test_shapes = {scheduled(block_shape(1, 8, 4, 4, false), "seed"), scheduled(block_shape(3, 20, 9, 8, true), "seed"),
@@ -889,32 +914,40 @@ std::vector<OpInfo> dequant_matmul_ops() {
                       scheduled(block_shape(1, 64, 64, 32, true), "fast"),
                       scheduled(block_shape(1, 37, 96, 16, false), "fast"),
                       // split-K over 4 workgroups, a partial last block and a partial last warp
-                      scheduled(block_shape(1, 2050, 96, 16, false), "fast")},
+                      scheduled(block_shape(1, 2050, 96, 16, false), "fast"),
+                      activated(scheduled(block_shape(2, 9, 7, 5, false), "seed"), "f16"),
+                      activated(scheduled(block_shape(2, 9, 7, 5, false), "seed"), "bf16"),
+                      activated(scheduled(block_shape(1, 64, 64, 32, true), "fast"), "f16"),
+                      activated(scheduled(block_shape(1, 37, 96, 16, false), "fast"), "bf16")},
   });
   ops.push_back(OpInfo{
       .name = "dequant_matmul_fp8",
       .summary = "out[i, j] = sum_p (x[i, p] * fp8(W[p, j])) * scales[j] (OCP E4M3 or E5M2)",
       .layout = layout + "; W u8 codes element p*n + j; scales [n]",
       .seed = seed,
-      .params = {m, k, n, format, schedule_param()},
+      .params = {m, k, n, format, schedule_param(), activation_param()},
       .buffers = with_split_k({x, {"w", "weight", ScalarType::U8, "k * n"}, {"scales", "sidecar", ScalarType::F32, "n"}, out},
                               "ceil(n/32)"),
       .build =
           [](const OpArgs& args) {
             return dequant_matmul_fp8(args.u32("m"), args.u32("k"), args.u32("n"), fp8_format_arg(args),
-                                      schedule_of(args));
+                                      schedule_of(args), activation_of(args));
           },
       .test_shapes = {scheduled(fp8_shape(1, 8, 4, "e4m3"), "seed"), scheduled(fp8_shape(3, 9, 7, "e5m2"), "seed"),
                       scheduled(fp8_shape(6, 33, 129, "e4m3"), "seed"), scheduled(fp8_shape(2, 16, 9, "e5m2"), "seed"),
                       scheduled(fp8_shape(1, 40, 32, "e4m3"), "fast"), scheduled(fp8_shape(1, 33, 48, "e5m2"), "fast"),
-                      scheduled(fp8_shape(1, 2048, 32, "e4m3"), "fast")},  // split-K over 2 workgroups
+                      scheduled(fp8_shape(1, 2048, 32, "e4m3"), "fast"),  // split-K over 2 workgroups
+                      activated(scheduled(fp8_shape(3, 9, 7, "e5m2"), "seed"), "f16"),
+                      activated(scheduled(fp8_shape(2, 16, 9, "e4m3"), "seed"), "bf16"),
+                      activated(scheduled(fp8_shape(1, 40, 32, "e4m3"), "fast"), "f16"),
+                      activated(scheduled(fp8_shape(1, 33, 48, "e5m2"), "fast"), "bf16")},
   });
   ops.push_back(OpInfo{
       .name = "dequant_matmul_nvfp4",
       .summary = "out = x @ (e2m1(W4) * e4m3(block scale) * global_scale), 16-element k blocks",
       .layout = layout + "; W nibbles as int4; scales u8 [ceil(k/16), n]; global_scale [1]",
       .seed = seed,
-      .params = {m, k, n, schedule_param()},
+      .params = {m, k, n, schedule_param(), activation_param()},
       .buffers = with_split_k({x,
                                {"w", "weight", ScalarType::U8, "ceil(k*n / 2)"},
                                {"scales", "sidecar", ScalarType::U8, "ceil(k/16) * n"},
@@ -923,12 +956,17 @@ std::vector<OpInfo> dequant_matmul_ops() {
                               "ceil(n/64)"),
       .build =
           [](const OpArgs& args) {
-            return dequant_matmul_nvfp4(args.u32("m"), args.u32("k"), args.u32("n"), schedule_of(args));
+            return dequant_matmul_nvfp4(args.u32("m"), args.u32("k"), args.u32("n"), schedule_of(args),
+                                        activation_of(args));
           },
       .test_shapes = {scheduled(dims_shape(1, 16, 4), "seed"), scheduled(dims_shape(3, 20, 9), "seed"),
                       scheduled(dims_shape(5, 64, 33), "seed"), scheduled(dims_shape(2, 7, 3), "seed"),
                       scheduled(dims_shape(1, 32, 64), "fast"), scheduled(dims_shape(1, 23, 96), "fast"),
-                      scheduled(dims_shape(1, 4100, 64), "fast")},  // split-K over 4 workgroups, partial rows
+                      scheduled(dims_shape(1, 4100, 64), "fast"),  // split-K over 4 workgroups, partial rows
+                      activated(scheduled(dims_shape(3, 20, 9), "seed"), "f16"),
+                      activated(scheduled(dims_shape(3, 20, 9), "seed"), "bf16"),
+                      activated(scheduled(dims_shape(1, 23, 96), "fast"), "f16"),
+                      activated(scheduled(dims_shape(1, 32, 64), "fast"), "bf16")},
   });
   return ops;
 }

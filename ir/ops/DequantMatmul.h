@@ -2,10 +2,15 @@
 // weights kept quantized in memory. Semantics and layouts follow RLX's CPU thunks
 // `dequant_matmul_{int8,int4,fp8,nvfp4}` (RLX `rlx_cpu/thunk.rs`, no released version).
 //
-// Shapes (every op): x f32[m*k] is [m, k] row-major (k fastest); the logical weight W is
-// [k, n] row-major (n fastest): element (p, j) has linear index p*n + j; out f32[m*n] is
-// [m, n] row-major (n fastest). Block sidecars are [ceil(k/block_size), n] (n fastest):
-// the entry for (p, j) is at (p/block_size)*n + j. A partial last block is allowed.
+// Shapes (every op): x A[m*k] is [m, k] row-major (k fastest); the logical weight W is
+// [k, n] row-major (n fastest): element (p, j) has linear index p*n + j; out A[m*n] is
+// [m, n] row-major (n fastest). A is the activation type, the spec parameter
+// "activation": "f32" (default) | "f16" | "bf16" (ir/ops/Activation.h): f16/bf16 x
+// values widen exactly to f32, the f32 computation below runs unchanged on them (both
+// schedules), and each output is rounded once to A when it is stored (round to nearest
+// even; |y| >= 65520 gives +-inf in f16). Sidecars and scales stay f32 (nvfp4: u8
+// codes). Block sidecars are [ceil(k/block_size), n] (n fastest): the entry for (p, j)
+// is at (p/block_size)*n + j. A partial last block is allowed.
 //
 // Floating-point order (the seed's, so results match RLX's CPU reference bit for bit):
 // each output starts from +0.0 and adds x[i, p] * w(p, j) for p = 0, 1, ..., k-1 in
@@ -68,7 +73,8 @@
 //    yields f16; with f32 activations each value then needs a cvt.f32.f16 on the
 //    conversion pipe (16 results/clock/SM on sm_90 against 64 for the integer/fp32 pipes
 //    the bit decode uses), which costs more than the three integer instructions it
-//    replaces, so the bit decode is used. It pays once activations are f16.
+//    replaces, so the bit decode is used. f16 activations do not change this: the
+//    products still run in f32 (ir/ops/Activation.h), so the weights are needed as f32.
 // Floating-point order and the bound against the seed: the seed adds x*w per k in order;
 // the fast schedule forms per-chunk f32 fma sums, folds them per block, sums the 16
 // k-lanes by the butterfly and the splits in order. With u = 2^-24 and per-term
@@ -82,6 +88,12 @@
 // tests/reference/dequant_fast_tests.cpp. Where every partial sum is an exact small
 // integer multiple of a power of two (integer x, power-of-two scales) both are exact and
 // agree bit for bit.
+// f16/bf16 activations: the bounds above are of the f32 value y each schedule computes;
+// the stored output adds at most u_h*|y| + eta_h (u_h = 2^-11 for f16, 2^-8 for bf16;
+// eta_h = 2^-25, 2^-134), so |fast - seed| <= (the sum above) + u_h*(|fast| + |seed|) +
+// 2*eta_h (tests/reference/activation_tests.cpp). The fast schedule reads 4 x values per
+// reinterpreting u32x2 load (the f32 program's f32x4), widens each once per lane (f16:
+// cvt.f32.f16; bf16: shl/and), and stores 4 columns as two f16x2/bf16x2 pairs.
 // Fast errors (OpError, after the seed's own checks): m != 1 ("the batch-1 GEMV");
 // n not a multiple of 16 (int8, fp8) or 32 (int4, nvfp4), the columns of one lane's
 // 16-byte row load. k needs no multiple: rows past k read code 0 and x 0; n needs no
@@ -154,49 +166,53 @@ std::vector<Expr> decode_fp4_e2m1_word_x2(const Expr& word);
 /// INT8 block-quantized weights: w(p, j) = (f32(q) - z) * s, where q = W[p*n + j] (i8,
 /// -128..127), s = scales[b*n + j], z = zero_points[b*n + j] (asymmetric) or absent
 /// (symmetric: w = f32(q) * s, the same value as with z = 0), b = p / block_size.
-/// Buffers (bindings in order): x f32[m*k], w i8[k*n], scales f32[ceil(k/block_size)*n],
-/// zero_points f32[ceil(k/block_size)*n] (only when asymmetric), out f32[m*n].
+/// Buffers (bindings in order; A = the activation type): x A[m*k], w i8[k*n],
+/// scales f32[ceil(k/block_size)*n], zero_points f32[ceil(k/block_size)*n] (only when
+/// asymmetric), out A[m*n].
 /// Loads of w are byte loads that widen to 32 bits (PTX has no 8-bit registers).
 /// Errors (OpError): m, k, n or block_size 0; a buffer count (m*k, k*n, m*n,
 /// ceil(k/block_size)*n) over 2^32-1; ceil(m/4) over 65535 (CUDA grid y).
 Program dequant_matmul_int8(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
-                           bool asymmetric);
+                           bool asymmetric, ScalarType activation = ScalarType::F32);
 
 /// INT4 block-quantized weights, two unsigned nibbles per byte: element e = p*n + j is
 /// the low nibble (bits 0..3) of byte w[e/2] when e is even, the high nibble when odd.
 /// Codes are unsigned 0..15 as in the seed: symmetric means z = 0 (no implicit offset
 /// of 8). w(p, j) = (f32(code) - z) * s with the int8 op's sidecars.
-/// Buffers: x f32[m*k], w u8[ceil(k*n/2)], scales and (asymmetric) zero_points
-/// f32[ceil(k/block_size)*n], out f32[m*n]. Errors as for dequant_matmul_int8.
+/// Buffers: x A[m*k], w u8[ceil(k*n/2)], scales and (asymmetric) zero_points
+/// f32[ceil(k/block_size)*n], out A[m*n]. Errors as for dequant_matmul_int8.
 Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
-                           bool asymmetric);
+                           bool asymmetric, ScalarType activation = ScalarType::F32);
 
 /// FP8 weights with one f32 scale per output column: the seed's `acc += x * w * s`,
 /// i.e. product = (x[i, p] * decode_fp8(W[p*n + j])) * scales[j]. NaN codes (and
-/// E5M2 infinities times 0) give NaN outputs. Buffers: x f32[m*k], w u8[k*n],
-/// scales f32[n], out f32[m*n]. Errors (OpError): m, k or n 0; a count over 2^32-1;
+/// E5M2 infinities times 0) give NaN outputs. Buffers: x A[m*k], w u8[k*n],
+/// scales f32[n], out A[m*n]. Errors (OpError): m, k or n 0; a count over 2^32-1;
 /// ceil(m/4) over 65535.
-Program dequant_matmul_fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp8Format format);
+Program dequant_matmul_fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp8Format format,
+                          ScalarType activation = ScalarType::F32);
 
 /// NVFP4: E2M1 nibbles packed as dequant_matmul_int4 (element p*n + j, low nibble
 /// first), one FP8-E4M3 scale byte per 16 consecutive p per column at
 /// scales[(p/16)*n + j] (decoded per decode_fp8, sign and NaN included), one f32
 /// global scale: w(p, j) = (decode_fp4_e2m1(code) * decode_fp8(E4M3, scale)) *
 /// global_scale[0], the seed's order. k need not be a multiple of 16 (the last block
-/// is partial). Buffers: x f32[m*k], w u8[ceil(k*n/2)], scales u8[ceil(k/16)*n],
-/// global_scale f32[1], out f32[m*n]. Errors as for dequant_matmul_fp8.
-Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n);
+/// is partial). Buffers: x A[m*k], w u8[ceil(k*n/2)], scales u8[ceil(k/16)*n],
+/// global_scale f32[1], out A[m*n]. Errors as for dequant_matmul_fp8.
+Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                            ScalarType activation = ScalarType::F32);
 
 /// The ops with a schedule (see "Fast schedule" above); the overloads without one build
 /// the seed program. Fast throws OpError naming the value and the fix where it cannot
-/// run; Auto falls back to the seed.
+/// run; Auto falls back to the seed. Every activation type runs on both schedules.
 Program dequant_matmul_int8(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
-                           bool asymmetric, KernelSchedule schedule);
+                           bool asymmetric, KernelSchedule schedule, ScalarType activation = ScalarType::F32);
 Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
-                           bool asymmetric, KernelSchedule schedule);
+                           bool asymmetric, KernelSchedule schedule, ScalarType activation = ScalarType::F32);
 Program dequant_matmul_fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp8Format format,
-                          KernelSchedule schedule);
-Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, KernelSchedule schedule);
+                          KernelSchedule schedule, ScalarType activation = ScalarType::F32);
+Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, KernelSchedule schedule,
+                            ScalarType activation = ScalarType::F32);
 
 /// Registry entries for the four ops above.
 std::vector<OpInfo> dequant_matmul_ops();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ir/Builder.h"
+#include "ir/ops/Activation.h"
 #include "ir/ops/Checks.h"
 #include "ir/ops/Nibbles.h"
 
@@ -139,7 +140,7 @@ RowSubgroupLayout row_subgroup_layout(Body& region, std::uint32_t tile) {
 
 /// Float matvec for `batch` activation vectors (batch 1 is the plain matvec).
 Program batched_matvec_program(const char* name, const char* op_id, std::uint32_t batch, std::uint32_t rows,
-                               std::uint32_t cols) {
+                               std::uint32_t cols, ScalarType activation) {
   check_int4_dims(name, batch, rows, cols);
   const std::uint32_t words_per_row = int4_packed_words(cols);
   const std::uint32_t weight_words = checked_count(name, "rows*ceil(cols/8)", rows, words_per_row);
@@ -151,9 +152,9 @@ Program batched_matvec_program(const char* name, const char* op_id, std::uint32_
 
   ProgramBuilder program(name);
   BufferRef weights = program.input("weights", ScalarType::U32, weight_words);
-  BufferRef x = program.input("x", ScalarType::F32, x_count);
+  BufferRef x = program.input("x", activation, x_count);
   BufferRef row_scales = program.input("row_scales", ScalarType::F32, rows);
-  BufferRef out = program.output("out", ScalarType::F32, out_count);
+  BufferRef out = program.output("out", activation, out_count);
   program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(rows, kSubgroupsPerWorkgroup), batch_workgroups, 1});
   program.body([&](Body& body) {
     body.region(op_id, [&](Body& region) {
@@ -175,7 +176,7 @@ Program batched_matvec_program(const char* name, const char* op_id, std::uint32_
           for (std::uint32_t v = 0; v < values; ++v) {
             Expr weight = cast(ScalarType::F32, weight_values[v]);
             for (std::uint32_t t = 0; t < tile; ++t) {
-              word_body.assign(acc[t], acc[t] + weight * x[x_base[t] + column_base + double(v)]);
+              word_body.assign(acc[t], acc[t] + weight * widen(x[x_base[t] + column_base + double(v)]));
             }
           }
         });
@@ -186,7 +187,7 @@ Program batched_matvec_program(const char* name, const char* op_id, std::uint32_
           for (std::uint32_t t = 0; t < tile; ++t) {
             Expr batch_index = layout.batch_begin + double(t);
             leader.if_then(batch_index < double(batch), [&](Body& store) {
-              store.store(out, batch_index * double(rows) + layout.row, scale * sums[t]);
+              store.store(out, batch_index * double(rows) + layout.row, narrow(activation, scale * sums[t]));
             });
           }
         });
@@ -241,7 +242,7 @@ namespace {
 
 /// The fast program (see the header): the seed's checks and buffers, then the schedule.
 Program fast_row_gemv_program(const char* name, const char* op_id, std::uint32_t batch, std::uint32_t rows,
-                              std::uint32_t cols) {
+                              std::uint32_t cols, ScalarType activation) {
   check_int4_dims(name, batch, rows, cols);
   const std::uint32_t words_per_row = int4_packed_words(cols);
   const std::uint32_t weight_words = checked_count(name, "rows*ceil(cols/8)", rows, words_per_row);
@@ -259,11 +260,12 @@ Program fast_row_gemv_program(const char* name, const char* op_id, std::uint32_t
   const std::uint32_t row_groups = ceil_div(rows, row_tile);
   const bool partial_rows = rows % row_tile != 0;
 
+  const bool f32_activations = activation == ScalarType::F32;
   ProgramBuilder program(name);
   BufferRef weights = program.input("weights", ScalarType::U32, weight_words);
-  BufferRef x = program.input("x", ScalarType::F32, x_count);
+  BufferRef x = program.input("x", activation, x_count);
   BufferRef row_scales = program.input("row_scales", ScalarType::F32, rows);
-  BufferRef out = program.output("out", ScalarType::F32, out_count);
+  BufferRef out = program.output("out", activation, out_count);
   program.launch({kFastSubgroupsPerWorkgroup * kSubgroupLanes, 1, 1},
                  {ceil_div(row_groups, kFastSubgroupsPerWorkgroup), ceil_div(batch, tile), 1});
   program.body([&](Body& body) {
@@ -300,9 +302,25 @@ Program fast_row_gemv_program(const char* name, const char* op_id, std::uint32_t
             words.push_back(work.let(fmt::format("words{}", r), weights.load(weight_base[r] + chunk * 4u, 4)));
           }
           Expr column = work.let("column", chunk * kFastLaneColumns);
+          std::vector<HalfWords> x_halves;  // f16/bf16: 8 x values per u32x4
           for (std::uint32_t b = 0; b < tile; ++b) {
+            if (!f32_activations) {
+              for (std::uint32_t v = 0; v < kFastLaneColumns / 8; ++v) {
+                Expr at = v == 0 ? x_base[b] + column : x_base[b] + column + 8u * v;
+                x_halves.push_back(load_half_words(work, x, at, 8, fmt::format("x_words{}_{}", b, v)));
+              }
+              continue;
+            }
             for (std::uint32_t v = 0; v < kFastLaneColumns / 4; ++v) {
               xs.push_back(work.let(fmt::format("x{}_{}", b, v), x.load(x_base[b] + column + 4u * v, 4)));
+            }
+          }
+          // f16/bf16: each x value widened once, after every load of the step.
+          std::vector<Expr> widened;
+          for (std::uint32_t b = 0; b < tile && !f32_activations; ++b) {
+            for (std::uint32_t c = 0; c < kFastLaneColumns; ++c) {
+              const HalfWords& words = x_halves[b * (kFastLaneColumns / 8) + c / 8];
+              widened.push_back(work.let(fmt::format("x{}_{}", b, c), words.element(c % 8)));
             }
           }
           for (std::uint32_t r = 0; r < row_tile; ++r) {
@@ -314,7 +332,8 @@ Program fast_row_gemv_program(const char* name, const char* op_id, std::uint32_t
                 if (tile > 1) q = work.let(fmt::format("q{}_{}_{}", r, j, i), q);
                 const std::uint32_t c = j * kValuesPerWord + i;  // column within the lane's 32
                 for (std::uint32_t b = 0; b < tile; ++b) {
-                  Expr xe = extract_lane(xs[b * (kFastLaneColumns / 4) + c / 4], c % 4);
+                  Expr xe = f32_activations ? extract_lane(xs[b * (kFastLaneColumns / 4) + c / 4], c % 4)
+                                            : widened[b * kFastLaneColumns + c];
                   work.assign(acc[r][b], fma(xe, q, acc[r][b]));
                 }
               }
@@ -345,12 +364,16 @@ Program fast_row_gemv_program(const char* name, const char* op_id, std::uint32_t
               if (!partial_rows) {
                 std::vector<Expr> lanes;
                 for (std::uint32_t r = 0; r < row_tile; ++r) lanes.push_back(scales[r] * acc[r][b]);
-                store.store(out, out_base, make_vector(lanes));
+                if (f32_activations) {
+                  store.store(out, out_base, make_vector(lanes));
+                } else {
+                  store_half_pairs(store, out, out_base, lanes);
+                }
                 return;
               }
               for (std::uint32_t r = 0; r < row_tile; ++r) {
                 store.if_then(first_row + r < rows, [&](Body& in_range) {
-                  in_range.store(out, r == 0 ? out_base : out_base + r, scales[r] * acc[r][b]);
+                  in_range.store(out, r == 0 ? out_base : out_base + r, narrow(activation, scales[r] * acc[r][b]));
                 });
               }
             };
@@ -402,28 +425,30 @@ Program int4_dot_f32_scaled(std::uint32_t lane_count) {
   return dot_program("int4_dot_f32_scaled", kDotScaledId, lane_count, true);
 }
 
-Program int4_matvec_f32_scaled(std::uint32_t rows, std::uint32_t cols) {
-  return batched_matvec_program("int4_matvec_f32_scaled", kMatvecId, 1, rows, cols);
-}
-
-Program int4_batched_matvec_f32_scaled(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols) {
-  return batched_matvec_program("int4_batched_matvec_f32_scaled", kBatchedMatvecId, batch, rows, cols);
-}
-
-Program int4_matvec_f32_scaled(std::uint32_t rows, std::uint32_t cols, KernelSchedule schedule) {
-  if (schedule == KernelSchedule::Seed || (schedule == KernelSchedule::Auto && int4_row_gemv_unsupported(1, rows, cols))) {
-    return int4_matvec_f32_scaled(rows, cols);
-  }
-  return fast_row_gemv_program("int4_matvec_f32_scaled", kMatvecId, 1, rows, cols);
+Program int4_matvec_f32_scaled(std::uint32_t rows, std::uint32_t cols, ScalarType activation) {
+  return batched_matvec_program("int4_matvec_f32_scaled", kMatvecId, 1, rows, cols, activation);
 }
 
 Program int4_batched_matvec_f32_scaled(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols,
-                                       KernelSchedule schedule) {
+                                       ScalarType activation) {
+  return batched_matvec_program("int4_batched_matvec_f32_scaled", kBatchedMatvecId, batch, rows, cols, activation);
+}
+
+Program int4_matvec_f32_scaled(std::uint32_t rows, std::uint32_t cols, KernelSchedule schedule,
+                               ScalarType activation) {
+  if (schedule == KernelSchedule::Seed || (schedule == KernelSchedule::Auto && int4_row_gemv_unsupported(1, rows, cols))) {
+    return int4_matvec_f32_scaled(rows, cols, activation);
+  }
+  return fast_row_gemv_program("int4_matvec_f32_scaled", kMatvecId, 1, rows, cols, activation);
+}
+
+Program int4_batched_matvec_f32_scaled(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols,
+                                       KernelSchedule schedule, ScalarType activation) {
   if (schedule == KernelSchedule::Seed ||
       (schedule == KernelSchedule::Auto && int4_row_gemv_unsupported(batch, rows, cols))) {
-    return int4_batched_matvec_f32_scaled(batch, rows, cols);
+    return int4_batched_matvec_f32_scaled(batch, rows, cols, activation);
   }
-  return fast_row_gemv_program("int4_batched_matvec_f32_scaled", kBatchedMatvecId, batch, rows, cols);
+  return fast_row_gemv_program("int4_batched_matvec_f32_scaled", kBatchedMatvecId, batch, rows, cols, activation);
 }
 
 Program int4_batched_matmul_f32_scaled(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols) {
@@ -600,41 +625,49 @@ std::vector<OpInfo> int4_packed_ops() {
       .summary = "out[r] = row_scales[r] * sum_c w[r][c] * x[c]",
       .layout = packing + "; one subgroup per row",
       .seed = seed,
-      .params = {rows, cols, schedule_param()},
+      .params = {rows, cols, schedule_param(), activation_param()},
       .buffers = {weights,
-                  {"x", "input", ScalarType::F32, "cols"},
+                  {"x", "input", ScalarType::F32, "cols", true},
                   row_scales,
-                  {"out", "output", ScalarType::F32, "rows"}},
+                  {"out", "output", ScalarType::F32, "rows", true}},
       .build =
           [](const OpArgs& args) {
-            return int4_matvec_f32_scaled(args.u32("rows"), args.u32("cols"), schedule_of(args));
+            return int4_matvec_f32_scaled(args.u32("rows"), args.u32("cols"), schedule_of(args), activation_of(args));
           },
       .test_shapes = {scheduled(OpArgs::dims({{"rows", 2}, {"cols", 8}}), "seed"),
                       scheduled(OpArgs::dims({{"rows", 3}, {"cols", 9}}), "seed"),
                       scheduled(OpArgs::dims({{"rows", 9}, {"cols", 263}}), "seed"),
                       scheduled(OpArgs::dims({{"rows", 8}, {"cols", 64}}), "fast"),
-                      scheduled(OpArgs::dims({{"rows", 5}, {"cols", 1056}}), "fast")},
+                      scheduled(OpArgs::dims({{"rows", 5}, {"cols", 1056}}), "fast"),
+                      activated(scheduled(OpArgs::dims({{"rows", 3}, {"cols", 41}}), "seed"), "f16"),
+                      activated(scheduled(OpArgs::dims({{"rows", 3}, {"cols", 41}}), "seed"), "bf16"),
+                      activated(scheduled(OpArgs::dims({{"rows", 8}, {"cols", 96}}), "fast"), "f16"),
+                      activated(scheduled(OpArgs::dims({{"rows", 5}, {"cols", 64}}), "fast"), "bf16")},
   });
   ops.push_back(OpInfo{
       .name = "int4_batched_matvec_f32_scaled",
       .summary = "out[b, r] = row_scales[r] * sum_c w[r][c] * x[b, c]",
       .layout = packing + "; x [batch, cols], out [batch, rows] (row fastest); subgroup per row x 4 batches",
       .seed = seed,
-      .params = {batch, rows, cols, schedule_param()},
+      .params = {batch, rows, cols, schedule_param(), activation_param()},
       .buffers = {weights,
-                  {"x", "input", ScalarType::F32, "batch * cols"},
+                  {"x", "input", ScalarType::F32, "batch * cols", true},
                   row_scales,
-                  {"out", "output", ScalarType::F32, "batch * rows"}},
+                  {"out", "output", ScalarType::F32, "batch * rows", true}},
       .build =
           [](const OpArgs& args) {
             return int4_batched_matvec_f32_scaled(args.u32("batch"), args.u32("rows"), args.u32("cols"),
-                                                  schedule_of(args));
+                                                  schedule_of(args), activation_of(args));
           },
       .test_shapes = {scheduled(OpArgs::dims({{"batch", 2}, {"rows", 2}, {"cols", 8}}), "seed"),
                       scheduled(OpArgs::dims({{"batch", 2}, {"rows", 3}, {"cols", 9}}), "seed"),
                       scheduled(OpArgs::dims({{"batch", 5}, {"rows", 9}, {"cols", 71}}), "seed"),
                       scheduled(OpArgs::dims({{"batch", 1}, {"rows", 4}, {"cols", 64}}), "fast"),
-                      scheduled(OpArgs::dims({{"batch", 3}, {"rows", 6}, {"cols", 1056}}), "fast")},
+                      scheduled(OpArgs::dims({{"batch", 3}, {"rows", 6}, {"cols", 1056}}), "fast"),
+                      activated(scheduled(OpArgs::dims({{"batch", 5}, {"rows", 3}, {"cols", 17}}), "seed"), "f16"),
+                      activated(scheduled(OpArgs::dims({{"batch", 5}, {"rows", 3}, {"cols", 17}}), "seed"), "bf16"),
+                      activated(scheduled(OpArgs::dims({{"batch", 3}, {"rows", 8}, {"cols", 64}}), "fast"), "f16"),
+                      activated(scheduled(OpArgs::dims({{"batch", 2}, {"rows", 6}, {"cols", 96}}), "fast"), "bf16")},
   });
   ops.push_back(OpInfo{
       .name = "int4_batched_matmul_f32_scaled",

@@ -17,6 +17,14 @@
 // products to its f32 partial sum in increasing column order, starting from +0.0; the 32
 // partials are combined by subgroup_add (butterfly 16, 8, 4, 2, 1); the scale is applied
 // to that sum. Integer dot products wrap modulo 2^32 and are exact in any order.
+//
+// Activations: the two float matvecs take "activation": "f32" | "f16" | "bf16"
+// (ir/ops/Activation.h): x and out hold that type, x widens exactly to f32, the sums
+// below run in f32 unchanged and row_scales[r] * sum is rounded once to the activation
+// type when stored (row_scales stays f32). Their error bounds are of that f32 value y;
+// the f16/bf16 output adds at most u_h*|y| + eta_h (u_h = 2^-11 f16, 2^-8 bf16; eta_h =
+// 2^-25, 2^-134) and overflows to +-inf past 65504 (f16). The packed-activation ops
+// (int4_dot_*, int4_batched_matmul_*) have no float activations and no such parameter.
 #pragma once
 
 #include <cstdint>
@@ -49,23 +57,27 @@ Program int4_dot_i32(std::uint32_t lane_count);
 Program int4_dot_f32_scaled(std::uint32_t lane_count);
 
 /// `out[r] = row_scales[r] * sum_c w[r][c] * x[c]` (order in the file comment).
-/// Buffers: weights u32[rows * ceil(cols/8)] (row r's words at r*ceil(cols/8)),
-/// x f32[cols], row_scales f32[rows] (read-only), out f32[rows].
+/// Buffers (A = the activation type): weights u32[rows * ceil(cols/8)] (row r's words at
+/// r*ceil(cols/8)), x A[cols], row_scales f32[rows] (read-only), out A[rows].
+/// Bound (u = 2^-24, gamma(n) = n*u / (1 - n*u); 8*ceil(cols/256) products per lane, each
+/// rounded and added, then 5 butterfly levels and the scale):
+///   |y - exact| <= gamma(16*ceil(cols/256) + 6) * |row_scale| * sum_c |x[c] * q[c]|.
 /// Launch: 256-invocation workgroups = 8 subgroups, one subgroup per row (8 rows per
 /// workgroup, ceil(rows/8) workgroups): consecutive lanes load consecutive words.
 /// Errors (OpError): rows == 0, cols == 0, rows*ceil(cols/8) > 2^32-1.
-Program int4_matvec_f32_scaled(std::uint32_t rows, std::uint32_t cols);
+Program int4_matvec_f32_scaled(std::uint32_t rows, std::uint32_t cols, ScalarType activation = ScalarType::F32);
 
 /// `out[b*rows + r] = row_scales[r] * sum_c w[r][c] * x[b*cols + c]`: the matvec for
 /// each of `batch` activation vectors. Buffers: weights as int4_matvec_f32_scaled,
-/// x f32[batch*cols] ([batch, cols], column fastest), row_scales f32[rows],
-/// out f32[batch*rows] ([batch, rows], row index fastest).
+/// x A[batch*cols] ([batch, cols], column fastest), row_scales f32[rows],
+/// out A[batch*rows] ([batch, rows], row index fastest).
 /// Launch: one subgroup per row, each covering a tile of 4 batches (fewer when batch <
 /// 4) so a weight word is loaded and unpacked once for 4 activation vectors;
 /// workgroups (ceil(rows/8), ceil(batch/4)). Per output the order is the matvec's.
 /// Errors (OpError): any dimension 0; batch*cols, batch*rows or the weight count over
 /// 2^32-1; ceil(batch/4) over 65535 (the CUDA grid's y limit).
-Program int4_batched_matvec_f32_scaled(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols);
+Program int4_batched_matvec_f32_scaled(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols,
+                                       ScalarType activation = ScalarType::F32);
 
 /// `out[b*rows + r] = (f32(dot_i32(w[r], a[b])) * row_scales[r]) * batch_scales[b]`
 /// with activations packed like the weights. Buffers: weights u32[rows*ceil(cols/8)],
@@ -104,15 +116,16 @@ Program int4_batched_matmul_top1_f32_scaled(std::uint32_t batch, std::uint32_t r
 ///  - a row is cols/32 chunks of 4 words (16 bytes, 32 nibbles); lane l takes chunks l,
 ///    l+32, l+64, ... and loads each with one u32x4 per row (the 32 lanes read 512
 ///    consecutive bytes of a row: whole 32-byte sectors), plus the chunk's 32 x values
-///    as 8 f32x4 loads per batch, shared by the 4 rows; all loads of a step are issued
-///    before the first is used;
+///    as 8 f32x4 loads per batch (f16/bf16: 4 reinterpreting u32x4 loads of 8 halves,
+///    each value widened once per lane after the step's loads), shared by the 4 rows;
+///    all loads of a step are issued before the first is used;
 ///  - nibble -> f32 exactly by the exponent magic, per nibble position p of a word (or of
 ///    word >> 16 for nibbles 5..7): bitcast((w & 0xF<<4p) ^ (bits(2^(23-4p)) | 8<<4p))
 ///    - (2^(23-4p) + 8) = q (one lop3, one subtraction; no shifts for nibbles 0..4);
 ///  - acc = fma(x[c], q, acc) per row (and batch) in f32; the 32 lane partials meet by a
 ///    shuffle butterfly (xor 16, 8, 4, 2, 1), deterministic and without atomics; lane 0
-///    stores row_scales[r] * total, the 4 rows of a batch as one f32x4 store when
-///    rows % 4 == 0.
+///    stores row_scales[r] * total, the 4 rows of a batch as one f32x4 store (f16/bf16:
+///    two f16x2/bf16x2 stores) when rows % 4 == 0.
 ///
 /// Floating-point order (the interpreter and the emulated PTX agree bit for bit): per
 /// lane, for its chunks in increasing order and within a chunk in increasing column
@@ -131,9 +144,10 @@ Program int4_batched_matmul_top1_f32_scaled(std::uint32_t batch, std::uint32_t r
 /// ceil(batch/4) over 65535), then, for "fast" only, the reason of
 /// int4_row_gemv_unsupported with the fix. "auto" (the default) builds the fast program
 /// where int4_row_gemv_unsupported is nullopt, else the seed's.
-Program int4_matvec_f32_scaled(std::uint32_t rows, std::uint32_t cols, KernelSchedule schedule);
+Program int4_matvec_f32_scaled(std::uint32_t rows, std::uint32_t cols, KernelSchedule schedule,
+                               ScalarType activation = ScalarType::F32);
 Program int4_batched_matvec_f32_scaled(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols,
-                                       KernelSchedule schedule);
+                                       KernelSchedule schedule, ScalarType activation = ScalarType::F32);
 
 /// Why the fast schedule cannot run the shape, or nullopt: cols must be a multiple of 32
 /// (whole 16-byte chunks, so every row starts 16-byte aligned) and ceil(batch/tile)

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ir/Builder.h"
+#include "ir/ops/Activation.h"
 #include "ir/ops/Checks.h"
 #include "ir/ops/Nibbles.h"
 #include "ir/ops/QuantizedGemv.h"
@@ -29,28 +30,28 @@ void check_divisible_by_8(const char* op, std::uint32_t in_dim) {
 
 }  // namespace
 
-Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim) {
+Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, ScalarType activation) {
   const char* op = "linear_4bit";
   check_dims(op, in_dim, out_dim);
   check_divisible_by_8(op, in_dim);
   std::uint32_t packed_words = checked_count(op, "in_dim/8 * out_dim", in_dim / 8, out_dim);
 
   ProgramBuilder program("linear_4bit");
-  BufferRef x = program.input("x", ScalarType::F32, in_dim);
+  BufferRef x = program.input("x", activation, in_dim);
   BufferRef w = program.input("w", ScalarType::U32, packed_words);
-  BufferRef b = program.input("b", ScalarType::F32, out_dim);
-  BufferRef out = program.output("out", ScalarType::F32, out_dim);
+  BufferRef b = program.input("b", activation, out_dim);
+  BufferRef out = program.output("out", activation, out_dim);
   program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(out_dim, kWorkgroupInvocations), 1, 1});
   program.body([&](Body& body) {
     body.region(kLinear4BitId, [&](Body& region) {
       Expr i = region.let("i", invocation_id(0));
       region.if_then(i < out_dim, [&](Body& then) {
-        Expr acc = then.let("acc", b[i]);
+        Expr acc = then.let("acc", widen(b[i]));
         then.loop("k", u32(0), u32(in_dim), [&](Body& loop, Expr k) {
           Expr word = w[(k / 8u) * out_dim + i];
-          loop.assign(acc, acc + x[k] * cast(ScalarType::F32, nibble(word, k % 8u)));
+          loop.assign(acc, acc + widen(x[k]) * cast(ScalarType::F32, nibble(word, k % 8u)));
         });
-        then.store(out, i, acc);
+        then.store(out, i, narrow(activation, acc));
       });
     });
   });
@@ -74,7 +75,8 @@ std::uint32_t affine_grouped_out_count(std::uint32_t in_dim, std::uint32_t out_d
 
 }  // namespace
 
-Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size) {
+Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,
+                                   ScalarType activation) {
   const std::uint32_t padded_outputs = affine_grouped_out_count(in_dim, out_dim, group_size);
   const std::uint32_t packed_words = in_dim / 8 * out_dim;
   const std::uint32_t group_count = ceil_div(in_dim, group_size);
@@ -83,13 +85,13 @@ Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, 
   std::uint32_t chunks = ceil_div(in_dim, kLanesPerOutput);
 
   ProgramBuilder program("linear_4bit_affine_grouped");
-  BufferRef x = program.input("x", ScalarType::F32, in_dim);
+  BufferRef x = program.input("x", activation, in_dim);
   BufferRef w = program.input("w", ScalarType::U32, packed_words);
   BufferRef scale = program.input("scale", ScalarType::F32, sidecar_count);
   BufferRef zero_point = program.input("zero_point", ScalarType::U32, sidecar_count);
-  BufferRef b = program.input("b", ScalarType::F32, out_dim);
-  BufferRef out = program.output("out", ScalarType::F32, padded_outputs);
-  program.set_output_byte_range("out", ByteRange{0, std::uint64_t{out_dim} * 4});
+  BufferRef b = program.input("b", activation, out_dim);
+  BufferRef out = program.output("out", activation, padded_outputs);
+  program.set_output_byte_range("out", ByteRange{0, std::uint64_t{out_dim} * byte_size(activation)});
   program.launch({kWorkgroupInvocations, 1, 1}, {workgroups, 1, 1});
   program.body([&](Body& body) {
     body.region(kAffineGroupedId, [&](Body& region) {
@@ -119,21 +121,23 @@ Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, 
             Expr weight = (cast(ScalarType::F32, nibble(packed_word, lane_in_word)) -
                            cast(ScalarType::F32, group_zero_point)) *
                           group_scale;
-            in_range.assign(local_acc, local_acc + x[k] * weight);
+            in_range.assign(local_acc, local_acc + widen(x[k]) * weight);
           });
         });
         Expr warp_sum = per_output.let("warp_sum", subgroup_add(local_acc));
-        per_output.if_then(eq(lane, u32(0)), [&](Body& leader) { leader.store(out, out_idx, b[out_idx] + warp_sum); });
+        per_output.if_then(eq(lane, u32(0)), [&](Body& leader) {
+          leader.store(out, out_idx, narrow(activation, widen(b[out_idx]) + warp_sum));
+        });
       });
     });
   });
   return program.build();
 }
 
-Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, KernelSchedule schedule) {
-  NibbleGemv gemv{"linear_4bit", kLinear4BitId, in_dim, out_dim, 0, out_dim};
+Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, KernelSchedule schedule, ScalarType activation) {
+  NibbleGemv gemv{"linear_4bit", kLinear4BitId, in_dim, out_dim, 0, out_dim, activation};
   if (schedule == KernelSchedule::Seed || (schedule == KernelSchedule::Auto && nibble_gemv_unsupported(gemv))) {
-    return linear_4bit(in_dim, out_dim);
+    return linear_4bit(in_dim, out_dim, activation);
   }
   check_dims("linear_4bit", in_dim, out_dim);  // the seed's errors first, as for the affine op
   check_divisible_by_8("linear_4bit", in_dim);
@@ -141,12 +145,12 @@ Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, KernelSchedule 
 }
 
 Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,
-                                   KernelSchedule schedule) {
-  if (schedule == KernelSchedule::Seed) return linear_4bit_affine_grouped(in_dim, out_dim, group_size);
+                                   KernelSchedule schedule, ScalarType activation) {
+  if (schedule == KernelSchedule::Seed) return linear_4bit_affine_grouped(in_dim, out_dim, group_size, activation);
   NibbleGemv gemv{"linear_4bit_affine_grouped", kAffineGroupedId, in_dim, out_dim, group_size,
-                  affine_grouped_out_count(in_dim, out_dim, group_size)};
+                  affine_grouped_out_count(in_dim, out_dim, group_size), activation};
   if (schedule == KernelSchedule::Auto && nibble_gemv_unsupported(gemv)) {
-    return linear_4bit_affine_grouped(in_dim, out_dim, group_size);
+    return linear_4bit_affine_grouped(in_dim, out_dim, group_size, activation);
   }
   return nibble_gemv(gemv);
 }
@@ -166,37 +170,42 @@ std::vector<OpInfo> linear_4bit_ops() {
       .summary = "out[i] = b[i] + sum_k x[k] * w4[k, i] (unsigned nibbles, no scale)",
       .layout = "w u32 word (k/8)*out_dim + i, nibble k%8 at bits 4*(k%8)",
       .seed = seed,
-      .params = {in_dim, out_dim, schedule_param()},
-      .buffers = {{"x", "input", ScalarType::F32, "in_dim"},
+      .params = {in_dim, out_dim, schedule_param(), activation_param()},
+      .buffers = {{"x", "input", ScalarType::F32, "in_dim", true},
                   {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim"},
-                  {"b", "bias", ScalarType::F32, "out_dim"},
-                  {"out", "output", ScalarType::F32, "out_dim"}},
+                  {"b", "bias", ScalarType::F32, "out_dim", true},
+                  {"out", "output", ScalarType::F32, "out_dim", true}},
       .build =
           [](const OpArgs& args) {
-            return linear_4bit(args.u32("in_dim"), args.u32("out_dim"), schedule_of(args));
+            return linear_4bit(args.u32("in_dim"), args.u32("out_dim"), schedule_of(args), activation_of(args));
           },
       .test_shapes = {scheduled(OpArgs::dims({{"in_dim", 8}, {"out_dim", 4}}), "seed"),
                       scheduled(OpArgs::dims({{"in_dim", 64}, {"out_dim", 300}}), "seed"),
                       scheduled(OpArgs::dims({{"in_dim", 256}, {"out_dim", 33}}), "seed"),
                       scheduled(OpArgs::dims({{"in_dim", 64}, {"out_dim", 16}}), "fast"),
-                      scheduled(OpArgs::dims({{"in_dim", 136}, {"out_dim", 24}}), "fast")},
+                      scheduled(OpArgs::dims({{"in_dim", 136}, {"out_dim", 24}}), "fast"),
+                      activated(scheduled(OpArgs::dims({{"in_dim", 16}, {"out_dim", 5}}), "seed"), "f16"),
+                      activated(scheduled(OpArgs::dims({{"in_dim", 16}, {"out_dim", 5}}), "seed"), "bf16"),
+                      activated(scheduled(OpArgs::dims({{"in_dim", 136}, {"out_dim", 16}}), "fast"), "f16"),
+                      activated(scheduled(OpArgs::dims({{"in_dim", 136}, {"out_dim", 16}}), "fast"), "bf16")},
   });
   ops.push_back(OpInfo{
       .name = "linear_4bit_affine_grouped",
       .summary = "out[i] = b[i] + sum_k x[k] * (w4[k, i] - zero_point[g, i]) * scale[g, i], g = k / group_size",
       .layout = "w as linear_4bit; sidecars [ceil(in_dim/group_size), out_dim] (output fastest); one subgroup per output",
       .seed = seed,
-      .params = {in_dim, out_dim, group_size, schedule_param()},
-      .buffers = {{"x", "input", ScalarType::F32, "in_dim"},
+      .params = {in_dim, out_dim, group_size, schedule_param(), activation_param()},
+      .buffers = {{"x", "input", ScalarType::F32, "in_dim", true},
                   {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim"},
                   {"scale", "sidecar", ScalarType::F32, "ceil(in_dim/group_size) * out_dim"},
                   {"zero_point", "sidecar", ScalarType::U32, "ceil(in_dim/group_size) * out_dim"},
-                  {"b", "bias", ScalarType::F32, "out_dim"},
-                  {"out", "output", ScalarType::F32, "ceil(out_dim/8) * 256 (bytes [0, out_dim*4) are the result)"}},
+                  {"b", "bias", ScalarType::F32, "out_dim", true},
+                  {"out", "output", ScalarType::F32,
+                   "ceil(out_dim/8) * 256 (elements [0, out_dim) are the result)", true}},
       .build =
           [](const OpArgs& args) {
             return linear_4bit_affine_grouped(args.u32("in_dim"), args.u32("out_dim"), args.u32("group_size"),
-                                              schedule_of(args));
+                                              schedule_of(args), activation_of(args));
           },
       .test_shapes = {scheduled(OpArgs::dims({{"in_dim", 8}, {"out_dim", 2}, {"group_size", 4}}), "seed"),
                       scheduled(OpArgs::dims({{"in_dim", 32}, {"out_dim", 8}, {"group_size", 32}}), "seed"),
@@ -204,7 +213,15 @@ std::vector<OpInfo> linear_4bit_ops() {
                       scheduled(OpArgs::dims({{"in_dim", 72}, {"out_dim", 9}, {"group_size", 24}}), "seed"),
                       scheduled(OpArgs::dims({{"in_dim", 256}, {"out_dim", 16}, {"group_size", 64}}), "fast"),
                       scheduled(OpArgs::dims({{"in_dim", 72}, {"out_dim", 8}, {"group_size", 24}}), "fast"),
-                      scheduled(OpArgs::dims({{"in_dim", 200}, {"out_dim", 8}, {"group_size", 128}}), "fast")},
+                      scheduled(OpArgs::dims({{"in_dim", 200}, {"out_dim", 8}, {"group_size", 128}}), "fast"),
+                      activated(scheduled(OpArgs::dims({{"in_dim", 40}, {"out_dim", 9}, {"group_size", 16}}), "seed"),
+                                "f16"),
+                      activated(scheduled(OpArgs::dims({{"in_dim", 40}, {"out_dim", 9}, {"group_size", 16}}), "seed"),
+                                "bf16"),
+                      activated(scheduled(OpArgs::dims({{"in_dim", 200}, {"out_dim", 8}, {"group_size", 64}}), "fast"),
+                                "f16"),
+                      activated(scheduled(OpArgs::dims({{"in_dim", 200}, {"out_dim", 8}, {"group_size", 64}}), "fast"),
+                                "bf16")},
   });
   return ops;
 }

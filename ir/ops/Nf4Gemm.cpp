@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ir/Builder.h"
+#include "ir/ops/Activation.h"
 #include "ir/ops/Nibbles.h"
 #include "ir/ops/Quantize.h"
 #include "ir/ops/SplitK.h"
@@ -55,9 +56,16 @@ Expr zero_accumulator(Nf4Accumulation accumulation) {
   return accumulation == Nf4Accumulation::F64 ? f64(0.0) : f32(0.0f);
 }
 
+/// The stored output: the f32 (or f64) sum rounded once to the activation type; with
+/// f32 activations the seed's cast to f32.
+Expr stored(ScalarType activation, const Expr& sum) {
+  return activation == ScalarType::F32 ? cast(ScalarType::F32, sum) : narrow(activation, sum);
+}
+
 }  // namespace
 
-Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation) {
+Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation,
+                 ScalarType activation) {
   const char* op = "nf4_gemm";
   check_dims(op, m, n, k);
   check_count(op, "m*k", m, k);
@@ -66,10 +74,10 @@ Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulat
   const std::uint32_t blocks_per_column = k / kBlockSize;
 
   ProgramBuilder program(accumulation == Nf4Accumulation::F64 ? "nf4_gemm" : "nf4_gemm_f32_accumulate");
-  BufferRef a = program.input("a", ScalarType::F32, m * k);
+  BufferRef a = program.input("a", activation, m * k);
   BufferRef b_nf4 = program.input("b_nf4", ScalarType::U32, n * (k / 8));
   BufferRef b_scales = program.input("b_scales", ScalarType::F32, n * blocks_per_column);
-  BufferRef c = program.output("c", ScalarType::F32, m * n);
+  BufferRef c = program.output("c", activation, m * n);
   program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(n, kWorkgroupInvocations), m, 1});
   program.body([&](Body& body) {
     body.region(kSeedId, [&](Body& region) {
@@ -87,18 +95,18 @@ Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulat
             words.loop("nibble", u32(0), u32(kNibblesPerWord), [&](Body& nibbles, Expr position) {
               Expr code = nibbles.let("code", nibble(packed, position));
               Expr weight = nibbles.let("weight", dequantize(code, scale));
-              nibbles.assign(acc, accumulate(acc, a[k_base + position], weight));
+              nibbles.assign(acc, accumulate(acc, widen(a[k_base + position]), weight));
             });
           });
         });
-        then.store(c, row * n + column, cast(ScalarType::F32, acc));
+        then.store(c, row * n + column, stored(activation, acc));
       });
     });
   });
   return program.build();
 }
 
-Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
+Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, ScalarType activation) {
   const char* op = "nf4_gemm_transpose";
   check_dims(op, m, n, k);
   check_count(op, "m*n", m, n);
@@ -107,10 +115,10 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
   const std::uint32_t blocks_per_column = k / kBlockSize;
 
   ProgramBuilder program("nf4_gemm_transpose");
-  BufferRef a = program.input("a", ScalarType::F32, m * n);
+  BufferRef a = program.input("a", activation, m * n);
   BufferRef b_nf4 = program.input("b_nf4", ScalarType::U32, n * (k / 8));
   BufferRef b_scales = program.input("b_scales", ScalarType::F32, n * blocks_per_column);
-  BufferRef c = program.output("c", ScalarType::F32, m * k);
+  BufferRef c = program.output("c", activation, m * k);
   program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(k, kWorkgroupInvocations), m, 1});
   program.body([&](Body& body) {
     body.region(kSeedId, [&](Body& region) {
@@ -128,9 +136,9 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
           Expr packed = columns.let("packed", b_nf4[block_index * kWordsPerBlock + word_in_block]);
           Expr code = columns.let("code", nibble_at_shift(packed, shift));
           Expr weight = columns.let("weight", dequantize(code, b_scales[block_index]));
-          columns.assign(acc, accumulate(acc, a[a_row + b_column], weight));
+          columns.assign(acc, accumulate(acc, widen(a[a_row + b_column]), weight));
         });
-        then.store(c, row * k + b_row, cast(ScalarType::F32, acc));
+        then.store(c, row * k + b_row, stored(activation, acc));
       });
     });
   });
@@ -180,7 +188,8 @@ std::string fast_m_error(const char* op, std::uint32_t m) {
 
 namespace {
 
-Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation, const Nf4GemvSchedule& split) {
+Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation, const Nf4GemvSchedule& split,
+                      ScalarType activation) {
   const char* op = "nf4_gemm";
   if (!power_of_two(split.k_lanes) || split.k_lanes < 2 || split.k_lanes > kSubgroupSize ||
       split.columns_per_lane == 0 || split.columns_per_lane > 4 || split.rounds_per_batch == 0 ||
@@ -202,11 +211,12 @@ Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumula
   const std::uint32_t subgroups = ceil_div(n, subgroup_columns);
   const std::uint32_t workgroup_size = split.subgroups_per_workgroup * kSubgroupSize;
 
+  const bool f32_activations = activation == ScalarType::F32;
   ProgramBuilder program(f64_acc ? "nf4_gemm" : "nf4_gemm_f32_accumulate");
-  BufferRef a = program.input("a", ScalarType::F32, k);
+  BufferRef a = program.input("a", activation, k);
   BufferRef b_nf4 = program.input("b_nf4", ScalarType::U32, n * (k / 8));
   BufferRef b_scales = program.input("b_scales", ScalarType::F32, n * blocks_per_column);
-  BufferRef c = program.output("c", ScalarType::F32, n);
+  BufferRef c = program.output("c", activation, n);
   program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, split.subgroups_per_workgroup), 1, 1});
   program.body([&](Body& body) {
     body.region(kSeedId, [&](Body& region) {
@@ -229,6 +239,7 @@ Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumula
         sg.loop("batch", u32(0), u32(batches), [&](Body& bb, Expr batch_index) {
           // Every load of the batch first: weights, scales and activations of `batch` half blocks.
           std::vector<Expr> valid, xs;
+          std::vector<HalfWords> x_halves;  // f16/bf16: 8 activations per u32x4
           std::vector<std::vector<Expr>> words(batch), scales(batch);
           for (std::uint32_t i = 0; i < batch; ++i) {
             Expr hb = bb.let(fmt::format("half_block{}", i), (batch_index * batch + i) * L + k_lane);
@@ -243,8 +254,23 @@ Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumula
                                         b_nf4.load(word_base[r] + hb * kWordsPerHalfBlock, 4)));
               scales[i].push_back(bb.let(fmt::format("scale{}_{}", i, r), b_scales[scale_base[r] + hb / 2u]));
             }
+            if (!f32_activations) {
+              for (std::uint32_t j = 0; j < kHalfBlock / 8; ++j) {
+                x_halves.push_back(
+                    load_half_words(bb, a, hb * kHalfBlock + 8 * j, 8, fmt::format("x_words{}_{}", i, j)));
+              }
+              continue;
+            }
             for (std::uint32_t j = 0; j < kHalfBlock / 4; ++j) {
               xs.push_back(bb.let(fmt::format("x{}_{}", i, j), a.load(hb * kHalfBlock + 4 * j, 4)));
+            }
+          }
+          // f16/bf16: each activation widened once, after every load of the batch.
+          std::vector<Expr> widened;
+          for (std::uint32_t i = 0; i < batch && !f32_activations; ++i) {
+            for (std::uint32_t kk = 0; kk < kHalfBlock; ++kk) {
+              const HalfWords& words = x_halves[i * (kHalfBlock / 8) + kk / 8];
+              widened.push_back(bb.let(fmt::format("x{}_{}", i, kk), words.element(kk % 8)));
             }
           }
           for (std::uint32_t i = 0; i < batch; ++i) {
@@ -254,7 +280,8 @@ Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumula
                 Expr word = extract_lane(words[i][r], w);
                 for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
                   const std::uint32_t kk = w * kNibblesPerWord + e;
-                  Expr x = extract_lane(xs[i * (kHalfBlock / 4) + kk / 4], kk % 4);
+                  Expr x = f32_activations ? extract_lane(xs[i * (kHalfBlock / 4) + kk / 4], kk % 4)
+                                           : widened[i * kHalfBlock + kk];
                   bb.assign(p, fma(x, nf4_value(book, word, e), p));
                 }
               }
@@ -275,7 +302,9 @@ Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumula
         }
         sg.if_then(eq(k_lane, u32(0)), [&](Body& leader) {
           for (std::uint32_t r = 0; r < R; ++r) {
-            Expr value = f64_acc ? cast(ScalarType::F32, acc[r]) : acc[r];
+            Expr value = !f32_activations ? narrow(activation, acc[r])  // from f32, or directly from f64
+                         : f64_acc        ? cast(ScalarType::F32, acc[r])
+                                          : acc[r];
             if (n % subgroup_columns == 0) {
               leader.store(c, column[r], value);
             } else {
@@ -289,7 +318,8 @@ Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumula
   return program.build();
 }
 
-Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvTransposeSchedule& split) {
+Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvTransposeSchedule& split,
+                                ScalarType activation) {
   const char* op = "nf4_gemm_transpose";
   const std::uint32_t O = split.output_lanes;
   if ((O != 1 && O != 2) || split.columns_per_batch == 0 || split.columns_per_chunk == 0 ||
@@ -319,10 +349,10 @@ Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvT
   const std::uint32_t workgroup_size = split.subgroups_per_workgroup * kSubgroupSize;
 
   ProgramBuilder program("nf4_gemm_transpose");
-  BufferRef a = program.input("a", ScalarType::F32, n);
+  BufferRef a = program.input("a", activation, n);
   BufferRef b_nf4 = program.input("b_nf4", ScalarType::U32, n * (k / 8));
   BufferRef b_scales = program.input("b_scales", ScalarType::F32, n * blocks_per_column);
-  BufferRef c = program.output("c", ScalarType::F32, k);
+  BufferRef c = program.output("c", activation, k);
   const SplitK split_k = declare_split_k(program, splits, k, subgroups, ScalarType::F64);
   program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, split.subgroups_per_workgroup), splits, 1});
   program.body([&](Body& body) {
@@ -360,7 +390,7 @@ Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvT
             scale_values.push_back(bb.let(fmt::format("scale{}", i), b_scales[col * blocks_per_column + block]));
           }
           for (std::uint32_t i = 0; i < batch; ++i) {
-            Expr w = col_values[i] * scale_values[i];
+            Expr w = widen(col_values[i]) * scale_values[i];
             if (valid[i].defined()) w = select(valid[i], w, f32(0.0f));
             Expr weight = bb.let(fmt::format("weight{}", i), w);
             for (std::uint32_t wd = 0; wd < kWordsPerHalfBlock; ++wd) {
@@ -410,9 +440,9 @@ Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvT
         Expr first = sg.let("output", group * kHalfBlock + c_lane * O);
         auto store_all = [&](Body& st, const std::vector<Expr>& sums) {
           if (O == 1) {
-            st.store(c, first, cast(ScalarType::F32, sums[0]));
+            st.store(c, first, stored(activation, sums[0]));
           } else {
-            st.store(c, first, make_vector({cast(ScalarType::F32, sums[0]), cast(ScalarType::F32, sums[1])}));
+            st.store(c, first, make_vector({stored(activation, sums[0]), stored(activation, sums[1])}));
           }
         };
         emit_split_k_meeting(sg, split_k, partial_groups ? group < groups : boolean(true), first, values,
@@ -426,9 +456,9 @@ Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvT
 }  // namespace
 
 Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation,
-                 KernelSchedule schedule, const Nf4GemvSchedule& split) {
+                 KernelSchedule schedule, const Nf4GemvSchedule& split, ScalarType activation) {
   if (schedule == KernelSchedule::Seed || (schedule == KernelSchedule::Auto && m != 1)) {
-    return nf4_gemm(m, n, k, accumulation);
+    return nf4_gemm(m, n, k, accumulation, activation);
   }
   const char* op = "nf4_gemm";
   check_dims(op, m, n, k);
@@ -436,13 +466,13 @@ Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulat
   check_count(op, "m*n", m, n);
   check_count(op, "n*k/8", n, k / 8);
   if (m != 1) throw OpError(fast_m_error(op, m));
-  return nf4_gemv_fast(n, k, accumulation, split);
+  return nf4_gemv_fast(n, k, accumulation, split, activation);
 }
 
 Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, KernelSchedule schedule,
-                           const Nf4GemvTransposeSchedule& split) {
+                           const Nf4GemvTransposeSchedule& split, ScalarType activation) {
   if (schedule == KernelSchedule::Seed || (schedule == KernelSchedule::Auto && m != 1)) {
-    return nf4_gemm_transpose(m, n, k);
+    return nf4_gemm_transpose(m, n, k, activation);
   }
   const char* op = "nf4_gemm_transpose";
   check_dims(op, m, n, k);
@@ -450,7 +480,7 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, Ke
   check_count(op, "m*k", m, k);
   check_count(op, "n*k/8", n, k / 8);
   if (m != 1) throw OpError(fast_m_error(op, m));
-  return nf4_gemv_transpose_fast(n, k, split);
+  return nf4_gemv_transpose_fast(n, k, split, activation);
 }
 
 namespace {
@@ -495,39 +525,52 @@ std::vector<OpInfo> nf4_gemm_ops() {
       .summary = "C[m,n] = A[m,k] @ dequant(B_nf4[k,n]), NF4 code book in registers",
       .layout = layout + "; A, C row-major; one invocation per output",
       .seed = seed,
-      .params = {m, n, k, accumulate, schedule_param()},
-      .buffers = {{"a", "input", ScalarType::F32, "m*k"},
+      .params = {m, n, k, accumulate, schedule_param(), activation_param()},
+      .buffers = {{"a", "input", ScalarType::F32, "m*k", true},
                   {"b_nf4", "weight", ScalarType::U32, "n*k/8"},
                   {"b_scales", "sidecar", ScalarType::F32, "n*k/64"},
-                  {"c", "output", ScalarType::F32, "m*n"}},
+                  {"c", "output", ScalarType::F32, "m*n", true}},
       .build = [](const OpArgs& args) {
         Nf4Accumulation accumulation =
             args.has("accumulate") ? parse_accumulation(args.choice("accumulate")) : Nf4Accumulation::F64;
-        return nf4_gemm(args.u32("m"), args.u32("n"), args.u32("k"), accumulation, schedule_of(args));
+        return nf4_gemm(args.u32("m"), args.u32("n"), args.u32("k"), accumulation, schedule_of(args), {},
+                        activation_of(args));
       },
       .test_shapes = {scheduled(shape(1, 1, 64, "f64"), "seed"), scheduled(shape(3, 33, 128, "f64"), "seed"),
                       scheduled(shape(2, 5, 192, "f32"), "seed"), scheduled(shape(1, 300, 64, "f64"), "seed"),
                       scheduled(shape(1, 8, 192, "f64"), "fast"), scheduled(shape(1, 5, 1024, "f32"), "fast"),
-                      scheduled(shape(1, 12, 64, "f64"), "fast")},
+                      scheduled(shape(1, 12, 64, "f64"), "fast"),
+                      activated(scheduled(shape(2, 5, 128, "f64"), "seed"), "f16"),
+                      activated(scheduled(shape(2, 5, 128, "f32"), "seed"), "bf16"),
+                      activated(scheduled(shape(2, 5, 128, "f32"), "seed"), "f16"),
+                      activated(scheduled(shape(2, 5, 128, "f64"), "seed"), "bf16"),
+                      activated(scheduled(shape(1, 12, 192, "f64"), "fast"), "f16"),
+                      activated(scheduled(shape(1, 12, 192, "f64"), "fast"), "bf16"),
+                      activated(scheduled(shape(1, 5, 128, "f32"), "fast"), "f16"),
+                      activated(scheduled(shape(1, 5, 128, "f32"), "fast"), "bf16")},
   });
   ops.push_back(OpInfo{
       .name = "nf4_gemm_transpose",
       .summary = "C[m,k] = A[m,n] @ dequant(B_nf4[k,n])^T (backward pass), f64 accumulation",
       .layout = layout + "; A, C row-major; one invocation per output",
       .seed = seed,
-      .params = {m, n, k, schedule_param()},
-      .buffers = with_split_k({{"a", "input", ScalarType::F32, "m*n"},
+      .params = {m, n, k, schedule_param(), activation_param()},
+      .buffers = with_split_k({{"a", "input", ScalarType::F32, "m*n", true},
                                {"b_nf4", "weight", ScalarType::U32, "n*k/8"},
                                {"b_scales", "sidecar", ScalarType::F32, "n*k/64"},
-                               {"c", "output", ScalarType::F32, "m*k"}},
+                               {"c", "output", ScalarType::F32, "m*k", true}},
                               ScalarType::F64, "splits*k", "k/64"),
       .build =
           [](const OpArgs& args) {
-            return nf4_gemm_transpose(args.u32("m"), args.u32("n"), args.u32("k"), schedule_of(args));
+            return nf4_gemm_transpose(args.u32("m"), args.u32("n"), args.u32("k"), schedule_of(args), {},
+                                      activation_of(args));
           },
       .test_shapes = {scheduled(shape(1, 1, 64), "seed"), scheduled(shape(3, 33, 128), "seed"),
                       scheduled(shape(2, 3, 320), "seed"), scheduled(shape(1, 40, 128), "fast"),
-                      scheduled(shape(1, 3, 320), "fast")},
+                      scheduled(shape(1, 3, 320), "fast"), activated(scheduled(shape(2, 3, 128), "seed"), "f16"),
+                      activated(scheduled(shape(2, 3, 128), "seed"), "bf16"),
+                      activated(scheduled(shape(1, 40, 128), "fast"), "f16"),
+                      activated(scheduled(shape(1, 3, 320), "fast"), "bf16")},
   });
   return ops;
 }

@@ -17,6 +17,16 @@
 // Dequantized B[r, c] = scale * kNf4Table[code] in f32 (one rounding), the code book
 // held as an ir::Lookup constant (PTX: a 4-level, 15-selp tree; no shared or global
 // memory for it).
+//
+// Activations ("activation": "f32" | "f16" | "bf16", ir/ops/Activation.h): A and C hold
+// the activation type (f32 by default; B's codes and scales are unchanged). f16/bf16
+// values of A widen exactly to f32 and the accumulation runs exactly as documented
+// below; the sum is rounded once to the activation type when stored: from f32 (the f32
+// mode) or directly from the f64 sum (the f64 modes, cvt.rn.f16.f64 / cvt.rn.bf16.f64;
+// with f32 activations the f64 sum rounds to f32 as before). The bounds below are of the
+// value y the f32 program computes (f64 modes: of the f64 sum, before the f32 rounding
+// they include); the stored f16/bf16 output adds at most u_h*|y| + eta_h (u_h = 2^-11
+// for f16, 2^-8 for bf16; eta_h = 2^-25, 2^-134); |y| >= 65520 stores +-inf in f16.
 #pragma once
 
 #include <cstdint>
@@ -45,26 +55,26 @@ enum class Nf4Accumulation : std::uint8_t {
 };
 
 /// C[m, n] = A[m, k] @ dequant(B_nf4[k, n]).
-/// Buffers (bindings in order): a f32[m*k] row-major (k fastest), b_nf4 u32[n*k/8],
-/// b_scales f32[n*k/64] (layout above; all read-only), c f32[m*n] row-major (n fastest,
-/// read-write). Launch: 256-invocation workgroups along x over columns
+/// Buffers (bindings in order; A = the activation type): a A[m*k] row-major (k fastest),
+/// b_nf4 u32[n*k/8], b_scales f32[n*k/64] (layout above; all read-only), c A[m*n]
+/// row-major (n fastest, read-write). Launch: 256-invocation workgroups along x over columns
 /// (ceil(n/256) workgroups) and one workgroup row per output row (m along y); the
 /// invocation (col, row) with col < n computes C[row, col], looping over blocks j, then
 /// words w, then nibbles p, i.e. over k in ascending order, one accumulation each.
 /// Errors (OpError): m, n or k == 0; k % 64 != 0 ("multiple of 64"); m > 65535 (the
 /// CUDA grid-y limit); m*k, m*n or n*k/8 over 2^32-1 elements.
 Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k,
-                 Nf4Accumulation accumulation = Nf4Accumulation::F64);
+                 Nf4Accumulation accumulation = Nf4Accumulation::F64, ScalarType activation = ScalarType::F32);
 
 /// C[m, k] = A[m, n] @ dequant(B_nf4[k, n])^T, i.e. C[i, r] = sum_c A[i, c] * B[r, c]
 /// (the backward pass through a frozen NF4 projection). Same B layout and buffers
-/// a f32[m*n], b_nf4, b_scales, c f32[m*k] (row-major). Launch: x over the k output
+/// a A[m*n], b_nf4, b_scales, c A[m*k] (row-major). Launch: x over the k output
 /// columns (256 per workgroup, ceil(k/256) workgroups), y over the m rows; each
 /// invocation loops over c = 0..n-1 ascending, accumulating in f64 as nf4_gemm F64
 /// does (the seed's transpose kernel also accumulates in f64; unlike the seed, the code
 /// book is a register Lookup rather than shared memory).
 /// Errors (OpError): as nf4_gemm with m*n, m*k and n*k/8 checked.
-Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k);
+Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, ScalarType activation = ScalarType::F32);
 
 // ---------------------------------------------------------------------------------
 // The fast batch-1 schedules (m == 1), selected by the spec parameter "schedule"
@@ -82,9 +92,11 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k);
 //    shifted to bits 0..3; bit 4 may hold the next nibble's low bit, which only picks
 //    the lane l + 16 holding the same entry; instruction selection drops the `& 31` mask
 //    since shfl reads lane bits 4..0 only). No selp tree, no shared memory.
-//  - 128-bit weight loads (u32x4: 32 codes = half a block), f32x4 activation loads, all
-//    of a batch issued before the first use; 32-bit index math; no atomics: lanes meet
-//    in a shuffle-xor butterfly, so the result is deterministic.
+//  - 128-bit weight loads (u32x4: 32 codes = half a block), f32x4 activation loads
+//    (f16/bf16: reinterpreting u32x4 loads of 8 activations, each widened once per lane
+//    after the batch's loads; the transpose's one activation per column: a scalar load),
+//    all of a batch issued before the first use; 32-bit index math; no atomics: lanes
+//    meet in a shuffle-xor butterfly, so the result is deterministic.
 //  - per element: one shift, one shuffle, one f32 fma; the block scale is applied once per
 //    (column, half block) per lane; no per-element f64 conversion.
 //  - non-finite inputs: a NaN activation or code book product gives NaN as in the seed;
@@ -166,13 +178,14 @@ struct Nf4GemvTransposeSchedule {
 
 /// nf4_gemm with the program `schedule` picks (see above); Auto takes fast when m == 1.
 Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation,
-                 KernelSchedule schedule, const Nf4GemvSchedule& split = {});
+                 KernelSchedule schedule, const Nf4GemvSchedule& split = {},
+                 ScalarType activation = ScalarType::F32);
 /// nf4_gemm_transpose with the program `schedule` picks; Auto takes fast when m == 1.
 Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, KernelSchedule schedule,
-                           const Nf4GemvTransposeSchedule& split = {});
+                           const Nf4GemvTransposeSchedule& split = {}, ScalarType activation = ScalarType::F32);
 
-/// Registry entries: nf4_gemm (parameters accumulate: "f64" | "f32", schedule),
-/// nf4_gemm_transpose (schedule).
+/// Registry entries: nf4_gemm (parameters accumulate: "f64" | "f32", schedule,
+/// activation), nf4_gemm_transpose (schedule, activation).
 std::vector<OpInfo> nf4_gemm_ops();
 
 }  // namespace quantc::ir::ops

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/Builder.h"
+#include "ir/ops/Activation.h"
 #include "ir/ops/Checks.h"
 #include "ir/ops/Registry.h"
 
@@ -116,18 +117,20 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
   std::uint32_t packed_words = checked_count(op, "in_dim/8 * out_dim", rows, gemv.out_dim);
   std::uint32_t sidecar_count = grouped ? checked_count(op, "group_count*out_dim", groups, gemv.out_dim) : 0;
 
+  const ScalarType activation = gemv.activation;
+  const bool f32_activations = activation == ScalarType::F32;
   ProgramBuilder program(gemv.program_name);
-  BufferRef x = program.input("x", ScalarType::F32, gemv.in_dim);
+  BufferRef x = program.input("x", activation, gemv.in_dim);
   BufferRef w = program.input("w", ScalarType::U32, packed_words);
   BufferRef scale, zero_point;
   if (grouped) {
     scale = program.input("scale", ScalarType::F32, sidecar_count);
     zero_point = program.input("zero_point", ScalarType::U32, sidecar_count);
   }
-  BufferRef b = program.input("b", ScalarType::F32, gemv.out_dim);
-  BufferRef out = program.output("out", ScalarType::F32, std::max(gemv.out_count, gemv.out_dim));
+  BufferRef b = program.input("b", activation, gemv.out_dim);
+  BufferRef out = program.output("out", activation, std::max(gemv.out_count, gemv.out_dim));
   if (gemv.out_count > gemv.out_dim) {
-    program.set_output_byte_range("out", ByteRange{0, std::uint64_t{gemv.out_dim} * 4});
+    program.set_output_byte_range("out", ByteRange{0, std::uint64_t{gemv.out_dim} * byte_size(activation)});
   }
   program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, schedule.subgroups_per_workgroup), 1, 1});
   program.body([&](Body& body) {
@@ -164,6 +167,7 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
               Expr first_row = batch_body.let("first_row", slice_first_row + batch_index * batch);
               // Every load of the batch first (bytes in flight), then the arithmetic.
               std::vector<Expr> words, x_low, x_high, valid;
+              std::vector<HalfWords> x_halves;  // f16/bf16: a row's 8 x values in one u32x4
               for (std::uint32_t r = 0; r < batch; ++r) {
                 Expr row = r == 0 ? first_row : first_row + r;
                 Expr in_range;
@@ -173,12 +177,18 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
                 }
                 valid.push_back(in_range);
                 words.push_back(batch_body.let(fmt::format("words{}", r), w.load(row * gemv.out_dim + column, columns)));
-                x_low.push_back(batch_body.let(fmt::format("x_low{}", r), x.load(row * kNibblesPerWord, 4)));
-                x_high.push_back(batch_body.let(fmt::format("x_high{}", r), x.load(row * kNibblesPerWord + 4u, 4)));
+                if (f32_activations) {
+                  x_low.push_back(batch_body.let(fmt::format("x_low{}", r), x.load(row * kNibblesPerWord, 4)));
+                  x_high.push_back(batch_body.let(fmt::format("x_high{}", r), x.load(row * kNibblesPerWord + 4u, 4)));
+                } else {
+                  x_halves.push_back(load_half_words(batch_body, x, row * kNibblesPerWord, kNibblesPerWord,
+                                                     fmt::format("x_words{}", r)));
+                }
               }
               for (std::uint32_t r = 0; r < batch; ++r) {
                 for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
-                  Expr xe = extract_lane(e < 4 ? x_low[r] : x_high[r], e % 4);
+                  Expr xe = f32_activations ? extract_lane(e < 4 ? x_low[r] : x_high[r], e % 4)
+                                            : x_halves[r].element(e);
                   if (valid[r].defined()) xe = select(valid[r], xe, f32(0.0f));
                   Expr x_value = batch_body.let(fmt::format("x{}_{}", r, e), xe);
                   if (grouped) batch_body.assign(x_sum, x_sum + x_value);
@@ -203,6 +213,13 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
           }
         }
         per_subgroup.if_then(eq(k_lane, u32(0)), [&](Body& leader) {
+          if (!f32_activations) {
+            HalfWords bias = load_half_words(leader, b, column, columns, "bias");
+            std::vector<Expr> sums;
+            for (std::uint32_t c = 0; c < columns; ++c) sums.push_back(bias.element(c) + acc[c]);
+            store_half_pairs(leader, out, column, sums);
+            return;
+          }
           Expr bias = leader.let("bias", b.load(column, columns));
           std::vector<Expr> sums;
           for (std::uint32_t c = 0; c < columns; ++c) sums.push_back(extract_lane(bias, c) + acc[c]);

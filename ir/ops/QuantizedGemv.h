@@ -25,7 +25,12 @@
 //  - nibble -> f32 exactly: bitcast(0x4B000000 | q) - 2^23 (lop3 + one subtraction);
 //  - the k-lanes' partial sums meet by a shuffle butterfly (xor 2, 4, 8, 16 for two
 //    column lanes): deterministic, no atomics; lanes with k-lane 0 add the bias and
-//    store their columns with one vector store.
+//    store their columns with one vector store (f32x4; f16/bf16: two f16x2/bf16x2
+//    stores of the sums rounded once to the activation type);
+//  - f16/bf16 activations (ir/ops/Activation.h): a row's 8 x values are one 16-byte
+//    u32x4 load (the f32 program's two f32x4 loads) and the 4 biases one u32x2 load, in
+//    flight with the weights; each x value widens to f32 once per lane (f16: cvt; bf16:
+//    shl/and), then the f32 arithmetic above runs unchanged.
 // Floating-point order differs from the seed's per-k order, so results agree with the
 // seed program within the f32 accumulation bound, not bit for bit (tests/ops_linear).
 #pragma once
@@ -72,8 +77,10 @@ struct NibbleGemv {
   /// blocks of kUngroupedRows packed rows for the k-lanes).
   std::uint32_t group_size = 0;
   /// Elements of `out` (>= out_dim): the seed op's buffer size, so that both schedules
-  /// declare identical buffers; bytes past out_dim*4 are a trimmed output range.
+  /// declare identical buffers; elements past out_dim are a trimmed output range.
   std::uint32_t out_count = 0;
+  /// Element type of x, b and out (ir/ops/Activation.h): f32, f16 or bf16.
+  ScalarType activation = ScalarType::F32;
 };
 
 /// Why the fast schedule cannot run `gemv`, or nullopt when it can: out_dim must be a
@@ -81,10 +88,10 @@ struct NibbleGemv {
 /// never straddles two groups).
 std::optional<std::string> nibble_gemv_unsupported(const NibbleGemv& gemv, const GemvSchedule& schedule = {});
 
-/// The fast program. Buffers, in binding order, as the seed ops declare them:
-/// x f32[in_dim], w u32[in_dim/8*out_dim], then with sidecars scale f32[G*out_dim] and
-/// zero_point u32[G*out_dim] (G = ceil(in_dim/group_size)), b f32[out_dim], out
-/// f32[out_count]. Launch: subgroups_per_workgroup*32 invocations per workgroup,
+/// The fast program. Buffers, in binding order, as the seed ops declare them (A = the
+/// activation type): x A[in_dim], w u32[in_dim/8*out_dim], then with sidecars scale
+/// f32[G*out_dim] and zero_point u32[G*out_dim] (G = ceil(in_dim/group_size)), b
+/// A[out_dim], out A[out_count]. Launch: subgroups_per_workgroup*32 invocations per workgroup,
 /// ceil(out_dim / (columns_per_subgroup * subgroups_per_workgroup)) workgroups.
 /// Throws OpError with nibble_gemv_unsupported's reason when the schedule cannot run it.
 Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule = {});

@@ -39,6 +39,9 @@ struct BufferSpec {
   std::string role;           // "input", "weight", "sidecar", "bias", "output", "scratch"
   ScalarType element = ScalarType::F32;
   std::string count_formula;  // e.g. "in_dim/8 * out_dim"
+  /// The element is the op's "activation" parameter (f32, f16 or bf16; ir/ops/Activation.h);
+  /// `element` is then the default, f32.
+  bool activation_typed = false;
 };
 
 using ParamValue = std::variant<std::uint32_t, bool, std::string>;

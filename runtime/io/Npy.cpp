@@ -21,13 +21,17 @@ struct DtypeEntry {
   ir::ScalarType element;
 };
 
-// Byte-order-free types use '|'; NumPy also writes '<' for them on some paths.
-constexpr std::array<DtypeEntry, 13> kDtypes{{
+// Byte-order-free types use '|'; NumPy also writes '<' for them on some paths. The
+// first entry of an element type is what the writer uses.
+// bf16: NumPy has no bfloat16; numpy.save of an ml_dtypes.bfloat16 array writes its
+// dtype.str, '<V2' (a 2-byte void type), and numpy.load returns the raw bytes as V2,
+// which `.view(ml_dtypes.bfloat16)` turns back into bfloat16 values.
+constexpr std::array<DtypeEntry, 14> kDtypes{{
     {"|b1", ir::ScalarType::Bool}, {"|u1", ir::ScalarType::U8},   {"|i1", ir::ScalarType::I8},
     {"<u1", ir::ScalarType::U8},   {"<i1", ir::ScalarType::I8},   {"<u2", ir::ScalarType::U16},
     {"<u4", ir::ScalarType::U32},  {"<i4", ir::ScalarType::I32},  {"<u8", ir::ScalarType::U64},
-    {"<i8", ir::ScalarType::I64},  {"<f2", ir::ScalarType::F16},  {"<f4", ir::ScalarType::F32},
-    {"<f8", ir::ScalarType::F64},
+    {"<i8", ir::ScalarType::I64},  {"<f2", ir::ScalarType::F16},  {"<V2", ir::ScalarType::BF16},
+    {"<f4", ir::ScalarType::F32},  {"<f8", ir::ScalarType::F64},
 }};
 
 std::optional<ir::ScalarType> element_for(const std::string& descr) {
@@ -288,7 +292,7 @@ NpyArray parse_npy(std::string_view data, const std::string& label) {
   std::optional<ir::ScalarType> element = element_for(header.descr);
   if (!element) {
     throw RuntimeError(fmt::format("{}: unsupported dtype '{}'; use a little-endian bool, (u)int8/16/32/64, "
-                                   "float16/32/64",
+                                   "float16/32/64, or ml_dtypes.bfloat16 ('<V2')",
                                    label, header.descr));
   }
   if (header.fortran_order && header.shape.size() > 1) {

@@ -41,8 +41,13 @@ struct NpyHeader {
 NpyHeader parse_npy_header(std::string_view header);
 
 /// Parses a whole .npy file held in memory; `label` names it in messages. Supports
-/// little-endian (or byte-order-free) bool, u8, i8, u16, u32, i32, u64, i64, f16, f32
-/// and f64 arrays in C order (or any order when at most 1-D). Throws RuntimeError
+/// little-endian (or byte-order-free) bool, u8, i8, u16, u32, i32, u64, i64, f16 ('<f2'),
+/// bf16, f32 and f64 arrays in C order (or any order when at most 1-D). bf16: NumPy has
+/// no bfloat16 of its own; numpy.save of an ml_dtypes.bfloat16 array writes the
+/// descriptor '<V2' (a 2-byte void type), which is read as bf16 (load such a file in
+/// NumPy with `numpy.load(f).view(ml_dtypes.bfloat16)`). Raw bf16 bit patterns saved as
+/// uint16 ('<u2') parse as u16; `quantc run --input` accepts them for a bf16 buffer of
+/// the same byte size. Throws RuntimeError
 /// naming the file and the problem: bad magic, unsupported version, truncated or
 /// malformed header, unsupported dtype (e.g. big-endian or object arrays), Fortran
 /// order, data shorter or longer than the shape needs (with both byte counts).
@@ -52,12 +57,14 @@ NpyArray parse_npy(std::string_view file, const std::string& label);
 NpyArray read_npy(const std::string& path);
 
 /// Serialises `array` as .npy bytes: version 1.0, or 2.0 when the header needs more
-/// than 64 KiB. An empty shape means 1-D (count,). Throws RuntimeError when the shape's
+/// than 64 KiB. An empty shape means 1-D (count,). bf16 arrays are written with
+/// ml_dtypes' descriptor '<V2', so numpy + ml_dtypes users read them with
+/// `numpy.load(f).view(ml_dtypes.bfloat16)`. Throws RuntimeError when the shape's
 /// element count is not the buffer's.
 std::string to_npy_bytes(const NpyArray& array);
 
-/// The NumPy dtype string for `element` ("<f4", "|u1", ...); throws RuntimeError for
-/// sub-byte types.
+/// The NumPy dtype string for `element` ("<f4", "|u1", "<f2", bf16 "<V2", ...); throws
+/// RuntimeError for sub-byte types.
 std::string npy_dtype(ir::ScalarType element);
 
 }  // namespace quantc::runtime

@@ -21,9 +21,15 @@ TEST_CASE("quantc ops lists every registered op, as text and as JSON", "[cli]") 
   for (const auto& op : ops) {
     if (op["name"] == "linear_4bit_affine_grouped") {
       found = true;
-      CHECK(op["params"].size() == 4);  // in_dim, out_dim, group_size, schedule
+      CHECK(op["params"].size() == 5);  // in_dim, out_dim, group_size, schedule, activation
       CHECK(op["params"][3]["name"] == "schedule");
+      CHECK(op["params"][4]["name"] == "activation");
+      CHECK(op["params"][4]["default"] == "f32");
+      CHECK(op["params"][4]["choices"] == nlohmann::json::array({"f32", "f16", "bf16"}));
       CHECK(op["buffers"][5]["name"] == "out");
+      CHECK(op["buffers"][5]["element_from"] == "activation");
+      CHECK(op["buffers"][0]["element_from"] == "activation");  // x
+      CHECK_FALSE(op["buffers"][1].contains("element_from"));     // w: u32 words whatever the activations
     }
   }
   CHECK(found);
@@ -152,6 +158,89 @@ TEST_CASE("quantc run reproduces the seed fixture from .npy inputs and writes .n
     int status = pclose(pipe);
     if (WEXITSTATUS(status) == 0) CHECK(text == "[140.0, 364.0, 28.0, 0.0]\n");
   }
+}
+
+TEST_CASE("quantc run takes f16 activations from .npy files and writes an f16 .npy output", "[cli]") {
+  // The seed fixture with "activation": "f16": x = 0..7 and the results 140, 364, 28, 0
+  // are exact in f16, so the f16 kernel reproduces them; emulated PTX against the interpreter.
+  fs::path dir = scratch_dir();
+  using quantc::ir::ScalarType;
+  std::string spec =
+      write_text(dir / "f16.json", R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4, "activation": "f16"})");
+  std::string x = write_npy<std::uint16_t>(dir / "x16.npy", ScalarType::F16,
+                                           {0x0000, 0x3c00, 0x4000, 0x4200, 0x4400, 0x4500, 0x4600, 0x4700});
+  std::string w = write_npy<std::uint32_t>(dir / "w.npy", ScalarType::U32, {0x76543210, 0xFEDCBA98, 0x11111111, 0});
+  std::string b = write_npy<std::uint16_t>(dir / "b16.npy", ScalarType::F16, {0, 0, 0, 0x8000});  // -0: +0 out
+  fs::path out = dir / "out16.npy";
+  Result result = run_quantc("run " + spec + " --backend emulator --compare reference --input x=" + x + " --input w=" +
+                             w + " --input b=" + b + " --output out=" + out.string());
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.output, Catch::Contains("out (4 x f16): [140 364 28 0]") && Catch::Contains("bit-exact"));
+  CHECK(read_text(out).find("'descr': '<f2'") != std::string::npos);
+  NpyArray array = quantc::runtime::read_npy(out.string());
+  CHECK(array.buffer.element == ScalarType::F16);
+  CHECK(array.buffer.as<std::uint16_t>() == std::vector<std::uint16_t>{0x5860, 0x5db0, 0x4f00, 0x0000});
+  // The output file feeds the next layer as is: the round trip through .npy keeps every bit.
+  Result again = run_quantc("run " + write_text(dir / "f16_4.json", R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 8,
+                                "activation": "f16"})") + " --random-inputs 5 --input x=" + x +
+                            " --output out=" + (dir / "out16_8.npy").string());
+  REQUIRE(again.exit_code == 0);
+  CHECK(quantc::runtime::read_npy((dir / "out16_8.npy").string()).buffer.element == ScalarType::F16);
+  if (fs::exists("/usr/bin/python3")) {  // NumPy itself, as an independent reader, where it is installed
+    std::string command = "/usr/bin/python3 -c \"import numpy; a = numpy.load('" + out.string() +
+                          "'); print(a.dtype, a.tolist())\" 2>&1";
+    FILE* pipe = popen(command.c_str(), "r");
+    char line[256] = {0};
+    std::string text = fgets(line, sizeof line, pipe) ? line : "";
+    int status = pclose(pipe);
+    if (WEXITSTATUS(status) == 0) CHECK(text == "float16 [140.0, 364.0, 28.0, 0.0]\n");
+  }
+  // An f32 file for the f16 buffer names both types and both fixes.
+  std::string x32 = write_npy<float>(dir / "x32.npy", ScalarType::F32, {0, 1, 2, 3, 4, 5, 6, 7});
+  Result wrong = run_quantc("run " + spec + " --random-inputs 1 --input x=" + x32);
+  CHECK(wrong.exit_code == 1);
+  CHECK_THAT(wrong.output, Catch::Contains("buffer 'x' expects 8 x f16, the file holds 8 x f32") &&
+                               Catch::Contains("convert the file to f16 (numpy: a.astype(numpy.float16))") &&
+                               Catch::Contains("set \"activation\": \"f32\" in the spec"));
+}
+
+TEST_CASE("quantc run takes bf16 activations as ml_dtypes' '<V2' or raw uint16 and writes '<V2'", "[cli]") {
+  fs::path dir = scratch_dir();
+  using quantc::ir::ScalarType;
+  std::string spec =
+      write_text(dir / "bf16.json", R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4, "activation": "bf16"})");
+  // numpy.save of numpy.arange(8).astype(ml_dtypes.bfloat16), byte for byte (NumPy 2.4, ml_dtypes 0.6).
+  std::string header = "{'descr': '<V2', 'fortran_order': False, 'shape': (8,), }";
+  header.append(117 - header.size(), ' ');
+  const std::string data("\x00\x00\x80\x3f\x00\x40\x40\x40\x80\x40\xa0\x40\xc0\x40\xe0\x40", 16);
+  std::string x_v2 = write_text(dir / "x_v2.npy", std::string("\x93NUMPY\x01\x00\x76\x00", 10) + header + "\n" + data);
+  // The same bit patterns saved as uint16.
+  std::string x_u2 = write_npy<std::uint16_t>(dir / "x_u2.npy", ScalarType::U16,
+                                              {0x0000, 0x3f80, 0x4000, 0x4040, 0x4080, 0x40a0, 0x40c0, 0x40e0});
+  std::string w = write_npy<std::uint32_t>(dir / "w.npy", ScalarType::U32, {0x76543210, 0xFEDCBA98, 0x11111111, 0});
+  std::string b = write_npy<std::uint16_t>(dir / "b_u2.npy", ScalarType::U16, {0, 0, 0, 0});
+  for (const std::string& x : {x_v2, x_u2}) {
+    fs::path out = dir / "out_bf16.npy";
+    Result result = run_quantc("run " + spec + " --backend emulator --compare reference --input x=" + x + " --input w=" +
+                               w + " --input b=" + b + " --output out=" + out.string());
+    INFO(x << "\n" << result.output);
+    REQUIRE(result.exit_code == 0);
+    CHECK_THAT(result.output, Catch::Contains("out (4 x bf16): [140 364 28 0]") && Catch::Contains("bit-exact"));
+    const std::string written = read_text(out);
+    CHECK(written.find("{'descr': '<V2', 'fortran_order': False, 'shape': (4,), }") == 10);
+    NpyArray array = quantc::runtime::read_npy(out.string());
+    CHECK(array.buffer.element == ScalarType::BF16);
+    CHECK(array.buffer.as<std::uint16_t>() == std::vector<std::uint16_t>{0x430c, 0x43b6, 0x41e0, 0x0000});
+  }
+  // uint16 of another byte size, or f16 for the bf16 buffer, are refused.
+  std::string short_u2 = write_npy<std::uint16_t>(dir / "short_u2.npy", ScalarType::U16, {0, 1, 2});
+  CHECK_THAT(run_quantc("run " + spec + " --random-inputs 1 --input x=" + short_u2).output,
+             Catch::Contains("expects 8 x bf16, the file holds 3 x u16"));
+  std::string x16 = write_npy<std::uint16_t>(dir / "x16.npy", ScalarType::F16, std::vector<std::uint16_t>(8, 0x3c00));
+  CHECK_THAT(run_quantc("run " + spec + " --random-inputs 1 --input x=" + x16).output,
+             Catch::Contains("expects 8 x bf16, the file holds 8 x f16") &&
+                 Catch::Contains("ml_dtypes.bfloat16") && Catch::Contains("\"activation\": \"f16\""));
 }
 
 TEST_CASE("quantc run names missing and mismatched inputs and never clobbers outputs on failure", "[cli]") {

@@ -176,3 +176,42 @@ TEST_CASE("read_npy names a missing file and a folder", "[npy]") {
   CHECK_THROWS_WITH(quantc::runtime::read_npy(std::filesystem::temp_directory_path().string()),
                     Catch::Contains("is a folder, not a .npy file"));
 }
+
+namespace {
+/// numpy.save(f, numpy.arange(8, dtype=numpy.float32).astype(ml_dtypes.bfloat16)) with
+/// NumPy 2.4 and ml_dtypes 0.6, byte for byte: the descriptor is bfloat16's dtype.str,
+/// '<V2', and the data the bf16 bit patterns of 0..7.
+std::string ml_dtypes_bfloat16_file() {
+  std::string file("\x93NUMPY\x01\x00\x76\x00", 10);
+  std::string header = "{'descr': '<V2', 'fortran_order': False, 'shape': (8,), }";
+  header.append(117 - header.size(), ' ');
+  file += header + "\n";
+  const unsigned char data[] = {0x00, 0x00, 0x80, 0x3f, 0x00, 0x40, 0x40, 0x40,
+                                0x80, 0x40, 0xa0, 0x40, 0xc0, 0x40, 0xe0, 0x40};
+  file.append(reinterpret_cast<const char*>(data), sizeof data);
+  return file;
+}
+}  // namespace
+
+TEST_CASE("bf16 arrays: ml_dtypes' '<V2' is read as bf16 and written back byte for byte as numpy.save writes it",
+          "[npy]") {
+  const std::string numpy_bytes = ml_dtypes_bfloat16_file();
+  REQUIRE(numpy_bytes.size() == 144);
+  NpyArray array = parse_npy(numpy_bytes, "bf16.npy");
+  CHECK(array.buffer.element == ScalarType::BF16);
+  CHECK(array.shape == std::vector<std::uint64_t>{8});
+  CHECK(array.buffer.as<std::uint16_t>() ==
+        std::vector<std::uint16_t>{0x0000, 0x3f80, 0x4000, 0x4040, 0x4080, 0x40a0, 0x40c0, 0x40e0});  // 0..7
+  CHECK(to_npy_bytes(array) == numpy_bytes);
+  CHECK(quantc::runtime::npy_dtype(ScalarType::BF16) == "<V2");
+  // f16 is NumPy's own float16.
+  NpyArray half{HostBuffer::from(ScalarType::F16, std::vector<std::uint16_t>{0x3c00, 0xc000}), {}};
+  std::string half_bytes = to_npy_bytes(half);
+  CHECK(half_bytes.find("'descr': '<f2'") != std::string::npos);
+  NpyArray back = parse_npy(half_bytes, "f16.npy");
+  CHECK(back.buffer.element == ScalarType::F16);
+  CHECK(back.buffer.as<std::uint16_t>() == std::vector<std::uint16_t>{0x3c00, 0xc000});
+  // Other void types are no float: a 4-byte void is refused, naming the bf16 descriptor.
+  CHECK_THROWS_WITH(parse_npy(npy_file("{'descr': '<V4', 'fortran_order': False, 'shape': (2,)}", 8), "v4.npy"),
+                    Catch::Contains("unsupported dtype '<V4'") && Catch::Contains("ml_dtypes.bfloat16 ('<V2')"));
+}

@@ -12,7 +12,7 @@ TEST_CASE("a valid spec fills defaults and keeps the target", "[spec]") {
   CHECK(spec.args.u32("group_size") == 64);
   CHECK(spec.target == "sm_90");
   CHECK(spec.canonical_json() ==
-        R"({"group_size":64,"in_dim":256,"op":"linear_4bit_affine_grouped","out_dim":4096,"schedule":"auto","target":"sm_90"})");
+        R"({"activation":"f32","group_size":64,"in_dim":256,"op":"linear_4bit_affine_grouped","out_dim":4096,"schedule":"auto","target":"sm_90"})");
 }
 
 TEST_CASE("malformed specs are rejected with the problem named", "[spec]") {
@@ -37,4 +37,34 @@ TEST_CASE("malformed specs are rejected with the problem named", "[spec]") {
 TEST_CASE("dimension errors come from the op constructor with the seed's message", "[spec]") {
   OpSpec spec = parse_spec(R"({"op": "linear_4bit", "in_dim": 7, "out_dim": 4})");
   CHECK_THROWS_WITH(build_program(spec), Catch::Contains("in_dim=7 is not divisible by 8"));
+}
+
+TEST_CASE("the activation parameter types x, the bias and the output and is part of the canonical spec", "[spec]") {
+  OpSpec f16 = parse_spec(R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4, "activation": "f16"})");
+  OpSpec f32 = parse_spec(R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4})");
+  CHECK(f16.args.choice("activation") == "f16");
+  CHECK(f32.args.choice("activation") == "f32");  // the default, filled in
+  CHECK(f16.canonical_json() != f32.canonical_json());  // so the kernel cache keeps them apart
+  CHECK(f16.canonical_json().find(R"("activation":"f16")") != std::string::npos);
+  quantc::ir::Program program = build_program(f16);
+  CHECK(program.find_buffer("x")->element == quantc::ir::ScalarType::F16);
+  CHECK(program.find_buffer("b")->element == quantc::ir::ScalarType::F16);
+  CHECK(program.find_buffer("out")->element == quantc::ir::ScalarType::F16);
+  CHECK(program.find_buffer("w")->element == quantc::ir::ScalarType::U32);
+  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4, "activation": "fp16"})"),
+                    Catch::Contains("\"activation\" must be one of f32, f16, bf16, got \"fp16\""));
+  // Packed-INT4 activations are codes: those ops have no such parameter.
+  CHECK_THROWS_WITH(parse_spec(R"({"op": "int4_dot_i32", "lane_count": 8, "activation": "f16"})"),
+                    Catch::Contains("unknown key \"activation\""));
+  // Every linear and matmul op with float activations takes it.
+  for (const char* name : {"linear_4bit", "linear_4bit_affine_grouped", "int4_matvec_f32_scaled",
+                           "int4_batched_matvec_f32_scaled", "dequant_matmul_int8", "dequant_matmul_int4",
+                           "dequant_matmul_fp8", "dequant_matmul_nvfp4", "nf4_gemm", "nf4_gemm_transpose"}) {
+    const OpInfo* op = OpRegistry::builtin().find(name);
+    REQUIRE(op != nullptr);
+    bool found = false;
+    for (const ParamSpec& param : op->params) found |= param.name == "activation" && param.default_value == "\"f32\"";
+    INFO(name);
+    CHECK(found);
+  }
 }

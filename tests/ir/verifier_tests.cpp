@@ -149,12 +149,36 @@ TEST_CASE("a reinterpreting load reads u32 words of a byte buffer at a proven 4*
   std::string problems = problems_of(program);
   CHECK_THAT(problems, Catch::Contains("load from 'x' at index `(i * 8u32)` is a u32x4 access stating 16-byte "
                                        "alignment, but the index is only known to be a multiple of 8 (8 bytes)"));
-  CHECK_THAT(problems, Catch::Contains("reinterpreting load of u32x4 from 'y' needs a u8 or i8 buffer, but the buffer "
-                                       "holds f32"));
+  CHECK_THAT(problems, Catch::Contains("reinterpreting load of u32x4 from 'y' needs a buffer of 8- or 16-bit elements "
+                                       "(u8, i8, u16, f16, bf16), but the buffer holds f32"));
   CHECK_THAT(problems, !Catch::Contains("`(i * 16u32)`") && !Catch::Contains("`40u32`"));
   CHECK_THROWS_WITH(Load::make(Type(ScalarType::F32, 4), "x", u32(0), 0, true), Catch::Contains("reads u32 words"));
   CHECK_THROWS_WITH(Load::make(Type(ScalarType::U32, 4), "x", u32(0), 4, true),
                     Catch::Contains("needs its natural 16-byte alignment"));
+}
+
+TEST_CASE("a reinterpreting load reads u32 words of a 16-bit buffer at an index of 2*lanes elements", "[verifier]") {
+  // f16 activations stream as u32x4 words: 8 halves per load, the index counting halves.
+  for (ScalarType element : {ScalarType::F16, ScalarType::BF16, ScalarType::U16}) {
+    Program program = base_program();
+    program.buffers[0].element = element;
+    program.buffers[0].count = 64;
+    Expr i = Var::make(ScalarType::U32, "i");
+    program.entry = Block::make({Let::make("i", local_id(0)),
+                                 Let::make("good", Load::make(Type(ScalarType::U32, 4), "x", i * 8u, 0, true)),
+                                 Let::make("pair", Load::make(Type(ScalarType::U32, 2), "x", u32(4), 0, true)),
+                                 Let::make("bad", Load::make(Type(ScalarType::U32, 4), "x", i * 4u, 0, true))});
+    std::string problems = problems_of(program);
+    INFO(to_string(element));
+    CHECK_THAT(problems, Catch::Contains("load from 'x' at index `(i * 4u32)` is a u32x4 access stating 16-byte "
+                                         "alignment, but the index is only known to be a multiple of 4 (8 bytes)"));
+    CHECK_THAT(problems, !Catch::Contains("`(i * 8u32)`") && !Catch::Contains("`4u32`"));
+  }
+  Program wide = base_program();
+  wide.buffers[0].element = ScalarType::U32;
+  wide.entry = Block::make({Let::make("w", Load::make(Type(ScalarType::U32, 2), "x", u32(0), 0, true))});
+  CHECK_THAT(problems_of(wide), Catch::Contains("needs a buffer of 8- or 16-bit elements") &&
+                                    Catch::Contains("the buffer holds u32"));
 }
 
 TEST_CASE("a vector access must match the buffer's element type", "[verifier]") {

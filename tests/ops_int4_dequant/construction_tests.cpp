@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "ir/ops/Activation.h"
 #include "ir/ops/DequantMatmul.h"
 #include "ir/ops/Int4Packed.h"
 #include "ir/ops/Registry.h"
@@ -58,12 +59,14 @@ TEST_CASE("every packed INT4 and dequant-matmul op is registered with parameters
     for (const OpArgs& shape : op->test_shapes) {
       Program program = op->build(shape);
       CHECK(program.name == name);
-      // Every declared buffer is described in the registry with the same element type.
+      // Every declared buffer is described in the registry with the same element type (the
+      // "activation" parameter's for the activation-typed ones, whose registry element is f32).
       for (const BufferDecl& decl : program.buffers) {
         auto spec = std::find_if(op->buffers.begin(), op->buffers.end(),
                                  [&](const BufferSpec& buffer) { return buffer.name == decl.name; });
         REQUIRE(spec != op->buffers.end());
-        CHECK(spec->element == decl.element);
+        CHECK(decl.element == (spec->activation_typed ? activation_of(shape) : spec->element));
+        if (spec->activation_typed) CHECK(spec->element == ScalarType::F32);
       }
     }
   }

@@ -34,10 +34,13 @@ nlohmann::json op_to_json(const ir::ops::OpInfo& op) {
   }
   nlohmann::json buffers = nlohmann::json::array();
   for (const ir::ops::BufferSpec& buffer : op.buffers) {
-    buffers.push_back({{"name", buffer.name},
-                       {"role", buffer.role},
-                       {"element", ir::to_string(buffer.element)},
-                       {"count", buffer.count_formula}});
+    nlohmann::json entry = {{"name", buffer.name},
+                            {"role", buffer.role},
+                            {"element", ir::to_string(buffer.element)},
+                            {"count", buffer.count_formula}};
+    // "element" is then the default activation's; the buffer holds the "activation" parameter's type.
+    if (buffer.activation_typed) entry["element_from"] = "activation";
+    buffers.push_back(entry);
   }
   return {{"name", op.name},   {"summary", op.summary}, {"layout", op.layout},
           {"seed", op.seed},   {"params", params},      {"buffers", buffers}};
@@ -53,8 +56,10 @@ void print_ops_text() {
     }
     fmt::print("  buffers (binding order):\n");
     for (const ir::ops::BufferSpec& buffer : op.buffers) {
-      fmt::print("    {:<12} {:<8} {:<4} [{}]\n", buffer.name, buffer.role, ir::to_string(buffer.element),
-                 buffer.count_formula);
+      // Activation-typed buffers hold the "activation" parameter's type.
+      const std::string element =
+          buffer.activation_typed ? "activation (f32|f16|bf16)" : std::string(ir::to_string(buffer.element));
+      fmt::print("    {:<12} {:<8} {:<4} [{}]\n", buffer.name, buffer.role, element, buffer.count_formula);
     }
   }
 }

@@ -71,6 +71,23 @@ std::string buffer_names(const ir::Program& program) {
 
 bool is_unsigned_integer(ir::ScalarType type) { return ir::is_integer(type) && !ir::is_signed(type); }
 
+/// The fix for a float file of the wrong width: convert it, or (for the activations of a
+/// linear/matmul op) build the kernel for the file's type with the spec's "activation".
+std::string float_type_fix(ir::ScalarType expected, ir::ScalarType given) {
+  if (!ir::is_float(expected) || !ir::is_float(given) || expected == given) return "";
+  const char* conversion = expected == ir::ScalarType::F16    ? "numpy: a.astype(numpy.float16)"
+                           : expected == ir::ScalarType::BF16 ? "numpy + ml_dtypes: a.astype(ml_dtypes.bfloat16), or "
+                                                                "the bf16 bit patterns as uint16"
+                           : expected == ir::ScalarType::F32  ? "numpy: a.astype(numpy.float32)"
+                                                              : "numpy: a.astype(numpy.float64)";
+  std::string fix = fmt::format("; convert the file to {} ({})", ir::to_string(expected), conversion);
+  if (given == ir::ScalarType::F32 || given == ir::ScalarType::F16 || given == ir::ScalarType::BF16) {
+    fix += fmt::format(", or, if this is an op's activation buffer, set \"activation\": \"{}\" in the spec",
+                       ir::to_string(given));
+  }
+  return fix;
+}
+
 /// --random-inputs SEED: a decimal integer in 0..2^64-1.
 std::optional<std::uint64_t> parse_seed(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
@@ -145,10 +162,16 @@ runtime::BufferSet prepare_buffers(const ir::Program& program, const Bindings& b
         array.buffer.bytes.size() == decl->byte_size()) {
       array.buffer.element = decl->element;
     }
+    // NumPy has no bfloat16: raw bf16 bit patterns saved as uint16 feed a bf16 buffer.
+    if (array.buffer.element == ir::ScalarType::U16 && decl->element == ir::ScalarType::BF16 &&
+        array.buffer.bytes.size() == decl->byte_size()) {
+      array.buffer.element = decl->element;
+    }
     if (array.buffer.element != decl->element || array.buffer.count() != decl->count) {
-      throw CommandError(fmt::format("--input {}: buffer '{}' expects {} x {}, the file holds {} x {}", binding, name,
+      throw CommandError(fmt::format("--input {}: buffer '{}' expects {} x {}, the file holds {} x {}{}", binding, name,
                                      decl->count, ir::to_string(decl->element), array.buffer.count(),
-                                     ir::to_string(array.buffer.element)));
+                                     ir::to_string(array.buffer.element),
+                                     float_type_fix(decl->element, array.buffer.element)));
     }
     buffers[name] = std::move(array.buffer);
     provided[name] = true;

@@ -273,7 +273,7 @@ const Word* load_kernel(const ExprNode& node, Machine& machine, const LaneSpan& 
   const BufferView& buffer = machine.buffers[node.buffer];
   const ir::Type type = node.source.type();
   const unsigned count = type.lanes(), words = words_of(type);
-  // Buffer elements read: the lanes, or a reinterpreting load's 4 * lanes bytes of a u8/i8 buffer.
+  // Buffer elements read: the lanes, or a reinterpreting load's 4 * lanes bytes of an 8- or 16-bit buffer.
   const bool reinterpret = node.source.as<ir::Load>()->reinterpret;
   const unsigned span = reinterpret ? count * unsigned(sizeof(T)) / buffer.element_size : count;
   Word* out = machine.reg(node.result);
