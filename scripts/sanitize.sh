@@ -9,9 +9,10 @@
 #   CXX, CC    compiler (default: the system's, gcc on Debian; clang++-14 works too)
 #   QUANTC_SANITIZER_FULL_SWEEPS=1  run the three heaviest sweeps at full size. By
 #              default they run smaller here (every test case still runs; the full sizes
-#              run in the normal job): the op sweep on sm_75/sm_80/sm_90 (the three
-#              legalizations) instead of all seven targets, 1,000 random programs through
-#              the passes instead of 5,000, and 60 on the emulator instead of 300.
+#              run in the normal job): the op sweeps (f32, and f16/bf16 activations) on
+#              sm_75/sm_80/sm_90 (the three legalizations) instead of all seven targets,
+#              1,000 random programs through the passes instead of 5,000, and 60 on the
+#              emulator instead of 300.
 #   CTEST_ARGS extra ctest arguments, e.g. "-R emulator"
 # Needs scripts/setup.sh's packages and the test model (scripts/fetch_model.sh), as
 # scripts/test.sh does.

@@ -121,6 +121,44 @@ std::vector<ptx::Target> sweep_targets() {
   return targets;
 }
 
+/// Emulates `program` (op `op_name` at `args`) at every optimization level on every sweep
+/// target and requires its outputs to equal the interpreter's bit for bit on the same
+/// random inputs (seeded by `runs`, which counts the launches).
+void check_op_program(const std::string& op_name, const ir::ops::OpArgs& args, const ir::Program& program,
+                      std::size_t& runs) {
+  runtime::BufferSet inputs = runtime::random_buffers(program, 20260 + runs);
+  // -O2 fuses a*b+c (lower::contract_fma), the other levels keep every rounding.
+  runtime::BufferSet uncontracted = inputs, contracted = inputs;
+  runtime::reference::run(program, uncontracted);
+  runtime::reference::run(lower::contract_fma(program), contracted);
+  for (const ptx::Target& target : sweep_targets()) {
+    std::string context = op_name + " " + describe(args) + "on " + target.name();
+    INFO(context);
+    // Every optimization level the compiler offers, each verified after every pass.
+    for (lower::OptimizationLevel level :
+         {lower::OptimizationLevel::O0, lower::OptimizationLevel::O1, lower::OptimizationLevel::O2}) {
+      lower::PassOptions passes;
+      passes.level = level;
+      passes.verify_each = true;
+      lower::CompiledKernel compiled = lower::compile(program, {target, passes});
+      INFO("at -O" << static_cast<int>(level));
+      runtime::BufferSet actual = inputs;
+      runtime::emulator::LaunchCounters counters = runtime::emulator::run(compiled.ptx, compiled.program, actual);
+      require_same_outputs(program, level == lower::OptimizationLevel::O2 ? contracted : uncontracted, actual,
+                           context);
+      CHECK(counters.warp_instructions > 0);
+      ++runs;
+    }
+  }
+}
+
+bool takes_activation(const ir::ops::OpInfo& op) {
+  for (const ir::ops::ParamSpec& param : op.params) {
+    if (param.name == "activation") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("every registered op: emulated PTX equals the reference interpreter bit for bit", "[emulator][end-to-end]") {
@@ -128,34 +166,39 @@ TEST_CASE("every registered op: emulated PTX equals the reference interpreter bi
   for (const ir::ops::OpInfo& op : ir::ops::OpRegistry::builtin().all()) {
     std::vector<ir::ops::OpArgs> shapes = op.test_shapes;
     for (auto& odd : odd_shapes(op)) shapes.push_back(odd);
-    for (const ir::ops::OpArgs& args : shapes) {
-      ir::Program program = op.build(args);
-      runtime::BufferSet inputs = runtime::random_buffers(program, 20260 + runs);
-      // -O2 fuses a*b+c (lower::contract_fma), the other levels keep every rounding.
-      runtime::BufferSet uncontracted = inputs, contracted = inputs;
-      runtime::reference::run(program, uncontracted);
-      runtime::reference::run(lower::contract_fma(program), contracted);
-      for (const ptx::Target& target : sweep_targets()) {
-        std::string context = op.name + " " + describe(args) + "on " + target.name();
-        INFO(context);
-        // Every optimization level the compiler offers, each verified after every pass.
-        for (lower::OptimizationLevel level :
-             {lower::OptimizationLevel::O0, lower::OptimizationLevel::O1, lower::OptimizationLevel::O2}) {
-          lower::PassOptions passes;
-          passes.level = level;
-          passes.verify_each = true;
-          lower::CompiledKernel compiled = lower::compile(program, {target, passes});
-          INFO("at -O" << static_cast<int>(level));
-          runtime::BufferSet actual = inputs;
-          runtime::emulator::LaunchCounters counters = runtime::emulator::run(compiled.ptx, compiled.program, actual);
-          require_same_outputs(program, level == lower::OptimizationLevel::O2 ? contracted : uncontracted, actual,
-                               context);
-          CHECK(counters.warp_instructions > 0);
-          ++runs;
-        }
+    for (const ir::ops::OpArgs& args : shapes) check_op_program(op.name, args, op.build(args), runs);
+  }
+  CHECK(runs > 0);
+}
+
+TEST_CASE("f16 and bf16 activations: emulated PTX equals the interpreter on every f32 shape and odd shape",
+          "[emulator][end-to-end][activation]") {
+  // The registry's f16/bf16 test shapes run in the sweep above. Here every other shape of
+  // the linear and matmul ops (split-K, sliced groups, batch tiles, partial warps and
+  // tails: the f32 test shapes and the odd shapes) runs with f16 and with bf16
+  // activations, so the widening loads, the rounding stores and the split-K meeting of
+  // 16-bit outputs are checked wherever the f32 programs are.
+  std::size_t runs = 0, ops = 0;
+  for (const ir::ops::OpInfo& op : ir::ops::OpRegistry::builtin().all()) {
+    if (!takes_activation(op)) continue;
+    ++ops;
+    std::set<std::string> registered;
+    for (const ir::ops::OpArgs& args : op.test_shapes) registered.insert(describe(args));
+    std::vector<ir::ops::OpArgs> shapes;
+    for (const ir::ops::OpArgs& args : op.test_shapes) {
+      if (!args.has("activation")) shapes.push_back(args);
+    }
+    for (auto& odd : odd_shapes(op)) shapes.push_back(odd);
+    for (const ir::ops::OpArgs& f32_args : shapes) {
+      for (const char* activation : {"f16", "bf16"}) {
+        ir::ops::OpArgs args = f32_args;
+        args.set("activation", std::string(activation));
+        if (registered.count(describe(args))) continue;  // already in the sweep above
+        check_op_program(op.name, args, op.build(args), runs);
       }
     }
   }
+  CHECK(ops == 10);
   CHECK(runs > 0);
 }
 

@@ -111,6 +111,8 @@ def npy_cases():
         "valid_i8_little": npy("<i1", [1], b"\x80"),
         "valid_bool": npy("|b1", [3], b"\x00\x01\x01"),
         "valid_u16": npy("<u2", [1], b"\x01\x02"),
+        # numpy.save of an ml_dtypes.bfloat16 array: the 2-byte void descriptor, read as bf16.
+        "valid_bf16_ml_dtypes": npy("<V2", [2], struct.pack("<2H", 0x3F80, 0x7FC0)),
         "valid_i32_empty": npy("<i4", [0, 3], b""),
         "valid_u32": npy("<u4", [1, 1, 1], struct.pack("<I", 7)),
         "valid_i64": npy("<i8", [2], struct.pack("<2q", -1, 1)),
@@ -130,6 +132,7 @@ def npy_cases():
         "invalid_big_endian": npy(">f4", [1], struct.pack(">f", 1)),
         "invalid_object_dtype": npy("|O", [1], bytes(8)),
         "invalid_complex": npy("<c8", [1], bytes(8)),
+        "invalid_void_4_bytes": npy("<V4", [1], bytes(4)),
         "invalid_fortran_2d": npy("<f4", [2, 3], f32, fortran="True"),
         "invalid_shape_text": npy(None, None, b"", raw_header="{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }"),
         "invalid_shape_overflow": npy("<f4", [1 << 32, 1 << 32, 1 << 32], b""),
@@ -193,6 +196,10 @@ def spec_cases():
         "invalid_choice": json.dumps({"op": "dequant_matmul_fp8", "m": 1, "n": 4, "k": 8, "format": "e3m4"}),
         "invalid_bool_type": json.dumps({"op": "dequant_matmul_int4", "m": 1, "n": 4, "k": 8, "block_size": 4,
                                          "asymmetric": 1}),
+        "invalid_activation": json.dumps({"op": "linear_4bit", "in_dim": 64, "out_dim": 8, "activation": "f8"}),
+        "invalid_activation_on_packed_op": json.dumps({"op": "int4_dot_i32", "lane_count": 64, "activation": "f16"}),
+        "valid_int4_matvec_bf16_fast": json.dumps({"op": "int4_matvec_f32_scaled", "rows": 4, "cols": 64,
+                                                   "schedule": "fast", "activation": "bf16"}),
     })
     return cases
 

@@ -1,13 +1,21 @@
-// ptxas acceptance: every registered op at every test shape assembles for every supported
-// target (sm_75 .. sm_120) with zero errors and zero spill bytes. Skips with a WARN when
-// ptxas is absent, unless QUANTC_REQUIRE_PTXAS=1.
+// ptxas acceptance: every registered op at every test shape, and every shipped spec
+// (examples/specs, the f16/bf16 activation specs included) as `quantc emit` compiles it,
+// assembles for every supported target (sm_75 .. sm_120) with zero errors and zero spill
+// bytes. Skips with a WARN when ptxas is absent, unless QUANTC_REQUIRE_PTXAS=1.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "ir/ops/Registry.h"
+#include "ir/ops/Spec.h"
+#include "lower/driver/Compiler.h"
 #include "ptx/Ptxas.h"
 #include "tests/ptx/PtxTestSupport.h"
 
 using namespace quantc;
+namespace fs = std::filesystem;
 
 TEST_CASE("every registered op assembles with ptxas, no spills", "[ptxas]") {
   if (!testing::ptxas_or_skip()) return;
@@ -20,6 +28,25 @@ TEST_CASE("every registered op assembles with ptxas, no spills", "[ptxas]") {
       }
     }
   }
+}
+
+TEST_CASE("every shipped spec assembles with ptxas on every supported target, no spills", "[ptxas]") {
+  if (!testing::ptxas_or_skip()) return;
+  std::size_t specs = 0;
+  for (const fs::directory_entry& entry : fs::directory_iterator(fs::path(QUANTC_SOURCE_DIR) / "examples" / "specs")) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream file(entry.path());
+    std::stringstream text;
+    text << file.rdbuf();
+    const std::string name = entry.path().filename().string();
+    const ir::Program program = ir::ops::build_program(ir::ops::parse_spec(text.str(), name));
+    for (const ptx::Target& target : ptx::supported_targets()) {
+      // The default pipeline (-O2), as `quantc emit` and `quantc check` compile a spec.
+      testing::require_assembles(lower::compile(program, {target}).ptx, target, name);
+    }
+    ++specs;
+  }
+  CHECK(specs >= 21);
 }
 
 TEST_CASE("run_ptxas reports failure and the log for invalid PTX", "[ptxas]") {
