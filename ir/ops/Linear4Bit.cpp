@@ -168,7 +168,7 @@ std::vector<OpInfo> linear_4bit_ops() {
       .seed = seed,
       .params = {in_dim, out_dim, schedule_param()},
       .buffers = {{"x", "input", ScalarType::F32, "in_dim"},
-                  {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim"},
+                  {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim", {"in_dim/8", "out_dim"}},
                   {"b", "bias", ScalarType::F32, "out_dim"},
                   {"out", "output", ScalarType::F32, "out_dim"}},
       .build =
@@ -188,9 +188,11 @@ std::vector<OpInfo> linear_4bit_ops() {
       .seed = seed,
       .params = {in_dim, out_dim, group_size, schedule_param()},
       .buffers = {{"x", "input", ScalarType::F32, "in_dim"},
-                  {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim"},
-                  {"scale", "sidecar", ScalarType::F32, "ceil(in_dim/group_size) * out_dim"},
-                  {"zero_point", "sidecar", ScalarType::U32, "ceil(in_dim/group_size) * out_dim"},
+                  {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim", {"in_dim/8", "out_dim"}},
+                  {"scale", "sidecar", ScalarType::F32, "ceil(in_dim/group_size) * out_dim",
+                   {"ceil(in_dim/group_size)", "out_dim"}},
+                  {"zero_point", "sidecar", ScalarType::U32, "ceil(in_dim/group_size) * out_dim",
+                   {"ceil(in_dim/group_size)", "out_dim"}},
                   {"b", "bias", ScalarType::F32, "out_dim"},
                   {"out", "output", ScalarType::F32, "ceil(out_dim/8) * 256 (bytes [0, out_dim*4) are the result)"}},
       .build =

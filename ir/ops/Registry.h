@@ -39,6 +39,10 @@ struct BufferSpec {
   std::string role;           // "input", "weight", "sidecar", "bias", "output", "scratch"
   ScalarType element = ScalarType::F32;
   std::string count_formula;  // e.g. "in_dim/8 * out_dim"
+  /// The logical row-major shape, one formula per dimension over the op's parameters,
+  /// e.g. {"in_dim/8", "out_dim"}; empty for a 1-D buffer. Evaluated by logical_shape
+  /// (ir/ops/BufferShape.h): the one definition `quantc run` checks input files against.
+  std::vector<std::string> shape = {};
 };
 
 using ParamValue = std::variant<std::uint32_t, bool, std::string>;

@@ -24,6 +24,8 @@ TEST_CASE("quantc ops lists every registered op, as text and as JSON", "[cli]") 
       CHECK(op["params"].size() == 4);  // in_dim, out_dim, group_size, schedule
       CHECK(op["params"][3]["name"] == "schedule");
       CHECK(op["buffers"][5]["name"] == "out");
+      CHECK(op["buffers"][1]["shape"] == nlohmann::json{"in_dim/8", "out_dim"});  // w's logical shape
+      CHECK(op["buffers"][0]["shape"] == nlohmann::json{"in_dim"});
     }
   }
   CHECK(found);

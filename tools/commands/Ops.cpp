@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/ops/BufferShape.h"
 #include "ir/ops/Registry.h"
 #include "tools/commands/Commands.h"
 
@@ -37,7 +38,8 @@ nlohmann::json op_to_json(const ir::ops::OpInfo& op) {
     buffers.push_back({{"name", buffer.name},
                        {"role", buffer.role},
                        {"element", ir::to_string(buffer.element)},
-                       {"count", buffer.count_formula}});
+                       {"count", buffer.count_formula},
+                       {"shape", buffer.shape.empty() ? std::vector<std::string>{buffer.count_formula} : buffer.shape}});
   }
   return {{"name", op.name},   {"summary", op.summary}, {"layout", op.layout},
           {"seed", op.seed},   {"params", params},      {"buffers", buffers}};
@@ -53,8 +55,8 @@ void print_ops_text() {
     }
     fmt::print("  buffers (binding order):\n");
     for (const ir::ops::BufferSpec& buffer : op.buffers) {
-      fmt::print("    {:<12} {:<8} {:<4} [{}]\n", buffer.name, buffer.role, ir::to_string(buffer.element),
-                 buffer.count_formula);
+      fmt::print("    {:<12} {:<8} {:<4} {}\n", buffer.name, buffer.role, ir::to_string(buffer.element),
+                 ir::ops::shape_formula_text(buffer));
     }
   }
 }
