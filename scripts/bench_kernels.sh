@@ -6,7 +6,7 @@
 # CMake cache yet: the emulator and interpreter are slow in a Debug build), runs it (one
 # line per case on stdout) and writes the Markdown table. Needs the CUDA toolkit's nvcc
 # (the expert kernels are compiled at run time; PTX cached in BUILD_DIR) and ptxas (register
-# counts). Takes about 2½ minutes on 2 cores.
+# counts). Takes about 12 minutes on 2 cores (every batch-1 op, both schedules, six shapes).
 # Environment: BUILD_DIR (default build).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   quantc::tools::add_profile_command(app);
   quantc::tools::add_cache_command(app);
   quantc::tools::add_pack_command(app);
+  quantc::tools::add_convert_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

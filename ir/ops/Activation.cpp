@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 namespace quantc::ir::ops {
 
 ParamSpec activation_param() {
@@ -23,6 +25,13 @@ ScalarType activation_of(const OpArgs& args) {
 OpArgs activated(OpArgs args, const char* activation) {
   args.set("activation", std::string(activation));
   return args;
+}
+
+BufferSpec activation_buffer(std::string name, std::string role, std::string count_formula,
+                             std::vector<std::string> shape) {
+  BufferSpec buffer{std::move(name), std::move(role), ScalarType::F32, std::move(count_formula), std::move(shape)};
+  buffer.activation_typed = true;
+  return buffer;
 }
 
 Expr widen(const Expr& value) {

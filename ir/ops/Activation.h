@@ -51,6 +51,11 @@ ParamSpec activation_param();
 ScalarType activation_of(const OpArgs& args);
 /// `args` with "activation" set to `activation` (for registry test shapes).
 OpArgs activated(OpArgs args, const char* activation);
+/// The registry entry of a buffer whose element is the "activation" parameter (x or a,
+/// the bias, the output): element f32 (the default) with activation_typed set; `shape`
+/// as BufferSpec::shape (empty: 1-D).
+BufferSpec activation_buffer(std::string name, std::string role, std::string count_formula,
+                             std::vector<std::string> shape = {});
 
 /// An activation-typed value as f32 (or an f16x2/bf16x2 vector as f32x2): the value
 /// itself when it is f32 already, else the exact widening Cast.

@@ -867,10 +867,11 @@ std::vector<OpInfo> dequant_matmul_ops() {
   ParamSpec asymmetric{"asymmetric", ParamType::Bool, "subtract a per-block f32 zero point", "false", "", {}};
   ParamSpec format{"format", ParamType::Choice, "FP8 encoding of W", "\"e4m3\"", "", {"e4m3", "e5m2"}};
   const std::string sidecar_count = "ceil(k/block_size) * n";
-  const BufferSpec x{"x", "input", ScalarType::F32, "m * k", true};
-  const BufferSpec out{"out", "output", ScalarType::F32, "m * n", true};
-  const BufferSpec scales{"scales", "sidecar", ScalarType::F32, sidecar_count};
-  const BufferSpec zero_points{"zero_points", "sidecar", ScalarType::F32, sidecar_count + " (asymmetric only)"};
+  const BufferSpec x = activation_buffer("x", "input", "m * k", {"m", "k"});
+  const BufferSpec out = activation_buffer("out", "output", "m * n", {"m", "n"});
+  const BufferSpec scales{"scales", "sidecar", ScalarType::F32, sidecar_count, {"ceil(k/block_size)", "n"}};
+  const BufferSpec zero_points{"zero_points", "sidecar", ScalarType::F32, sidecar_count + " (asymmetric only)",
+                                {"ceil(k/block_size)", "n"}};
 
   auto build_block = [](Program (*constructor)(std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, bool,
                                                 KernelSchedule, ScalarType)) {
@@ -886,7 +887,8 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .layout = layout + "; W i8 element p*n + j; sidecars [ceil(k/block_size), n]",
       .seed = seed,
       .params = {m, k, n, block_size, asymmetric, schedule_param(), activation_param()},
-      .buffers = with_split_k({x, {"w", "weight", ScalarType::I8, "k * n"}, scales, zero_points, out}, "ceil(n/32)"),
+      .buffers = with_split_k({x, {"w", "weight", ScalarType::I8, "k * n", {"k", "n"}}, scales, zero_points, out},
+                              "ceil(n/32)"),
       .build = build_block(dequant_matmul_int8),
       .test_shapes = {scheduled(block_shape(1, 8, 4, 4, false), "seed"), scheduled(block_shape(3, 20, 9, 8, true), "seed"),
                       scheduled(block_shape(5, 64, 33, 32, true), "seed"),
@@ -906,7 +908,8 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .layout = layout + "; element p*n + j is nibble (low first) of byte (p*n + j)/2",
       .seed = seed,
       .params = {m, k, n, block_size, asymmetric, schedule_param(), activation_param()},
-      .buffers = with_split_k({x, {"w", "weight", ScalarType::U8, "ceil(k*n / 2)"}, scales, zero_points, out}, "ceil(n/64)"),
+      .buffers = with_split_k({x, {"w", "weight", ScalarType::U8, "ceil(k*n / 2)", {"k", "n/2"}}, scales, zero_points, out},
+                              "ceil(n/64)"),
       .build = build_block(dequant_matmul_int4),
       .test_shapes = {scheduled(block_shape(1, 8, 4, 4, false), "seed"), scheduled(block_shape(3, 20, 9, 8, true), "seed"),
                       scheduled(block_shape(5, 64, 33, 32, true), "seed"),
@@ -926,7 +929,8 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .layout = layout + "; W u8 codes element p*n + j; scales [n]",
       .seed = seed,
       .params = {m, k, n, format, schedule_param(), activation_param()},
-      .buffers = with_split_k({x, {"w", "weight", ScalarType::U8, "k * n"}, {"scales", "sidecar", ScalarType::F32, "n"}, out},
+      .buffers = with_split_k({x, {"w", "weight", ScalarType::U8, "k * n", {"k", "n"}},
+                               {"scales", "sidecar", ScalarType::F32, "n"}, out},
                               "ceil(n/32)"),
       .build =
           [](const OpArgs& args) {
@@ -949,8 +953,8 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .seed = seed,
       .params = {m, k, n, schedule_param(), activation_param()},
       .buffers = with_split_k({x,
-                               {"w", "weight", ScalarType::U8, "ceil(k*n / 2)"},
-                               {"scales", "sidecar", ScalarType::U8, "ceil(k/16) * n"},
+                               {"w", "weight", ScalarType::U8, "ceil(k*n / 2)", {"k", "n/2"}},
+                               {"scales", "sidecar", ScalarType::U8, "ceil(k/16) * n", {"ceil(k/16)", "n"}},
                                {"global_scale", "sidecar", ScalarType::F32, "1"},
                                out},
                               "ceil(n/64)"),

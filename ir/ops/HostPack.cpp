@@ -109,7 +109,7 @@ PackedAffineGrouped pack_int4_affine_grouped(const LinearWeight& weight, std::ui
   if (group_size == 0) throw PackError("pack int4-affine-grouped: --group-size 0 is invalid; use e.g. 32, 64 or 128");
   if (weight.in_dim % 8 != 0) {
     throw PackError(fmt::format("pack int4-affine-grouped: in_dim={} is not divisible by 8 (eight k per packed "
-                                "word); check --transpose",
+                                "word); check --layout (nn.Linear weights are [out, in], the default)",
                                 weight.in_dim));
   }
   PackedAffineGrouped packed;
@@ -164,7 +164,7 @@ PackedNf4 pack_nf4(const LinearWeight& weight, std::uint32_t block) {
   }
   if (weight.in_dim % block != 0) {
     throw PackError(fmt::format("pack nf4: in_dim={} is not a multiple of --block {} (nf4_gemm needs k % 64 == 0); "
-                                "check --transpose",
+                                "check --layout (nn.Linear weights are [out, in], the default)",
                                 weight.in_dim, block));
   }
   PackedNf4 packed;
@@ -279,6 +279,11 @@ PackedWeight pack_weight(const LinearWeight& weight, const SchemeOptions& option
       break;
     }
     case Scheme::Nf4: {
+      if (options.block != kNf4GemmBlock) {
+        throw PackError(fmt::format("pack nf4: --block {} is not nf4_gemm's block: nf4_gemm reads one scale per {} "
+                                    "consecutive k (fixed); use --block {}",
+                                    options.block, kNf4GemmBlock, kNf4GemmBlock));
+      }
       PackedNf4 packed = pack_nf4(weight, options.block);
       result.metadata["block"] = std::to_string(options.block);
       const std::uint64_t blocks = in_dim / options.block;

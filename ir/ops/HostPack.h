@@ -14,10 +14,11 @@
 //
 // Orientation. Every op computes out = x @ W with W[in_dim, out_dim]: in_dim (k) is the
 // reduction axis, out_dim (i, n, rows) indexes outputs. A PyTorch nn.Linear weight is
-// stored [out_features, in_features], so its in_dim is axis 1 and it must be read with
-// transpose = true (runtime/io/PackFile.h, `quantc pack --transpose`). Internally a
-// LinearWeight is held output-major ([out_dim][in_dim], k fastest), which is the
-// PyTorch layout, because all three schemes group along k within one output.
+// stored [out_features, in_features], so its in_dim is axis 1; runtime/io/PackFile.h
+// reads that layout by default (`quantc pack --layout out,in`; `--layout in,out` for a
+// tensor stored as the ops' W). Internally a LinearWeight is held output-major
+// ([out_dim][in_dim], k fastest), which is the PyTorch layout, because all three schemes
+// group along k within one output.
 //
 // Quantizer definitions are those of the device quantize ops in ir/ops/Quantize.h
 // (quantize_int4, quantize_nf4), computed in f32 with the same operation order, so the host packer and
@@ -171,8 +172,12 @@ struct PackedWeight {
   std::vector<PackedBuffer> buffers;
   std::map<std::string, std::string> metadata;
 };
+/// nf4_gemm's block: one scale per 64 consecutive k of a column, fixed by the op.
+inline constexpr std::uint32_t kNf4GemmBlock = 64;
+
 /// Packs `weight` with options.scheme. Errors (PackError) as the scheme's packer, plus
-/// in_dim % 8 != 0 for nf4 (nf4_gemm reads b_nf4 as u32 words).
+/// for nf4 a block other than kNf4GemmBlock and in_dim % 8 != 0 (nf4_gemm reads b_nf4 as
+/// u32 words).
 PackedWeight pack_weight(const LinearWeight& weight, const SchemeOptions& options);
 
 }  // namespace quantc::ir::ops::pack

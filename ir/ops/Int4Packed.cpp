@@ -588,9 +588,10 @@ std::vector<OpInfo> int4_packed_ops() {
   top1_rows.constraint = "> 0, <= 16777216";
   ParamSpec top1_batch = batch;
   top1_batch.constraint = "> 0";
-  const BufferSpec weights{"weights", "weight", ScalarType::U32, "rows * ceil(cols/8)"};
+  const BufferSpec weights{"weights", "weight", ScalarType::U32, "rows * ceil(cols/8)", {"rows", "ceil(cols/8)"}};
   const BufferSpec row_scales{"row_scales", "sidecar", ScalarType::F32, "rows"};
-  const BufferSpec activations{"activations", "input", ScalarType::U32, "batch * ceil(cols/8)"};
+  const BufferSpec activations{"activations", "input", ScalarType::U32, "batch * ceil(cols/8)",
+                                {"batch", "ceil(cols/8)"}};
   const BufferSpec batch_scales{"batch_scales", "sidecar", ScalarType::F32, "batch"};
 
   std::vector<OpInfo> ops;
@@ -627,9 +628,9 @@ std::vector<OpInfo> int4_packed_ops() {
       .seed = seed,
       .params = {rows, cols, schedule_param(), activation_param()},
       .buffers = {weights,
-                  {"x", "input", ScalarType::F32, "cols", true},
+                  activation_buffer("x", "input", "cols"),
                   row_scales,
-                  {"out", "output", ScalarType::F32, "rows", true}},
+                  activation_buffer("out", "output", "rows")},
       .build =
           [](const OpArgs& args) {
             return int4_matvec_f32_scaled(args.u32("rows"), args.u32("cols"), schedule_of(args), activation_of(args));
@@ -651,9 +652,9 @@ std::vector<OpInfo> int4_packed_ops() {
       .seed = seed,
       .params = {batch, rows, cols, schedule_param(), activation_param()},
       .buffers = {weights,
-                  {"x", "input", ScalarType::F32, "batch * cols", true},
+                  activation_buffer("x", "input", "batch * cols", {"batch", "cols"}),
                   row_scales,
-                  {"out", "output", ScalarType::F32, "batch * rows", true}},
+                  activation_buffer("out", "output", "batch * rows", {"batch", "rows"})},
       .build =
           [](const OpArgs& args) {
             return int4_batched_matvec_f32_scaled(args.u32("batch"), args.u32("rows"), args.u32("cols"),
@@ -675,7 +676,8 @@ std::vector<OpInfo> int4_packed_ops() {
       .layout = packing + " (weights and activations); out [batch, rows] (row fastest)",
       .seed = seed,
       .params = {batch, rows, cols},
-      .buffers = {weights, activations, row_scales, batch_scales, {"out", "output", ScalarType::F32, "batch * rows"}},
+      .buffers = {weights, activations, row_scales, batch_scales,
+                  {"out", "output", ScalarType::F32, "batch * rows", {"batch", "rows"}}},
       .build =
           [](const OpArgs& args) {
             return int4_batched_matmul_f32_scaled(args.u32("batch"), args.u32("rows"), args.u32("cols"));
@@ -690,7 +692,8 @@ std::vector<OpInfo> int4_packed_ops() {
       .layout = packing + " (weights and activations); one subgroup per batch",
       .seed = seed,
       .params = {top1_batch, top1_rows, cols},
-      .buffers = {weights, activations, row_scales, batch_scales, {"out", "output", ScalarType::F32, "2 * batch"}},
+      .buffers = {weights, activations, row_scales, batch_scales,
+                  {"out", "output", ScalarType::F32, "2 * batch", {"2", "batch"}}},
       .build =
           [](const OpArgs& args) {
             return int4_batched_matmul_top1_f32_scaled(args.u32("batch"), args.u32("rows"), args.u32("cols"));

@@ -171,10 +171,10 @@ std::vector<OpInfo> linear_4bit_ops() {
       .layout = "w u32 word (k/8)*out_dim + i, nibble k%8 at bits 4*(k%8)",
       .seed = seed,
       .params = {in_dim, out_dim, schedule_param(), activation_param()},
-      .buffers = {{"x", "input", ScalarType::F32, "in_dim", true},
-                  {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim"},
-                  {"b", "bias", ScalarType::F32, "out_dim", true},
-                  {"out", "output", ScalarType::F32, "out_dim", true}},
+      .buffers = {activation_buffer("x", "input", "in_dim"),
+                  {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim", {"in_dim/8", "out_dim"}},
+                  activation_buffer("b", "bias", "out_dim"),
+                  activation_buffer("out", "output", "out_dim")},
       .build =
           [](const OpArgs& args) {
             return linear_4bit(args.u32("in_dim"), args.u32("out_dim"), schedule_of(args), activation_of(args));
@@ -195,13 +195,14 @@ std::vector<OpInfo> linear_4bit_ops() {
       .layout = "w as linear_4bit; sidecars [ceil(in_dim/group_size), out_dim] (output fastest); one subgroup per output",
       .seed = seed,
       .params = {in_dim, out_dim, group_size, schedule_param(), activation_param()},
-      .buffers = {{"x", "input", ScalarType::F32, "in_dim", true},
-                  {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim"},
-                  {"scale", "sidecar", ScalarType::F32, "ceil(in_dim/group_size) * out_dim"},
-                  {"zero_point", "sidecar", ScalarType::U32, "ceil(in_dim/group_size) * out_dim"},
-                  {"b", "bias", ScalarType::F32, "out_dim", true},
-                  {"out", "output", ScalarType::F32,
-                   "ceil(out_dim/8) * 256 (elements [0, out_dim) are the result)", true}},
+      .buffers = {activation_buffer("x", "input", "in_dim"),
+                  {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim", {"in_dim/8", "out_dim"}},
+                  {"scale", "sidecar", ScalarType::F32, "ceil(in_dim/group_size) * out_dim",
+                   {"ceil(in_dim/group_size)", "out_dim"}},
+                  {"zero_point", "sidecar", ScalarType::U32, "ceil(in_dim/group_size) * out_dim",
+                   {"ceil(in_dim/group_size)", "out_dim"}},
+                  activation_buffer("b", "bias", "out_dim"),
+                  activation_buffer("out", "output", "ceil(out_dim/8) * 256 (elements [0, out_dim) are the result)")},
       .build =
           [](const OpArgs& args) {
             return linear_4bit_affine_grouped(args.u32("in_dim"), args.u32("out_dim"), args.u32("group_size"),

@@ -526,10 +526,10 @@ std::vector<OpInfo> nf4_gemm_ops() {
       .layout = layout + "; A, C row-major; one invocation per output",
       .seed = seed,
       .params = {m, n, k, accumulate, schedule_param(), activation_param()},
-      .buffers = {{"a", "input", ScalarType::F32, "m*k", true},
-                  {"b_nf4", "weight", ScalarType::U32, "n*k/8"},
-                  {"b_scales", "sidecar", ScalarType::F32, "n*k/64"},
-                  {"c", "output", ScalarType::F32, "m*n", true}},
+      .buffers = {activation_buffer("a", "input", "m*k", {"m", "k"}),
+                  {"b_nf4", "weight", ScalarType::U32, "n*k/8", {"n", "k/8"}},
+                  {"b_scales", "sidecar", ScalarType::F32, "n*k/64", {"n", "k/64"}},
+                  activation_buffer("c", "output", "m*n", {"m", "n"})},
       .build = [](const OpArgs& args) {
         Nf4Accumulation accumulation =
             args.has("accumulate") ? parse_accumulation(args.choice("accumulate")) : Nf4Accumulation::F64;
@@ -555,10 +555,10 @@ std::vector<OpInfo> nf4_gemm_ops() {
       .layout = layout + "; A, C row-major; one invocation per output",
       .seed = seed,
       .params = {m, n, k, schedule_param(), activation_param()},
-      .buffers = with_split_k({{"a", "input", ScalarType::F32, "m*n", true},
-                               {"b_nf4", "weight", ScalarType::U32, "n*k/8"},
-                               {"b_scales", "sidecar", ScalarType::F32, "n*k/64"},
-                               {"c", "output", ScalarType::F32, "m*k", true}},
+      .buffers = with_split_k({activation_buffer("a", "input", "m*n", {"m", "n"}),
+                               {"b_nf4", "weight", ScalarType::U32, "n*k/8", {"n", "k/8"}},
+                               {"b_scales", "sidecar", ScalarType::F32, "n*k/64", {"n", "k/64"}},
+                               activation_buffer("c", "output", "m*k", {"m", "k"})},
                               ScalarType::F64, "splits*k", "k/64"),
       .build =
           [](const OpArgs& args) {

@@ -39,8 +39,12 @@ struct BufferSpec {
   std::string role;           // "input", "weight", "sidecar", "bias", "output", "scratch"
   ScalarType element = ScalarType::F32;
   std::string count_formula;  // e.g. "in_dim/8 * out_dim"
+  /// The logical row-major shape, one formula per dimension over the op's parameters,
+  /// e.g. {"in_dim/8", "out_dim"}; empty for a 1-D buffer. Evaluated by logical_shape
+  /// (ir/ops/BufferShape.h): the one definition `quantc run` checks input files against.
+  std::vector<std::string> shape = {};
   /// The element is the op's "activation" parameter (f32, f16 or bf16; ir/ops/Activation.h);
-  /// `element` is then the default, f32.
+  /// `element` is then the default, f32. Declare such buffers with activation_buffer().
   bool activation_typed = false;
 };
 

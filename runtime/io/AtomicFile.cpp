@@ -364,4 +364,55 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   outputs.commit();
 }
 
+OutputFolder::OutputFolder(std::string path, std::string option) : path_(std::move(path)), option_(std::move(option)) {
+  fs::path current = fs::path(path_).lexically_normal();
+  if (current.empty()) current = ".";
+  while (true) {
+    struct stat status {};
+    if (::stat(current.c_str(), &status) == 0) {
+      if (!S_ISDIR(status.st_mode)) {
+        throw RuntimeError(fmt::format("{} '{}': '{}' exists and is not a folder; name a folder", option_, path_,
+                                       current.string()));
+      }
+      if (::access(current.c_str(), W_OK | X_OK) != 0) {
+        const int error = errno;
+        throw RuntimeError(fmt::format("{} '{}': folder '{}' is not writable ({})", option_, path_, current.string(),
+                                       error_text(error)));
+      }
+      break;
+    }
+    const int error = errno;
+    if (error == ENOTDIR) {
+      throw RuntimeError(fmt::format("{} '{}': a component of '{}' is not a folder", option_, path_, current.string()));
+    }
+    if (error != ENOENT) {
+      throw RuntimeError(fmt::format("{} '{}': '{}': {}", option_, path_, current.string(), error_text(error)));
+    }
+    missing_.insert(missing_.begin(), current.string());
+    const fs::path parent = current.parent_path();
+    if (parent == current) break;
+    current = parent.empty() ? fs::path(".") : parent;  // a relative path's first component is in "."
+  }
+}
+
+OutputFolder::~OutputFolder() {
+  if (keep_) return;
+  for (auto it = created_.rbegin(); it != created_.rend(); ++it) ::rmdir(it->c_str());
+}
+
+void OutputFolder::create() {
+  for (const std::string& folder : missing_) {
+    if (::mkdir(folder.c_str(), 0777) == 0) {
+      created_.push_back(folder);
+    } else if (errno != EEXIST) {
+      const int error = errno;
+      throw RuntimeError(
+          fmt::format("{} '{}': cannot create folder '{}': {}", option_, path_, folder, error_text(error)));
+    }
+  }
+  missing_.clear();
+}
+
+std::string OutputFolder::file(const std::string& name) const { return (fs::path(path_) / name).string(); }
+
 }  // namespace quantc::runtime

@@ -79,4 +79,34 @@ class OutputFiles {
 /// failure.
 void write_file_atomically(const std::string& path, std::string_view bytes);
 
+/// A folder that a command's outputs go into (`quantc pack --npy-dir`, the bundle folder
+/// of `quantc convert -o` and `quantc pack -o`), created with its missing parents only
+/// when the command is about to write, and removed again (those it created, if still
+/// empty) when the command fails before keep().
+class OutputFolder {
+ public:
+  /// Checks `path` now: an existing writable folder, or missing folders under a writable
+  /// one. Throws RuntimeError "<option> '<path>': ..." naming the component that is not
+  /// a folder or not writable. `option` names the flag in messages ("--npy-dir", "-o").
+  OutputFolder(std::string path, std::string option);
+  ~OutputFolder();
+  OutputFolder(const OutputFolder&) = delete;
+  OutputFolder& operator=(const OutputFolder&) = delete;
+
+  /// Creates the missing folders (outermost first). Throws RuntimeError naming the
+  /// folder and the system's reason.
+  void create();
+  /// The command succeeded: the folders stay.
+  void keep() { keep_ = true; }
+  const std::string& path() const { return path_; }
+  /// `name` inside the folder.
+  std::string file(const std::string& name) const;
+
+ private:
+  std::string path_, option_;
+  std::vector<std::string> missing_;  // outermost first
+  std::vector<std::string> created_;
+  bool keep_ = false;
+};
+
 }  // namespace quantc::runtime

@@ -3,17 +3,15 @@
 // rounds every product and sum on its own, and a fused multiply-add would change bits.
 #include "runtime/io/Gguf.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <limits>
 #include <numeric>
+
+#include "runtime/io/MappedFile.h"
 
 namespace quantc::runtime {
 namespace {
@@ -380,21 +378,22 @@ float GgmlBlockQ4_1::element(int i) const {
 
 float GgmlBlockQ8_0::element(int i) const { return static_cast<float>(qs[i]) * ggml_fp16_to_f32(d); }
 
-float GgmlBlockQ4_K::element(int i) const {
-  const GgmlScaleMin sm = scale_min(i / 32);
-  const float d1 = ggml_fp16_to_f32(d) * static_cast<float>(sm.scale);
-  const float m1 = ggml_fp16_to_f32(dmin) * static_cast<float>(sm.min);
-  const float product = d1 * static_cast<float>(quant(i));
+namespace {
+/// Element i of a Q4_K/Q5_K super-block: (d * scale) * q - dmin * min, each product and
+/// the difference rounded to f32, as dequantize_row_q4_K / _q5_K compute it.
+template <class Block>
+float scale_min_element(const Block& block, int i) {
+  const GgmlScaleMin sm = block.scale_min(i / 32);
+  const float d1 = ggml_fp16_to_f32(block.d) * static_cast<float>(sm.scale);
+  const float m1 = ggml_fp16_to_f32(block.dmin) * static_cast<float>(sm.min);
+  const float product = d1 * static_cast<float>(block.quant(i));
   return product - m1;
 }
+}  // namespace
 
-float GgmlBlockQ5_K::element(int i) const {
-  const GgmlScaleMin sm = scale_min(i / 32);
-  const float d1 = ggml_fp16_to_f32(d) * static_cast<float>(sm.scale);
-  const float m1 = ggml_fp16_to_f32(dmin) * static_cast<float>(sm.min);
-  const float product = d1 * static_cast<float>(quant(i));
-  return product - m1;
-}
+float GgmlBlockQ4_K::element(int i) const { return scale_min_element(*this, i); }
+
+float GgmlBlockQ5_K::element(int i) const { return scale_min_element(*this, i); }
 
 float GgmlBlockQ6_K::element(int i) const {
   const float scale = ggml_fp16_to_f32(d) * static_cast<float>(scales[i / 16]);
@@ -713,35 +712,18 @@ void GgufFile::validate(std::span<const std::uint8_t> file) {
 GgufFile GgufFile::parse(std::vector<std::uint8_t> bytes, const std::string& label) {
   GgufFile file;
   file.label_ = label;
-  auto owned = std::make_shared<const std::vector<std::uint8_t>>(std::move(bytes));
-  file.storage_ = owned;
-  file.validate(std::span<const std::uint8_t>(owned->data(), owned->size()));
+  FileBytes owned = own_bytes(std::move(bytes));
+  file.storage_ = owned.storage;
+  file.validate(owned.bytes);
   return file;
 }
 
 GgufFile GgufFile::open(const std::string& path) {
-  const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (descriptor < 0) throw RuntimeError(fmt::format("{}: cannot open GGUF file: {}", path, std::strerror(errno)));
-  struct stat status {};
-  if (::fstat(descriptor, &status) != 0 || !S_ISREG(status.st_mode)) {
-    ::close(descriptor);
-    throw RuntimeError(fmt::format("{}: not a regular file{}", path, S_ISDIR(status.st_mode) ? " (it is a folder)" : ""));
-  }
-  const auto size = static_cast<std::size_t>(status.st_size);
-  if (size == 0) {
-    ::close(descriptor);
-    throw RuntimeError(fmt::format("{}: invalid GGUF file: the file is empty", path));
-  }
-  void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, descriptor, 0);
-  const int map_error = errno;  // close() below may change errno
-  ::close(descriptor);          // the mapping keeps the file alive
-  if (mapping == MAP_FAILED) throw RuntimeError(fmt::format("{}: mmap failed: {}", path, std::strerror(map_error)));
+  FileBytes mapped = map_file(path, "GGUF");
   GgufFile file;
   file.label_ = path;
-  file.storage_ = std::shared_ptr<const void>(mapping, [size](const void* address) {
-    ::munmap(const_cast<void*>(address), size);
-  });
-  file.validate(std::span<const std::uint8_t>(static_cast<const std::uint8_t*>(mapping), size));
+  file.storage_ = mapped.storage;
+  file.validate(mapped.bytes);
   return file;
 }
 

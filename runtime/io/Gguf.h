@@ -141,6 +141,10 @@ struct GgmlScaleMin {
 };
 GgmlScaleMin ggml_k4_scale_min(const std::uint8_t (&scales)[kGgmlKScaleSize], int j);
 
+/// The 4-bit code of element i of a 32-element Q4_0/Q4_1 block: the low nibble of qs[i]
+/// for i < 16, the high nibble of qs[i - 16] otherwise (ggml's block layout).
+constexpr int ggml_q4_code(const std::uint8_t (&qs)[16], int i) { return i < 16 ? qs[i] & 0x0F : qs[i - 16] >> 4; }
+
 /// Q4_0 (block_q4_0, 18 bytes): 32 elements, value = d * (q - 8) with q a 4-bit code.
 struct GgmlBlockQ4_0 {
   static constexpr GgmlType type = GgmlType::Q4_0;
@@ -149,7 +153,7 @@ struct GgmlBlockQ4_0 {
   std::uint8_t qs[block_size / 2];       // element i < 16: low nibble of qs[i]; i >= 16: high nibble of qs[i - 16]
 
   /// The 4-bit code q of element i (0..15).
-  int quant(int i) const { return i < block_size / 2 ? qs[i] & 0x0F : qs[i - block_size / 2] >> 4; }
+  int quant(int i) const { return ggml_q4_code(qs, i); }
   /// (q - 8) * d, as dequantize_row_q4_0.
   float element(int i) const;
 };
@@ -162,7 +166,7 @@ struct GgmlBlockQ4_1 {
   std::uint16_t m;                       // offset (the block's minimum), f16 bits
   std::uint8_t qs[block_size / 2];       // nibbles as in GgmlBlockQ4_0
 
-  int quant(int i) const { return i < block_size / 2 ? qs[i] & 0x0F : qs[i - block_size / 2] >> 4; }
+  int quant(int i) const { return ggml_q4_code(qs, i); }
   /// q * d + m, as dequantize_row_q4_1 (product rounded, then the sum).
   float element(int i) const;
 };

@@ -2,15 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 
 #include "runtime/io/AtomicFile.h"
+#include "runtime/io/Bundle.h"
 #include "runtime/io/Npy.h"
 
 namespace quantc::runtime::pack {
@@ -26,7 +22,42 @@ SafetensorsDtype safetensors_dtype(ir::ScalarType element) {
   }
 }
 
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// The bias next to a weight named "<prefix>.weight": "<prefix>.bias" when the model has
+/// it, checked to be a floating vector of out_dim values.
+std::optional<std::vector<float>> read_bias(const SafetensorsFile& model, const std::string& weight_name,
+                                            std::uint32_t out_dim, std::string& bias_name) {
+  if (!ends_with(weight_name, ".weight")) return std::nullopt;
+  bias_name = weight_name.substr(0, weight_name.size() - 7) + ".bias";
+  if (!model.contains(bias_name)) return std::nullopt;
+  const SafetensorsTensor& bias = model.tensor(bias_name);
+  if (bias.shape != std::vector<std::uint64_t>{out_dim}) {
+    throw RuntimeError(fmt::format("{}: bias '{}' has shape [{}]; the weight '{}' has out_features = {}, so expected "
+                                   "[{}] (check --layout: nn.Linear weights are [out, in], the default)",
+                                   model.label(), bias_name, fmt::join(bias.shape, ", "), weight_name, out_dim,
+                                   out_dim));
+  }
+  return model.to_f32(bias_name);  // RuntimeError naming the dtype when it is not floating
+}
+
 }  // namespace
+
+std::string weight_layout_name(WeightLayout layout) { return layout == WeightLayout::OutIn ? "out,in" : "in,out"; }
+
+WeightLayout weight_layout_from_name(const std::string& name) {
+  if (name == "out,in") return WeightLayout::OutIn;
+  if (name == "in,out") return WeightLayout::InOut;
+  throw RuntimeError(fmt::format("--layout '{}': use out,in (a PyTorch nn.Linear weight [out_features, in_features], "
+                                 "the default) or in,out (the ops' W [in_features, out_features])",
+                                 name));
+}
+
+LinearWeight linear_weight_from_tensor(const SafetensorsFile& file, const std::string& name, WeightLayout layout) {
+  return linear_weight_from_tensor(file, name, layout == WeightLayout::OutIn);
+}
 
 LinearWeight linear_weight_from_tensor(const SafetensorsFile& file, const std::string& name, bool transpose) {
   const SafetensorsTensor& tensor = file.tensor(name);
@@ -58,105 +89,108 @@ LinearWeight linear_weight_from_tensor(const SafetensorsFile& file, const std::s
   return weight;
 }
 
-namespace {
-
-/// The folders `folder` needs created (outermost first); RuntimeError when it, or its
-/// nearest existing ancestor, is not a writable folder.
-std::vector<std::filesystem::path> folders_to_create(const std::string& folder) {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> missing;
-  fs::path current = fs::path(folder).lexically_normal();
-  if (current.empty()) current = ".";
-  while (true) {
-    struct stat status {};
-    if (::stat(current.c_str(), &status) == 0) {
-      if (!S_ISDIR(status.st_mode)) {
-        throw RuntimeError(fmt::format("--npy-dir '{}': '{}' exists and is not a folder; name a folder", folder,
-                                       current.string()));
-      }
-      if (::access(current.c_str(), W_OK | X_OK) != 0) {
-        const int error = errno;
-        throw RuntimeError(fmt::format("--npy-dir '{}': folder '{}' is not writable ({})", folder, current.string(),
-                                       std::strerror(error)));
-      }
-      break;
-    }
-    const int error = errno;
-    if (error == ENOTDIR) {
-      throw RuntimeError(fmt::format("--npy-dir '{}': a component of '{}' is not a folder", folder, current.string()));
-    }
-    if (error != ENOENT) {
-      throw RuntimeError(fmt::format("--npy-dir '{}': '{}': {}", folder, current.string(), std::strerror(error)));
-    }
-    missing.push_back(current);
-    const fs::path parent = current.parent_path();
-    if (parent == current) break;
-    current = parent.empty() ? fs::path(".") : parent;  // a relative path's first component is in "."
-
-  }
-  return {missing.rbegin(), missing.rend()};
+bool is_bundle_output(const std::string& output_path) {
+  return output_path != "-" && !ends_with(output_path, ".safetensors");
 }
 
-/// Removes the folders this run created when it fails (only if still empty).
-struct CreatedFolders {
-  std::vector<std::filesystem::path> folders;
-  bool keep = false;
-  ~CreatedFolders() {
-    if (keep) return;
-    for (auto it = folders.rbegin(); it != folders.rend(); ++it) ::rmdir(it->c_str());
+nlohmann::json spec_for(const ir::ops::pack::SchemeOptions& scheme, const LinearWeight& weight, std::uint32_t batch) {
+  using ir::ops::pack::Scheme;
+  nlohmann::json spec = {{"op", ir::ops::pack::op_for_scheme(scheme.scheme)}};
+  switch (scheme.scheme) {
+    case Scheme::Int4AffineGrouped:
+      spec.update({{"in_dim", weight.in_dim}, {"out_dim", weight.out_dim}, {"group_size", scheme.group_size}});
+      break;
+    case Scheme::Nf4: spec.update({{"m", batch}, {"n", weight.out_dim}, {"k", weight.in_dim}}); break;
+    case Scheme::Int4Symmetric: spec.update({{"rows", weight.out_dim}, {"cols", weight.in_dim}}); break;
   }
-};
-
-}  // namespace
+  spec["schedule"] = "auto";
+  return spec;
+}
 
 PackResult pack_file(const PackOptions& options) {
   // Every output is checked before the model is read, and nothing is written until
   // every output is staged: a failure leaves every existing file as it was.
+  const bool bundle = is_bundle_output(options.output_path);
+  if (bundle && options.npy_dir) {
+    throw RuntimeError(fmt::format("--npy-dir applies to a .safetensors output; the bundle folder '{}' (-o) already "
+                                   "gets one .npy per buffer: drop --npy-dir",
+                                   options.output_path));
+  }
   OutputFiles outputs;
-  const std::size_t model_output = outputs.add(options.output_path, /*allow_stdout=*/true);
-  std::vector<std::filesystem::path> npy_folders;
-  if (options.npy_dir) npy_folders = folders_to_create(*options.npy_dir);
+  std::optional<BundleWriter> writer;
+  std::optional<std::size_t> model_output;
+  std::optional<OutputFolder> npy_folder;
+  if (bundle) {
+    writer.emplace(options.output_path, "-o");
+  } else {
+    model_output = outputs.add(options.output_path, /*allow_stdout=*/true);
+    if (options.npy_dir) npy_folder.emplace(*options.npy_dir, "--npy-dir");
+  }
 
   const SafetensorsFile model = SafetensorsFile::open(options.model_path);
-  const LinearWeight weight = linear_weight_from_tensor(model, options.tensor, options.transpose);
+  const LinearWeight weight = linear_weight_from_tensor(model, options.tensor, options.layout);
   ir::ops::pack::PackedWeight packed = ir::ops::pack::pack_weight(weight, options);
+  std::string bias_name;
+  const std::optional<std::vector<float>> bias = read_bias(model, options.tensor, weight.out_dim, bias_name);
+  // linear_4bit_affine_grouped adds a bias buffer `b` (zeros without a bias); the other
+  // ops have none, so the bias travels beside their buffers.
+  const bool bias_buffer = options.scheme == ir::ops::pack::Scheme::Int4AffineGrouped;
+  if (bias_buffer) {
+    const std::vector<float> b = bias ? *bias : std::vector<float>(weight.out_dim, 0.0f);
+    std::vector<std::uint8_t> bytes(b.size() * 4);
+    std::memcpy(bytes.data(), b.data(), bytes.size());
+    packed.buffers.push_back({"b", ir::ScalarType::F32, {weight.out_dim}, std::move(bytes)});
+  }
+
   PackResult result;
+  result.spec = spec_for(options, weight, options.batch);
   result.metadata = std::move(packed.metadata);
   result.metadata["source_tensor"] = options.tensor;
-  result.metadata["transposed"] = options.transpose ? "true" : "false";
+  result.metadata["layout"] = weight_layout_name(options.layout);
+  result.metadata["bias"] = bias ? bias_name : "none";
+  result.metadata["spec"] = result.spec.dump();
   result.metadata["producer"] = "quantc pack";
-  for (ir::ops::pack::PackedBuffer& buffer : packed.buffers) {
-    result.tensors.push_back({buffer.name, safetensors_dtype(buffer.element), buffer.shape, std::move(buffer.bytes)});
+  for (const ir::ops::pack::PackedBuffer& buffer : packed.buffers) {
+    result.tensors.push_back({buffer.name, safetensors_dtype(buffer.element), buffer.shape, buffer.bytes});
   }
-  const std::vector<std::uint8_t> model_bytes = to_safetensors_bytes(result.tensors, result.metadata);
+  if (bias) {
+    std::vector<std::uint8_t> bytes(bias->size() * 4);
+    std::memcpy(bytes.data(), bias->data(), bytes.size());
+    result.tensors.push_back({"bias", SafetensorsDtype::F32, {weight.out_dim}, std::move(bytes)});
+  }
 
-  CreatedFolders created;
-  std::vector<std::size_t> npy_outputs;
-  if (options.npy_dir) {
-    for (const std::filesystem::path& folder : npy_folders) {
-      if (::mkdir(folder.c_str(), 0777) == 0) {
-        created.folders.push_back(folder);
-      } else if (errno != EEXIST) {
-        const int error = errno;
-        throw RuntimeError(fmt::format("--npy-dir '{}': cannot create folder '{}': {}", *options.npy_dir,
-                                       folder.string(), std::strerror(error)));
-      }
+  if (bundle) {
+    Bundle files;
+    files.spec = result.spec;
+    for (const ir::ops::pack::PackedBuffer& buffer : packed.buffers) {
+      files.buffers.push_back({buffer.name, NpyArray{HostBuffer{buffer.element, buffer.bytes}, buffer.shape}});
     }
+    if (bias) files.bias = NpyArray{HostBuffer::from(ir::ScalarType::F32, *bias), {weight.out_dim}};
+    result.written = writer->write(files);
+    return result;
+  }
+
+  const std::vector<std::uint8_t> model_bytes = to_safetensors_bytes(result.tensors, result.metadata);
+  std::vector<std::size_t> npy_outputs;
+  if (npy_folder) {
+    npy_folder->create();
     for (const SafetensorsTensorData& tensor : result.tensors) {
-      npy_outputs.push_back(outputs.add((std::filesystem::path(*options.npy_dir) / (tensor.name + ".npy")).string()));
+      npy_outputs.push_back(outputs.add(npy_folder->file(tensor.name + ".npy")));
     }
   }
-  outputs.stage(model_output, std::string_view(reinterpret_cast<const char*>(model_bytes.data()), model_bytes.size()));
+  outputs.stage(*model_output, std::string_view(reinterpret_cast<const char*>(model_bytes.data()), model_bytes.size()));
+  result.written.push_back(options.output_path);
   for (std::size_t i = 0; i < npy_outputs.size(); ++i) {
     const SafetensorsTensorData& tensor = result.tensors[i];
     NpyArray array;
     array.shape = tensor.shape;
-    array.buffer.element = packed.buffers[i].element;
+    array.buffer.element = i < packed.buffers.size() ? packed.buffers[i].element : ir::ScalarType::F32;
     array.buffer.bytes = tensor.bytes;
     outputs.stage(npy_outputs[i], to_npy_bytes(array));
+    result.written.push_back(npy_folder->file(tensor.name + ".npy"));
   }
   outputs.commit();
-  created.keep = true;
+  if (npy_folder) npy_folder->keep();
   return result;
 }
 

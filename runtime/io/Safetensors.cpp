@@ -1,11 +1,7 @@
 #include "runtime/io/Safetensors.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -17,6 +13,7 @@
 #include <set>
 
 #include "runtime/io/AtomicFile.h"
+#include "runtime/io/MappedFile.h"
 
 namespace quantc::runtime {
 namespace {
@@ -256,36 +253,18 @@ void SafetensorsFile::validate(std::span<const std::uint8_t> file) {
 SafetensorsFile SafetensorsFile::parse(std::vector<std::uint8_t> bytes, const std::string& label) {
   SafetensorsFile file;
   file.label_ = label;
-  auto owned = std::make_shared<const std::vector<std::uint8_t>>(std::move(bytes));
-  file.storage_ = owned;
-  file.validate(std::span<const std::uint8_t>(owned->data(), owned->size()));
+  FileBytes owned = own_bytes(std::move(bytes));
+  file.storage_ = owned.storage;
+  file.validate(owned.bytes);
   return file;
 }
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (descriptor < 0) throw RuntimeError(fmt::format("{}: cannot open safetensors file: {}", path, std::strerror(errno)));
-  struct stat status {};
-  if (::fstat(descriptor, &status) != 0 || !S_ISREG(status.st_mode)) {
-    ::close(descriptor);
-    throw RuntimeError(fmt::format("{}: not a regular file{}", path,
-                                   S_ISDIR(status.st_mode) ? " (it is a folder)" : ""));
-  }
-  const auto size = static_cast<std::size_t>(status.st_size);
+  FileBytes mapped = map_file(path, "safetensors");
   SafetensorsFile file;
   file.label_ = path;
-  if (size == 0) {
-    ::close(descriptor);
-    fail(path, "the file is empty");
-  }
-  void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, descriptor, 0);
-  const int map_error = errno;  // close() below may change errno
-  ::close(descriptor);          // the mapping keeps the file alive
-  if (mapping == MAP_FAILED) throw RuntimeError(fmt::format("{}: mmap failed: {}", path, std::strerror(map_error)));
-  file.storage_ = std::shared_ptr<const void>(mapping, [size](const void* address) {
-    ::munmap(const_cast<void*>(address), size);
-  });
-  file.validate(std::span<const std::uint8_t>(static_cast<const std::uint8_t*>(mapping), size));
+  file.storage_ = mapped.storage;
+  file.validate(mapped.bytes);
   return file;
 }
 

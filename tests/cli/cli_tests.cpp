@@ -30,6 +30,8 @@ TEST_CASE("quantc ops lists every registered op, as text and as JSON", "[cli]") 
       CHECK(op["buffers"][5]["element_from"] == "activation");
       CHECK(op["buffers"][0]["element_from"] == "activation");  // x
       CHECK_FALSE(op["buffers"][1].contains("element_from"));     // w: u32 words whatever the activations
+      CHECK(op["buffers"][1]["shape"] == nlohmann::json{"in_dim/8", "out_dim"});  // w's logical shape
+      CHECK(op["buffers"][0]["shape"] == nlohmann::json{"in_dim"});
     }
   }
   CHECK(found);

@@ -152,7 +152,7 @@ TEST_CASE("quantc pack checks --npy-dir and -o before writing anything", "[cli][
   CHECK(bad_dir.exit_code == 1);
   CHECK_THAT(bad_dir.output, Catch::StartsWith("error: --npy-dir") && Catch::Contains("exists and is not a folder"));
   CHECK(read_text(out) == "precious");
-  Result bad_out = run_quantc("pack " + model + " --tensor fc.weight --transpose -o " + (dir / "no" / "o.st").string() +
+  Result bad_out = run_quantc("pack " + model + " --tensor fc.weight --transpose -o " + (dir / "no" / "o.safetensors").string() +
                               " --npy-dir " + (dir / "npy").string());
   CHECK(bad_out.exit_code == 1);
   CHECK_THAT(bad_out.output, Catch::Contains("does not exist; create it first"));

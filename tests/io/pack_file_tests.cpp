@@ -66,7 +66,6 @@ TEST_CASE("pack_file with --group-size 4294967295 writes real weights and one-gr
   pack::PackOptions options;
   options.model_path = write_model(dir);
   options.tensor = "fc.weight";
-  options.transpose = true;
   options.group_size = 4294967295u;
   options.output_path = (dir / "out.safetensors").string();
   pack::pack_file(options);
@@ -85,7 +84,6 @@ TEST_CASE("pack_file checks --npy-dir before writing -o and writes nothing on fa
   pack::PackOptions options;
   options.model_path = write_model(dir);
   options.tensor = "fc.weight";
-  options.transpose = true;
   options.output_path = (dir / "out.safetensors").string();
   std::ofstream(options.output_path) << "precious";
   std::ofstream(dir / "a_file") << "x";

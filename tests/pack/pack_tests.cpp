@@ -198,7 +198,7 @@ TEST_CASE("int4-symmetric: signed nibbles, ceil(cols/8) words per row, row_scale
   CHECK(restored.at(8, 1) == -14.0f);
 }
 
-TEST_CASE("pack_file writes the op's buffer names, metadata and .npy files, --transpose selects the axis") {
+TEST_CASE("pack_file writes the op's buffer names, metadata and .npy files, --layout selects the axis") {
   const fs::path dir = fs::temp_directory_path() / "quantc_pack_test";
   fs::create_directories(dir);
   // A PyTorch-style nn.Linear weight [out_features = 4, in_features = 64].
@@ -210,7 +210,6 @@ TEST_CASE("pack_file writes the op's buffer names, metadata and .npy files, --tr
   PackOptions options;
   options.model_path = (dir / "model.safetensors").string();
   options.tensor = "fc.weight";
-  options.transpose = true;
   options.output_path = (dir / "packed.safetensors").string();
   options.npy_dir = (dir / "npy").string();
 
@@ -242,10 +241,10 @@ TEST_CASE("pack_file writes the op's buffer names, metadata and .npy files, --tr
   CHECK(file.tensor("weights").shape == std::vector<std::uint64_t>{4, 8});
   CHECK(file.to_f32("row_scales") == pack_int4_symmetric(weight).row_scales);
 
-  // Without --transpose the [4, 64] tensor reads as in_dim 4: rejected for NF4 with a hint.
-  options.transpose = false;
+  // With --layout in,out the [4, 64] tensor reads as in_dim 4: rejected for NF4 with a hint.
+  options.layout = WeightLayout::InOut;
   options.scheme = Scheme::Nf4;
-  CHECK_THROWS_WITH(pack_file(options), Catch::Contains("in_dim=4") && Catch::Contains("--transpose"));
+  CHECK_THROWS_WITH(pack_file(options), Catch::Contains("in_dim=4") && Catch::Contains("--layout"));
   auto untransposed = linear_weight_from_tensor(SafetensorsFile::open(options.model_path), "fc.weight", false);
   CHECK(untransposed.in_dim == 4);
   CHECK(untransposed.out_dim == 64);

@@ -12,5 +12,6 @@ void add_run_command(CLI::App& app);      // quantc run
 void add_profile_command(CLI::App& app);  // quantc profile
 void add_cache_command(CLI::App& app);    // quantc cache path|ls|clear
 void add_pack_command(CLI::App& app);     // quantc pack
+void add_convert_command(CLI::App& app);  // quantc convert
 
 }  // namespace quantc::tools

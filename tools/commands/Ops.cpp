@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/ops/BufferShape.h"
 #include "ir/ops/Registry.h"
 #include "tools/commands/Commands.h"
 
@@ -37,7 +38,8 @@ nlohmann::json op_to_json(const ir::ops::OpInfo& op) {
     nlohmann::json entry = {{"name", buffer.name},
                             {"role", buffer.role},
                             {"element", ir::to_string(buffer.element)},
-                            {"count", buffer.count_formula}};
+                            {"count", buffer.count_formula},
+                            {"shape", buffer.shape.empty() ? std::vector<std::string>{buffer.count_formula} : buffer.shape}};
     // "element" is then the default activation's; the buffer holds the "activation" parameter's type.
     if (buffer.activation_typed) entry["element_from"] = "activation";
     buffers.push_back(entry);
@@ -59,7 +61,7 @@ void print_ops_text() {
       // Activation-typed buffers hold the "activation" parameter's type.
       const std::string element =
           buffer.activation_typed ? "activation (f32|f16|bf16)" : std::string(ir::to_string(buffer.element));
-      fmt::print("    {:<12} {:<8} {:<4} [{}]\n", buffer.name, buffer.role, element, buffer.count_formula);
+      fmt::print("    {:<12} {:<8} {:<4} {}\n", buffer.name, buffer.role, element, ir::ops::shape_formula_text(buffer));
     }
   }
 }

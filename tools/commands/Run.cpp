@@ -1,4 +1,5 @@
-// quantc run SPEC.json [--backend NAME] [--input NAME=FILE.npy]... [--random-inputs SEED]
+// quantc run SPEC.json [--backend NAME] [--input NAME=FILE.npy]... [--inputs DIR|FILE.safetensors]...
+//                      [--random-inputs SEED]
 //                      [--output NAME=FILE.npy]... [--compare BACKEND] [--tolerance T]
 //                      [--threads N] [--stats] [--target sm_XX] [--time N [--warmup N]]
 //                      [pipeline flags]
@@ -11,22 +12,33 @@
 // second backend on the same inputs as the oracle. A PTX module (tools/PtxLaunchFlags.h
 // says how a file is recognised) launches one entry with the given arguments on a PTX
 // backend (default emulator).
+//
+// Inputs of a spec come from --input NAME=FILE.npy, from --inputs DIR (every DIR/NAME.npy
+// named after an input buffer, e.g. a bundle of `quantc convert` or `quantc pack`) and from
+// --inputs FILE.safetensors (every tensor named after an input buffer). Each must have the
+// buffer's element type and count, and, when the file is multi-dimensional, the buffer's
+// logical shape (ir/ops/BufferShape.h) up to dimensions of size 1; a 1-D file of the right
+// count is accepted as is.
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
 
+#include "ir/ops/BufferShape.h"
 #include "ir/ops/Spec.h"
 #include "lower/driver/Compiler.h"
 #include "runtime/backends/Registry.h"
 #include "runtime/backends/emulator/Profile.h"
 #include "runtime/io/Npy.h"
+#include "runtime/io/Safetensors.h"
 #include "tools/CommandSupport.h"
 #include "tools/PtxLaunchFlags.h"
 #include "tools/commands/Commands.h"
@@ -41,6 +53,7 @@ struct RunOptions {
   std::string path;
   std::optional<std::string> backend;
   std::vector<std::string> inputs;
+  std::vector<std::string> input_sources;  // --inputs DIR|FILE.safetensors
   std::vector<std::string> outputs;
   std::optional<std::string> random_seed;
   std::optional<std::string> compare;
@@ -56,7 +69,7 @@ struct RunOptions {
 
 /// The options only a spec takes, rejected for a PTX module.
 const std::vector<std::string>& spec_only_options() {
-  static const std::vector<std::string> names = {"--input",   "--random-inputs", "--compare", "--tolerance",
+  static const std::vector<std::string> names = {"--input",   "--inputs", "--random-inputs", "--compare", "--tolerance",
                                                  "--target",  "--threads",       "-O",        "--passes",
                                                  "--print-ir-after-all", "--print-ir-after", "--time-passes",
                                                  "--verify-each"};
@@ -101,12 +114,71 @@ std::optional<std::uint64_t> parse_seed(const std::optional<std::string>& text) 
   return seed;
 }
 
-/// The --input and --output bindings, checked against the program before anything runs.
+/// Where one input buffer's data comes from.
+struct InputBinding {
+  std::string name;   // the buffer
+  std::string label;  // for messages: "--input x=x.npy", "--inputs DIR (DIR/w.npy)"
+  std::string npy_path;                                   // a .npy file, or
+  std::shared_ptr<const runtime::SafetensorsFile> model;  // a tensor of this file
+};
+
+/// The --input, --inputs and --output bindings, checked against the program before anything runs.
 struct Bindings {
-  std::vector<std::pair<std::string, std::string>> inputs;   // buffer, .npy path
+  std::vector<InputBinding> inputs;
   std::vector<std::pair<std::string, std::size_t>> outputs;  // buffer, index in `files`
   std::unique_ptr<runtime::OutputFiles> files = std::make_unique<runtime::OutputFiles>();
 };
+
+bool is_folder(const std::string& path) {
+  struct stat status {};
+  return ::stat(path.c_str(), &status) == 0 && S_ISDIR(status.st_mode);
+}
+
+bool is_regular_file(const std::string& path) {
+  struct stat status {};
+  return ::stat(path.c_str(), &status) == 0 && S_ISREG(status.st_mode);
+}
+
+/// The buffers a caller gives data for: read by the kernel, not scratch.
+std::vector<std::string> input_buffer_names(const ir::Program& program) {
+  std::vector<std::string> names;
+  for (const ir::BufferDecl& decl : program.buffers) {
+    if (!decl.is_written() && !decl.is_scratch()) names.push_back(decl.name);
+  }
+  return names;
+}
+
+/// The bindings of one --inputs value: the input buffers DIR/NAME.npy or the
+/// safetensors file provides.
+std::vector<InputBinding> source_bindings(const ir::Program& program, const std::string& source) {
+  std::vector<InputBinding> found;
+  const std::vector<std::string> names = input_buffer_names(program);
+  if (is_folder(source)) {
+    for (const std::string& name : names) {
+      const std::string path = (std::filesystem::path(source) / (name + ".npy")).string();
+      if (is_regular_file(path)) found.push_back({name, fmt::format("--inputs {} ({})", source, path), path, nullptr});
+    }
+    if (found.empty()) {
+      throw CommandError(fmt::format("--inputs {}: the folder holds none of the input buffers' files ({}.npy)", source,
+                                     fmt::join(names, ".npy, ")));
+    }
+    return found;
+  }
+  if (!source.ends_with(".safetensors") || !is_regular_file(source)) {
+    throw CommandError(fmt::format("--inputs {}: not a folder (of BUFFER.npy files) or a .safetensors file (of tensors "
+                                   "named after the buffers)",
+                                   source));
+  }
+  auto model = std::make_shared<const runtime::SafetensorsFile>(runtime::SafetensorsFile::open(source));
+  for (const std::string& name : names) {
+    if (model->contains(name)) found.push_back({name, fmt::format("--inputs {} (tensor '{}')", source, name), "", model});
+  }
+  if (found.empty()) {
+    throw CommandError(fmt::format("--inputs {}: the file has no tensor named after an input buffer ({})", source,
+                                   fmt::join(names, ", ")));
+  }
+  return found;
+}
 
 Bindings check_bindings(const ir::Program& program, const RunOptions& options) {
   Bindings bindings;
@@ -122,11 +194,20 @@ Bindings check_bindings(const ir::Program& program, const RunOptions& options) {
                                      "cleared again by every launch), not an input; drop this --input",
                                      binding, name));
     }
-    if (auto [previous, inserted] = seen.emplace(name, binding); !inserted) {
-      throw CommandError(fmt::format("--input {}: buffer '{}' is already given by --input {}; give each buffer once",
-                                     binding, name, previous->second));
+    if (auto [previous, inserted] = seen.emplace(name, "--input " + binding); !inserted) {
+      throw CommandError(fmt::format("--input {}: buffer '{}' is already given by {}; give each buffer once", binding,
+                                     name, previous->second));
     }
-    bindings.inputs.emplace_back(name, path);
+    bindings.inputs.push_back({name, "--input " + binding, path, nullptr});
+  }
+  for (const std::string& source : options.input_sources) {
+    for (InputBinding& input : source_bindings(program, source)) {
+      if (auto [previous, inserted] = seen.emplace(input.name, input.label); !inserted) {
+        throw CommandError(fmt::format("{}: buffer '{}' is already given by {}; give each buffer once", input.label,
+                                       input.name, previous->second));
+      }
+      bindings.inputs.push_back(std::move(input));
+    }
   }
   for (const std::string& binding : options.outputs) {
     auto [name, path] = split_binding(binding, "--output");
@@ -148,14 +229,95 @@ Bindings check_bindings(const ir::Program& program, const RunOptions& options) {
   return bindings;
 }
 
-runtime::BufferSet prepare_buffers(const ir::Program& program, const Bindings& bindings,
+/// The element type quantc reads a safetensors dtype as; CommandError for the dtypes no
+/// buffer holds.
+ir::ScalarType element_of(runtime::SafetensorsDtype dtype, const std::string& label) {
+  using runtime::SafetensorsDtype;
+  switch (dtype) {
+    case SafetensorsDtype::Bool: return ir::ScalarType::Bool;
+    case SafetensorsDtype::U8: return ir::ScalarType::U8;
+    case SafetensorsDtype::I8: return ir::ScalarType::I8;
+    case SafetensorsDtype::U16: return ir::ScalarType::U16;
+    case SafetensorsDtype::U32: return ir::ScalarType::U32;
+    case SafetensorsDtype::I32: return ir::ScalarType::I32;
+    case SafetensorsDtype::U64: return ir::ScalarType::U64;
+    case SafetensorsDtype::I64: return ir::ScalarType::I64;
+    case SafetensorsDtype::F16: return ir::ScalarType::F16;
+    case SafetensorsDtype::BF16: return ir::ScalarType::BF16;
+    case SafetensorsDtype::F32: return ir::ScalarType::F32;
+    case SafetensorsDtype::F64: return ir::ScalarType::F64;
+    default: break;
+  }
+  throw CommandError(fmt::format("{}: dtype {} is not an element type of any quantc buffer", label,
+                                 runtime::safetensors_dtype_name(dtype)));
+}
+
+runtime::NpyArray read_input(const InputBinding& input) {
+  if (!input.model) return runtime::read_npy(input.npy_path);
+  const runtime::SafetensorsTensor& tensor = input.model->tensor(input.name);
+  runtime::NpyArray array;
+  array.buffer.element = element_of(tensor.dtype, input.label);
+  array.buffer.bytes.assign(tensor.bytes.begin(), tensor.bytes.end());
+  array.shape = tensor.shape;
+  return array;
+}
+
+/// Checks a multi-dimensional input file against the buffer's logical shape: equal up to
+/// dimensions of size 1 (a 1-D file or a scalar of the right count is accepted as it is).
+/// `element` is the file's element type: when it differs from the buffer's (raw unsigned
+/// words), the file's last dimension is converted by the byte ratio first.
+void check_input_shape(const ir::ops::OpSpec& spec, const ir::BufferDecl& decl, std::vector<std::uint64_t> shape,
+                       ir::ScalarType element, const std::string& label) {
+  if (shape.size() <= 1) return;
+  const ir::ops::BufferSpec* buffer = nullptr;
+  for (const ir::ops::BufferSpec& candidate : spec.op->buffers) {
+    if (candidate.name == decl.name) buffer = &candidate;
+  }
+  if (buffer == nullptr) return;  // a buffer the registry does not describe: counts were checked
+  const std::optional<std::vector<std::uint64_t>> logical = ir::ops::logical_shape(*buffer, spec.args);
+  const std::vector<std::uint64_t> expected = logical ? *logical : std::vector<std::uint64_t>{decl.count};
+  const std::vector<std::uint64_t> given = shape;
+  const std::uint64_t file_bytes = ir::byte_size(element), buffer_bytes = ir::byte_size(decl.element);
+  if (file_bytes != buffer_bytes) {
+    const std::uint64_t last_bytes = shape.back() * file_bytes;
+    shape.back() = last_bytes % buffer_bytes == 0 ? last_bytes / buffer_bytes : 0;
+  }
+  // Dimensions of size 1 do not change the element order: [1, in_dim] is [in_dim].
+  auto squeezed = [](std::vector<std::uint64_t> dims) {
+    std::erase(dims, std::uint64_t{1});
+    return dims;
+  };
+  if (squeezed(shape) == squeezed(expected)) return;
+  const std::string formula = ir::ops::shape_formula_text(*buffer);
+  std::string expectation =
+      fmt::format("buffer '{}' of {} has the logical shape {} = {} (row-major, last index fastest{})", decl.name,
+                  spec.op->name, formula, ir::ops::shape_text(expected),
+                  file_bytes != buffer_bytes ? fmt::format(", in {} elements", ir::to_string(decl.element)) : "");
+  std::string cause;
+  std::vector<std::uint64_t> reversed(expected.rbegin(), expected.rend());
+  if (shape.size() == 2 && expected.size() == 2 && shape == reversed && shape != expected) {
+    std::vector<std::string> formulas(buffer->shape.rbegin(), buffer->shape.rend());
+    cause = fmt::format("looks transposed: [{}] given, {} expected; transpose the array (numpy: a.T.copy()), or save "
+                        "it flattened to 1-D if its element order already is the op's",
+                        fmt::join(formulas, ", "), formula);
+  } else if (expected.size() == 1) {
+    cause = "the buffer is 1-D: save the array flattened (numpy: a.ravel())";
+  } else {
+    cause = "same element count, other dimensions: the file holds another layout (`quantc ops` lists every "
+            "buffer's shape)";
+  }
+  throw CommandError(fmt::format("{}: {}; the file's shape is {}: {}", label, expectation, ir::ops::shape_text(given),
+                                 cause));
+}
+
+runtime::BufferSet prepare_buffers(const ir::Program& program, const ir::ops::OpSpec& spec, const Bindings& bindings,
                                    std::optional<std::uint64_t> seed) {
   runtime::BufferSet buffers = seed ? runtime::random_buffers(program, *seed) : runtime::allocate_buffers(program);
   std::map<std::string, bool> provided;
-  for (const auto& [name, path] : bindings.inputs) {
-    const ir::BufferDecl* decl = program.find_buffer(name);
-    const std::string binding = name + "=" + path;
-    runtime::NpyArray array = runtime::read_npy(path);
+  for (const InputBinding& input : bindings.inputs) {
+    const ir::BufferDecl* decl = program.find_buffer(input.name);
+    runtime::NpyArray array = read_input(input);
+    const ir::ScalarType file_element = array.buffer.element;
     // Packed codes are raw bytes: a u8 file may feed a u32 word buffer (and back) when
     // the byte sizes agree, e.g. quantize_nf4's `packed` into nf4_gemm's `b_nf4`.
     if (is_unsigned_integer(array.buffer.element) && is_unsigned_integer(decl->element) &&
@@ -168,13 +330,14 @@ runtime::BufferSet prepare_buffers(const ir::Program& program, const Bindings& b
       array.buffer.element = decl->element;
     }
     if (array.buffer.element != decl->element || array.buffer.count() != decl->count) {
-      throw CommandError(fmt::format("--input {}: buffer '{}' expects {} x {}, the file holds {} x {}{}", binding, name,
+      throw CommandError(fmt::format("{}: buffer '{}' expects {} x {}, the file holds {} x {}{}", input.label, input.name,
                                      decl->count, ir::to_string(decl->element), array.buffer.count(),
                                      ir::to_string(array.buffer.element),
                                      float_type_fix(decl->element, array.buffer.element)));
     }
-    buffers[name] = std::move(array.buffer);
-    provided[name] = true;
+    check_input_shape(spec, *decl, array.shape, file_element, input.label);
+    buffers[input.name] = std::move(array.buffer);
+    provided[input.name] = true;
   }
   if (!seed) {
     std::string missing;
@@ -182,7 +345,8 @@ runtime::BufferSet prepare_buffers(const ir::Program& program, const Bindings& b
       if (!decl.is_written() && !provided.count(decl.name)) missing += (missing.empty() ? "" : ", ") + decl.name;
     }
     if (!missing.empty()) {
-      throw CommandError(fmt::format("missing inputs: {}; pass --input NAME=FILE.npy for each, or --random-inputs SEED",
+      throw CommandError(fmt::format("missing inputs: {}; pass --input NAME=FILE.npy for each (or --inputs DIR with "
+                                     "NAME.npy files), or --random-inputs SEED",
                                      missing));
     }
   }
@@ -288,7 +452,8 @@ std::unique_ptr<runtime::Backend> make_oracle(const std::string& name) {
 
 void run_spec(const RunOptions& options, const std::string& text, const CLI::App& command) {
   reject_options(command, PtxLaunchFlags::names(),
-                 fmt::format("applies to PTX modules; '{}' is an op spec (its buffers are --input NAME=FILE.npy)",
+                 fmt::format("applies to PTX modules; '{}' is an op spec (its buffers are --input NAME=FILE.npy or "
+                             "--inputs DIR)",
                              options.path));
   const std::optional<std::uint64_t> seed = parse_seed(options.random_seed);
   if (!std::isfinite(options.tolerance) || options.tolerance < 0) {
@@ -319,7 +484,7 @@ void run_spec(const RunOptions& options, const std::string& text, const CLI::App
   std::unique_ptr<runtime::Backend> backend = runtime::make_backend(backend_name);
   const runtime::BackendKernel kernel = backend->compile(source, compile_options);
   const ir::Program& program = kernel.program;
-  runtime::BufferSet buffers = prepare_buffers(program, bindings, seed);
+  runtime::BufferSet buffers = prepare_buffers(program, spec, bindings, seed);
   std::optional<runtime::BufferSet> inputs;  // the oracle starts from the same buffers
   if (oracle) inputs = buffers;
   runtime::RunOptions run_options = backend_run_options(options);
@@ -420,6 +585,9 @@ void add_run_command(CLI::App& app) {
   }
   command->add_option("--backend", options->backend, backends_help)->check(CLI::IsMember(runtime::backend_names()));
   command->add_option("--input", options->inputs, "Spec: NAME=FILE.npy for an input buffer (repeatable)");
+  command->add_option("--inputs", options->input_sources,
+                      "Spec: DIR (every DIR/NAME.npy named after an input buffer, e.g. a `quantc convert` or `quantc "
+                      "pack` bundle) or FILE.safetensors (every tensor named after an input buffer) (repeatable)");
   command->add_option("--random-inputs", options->random_seed,
                       "Spec: generate every input not given with --input from SEED (0..18446744073709551615)");
   command->add_option("--output", options->outputs,

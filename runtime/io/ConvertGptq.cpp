@@ -1,0 +1,382 @@
+// GPTQ (AutoGPTQ, GPTQModel) and AWQ (AutoAWQ GEMM) checkpoints to
+// linear_4bit_affine_grouped; the formats and why the mapping is exact are documented at
+// convert_gptq and convert_awq in runtime/io/Convert.h.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "ir/ops/BufferShape.h"
+#include "runtime/io/ConvertSupport.h"
+
+namespace quantc::runtime::convert {
+namespace detail {
+namespace {
+
+constexpr const char* kOp = "linear_4bit_affine_grouped";
+
+/// AutoAWQ's nibble order (awq/utils/packing_utils.py): nibble i of a packed word holds
+/// column 8c + kAwqOrder[i]; column 8c + j is in nibble kAwqReverseOrder[j].
+constexpr std::array<int, 8> kAwqOrder = {0, 2, 4, 6, 1, 3, 5, 7};
+constexpr std::array<int, 8> kAwqReverseOrder = {0, 4, 1, 5, 2, 6, 3, 7};
+static_assert([] {
+  for (int j = 0; j < 8; ++j) {
+    if (kAwqOrder[static_cast<std::size_t>(kAwqReverseOrder[static_cast<std::size_t>(j)])] != j) return false;
+  }
+  return true;
+}());
+
+/// The config's quant_method must not name another format.
+void check_quant_method(const SafetensorsCheckpoint& checkpoint, const std::string& expected, const char* format) {
+  const auto& method = checkpoint.config().quant_method;
+  if (!method || *method == expected) return;
+  std::string hint = *method == "awq" ? "--format awq" : *method == "gptq" ? "--format gptq"
+                     : *method == "bitsandbytes" ? "--format bnb" : "the format it names";
+  throw ConvertError(fmt::format("{}: the checkpoint's config ({}) says quant_method \"{}\", not \"{}\"; convert it "
+                                 "with {} instead of --format {}",
+                                 checkpoint.label(), fmt::join(checkpoint.config().sources, ", "), *method, expected,
+                                 hint, format));
+}
+
+void check_config_bits(const SafetensorsCheckpoint& checkpoint, const char* format) {
+  const auto& bits = checkpoint.config().bits;
+  if (bits && *bits != 4) {
+    throw UnsupportedFormatError(fmt::format(
+        "{}: the checkpoint's config says {} bits = {}; {}-bit codes need an unpacking that {} does not have (it reads "
+        "4-bit nibbles only); quantize with bits=4",
+        checkpoint.label(), format, *bits, *bits, kOp));
+  }
+}
+
+/// linear_4bit_affine_grouped is a GEMV: one activation row.
+void check_batch(const ConvertOptions& options) {
+  if (options.batch == 1) return;
+  throw UnsupportedFormatError(fmt::format(
+      "--batch {}: {} computes one activation row (a batch-1 GEMV, no m parameter); a batch needs a batched affine "
+      "op, which quantc does not have yet; convert with --batch 1 and run once per row",
+      options.batch, kOp));
+}
+
+/// The affine op's spec.
+nlohmann::json affine_spec(std::uint32_t in, std::uint32_t out, std::uint32_t group_size) {
+  return {{"op", kOp}, {"in_dim", in}, {"out_dim", out}, {"group_size", group_size}, {"schedule", "auto"}};
+}
+
+/// The buffers both formats share once the codes are in GPTQ's layout.
+void add_affine_buffers(ConvertedLayer& layer, std::vector<std::uint32_t> w, std::vector<float> scale,
+                        std::vector<std::uint32_t> zero_point, std::uint32_t groups) {
+  const std::uint64_t in = layer.in_features, out = layer.out_features;
+  layer.buffers.push_back(make_array("w", ir::ScalarType::U32, {in / 8, out}, w));
+  layer.buffers.push_back(make_array("scale", ir::ScalarType::F32, {groups, out}, scale));
+  layer.buffers.push_back(make_array("zero_point", ir::ScalarType::U32, {groups, out}, zero_point));
+  const std::vector<float> b = layer.bias ? *layer.bias : std::vector<float>(layer.out_features, 0.0f);
+  layer.buffers.push_back(make_array("b", ir::ScalarType::F32, {out}, b));
+}
+
+/// The config's group_size (-1: one group), checked against the scales' group count.
+std::optional<std::uint32_t> config_group_size(const SafetensorsCheckpoint& checkpoint, std::uint32_t in,
+                                               std::uint32_t groups, const std::string& scales_name) {
+  const auto& configured = checkpoint.config().group_size;
+  if (!configured) return std::nullopt;
+  if (*configured != -1 && *configured <= 0) {
+    throw ConvertError(fmt::format("{}: the config's group_size = {} is neither -1 nor positive; fix {}",
+                                   checkpoint.label(), *configured, fmt::join(checkpoint.config().sources, ", ")));
+  }
+  const std::uint64_t group_size = *configured == -1 ? in : static_cast<std::uint64_t>(*configured);
+  if ((in + group_size - 1) / group_size != groups) {
+    throw ConvertError(fmt::format("{}: the config's group_size = {} gives ceil({}/{}) = {} groups, but '{}' has {} "
+                                   "rows; the config does not describe this layer",
+                                   checkpoint.label(), *configured, in, group_size, (in + group_size - 1) / group_size,
+                                   scales_name, groups));
+  }
+  return static_cast<std::uint32_t>(group_size);
+}
+
+/// GPTQ v1 qzeros read as GPTQModel does: plus 1 in every nibble as one 32-bit addition
+/// with carries (convert_gptq_v1_to_v2_format_module).
+std::uint32_t v1_zeros_with_carry(std::uint32_t stored) { return stored + 0x11111111u; }
+/// GPTQ v1 qzeros read as AutoGPTQ does: (nibble + 1) & 15 per nibble.
+std::uint32_t v1_zeros_per_nibble(std::uint32_t stored) {
+  std::uint32_t word = 0;
+  for (int i = 0; i < 8; ++i) word |= (((stored >> (4 * i)) + 1) & 0xFu) << (4 * i);
+  return word;
+}
+
+std::string nibbles_text(std::uint32_t word) {
+  std::vector<unsigned> values;
+  for (int i = 0; i < 8; ++i) values.push_back((word >> (4 * i)) & 0xFu);
+  return fmt::format("[{}]", fmt::join(values, ", "));
+}
+
+}  // namespace
+
+void plan_gptq(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, const ConvertOptions& options,
+               bool repack) {
+  const std::string& p = options.layer;
+  layer = ConvertedLayer();
+  layer.layer = p;
+  layer.format = CheckpointFormat::Gptq;
+  check_batch(options);
+  check_quant_method(checkpoint, "gptq", "gptq");
+  check_config_bits(checkpoint, "GPTQ");
+  const std::string pack_fix = "GPTQ packs 32-bit words; re-save with GPTQModel's pack_dtype=torch.int32";
+  const SafetensorsTensor& qweight = checkpoint.tensor(p + ".qweight", "GPTQ packed codes, I32 [in/8, out]");
+  expect_dtype(checkpoint, qweight, "GPTQ packed codes", {SafetensorsDtype::I32, SafetensorsDtype::U32}, pack_fix);
+  expect_rank2(checkpoint, qweight, "GPTQ packed codes", "[in/8, out]");
+  const SafetensorsTensor& scales = checkpoint.tensor(p + ".scales", "GPTQ group scales, F16 [groups, out]");
+  expect_dtype(checkpoint, scales, "GPTQ group scales",
+               {SafetensorsDtype::F16, SafetensorsDtype::BF16, SafetensorsDtype::F32});
+  expect_rank2(checkpoint, scales, "GPTQ group scales", "[groups, out]");
+  const SafetensorsTensor& qzeros = checkpoint.tensor(p + ".qzeros", "GPTQ packed zero points, I32 [groups, out/8]");
+  expect_dtype(checkpoint, qzeros, "GPTQ packed zero points", {SafetensorsDtype::I32, SafetensorsDtype::U32},
+               pack_fix);
+  layer.tensors = {qweight.name, qzeros.name, scales.name};
+
+  const std::uint32_t out = to_u32(scales.name + " columns (out_features)", scales.shape[1]);
+  const std::uint32_t groups = to_u32(scales.name + " rows (groups)", scales.shape[0]);
+  if (qweight.shape[1] != out) {
+    const bool awq = qweight.shape[1] * 8 == out;
+    throw ConvertError(fmt::format(
+        "{}: tensor '{}' (GPTQ packed codes) has shape {}; GPTQ's layout is [in/8, out] with out = {} (the columns of "
+        "'{}'){}",
+        checkpoint.label(), qweight.name, ir::ops::shape_text(qweight.shape), out, scales.name,
+        awq ? "; [in, out/8] is AutoAWQ's GEMM layout: convert with --format awq" : ""));
+  }
+  const SafetensorsTensor* g_idx = checkpoint.find(p + ".g_idx");
+  std::uint64_t in = qweight.shape[0] * 8;
+  if (g_idx != nullptr) {
+    expect_dtype(checkpoint, *g_idx, "GPTQ input-feature group index", {SafetensorsDtype::I32, SafetensorsDtype::I64});
+    if (g_idx->shape.size() != 1) {
+      expect_shape(checkpoint, *g_idx, "GPTQ input-feature group index", {in}, "[in]");
+    }
+    in = g_idx->shape[0];
+    layer.tensors.push_back(g_idx->name);
+    if (in == 0 || (qweight.shape[0] * 32) % in != 0 || qweight.shape[0] * 8 != in) {
+      const std::uint64_t bits = in == 0 ? 0 : qweight.shape[0] * 32 / in;
+      if (in != 0 && (qweight.shape[0] * 32) % in == 0 && bits != 4) {
+        throw UnsupportedFormatError(fmt::format(
+            "{}: layer '{}' is GPTQ {}-bit ('{}' has {} rows for in_features = {}, the length of '{}'); {}-bit codes "
+            "need an unpacking that {} does not have (it reads 4-bit nibbles only); quantize with bits=4",
+            checkpoint.label(), p, bits, qweight.name, qweight.shape[0], in, g_idx->name, bits, kOp));
+      }
+      throw ConvertError(fmt::format("{}: '{}' has {} rows, which does not pack in_features = {} (the length of '{}') "
+                                     "in 32-bit words of 4-bit codes; expected in/8 = {} rows",
+                                     checkpoint.label(), qweight.name, qweight.shape[0], in, g_idx->name, in / 8));
+    }
+  }
+  const std::uint32_t in_features = to_u32(qweight.name + " rows * 8 (in_features)", in);
+  layer.in_features = in_features;
+  layer.out_features = out;
+  if (out % 8 != 0) {
+    throw ConvertError(fmt::format("{}: out_features = {} (the columns of '{}') is not a multiple of 8, so GPTQ's "
+                                   "qzeros [groups, out/8] cannot hold them; the checkpoint is malformed",
+                                   checkpoint.label(), out, scales.name));
+  }
+  expect_shape(checkpoint, qzeros, "GPTQ packed zero points", {groups, out / 8}, "[groups, out/8]");
+
+  // The group size: the config's, else g_idx's first group, else in/groups.
+  std::optional<std::uint32_t> group_size = config_group_size(checkpoint, in_features, groups, scales.name);
+  std::vector<std::int64_t> group_of;
+  if (g_idx != nullptr) {
+    group_of.resize(in_features);
+    for (std::uint32_t k = 0; k < in_features; ++k) {
+      if (g_idx->dtype == SafetensorsDtype::I32) {
+        std::int32_t value;
+        std::memcpy(&value, g_idx->bytes.data() + 4 * std::size_t{k}, 4);
+        group_of[k] = value;
+      } else {
+        std::memcpy(&group_of[k], g_idx->bytes.data() + 8 * std::size_t{k}, 8);
+      }
+    }
+    if (!group_size) {
+      // GPTQ gives every group group_size input features (act-order ones too), the last
+      // one possibly fewer: group 0's size is the group size.
+      group_size = static_cast<std::uint32_t>(std::max<std::ptrdiff_t>(
+          std::count(group_of.begin(), group_of.end(), std::int64_t{0}), 1));
+    }
+  }
+  if (!group_size) {
+    if (in_features % groups != 0) {
+      throw ConvertError(fmt::format("{}: the group size of layer '{}' is unknown: {} groups do not divide in_features "
+                                     "= {}, and there is no g_idx or config group_size; put the checkpoint's "
+                                     "quantize_config.json next to it",
+                                     checkpoint.label(), p, groups, in_features));
+    }
+    group_size = in_features / groups;
+  }
+  if ((std::uint64_t{in_features} + *group_size - 1) / *group_size != groups) {
+    throw ConvertError(fmt::format("{}: group_size = {} gives ceil({}/{}) groups, but '{}' has {} rows",
+                                   checkpoint.label(), *group_size, in_features, *group_size, scales.name, groups));
+  }
+  for (std::uint32_t k = 0; k < group_of.size(); ++k) {
+    if (group_of[k] == static_cast<std::int64_t>(k / *group_size)) continue;
+    throw UnsupportedFormatError(fmt::format(
+        "{}: '{}' is an act-order g_idx (desc_act=True): input feature {} is in group {}, not {} = {}/{}. act-order "
+        "g_idx needs a permuted-activation input that {} does not have yet; re-quantize with desc_act=False (or "
+        "static_groups=True, whose g_idx is trivial), or wait for quantc's act-order support",
+        checkpoint.label(), g_idx->name, k, group_of[k], k / *group_size, k, *group_size, kOp));
+  }
+
+  // The qzeros convention.
+  const std::optional<std::string>& configured = checkpoint.config().checkpoint_format;
+  if (options.checkpoint_format && configured && *options.checkpoint_format != *configured) {
+    throw ConvertError(fmt::format("{}: --checkpoint-format {} contradicts the config's checkpoint_format \"{}\" ({}); "
+                                   "drop the flag or fix the config",
+                                   checkpoint.label(), *options.checkpoint_format, *configured,
+                                   fmt::join(checkpoint.config().sources, ", ")));
+  }
+  const std::string convention = options.checkpoint_format.value_or(configured.value_or("gptq"));
+  if (convention != "gptq" && convention != "gptq_v2") {
+    throw UnsupportedFormatError(fmt::format(
+        "{}: checkpoint_format \"{}\" is a kernel-specific repacking of GPTQ that {} does not read; re-save the "
+        "checkpoint in the \"gptq\" or \"gptq_v2\" format",
+        checkpoint.label(), convention, kOp));
+  }
+  const bool v2 = convention == "gptq_v2";
+  const std::vector<std::uint32_t> zero_words = words(qzeros);
+  std::vector<std::uint32_t> zero_point;
+  if (repack) zero_point.resize(std::size_t{groups} * out);
+  for (std::uint32_t g = 0; g < groups; ++g) {
+    for (std::uint32_t c = 0; c < out / 8; ++c) {
+      const std::uint32_t stored = zero_words[std::size_t{g} * (out / 8) + c];
+      std::uint32_t word = stored;
+      if (!v2) {
+        word = v1_zeros_with_carry(stored);
+        if (word != v1_zeros_per_nibble(stored)) {
+          throw ConvertError(fmt::format(
+              "{}: '{}' word [{}, {}] = 0x{:08x} holds a GPTQ v1 zero point of 0 (stored as nibble 15): AutoGPTQ reads "
+              "the word nibble by nibble as zero points {} and GPTQModel, adding with carries, as {}; they disagree, "
+              "so this v1 checkpoint's zero points are ambiguous. Fix: load it with GPTQModel and save it with "
+              "checkpoint_format=\"gptq_v2\", then convert with --checkpoint-format gptq_v2",
+              checkpoint.label(), qzeros.name, g, c, stored, nibbles_text(v1_zeros_per_nibble(stored)),
+              nibbles_text(word)));
+        }
+      }
+      if (repack) {
+        for (std::uint32_t j = 0; j < 8; ++j) {
+          zero_point[std::size_t{g} * out + 8 * c + j] = (word >> (4 * j)) & 0xFu;
+        }
+      }
+    }
+  }
+
+  layer.source_type = fmt::format("GPTQ {} 4-bit, group_size {}", v2 ? "v2" : "v1", *group_size);
+  layer.spec = affine_spec(in_features, out, *group_size);
+  layer.bias = read_bias(checkpoint, p, out, layer.tensors);
+  if (repack) {
+    add_affine_buffers(layer, words(qweight), exact_f32(checkpoint, scales.name), std::move(zero_point), groups);
+  }
+  check_against_op(layer);
+}
+
+void plan_awq(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, const ConvertOptions& options,
+              bool repack) {
+  const std::string& p = options.layer;
+  layer = ConvertedLayer();
+  layer.layer = p;
+  layer.format = CheckpointFormat::Awq;
+  check_batch(options);
+  check_quant_method(checkpoint, "awq", "awq");
+  check_config_bits(checkpoint, "AWQ");
+  if (const auto& version = checkpoint.config().version; version) {
+    std::string lowered = *version;
+    for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lowered != "gemm") {
+      throw UnsupportedFormatError(fmt::format(
+          "{}: the checkpoint's config says AutoAWQ version \"{}\": that layout (qweight packed for AutoAWQ's {} "
+          "kernel) is not the GEMM layout this converter repacks into {}; re-save with version=\"gemm\"",
+          checkpoint.label(), *version, *version, kOp));
+    }
+  }
+  if (checkpoint.contains(p + ".g_idx")) {
+    throw ConvertError(fmt::format("{}: layer '{}' has '{}.g_idx', which AutoAWQ never writes: this is a GPTQ "
+                                   "checkpoint; convert it with --format gptq",
+                                   checkpoint.label(), p, p));
+  }
+  const SafetensorsTensor& qweight = checkpoint.tensor(p + ".qweight", "AWQ packed codes, I32 [in, out/8]");
+  expect_dtype(checkpoint, qweight, "AWQ packed codes", {SafetensorsDtype::I32, SafetensorsDtype::U32});
+  expect_rank2(checkpoint, qweight, "AWQ packed codes", "[in, out/8]");
+  const SafetensorsTensor& scales = checkpoint.tensor(p + ".scales", "AWQ group scales, F16 [groups, out]");
+  expect_dtype(checkpoint, scales, "AWQ group scales",
+               {SafetensorsDtype::F16, SafetensorsDtype::BF16, SafetensorsDtype::F32});
+  expect_rank2(checkpoint, scales, "AWQ group scales", "[groups, out]");
+  const SafetensorsTensor& qzeros = checkpoint.tensor(p + ".qzeros", "AWQ packed zero points, I32 [groups, out/8]");
+  expect_dtype(checkpoint, qzeros, "AWQ packed zero points", {SafetensorsDtype::I32, SafetensorsDtype::U32});
+  layer.tensors = {qweight.name, qzeros.name, scales.name};
+
+  const std::uint32_t out = to_u32(scales.name + " columns (out_features)", scales.shape[1]);
+  const std::uint32_t groups = to_u32(scales.name + " rows (groups)", scales.shape[0]);
+  const std::uint32_t in = to_u32(qweight.name + " rows (in_features)", qweight.shape[0]);
+  layer.in_features = in;
+  layer.out_features = out;
+  if (qweight.shape[1] * 8 != out) {
+    throw ConvertError(fmt::format(
+        "{}: tensor '{}' (AWQ packed codes) has shape {}; AutoAWQ's GEMM layout is [in, out/8] with out = {} (the "
+        "columns of '{}'){}",
+        checkpoint.label(), qweight.name, ir::ops::shape_text(qweight.shape), out, scales.name,
+        qweight.shape[1] == out ? "; [in/8, out] is GPTQ's layout: convert with --format gptq" : ""));
+  }
+  expect_shape(checkpoint, qzeros, "AWQ packed zero points", {groups, out / 8}, "[groups, out/8]");
+  if (in % 8 != 0) {
+    throw UnsupportedFormatError(fmt::format(
+        "{}: layer '{}' has in_features = {}, not a multiple of 8: {} packs 8 input features per u32 word and has no "
+        "padded last word",
+        checkpoint.label(), p, in, kOp));
+  }
+  std::optional<std::uint32_t> group_size = config_group_size(checkpoint, in, groups, scales.name);
+  if (!group_size) {
+    if (groups == 0 || in % groups != 0) {
+      throw ConvertError(fmt::format("{}: {} groups ('{}' rows) do not divide in_features = {}; AutoAWQ requires "
+                                     "in_features % group_size == 0",
+                                     checkpoint.label(), groups, scales.name, in));
+    }
+    group_size = in / groups;
+  }
+
+  layer.source_type = fmt::format("AWQ GEMM 4-bit, group_size {}", *group_size);
+  layer.spec = affine_spec(in, out, *group_size);
+  layer.bias = read_bias(checkpoint, p, out, layer.tensors);
+  if (repack) {
+    const std::vector<std::uint32_t> packed = words(qweight);
+    const std::vector<std::uint32_t> packed_zeros = words(qzeros);
+    const std::uint32_t words_per_row = out / 8;
+    std::vector<std::uint32_t> w(std::size_t{in / 8} * out, 0);
+    for (std::uint32_t k = 0; k < in; ++k) {
+      for (std::uint32_t c = 0; c < words_per_row; ++c) {
+        const std::uint32_t word = packed[std::size_t{k} * words_per_row + c];
+        for (std::uint32_t j = 0; j < 8; ++j) {
+          const std::uint32_t q = (word >> (4 * kAwqReverseOrder[j])) & 0xFu;
+          w[std::size_t{k / 8} * out + 8 * c + j] |= q << (4 * (k % 8));
+        }
+      }
+    }
+    std::vector<std::uint32_t> zero_point(std::size_t{groups} * out);
+    for (std::uint32_t g = 0; g < groups; ++g) {
+      for (std::uint32_t c = 0; c < words_per_row; ++c) {
+        const std::uint32_t word = packed_zeros[std::size_t{g} * words_per_row + c];
+        for (std::uint32_t j = 0; j < 8; ++j) {
+          zero_point[std::size_t{g} * out + 8 * c + j] = (word >> (4 * kAwqReverseOrder[j])) & 0xFu;
+        }
+      }
+    }
+    add_affine_buffers(layer, std::move(w), exact_f32(checkpoint, scales.name), std::move(zero_point), groups);
+  }
+  check_against_op(layer);
+}
+
+}  // namespace detail
+
+ConvertedLayer convert_gptq(const SafetensorsCheckpoint& checkpoint, const ConvertOptions& options) {
+  ConvertedLayer layer;
+  detail::plan_gptq(layer, checkpoint, options, /*repack=*/true);
+  return layer;
+}
+
+ConvertedLayer convert_awq(const SafetensorsCheckpoint& checkpoint, const ConvertOptions& options) {
+  ConvertedLayer layer;
+  detail::plan_awq(layer, checkpoint, options, /*repack=*/true);
+  return layer;
+}
+
+}  // namespace quantc::runtime::convert
