@@ -13,13 +13,16 @@ ParamSpec activation_param() {
                    "\"f32\"", "", {"f32", "f16", "bf16"}};
 }
 
+ScalarType activation_from_name(const std::string& name) {
+  if (name == "f16") return ScalarType::F16;
+  if (name == "bf16") return ScalarType::BF16;
+  if (name == "f32") return ScalarType::F32;
+  throw OpError(fmt::format("Fix: activation=\"{}\" is not supported; use \"f32\", \"f16\" or \"bf16\".", name));
+}
+
 ScalarType activation_of(const OpArgs& args) {
   if (!args.has("activation")) return ScalarType::F32;
-  const std::string& value = args.choice("activation");
-  if (value == "f16") return ScalarType::F16;
-  if (value == "bf16") return ScalarType::BF16;
-  if (value == "f32") return ScalarType::F32;
-  throw OpError(fmt::format("Fix: activation=\"{}\" is not supported; use \"f32\", \"f16\" or \"bf16\".", value));
+  return activation_from_name(args.choice("activation"));
 }
 
 OpArgs activated(OpArgs args, const char* activation) {

@@ -47,7 +47,10 @@ namespace quantc::ir::ops {
 
 /// The "activation" parameter (choices f32, f16, bf16; default f32).
 ParamSpec activation_param();
-/// The parameter's value in `args` (F32 when absent).
+/// The activation type named "f32", "f16" or "bf16"; OpError naming the value and the
+/// allowed ones otherwise.
+ScalarType activation_from_name(const std::string& name);
+/// The parameter's value in `args` (F32 when absent); OpError as activation_from_name.
 ScalarType activation_of(const OpArgs& args);
 /// `args` with "activation" set to `activation` (for registry test shapes).
 OpArgs activated(OpArgs args, const char* activation);

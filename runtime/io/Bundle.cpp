@@ -2,9 +2,50 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
+#include "ir/Arithmetic.h"
+#include "ir/ops/Registry.h"
+
 namespace quantc::runtime {
+
+HostBuffer rounded_to_activation(ir::ScalarType activation, const std::vector<float>& values) {
+  if (activation == ir::ScalarType::F32) return HostBuffer::from(activation, values);
+  if (activation != ir::ScalarType::F16 && activation != ir::ScalarType::BF16) {
+    throw RuntimeError(fmt::format("rounded_to_activation: {} is not an activation type (f32, f16, bf16)",
+                                   ir::to_string(activation)));
+  }
+  const ir::arith::FloatFormat format = ir::arith::format_of(activation);
+  std::vector<std::uint16_t> bits;
+  bits.reserve(values.size());
+  for (float value : values) bits.push_back(static_cast<std::uint16_t>(ir::arith::round_to_format(value, format)));
+  return HostBuffer::from(activation, bits);
+}
+
+void set_activation(Bundle& bundle, ir::ScalarType activation) {
+  if (activation == ir::ScalarType::F32) return;
+  const std::string op_name = bundle.spec.value("op", "");
+  const ir::ops::OpInfo* op = ir::ops::OpRegistry::builtin().find(op_name);
+  if (op == nullptr) throw RuntimeError(fmt::format("bundle: spec op '{}' is not a registered op", op_name));
+  const bool takes_activation = std::any_of(op->params.begin(), op->params.end(),
+                                            [](const ir::ops::ParamSpec& param) { return param.name == "activation"; });
+  if (!takes_activation) {
+    throw RuntimeError(fmt::format("bundle: {} has no \"activation\" parameter (its activations are not floats)",
+                                   op_name));
+  }
+  bundle.spec["activation"] = ir::to_string(activation);
+  for (NamedArray& buffer : bundle.buffers) {
+    const auto spec = std::find_if(op->buffers.begin(), op->buffers.end(),
+                                   [&](const ir::ops::BufferSpec& candidate) { return candidate.name == buffer.name; });
+    if (spec == op->buffers.end() || !spec->activation_typed) continue;
+    if (buffer.array.buffer.element != ir::ScalarType::F32) {
+      throw RuntimeError(fmt::format("bundle: buffer '{}' holds {}, not the f32 values of a bundle for f32 activations",
+                                     buffer.name, ir::to_string(buffer.array.buffer.element)));
+    }
+    buffer.array.buffer = rounded_to_activation(activation, buffer.array.buffer.as<float>());
+  }
+}
 
 BundleWriter::BundleWriter(std::string folder, std::string option) : folder_(std::move(folder), std::move(option)) {}
 

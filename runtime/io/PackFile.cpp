@@ -16,6 +16,8 @@ namespace {
 SafetensorsDtype safetensors_dtype(ir::ScalarType element) {
   switch (element) {
     case ir::ScalarType::F32: return SafetensorsDtype::F32;
+    case ir::ScalarType::F16: return SafetensorsDtype::F16;    // b with --activation f16
+    case ir::ScalarType::BF16: return SafetensorsDtype::BF16;  // b with --activation bf16
     case ir::ScalarType::U8: return SafetensorsDtype::U8;
     case ir::ScalarType::U32: return SafetensorsDtype::U32;
     default: throw RuntimeError(fmt::format("pack: no safetensors dtype for a {} buffer", ir::to_string(element)));
@@ -93,7 +95,8 @@ bool is_bundle_output(const std::string& output_path) {
   return output_path != "-" && !ends_with(output_path, ".safetensors");
 }
 
-nlohmann::json spec_for(const ir::ops::pack::SchemeOptions& scheme, const LinearWeight& weight, std::uint32_t batch) {
+nlohmann::json spec_for(const ir::ops::pack::SchemeOptions& scheme, const LinearWeight& weight, std::uint32_t batch,
+                        ir::ScalarType activation) {
   using ir::ops::pack::Scheme;
   nlohmann::json spec = {{"op", ir::ops::pack::op_for_scheme(scheme.scheme)}};
   switch (scheme.scheme) {
@@ -104,6 +107,7 @@ nlohmann::json spec_for(const ir::ops::pack::SchemeOptions& scheme, const Linear
     case Scheme::Int4Symmetric: spec.update({{"rows", weight.out_dim}, {"cols", weight.in_dim}}); break;
   }
   spec["schedule"] = "auto";
+  if (activation != ir::ScalarType::F32) spec["activation"] = ir::to_string(activation);  // f32: the default, left out
   return spec;
 }
 
@@ -135,15 +139,15 @@ PackResult pack_file(const PackOptions& options) {
   // linear_4bit_affine_grouped adds a bias buffer `b` (zeros without a bias); the other
   // ops have none, so the bias travels beside their buffers.
   const bool bias_buffer = options.scheme == ir::ops::pack::Scheme::Int4AffineGrouped;
+  // Its type is the activation's: f16/bf16 round each bias value once (bundle's rounded_to_activation).
   if (bias_buffer) {
     const std::vector<float> b = bias ? *bias : std::vector<float>(weight.out_dim, 0.0f);
-    std::vector<std::uint8_t> bytes(b.size() * 4);
-    std::memcpy(bytes.data(), b.data(), bytes.size());
-    packed.buffers.push_back({"b", ir::ScalarType::F32, {weight.out_dim}, std::move(bytes)});
+    HostBuffer values = rounded_to_activation(options.activation, b);
+    packed.buffers.push_back({"b", values.element, {weight.out_dim}, std::move(values.bytes)});
   }
 
   PackResult result;
-  result.spec = spec_for(options, weight, options.batch);
+  result.spec = spec_for(options, weight, options.batch, options.activation);
   result.metadata = std::move(packed.metadata);
   result.metadata["source_tensor"] = options.tensor;
   result.metadata["layout"] = weight_layout_name(options.layout);

@@ -52,6 +52,10 @@ struct PackOptions : ir::ops::pack::SchemeOptions {
   std::string output_path;
   std::optional<std::string> npy_dir;  // with a safetensors output: also write <buffer>.npy files here
   std::uint32_t batch = 1;             // nf4_gemm's m in the spec
+  /// The spec's "activation" (f32, f16, bf16; ir/ops/Activation.h). f16/bf16 add it to the
+  /// spec and give linear_4bit_affine_grouped's bias buffer `b` that type (each value
+  /// rounded once to nearest even); the weight-side buffers and the f32 `bias` do not change.
+  ir::ScalarType activation = ir::ScalarType::F32;
 };
 
 /// Whether `output_path` names a bundle folder: everything but "-" and names ending in
@@ -71,8 +75,9 @@ struct PackResult {
 
 /// The op spec a packed weight runs with: linear_4bit_affine_grouped {in_dim, out_dim,
 /// group_size}, nf4_gemm {m: batch, n, k}, int4_matvec_f32_scaled {rows, cols}, each with
-/// "schedule": "auto".
-nlohmann::json spec_for(const ir::ops::pack::SchemeOptions& scheme, const LinearWeight& weight, std::uint32_t batch);
+/// "schedule": "auto", and "activation" when `activation` is f16 or bf16.
+nlohmann::json spec_for(const ir::ops::pack::SchemeOptions& scheme, const LinearWeight& weight, std::uint32_t batch,
+                        ir::ScalarType activation = ir::ScalarType::F32);
 
 /// `quantc pack`: reads options.tensor (and its bias) from options.model_path, packs it and
 /// writes the bundle or the safetensors file (+ npy_dir). Every output path is checked

@@ -2,12 +2,15 @@
 // make_checkpoints.py with the formats' own packing, convert to buffers whose op-semantics
 // dequantization equals the format's reference dequantization bit for bit; convert -> run
 // on the interpreter and the emulator stays within the f32 accumulation bound of the f64
-// product; and every refusal and error names what it should.
+// product; --activation f16|bf16 writes the spec and the bias buffer for 16-bit
+// activations; and every refusal and error names what it should.
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstring>
 
 #include "ConvertHarness.h"
+#include "ir/Arithmetic.h"
 #include "runtime/io/Convert.h"
 #include "runtime/io/Gguf.h"
 #include "runtime/io/Safetensors.h"
@@ -380,4 +383,52 @@ TEST_CASE("a failed convert leaves the bundle folder as it was", "[convert][outp
   Result fresh_fail = run_quantc(convert_to + "model.layers.0.self_attn.v_proj -o " + quoted(dir / "new" / "deeper"));
   CHECK(fresh_fail.exit_code == 1);
   CHECK_FALSE(fs::exists(dir / "new"));
+}
+
+TEST_CASE("convert --activation f16|bf16 writes the spec's activation and the bias buffer in that type",
+          "[convert][run][activation]") {
+  // GPTQ's bias is f16 in the checkpoint: with --activation f16 the bias buffer b holds it
+  // exactly again; bf16 rounds it once. bias.npy and the weight-side buffers stay as with f32.
+  using quantc::ir::ScalarType;
+  const fs::path dir = scratch("convert_activation");
+  const std::string convert = "convert " + quoted(fixture("gptq/model.safetensors")) +
+                              " --format gptq --layer model.layers.0.self_attn.q_proj";
+  REQUIRE(run_quantc(convert + " -o " + quoted(dir / "f32")).exit_code == 0);
+  const std::vector<float> b32 = read_npy((dir / "f32" / "b.npy").string()).buffer.as<float>();
+  for (const auto& [name, type] : {std::pair{"f16", ScalarType::F16}, std::pair{"bf16", ScalarType::BF16}}) {
+    INFO(name);
+    const fs::path bundle = dir / name;
+    const Result converted = run_quantc(convert + " --activation " + name + " -o " + quoted(bundle));
+    INFO(converted.output);
+    REQUIRE(converted.exit_code == 0);
+    std::ifstream spec_file(bundle / "spec.json");
+    CHECK(nlohmann::json::parse(spec_file)["activation"] == name);
+    const NpyArray b = read_npy((bundle / "b.npy").string());
+    REQUIRE(b.buffer.element == type);
+    const std::vector<std::uint16_t> bits = b.buffer.as<std::uint16_t>();
+    REQUIRE(bits.size() == b32.size());
+    const auto format = quantc::ir::arith::format_of(type);
+    for (std::size_t i = 0; i < bits.size(); ++i) {
+      CHECK(bits[i] == quantc::ir::arith::round_to_format(b32[i], format));
+      // f16 holds the checkpoint's f16 bias exactly.
+      if (type == ScalarType::F16) CHECK(static_cast<float>(quantc::ir::arith::decode(bits[i], format)) == b32[i]);
+    }
+    for (const char* file : {"w.npy", "scale.npy", "zero_point.npy", "bias.npy"}) {
+      CHECK(read_text(bundle / file) == read_text(dir / "f32" / file));
+    }
+    const Result ran = run_quantc("run " + quoted(bundle / "spec.json") + " --inputs " + quoted(bundle) +
+                                  " --random-inputs 3 --backend emulator --compare reference");
+    INFO(ran.output);
+    CHECK(ran.exit_code == 0);
+    CHECK_THAT(ran.output, Catch::Contains(fmt::format(" x {})", name)) && Catch::Contains("bit-exact"));
+  }
+  // The matmul ops have no bias buffer: only the spec changes.
+  const Result bnb = run_quantc("convert " + quoted(fixture("bnb/model.safetensors")) +
+                                " --format bnb --layer model.layers.0.self_attn.k_proj --activation bf16 -o " +
+                                quoted(dir / "nf4"));
+  REQUIRE(bnb.exit_code == 0);
+  CHECK_THAT(read_text(dir / "nf4" / "spec.json"), Catch::Contains("\"activation\": \"bf16\""));
+  const Result list = run_quantc("convert " + quoted(fixture("gptq/model.safetensors")) + " --list --activation f16");
+  CHECK(list.exit_code == 1);
+  CHECK_THAT(list.output, Catch::Contains("--activation does not apply to --list"));
 }

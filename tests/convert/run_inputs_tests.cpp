@@ -1,12 +1,16 @@
 // The bundle as `quantc run` reads it: --inputs DIR and --inputs FILE.safetensors, the
 // logical-shape checks (ir/ops/BufferShape.h) with their transposition hint, and the
-// bundles and bias `quantc pack` writes with its weight-layout convention and flag checks.
+// bundles and bias `quantc pack` writes with its weight-layout convention and flag checks,
+// and such a bundle run with f16/bf16 activations.
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstring>
 #include <numeric>
+#include <tuple>
 
 #include "ConvertHarness.h"
+#include "ir/Arithmetic.h"
 #include "ir/ops/BufferShape.h"
 #include "ir/ops/Registry.h"
 #include "runtime/io/Safetensors.h"
@@ -253,4 +257,73 @@ TEST_CASE("run checks input shapes and names the layout when a file looks transp
   Result from_safetensors = run_quantc(explicit_run + " --inputs " + quoted(dir / "t.safetensors"));
   CHECK(from_safetensors.exit_code == 1);
   CHECK_THAT(from_safetensors.output, Catch::Contains("(tensor 'w')") && Catch::Contains("looks transposed"));
+}
+
+TEST_CASE("pack --activation f16|bf16 writes the spec's activation and a 16-bit bias buffer that run takes",
+          "[pack][run][activation]") {
+  // The bundle and the safetensors file of `pack --activation`: spec "activation", `b` the
+  // f32 bundle's bias rounded once to the type, every other buffer byte for byte the f32
+  // bundle's; x may come from a safetensors F16/BF16 tensor; emulator == interpreter.
+  using quantc::ir::ScalarType;
+  namespace arith = quantc::ir::arith;
+  const fs::path dir = scratch("pack_activation");
+  const fs::path model = write_model(dir);
+  const std::string pack = "pack " + quoted(model) + " --tensor fc.weight --group-size 32";
+  REQUIRE(run_quantc(pack + " -o " + quoted(dir / "f32")).exit_code == 0);
+  CHECK_FALSE(read_json(dir / "f32" / "spec.json").contains("activation"));  // f32: the default, left out
+  const NpyArray x32 = read_npy(write_x(dir / "x.npy", 64).string());
+  for (const auto& [name, type, dtype] : {std::tuple{"f16", ScalarType::F16, quantc::runtime::SafetensorsDtype::F16},
+                                          std::tuple{"bf16", ScalarType::BF16, quantc::runtime::SafetensorsDtype::BF16}}) {
+    INFO(name);
+    auto narrowed = [&](const std::vector<float>& values) {  // rounded once to nearest even, as numpy's astype
+      std::vector<std::uint16_t> bits;
+      for (float value : values) {
+        bits.push_back(static_cast<std::uint16_t>(arith::round_to_format(value, arith::format_of(type))));
+      }
+      return bits;
+    };
+    const fs::path bundle = dir / name;
+    const Result packed = run_quantc(pack + " --activation " + name + " -o " + quoted(bundle));
+    INFO(packed.output);
+    REQUIRE(packed.exit_code == 0);
+    CHECK(read_json(bundle / "spec.json")["activation"] == name);
+    const NpyArray b = read_npy((bundle / "b.npy").string());
+    CHECK(b.buffer.element == type);
+    CHECK(b.buffer.as<std::uint16_t>() == narrowed(read_npy((dir / "f32" / "b.npy").string()).buffer.as<float>()));
+    for (const char* file : {"w.npy", "scale.npy", "zero_point.npy", "bias.npy"}) {
+      CHECK(read_text(bundle / file) == read_text(dir / "f32" / file));
+    }
+    // x as a safetensors tensor of the activation type.
+    const std::vector<std::uint16_t> x_bits = narrowed(x32.buffer.as<float>());
+    std::vector<std::uint8_t> x_bytes(x_bits.size() * 2);
+    std::memcpy(x_bytes.data(), x_bits.data(), x_bytes.size());
+    const fs::path x_file = dir / (std::string(name) + "_x.safetensors");
+    quantc::runtime::write_safetensors(x_file.string(), {{"x", dtype, {64}, x_bytes}});
+    Result ran = run_quantc("run " + quoted(bundle / "spec.json") + " --inputs " + quoted(bundle) + " --inputs " +
+                            quoted(x_file) + " --backend emulator --compare reference --output out=" +
+                            quoted(bundle / "out.npy"));
+    INFO(ran.output);
+    REQUIRE(ran.exit_code == 0);
+    CHECK_THAT(ran.output, Catch::Contains(fmt::format("out (16 x {})", name)) && Catch::Contains("bit-exact"));
+    CHECK(read_npy((bundle / "out.npy").string()).buffer.element == type);
+    // The f32 bundle's b.npy for the 16-bit spec: refused, naming the conversion.
+    Result mixed = run_quantc("run " + quoted(bundle / "spec.json") + " --inputs " + quoted(x_file) + " --input w=" +
+                              quoted(bundle / "w.npy") + " --input scale=" + quoted(bundle / "scale.npy") +
+                              " --input zero_point=" + quoted(bundle / "zero_point.npy") + " --input b=" +
+                              quoted(dir / "f32" / "b.npy"));
+    CHECK(mixed.exit_code == 1);
+    CHECK_THAT(mixed.output, Catch::Contains(fmt::format("buffer 'b' expects 16 x {}, the file holds 16 x f32", name)) &&
+                                 Catch::Contains(fmt::format("convert the file to {}", name)));
+    // The safetensors output: b in the activation type, the spec in the metadata.
+    const fs::path file = dir / (std::string(name) + ".safetensors");
+    REQUIRE(run_quantc(pack + " --activation " + name + " -o " + quoted(file)).exit_code == 0);
+    const auto packed_file = quantc::runtime::SafetensorsFile::open(file.string());
+    CHECK(packed_file.tensor("b").dtype == dtype);
+    CHECK(packed_file.tensor("bias").dtype == quantc::runtime::SafetensorsDtype::F32);
+    CHECK(nlohmann::json::parse(packed_file.metadata().at("spec"))["activation"] == name);
+  }
+  Result bad = run_quantc(pack + " --activation f8 -o " + quoted(dir / "f8"));
+  CHECK(bad.exit_code != 0);
+  CHECK_THAT(bad.output, Catch::Contains("--activation") && Catch::Contains("f8"));
+  CHECK_FALSE(fs::exists(dir / "f8"));
 }

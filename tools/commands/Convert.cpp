@@ -1,5 +1,5 @@
 // quantc convert CHECKPOINT --format gptq|awq|bnb|gguf --layer PREFIX [-o DIR] [--batch M]
-//                [--checkpoint-format gptq|gptq_v2]
+//                [--checkpoint-format gptq|gptq_v2] [--activation f32|f16|bf16]
 // quantc convert CHECKPOINT --list [--format F]
 // Repacks one quantized linear layer of a GPTQ, AWQ, bitsandbytes or GGUF checkpoint,
 // exactly, into a layer bundle (spec.json + one .npy per op buffer + bias.npy) that
@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "ir/ops/Activation.h"
 #include "runtime/io/Bundle.h"
 #include "runtime/io/Convert.h"
 #include "tools/CommandSupport.h"
@@ -22,6 +23,7 @@ struct ConvertCommandOptions {
   std::optional<std::string> layer;
   std::optional<std::string> output;
   std::optional<std::string> checkpoint_format;
+  std::string activation = "f32";
   std::uint32_t batch = 1;
   bool list = false;
 };
@@ -76,11 +78,16 @@ void add_convert_command(CLI::App& app) {
                       "GPTQ's qzeros convention: gptq (v1: zero - 1 stored) or gptq_v2; default: the checkpoint "
                       "config's checkpoint_format, else gptq")
       ->check(CLI::IsMember({"gptq", "gptq_v2"}));
+  command->add_option("--activation", options->activation,
+                      "The spec's activation type: f32, or f16 / bf16 (written into spec.json; a bias buffer b, as "
+                      "linear_4bit_affine_grouped's, is then rounded to it)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->capture_default_str();
   command->add_flag("--list", options->list, "List the checkpoint's layers, their format and shape, and the op each "
                                              "converts to (or why it cannot)");
   command->callback([options, command] {
     if (options->list) {
-      for (const char* name : {"--layer", "-o", "--batch", "--checkpoint-format"}) {
+      for (const char* name : {"--layer", "-o", "--batch", "--checkpoint-format", "--activation"}) {
         if (command->count(name) > 0) {
           throw CommandError(fmt::format("{} does not apply to --list; drop it (or drop --list to convert)", name));
         }
@@ -107,7 +114,9 @@ void add_convert_command(CLI::App& app) {
     // every file of the bundle can be.
     runtime::BundleWriter writer(folder, "-o");
     const runtime::convert::ConvertedLayer layer = runtime::convert::convert_layer(options->checkpoint, convert);
-    const std::vector<std::string> written = writer.write(layer.bundle());
+    runtime::Bundle bundle = layer.bundle();
+    runtime::set_activation(bundle, ir::ops::activation_from_name(options->activation));
+    const std::vector<std::string> written = writer.write(bundle);
     fmt::print("converted {} ({}, in_features {}, out_features {}) -> {}\n", layer.layer, layer.source_type,
                layer.in_features, layer.out_features, layer.spec.value("op", "?"));
     for (const std::string& path : written) fmt::print("wrote {}\n", path);

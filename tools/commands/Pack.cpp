@@ -1,5 +1,5 @@
 // quantc pack MODEL.safetensors --tensor NAME --scheme int4-affine-grouped|nf4|int4-symmetric
-//             [--group-size G] [--block 64] [--layout out,in|in,out] [--batch M]
+//             [--group-size G] [--block 64] [--layout out,in|in,out] [--batch M] [--activation f32|f16|bf16]
 //             -o DIR | -o OUT.safetensors [--npy-dir DIR]
 // Host-side quantization of a real tensor into exactly the buffers an op expects: a layer
 // bundle (spec.json + one .npy per buffer, as `quantc convert` writes) or one safetensors
@@ -8,6 +8,7 @@
 
 #include <cstdio>
 
+#include "ir/ops/Activation.h"
 #include "runtime/io/PackFile.h"
 #include "tools/CommandSupport.h"
 #include "tools/commands/Commands.h"
@@ -19,6 +20,7 @@ void add_pack_command(CLI::App& app) {
   auto scheme = std::make_shared<std::string>("int4-affine-grouped");
   auto layout = std::make_shared<std::optional<std::string>>();
   auto transpose = std::make_shared<bool>(false);
+  auto activation = std::make_shared<std::string>("f32");
   CLI::App* command = app.add_subcommand("pack", "Quantize a safetensors tensor into an op's packed buffers");
   command->add_option("model", options->model_path, "MODEL.safetensors")->required();
   command->add_option("--tensor", options->tensor, "Tensor name in the model (its <prefix>.bias is packed too)")
@@ -39,6 +41,11 @@ void add_pack_command(CLI::App& app) {
                       "How the tensor is stored: out,in (a PyTorch nn.Linear weight [out_features, in_features], the "
                       "default) or in,out (the ops' W [in_features, out_features])")
       ->check(CLI::IsMember({"out,in", "in,out"}));
+  command->add_option("--activation", *activation,
+                      "The spec's activation type: f32, or f16 / bf16 (written into spec.json; the bias buffer b of "
+                      "int4-affine-grouped is then rounded to it)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->capture_default_str();
   command->add_flag("--transpose", *transpose, "Same as --layout out,in (the default; kept for old scripts)");
   command->add_option("-o,--output", options->output_path,
                       "DIR: a bundle folder (spec.json + BUFFER.npy + bias.npy, created if needed; `quantc run "
@@ -47,8 +54,9 @@ void add_pack_command(CLI::App& app) {
       ->required();
   command->add_option("--npy-dir", options->npy_dir,
                       "With a .safetensors output: also write one BUFFER.npy per packed buffer here (created if needed)");
-  command->callback([options, scheme, layout, transpose, group_size, block, batch] {
+  command->callback([options, scheme, layout, transpose, activation, group_size, block, batch] {
     options->scheme = ir::ops::pack::scheme_from_name(*scheme);
+    options->activation = ir::ops::activation_from_name(*activation);
     if (*transpose && layout->value_or("out,in") != "out,in") {
       throw CommandError(fmt::format("--transpose means --layout out,in, which contradicts --layout {}; give one",
                                      **layout));
