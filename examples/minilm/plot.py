@@ -47,7 +47,8 @@ def main(report_dir):
     errors.set_xticks(range(len(layers)))
     errors.set_xticklabels(layers, rotation=90, fontsize=7)
     errors.set_ylabel("relative Frobenius error vs f64")
-    errors.set_title("all-MiniLM-L6-v2 linear layers through quantc 4-bit kernels (real token activations)")
+    errors.set_title("all-MiniLM-L6-v2 linear layers through quantc's kernels: quantc 4-bit schemes and GGUF files "
+                     "(real token activations)", fontsize=10)
     errors.grid(alpha=0.3)
     errors.legend(fontsize=8)
     ratios = {}
