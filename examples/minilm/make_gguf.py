@@ -181,36 +181,41 @@ def main():
         # K-quants: only the linears whose rows (in_features) the 256-weight super-blocks tile.
         linears = [linear for linear in LINEARS if type_name not in K_QUANTS
                    or weights[f"encoder.layer.0.{linear}.weight"].shape[1] % QK_K == 0]
-        writer = gguf.GGUFWriter(str(temporary), gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.BERT])
-        writer.add_name(MODEL)
-        quantizer = ("make_gguf.py's min/max encoder (gguf-py 0.19.0 has no quantizer for it)"
-                     if type_name in K_QUANTS else "gguf.quants.quantize")
-        writer.add_description(f"{MODEL}'s linear layers only ({', '.join(linears)}; weights {type_name} by "
-                               f"{quantizer}, biases F32) for quantc's MiniLM report; no embeddings, norms or "
-                               "tokenizer")
-        # llama.cpp names no plain Q4_K file type: Q4_K_S is its mostly-Q4_K one.
-        writer.add_file_type(getattr(gguf.LlamaFileType, "MOSTLY_Q4_K_S" if type_name == "Q4_K" else f"MOSTLY_{type_name}"))
-        writer.add_block_count(blocks)
-        writer.add_context_length(config["max_position_embeddings"])
-        writer.add_embedding_length(config["hidden_size"])
-        writer.add_feed_forward_length(config["intermediate_size"])
-        writer.add_head_count(config["num_attention_heads"])
-        writer.add_layer_norm_eps(config["layer_norm_eps"])
-        for layer in layers:
-            for linear in linears:
-                prefix = f"encoder.layer.{layer}.{linear}"
-                # [out_features, in_features]: ggml's rows are the in_features axis (ne[0]).
-                weight = np.ascontiguousarray(weights[prefix + ".weight"], dtype=np.float32)
-                name = names.get_name(prefix + ".weight", try_suffixes=(".weight", ".bias"))
-                if name is None:
-                    raise SystemExit(f"make_gguf.py: gguf-py has no BERT tensor name for {prefix}.weight")
-                writer.add_tensor(name, quantize(gguf, weight, type_name, prefix), raw_dtype=qtype)
-                bias_name = names.get_name(prefix + ".bias", try_suffixes=(".weight", ".bias"))
-                writer.add_tensor(bias_name, np.ascontiguousarray(weights[prefix + ".bias"], dtype=np.float32))
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
+        try:
+            writer = gguf.GGUFWriter(str(temporary), gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.BERT])
+            writer.add_name(MODEL)
+            quantizer = ("make_gguf.py's min/max encoder (gguf-py 0.19.0 has no quantizer for it)"
+                         if type_name in K_QUANTS else "gguf.quants.quantize")
+            writer.add_description(f"{MODEL}'s linear layers only ({', '.join(linears)}; weights {type_name} by "
+                                   f"{quantizer}, biases F32) for quantc's MiniLM report; no embeddings, norms or "
+                                   "tokenizer")
+            # llama.cpp names no plain Q4_K file type: Q4_K_S is its mostly-Q4_K one.
+            file_type = "MOSTLY_Q4_K_S" if type_name == "Q4_K" else f"MOSTLY_{type_name}"
+            writer.add_file_type(getattr(gguf.LlamaFileType, file_type))
+            writer.add_block_count(blocks)
+            writer.add_context_length(config["max_position_embeddings"])
+            writer.add_embedding_length(config["hidden_size"])
+            writer.add_feed_forward_length(config["intermediate_size"])
+            writer.add_head_count(config["num_attention_heads"])
+            writer.add_layer_norm_eps(config["layer_norm_eps"])
+            for layer in layers:
+                for linear in linears:
+                    prefix = f"encoder.layer.{layer}.{linear}"
+                    # [out_features, in_features]: ggml's rows are the in_features axis (ne[0]).
+                    weight = np.ascontiguousarray(weights[prefix + ".weight"], dtype=np.float32)
+                    name = names.get_name(prefix + ".weight", try_suffixes=(".weight", ".bias"))
+                    if name is None:
+                        raise SystemExit(f"make_gguf.py: gguf-py has no BERT tensor name for {prefix}.weight")
+                    writer.add_tensor(name, quantize(gguf, weight, type_name, prefix), raw_dtype=qtype)
+                    bias_name = names.get_name(prefix + ".bias", try_suffixes=(".weight", ".bias"))
+                    writer.add_tensor(bias_name, np.ascontiguousarray(weights[prefix + ".bias"], dtype=np.float32))
+            writer.write_header_to_file()
+            writer.write_kv_data_to_file()
+            writer.write_tensors_to_file()
+            writer.close()
+        except BaseException:  # leave no half-written file behind
+            temporary.unlink(missing_ok=True)
+            raise
         os.replace(temporary, path)
         print(f"make_gguf.py: wrote {path} ({len(layers) * len(linears)} linear layers, {type_name} by {quantizer}, "
               f"{path.stat().st_size} bytes; gguf-py {package_version()})")
