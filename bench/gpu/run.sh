@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Measures quantc's kernels on a real GPU and writes bench/results/gpu-<device>.md.
 #
-#   bench/gpu/run.sh [--quantc PATH]      (default: build/bin/quantc, else `quantc` on PATH)
+#   bench/gpu/run.sh [--quantc PATH] [--profiles FILE] [--launches-count N]
+#     --quantc PATH      the binary (default: build/bin/quantc, else `quantc` on PATH)
+#     --profiles FILE    the cost model's numbers written beforehand on any machine by
+#                        `time_kernels.py --quantc PATH --write-profiles FILE` (saves emulating
+#                        every case on the GPU machine; without it each case is profiled there)
+#     --launches-count N timed launches per kernel (default 200)
 #
 # Meant for a machine with an NVIDIA GPU, its driver, the CUDA toolkit (nvcc), PyTorch and
 # Nsight Compute, but no Debian packages and no network: it uses the quantc binary given (or
@@ -25,24 +30,29 @@
 # half runs on the emulated CUDA driver (a ctest smoke test does that, with host times).
 # Exit status: 0 when everything ran and agreed, 1 when a kernel failed, 2 without a GPU,
 # 3 without PyTorch.
-# Until a GPU has been available to this project, bench/results/gpu-none.md says so.
+# Results so far: bench/results/gpu-nvidia-h200.md (with bench/results/ncu/ for the
+# Nsight Compute reports quoted there).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 quantc=""
+timing_args=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quantc) quantc="$2"; shift 2 ;;
-    *) echo "error: unknown argument '$1'; usage: bench/gpu/run.sh [--quantc PATH]" >&2; exit 1 ;;
+    --profiles|--launches-count) timing_args+=("$1" "$2"); shift 2 ;;
+    *) echo "error: unknown argument '$1'; usage: bench/gpu/run.sh [--quantc PATH] [--profiles FILE] [--launches-count N]" >&2
+       exit 1 ;;
   esac
 done
 # 1. A GPU and a driver, or stop.
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
   echo "error: no NVIDIA GPU or driver on this machine (nvidia-smi missing or lists no GPU);" \
-       "bench/gpu/run.sh only runs where a GPU is; bench/results/gpu-none.md records that none has been available" >&2
+       "bench/gpu/run.sh only runs where a GPU is (the results so far: bench/results/gpu-*.md)" >&2
   exit 2
 fi
-if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' && [[ -z "${QUANTC_CUDA_DRIVER:-}" ]]; then
+# dlopen's own search (LD_LIBRARY_PATH, the ld.so cache), as quantc's driver loader does.
+if [[ -z "${QUANTC_CUDA_DRIVER:-}" ]] && ! python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null; then
   echo "error: libcuda.so.1 (the CUDA driver library) is not installed; set QUANTC_CUDA_DRIVER=/path/libcuda.so.1" >&2
   exit 2
 fi
@@ -84,7 +94,7 @@ if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; th
   exit 3
 fi
 echo >>"$report"
-if ! python3 bench/gpu/time_kernels.py --quantc "$quantc" >>"$report"; then
+if ! python3 bench/gpu/time_kernels.py --quantc "$quantc" "${timing_args[@]}" >>"$report"; then
   status=1
 fi
 echo "wrote $report"

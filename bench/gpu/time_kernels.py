@@ -4,7 +4,13 @@
 Called by bench/gpu/run.sh (steps 3 to 6); writes Markdown sections to stdout.
 
     time_kernels.py --quantc PATH [--launches bench/gpu/launches.jsonl] [--launches-count 200]
-                    [--warmup 10] [--shapes llama|minilm|all] [--filter TEXT]
+                    [--warmup 10] [--shapes llama|minilm|all] [--filter TEXT] [--profiles FILE]
+    time_kernels.py --quantc PATH --write-profiles FILE [--sm 90] [--shapes ...] [--filter TEXT]
+                    [--schedule seed|fast|both] [--jobs N]
+
+The second form needs no GPU: it runs `quantc profile --json` (the PTX emulator) for every case
+and saves the cost model's numbers, so that a GPU run given `--profiles FILE` spends its time
+on the GPU rather than emulating (the emulator takes seconds per case at the Llama shapes).
 
 What each number is:
   - quantc: `quantc run SPEC --backend cuda --random-inputs 1 --compare reference --time N`: the
@@ -90,14 +96,51 @@ def run_timed(command):
     return float(match.group(1)), None
 
 
-def profile(quantc, spec_path, sm, key):
-    """(modeled_us on `key`, unique bytes read + written) from `quantc profile --json`."""
+def profile_record(quantc, spec_path, sm):
+    """{"modeled_us": {device key: us}, "unique_bytes": read + written} from `quantc profile --json`
+    at sm_`sm`, or None when the profile failed."""
     result = subprocess.run([quantc, "profile", "--json", spec_path, "--target", f"sm_{sm}"], capture_output=True, text=True)
     if result.returncode != 0:
-        return None, None
+        return None
     kernel = json.loads(result.stdout)["kernels"][0]
-    modeled = kernel["devices"].get(key, {}).get("modeled_us") if key else None
-    return modeled, kernel["unique_bytes_read"] + kernel["unique_bytes_written"]
+    return {"modeled_us": {device: numbers["modeled_us"] for device, numbers in kernel["devices"].items()
+                           if "modeled_us" in numbers},
+            "unique_bytes": kernel["unique_bytes_read"] + kernel["unique_bytes_written"]}
+
+
+def profile_key(spec, schedule, sm):
+    return json.dumps({"spec": json.loads(canonical(spec)), "schedule": schedule, "sm": sm}, sort_keys=True)
+
+
+def cases(shapes, text_filter):
+    """(in, out, label, spec) for every batch-1 case at `shapes` whose label contains `text_filter`."""
+    return [(k, n, label, spec) for k, n in shapes for label, spec in batch1_specs(k, n) if text_filter in label]
+
+
+def write_profiles(args, shapes):
+    """--write-profiles: the cost model's numbers for every case and schedule, one JSON line
+    each, `--jobs` profiles at a time (each is one single-threaded emulation)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    schedules = ("seed", "fast") if args.schedule == "both" else (args.schedule,)
+    work = [(label, spec, schedule) for _, _, label, spec in cases(shapes, args.filter) for schedule in schedules]
+    with tempfile.TemporaryDirectory() as scratch, open(args.write_profiles, "w") as out:
+        def profile_one(index):
+            label, spec, schedule = work[index]
+            path = os.path.join(scratch, f"spec{index}.json")
+            with open(path, "w") as file:
+                json.dump({**spec, "schedule": schedule}, file)
+            return profile_record(args.quantc, path, args.sm)
+
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for (label, spec, schedule), record in zip(work, pool.map(profile_one, range(len(work)))):
+                if record is None:
+                    print(f"error: quantc profile failed for {label} {schedule}", file=sys.stderr)
+                    return 1
+                out.write(json.dumps({"key": profile_key(spec, schedule, args.sm), "label": label,
+                                      "schedule": schedule, **record}) + "\n")
+                print(f"{label} {schedule}: {record['modeled_us']}", file=sys.stderr)
+    return 0
 
 
 def torch_measurements(args, shapes):
@@ -134,6 +177,23 @@ def torch_measurements(args, shapes):
     return torch.cuda.get_device_name(), 10 * major + minor, copy_gbs, fp16_us
 
 
+def print_summary(summary):
+    """Medians per shape family and schedule: % of copy bandwidth, speed-up over FP16, and the
+    cost model's signed and absolute error (the figures CostModel.h's Calibration records)."""
+    print("\n## Summary (medians over the ops above)\n")
+    print("| shapes | schedule | kernels | % of copy | × FP16 | model error | abs. model error |")
+    print("|---|---|--:|--:|--:|--:|--:|")
+    for family in ("llama", "minilm"):
+        for schedule in ("seed", "fast"):
+            rows = [row for row in summary if row[0] == family and row[1] == schedule]
+            if not rows:
+                continue
+            errors = [row[4] for row in rows if row[4] is not None]
+            error = f"{statistics.median(errors):+.0%} | {statistics.median(map(abs, errors)):.0%}" if errors else "– | –"
+            print(f"| {family} | {schedule} | {len(rows)} | {100 * statistics.median(row[2] for row in rows):.0f}% | "
+                  f"{statistics.median(row[3] for row in rows):.2f}× | {error} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quantc", required=True)
@@ -146,11 +206,27 @@ def main():
                         help="only quantc and the experts (no copy bandwidth, no FP16): the smoke test on the "
                              "emulated CUDA driver uses it")
     parser.add_argument("--sm", type=int, default=90, help="with --without-torch: the device's sm")
+    parser.add_argument("--profiles", help="JSONL files written by --write-profiles, comma-separated (a later "
+                                           "file's entries win): the cost model's numbers, instead of running "
+                                           "`quantc profile` per case")
+    parser.add_argument("--write-profiles", metavar="FILE", help="no GPU needed: write the cost model's numbers "
+                                                                 "for every case to FILE and exit")
+    parser.add_argument("--schedule", choices=["seed", "fast", "both"], default="both",
+                        help="with --write-profiles: which schedules to profile")
+    parser.add_argument("--jobs", type=int, default=1, help="with --write-profiles: profiles run at a time")
     parser.add_argument("--model-device", help="cost-model device key (h100_sxm, h200, a100, l40s) for the model "
                                                "error column; default: from the GPU's name")
     args = parser.parse_args()
 
     shapes = {"llama": LLAMA_SHAPES, "minilm": MINILM_SHAPES, "all": LLAMA_SHAPES + MINILM_SHAPES}[args.shapes]
+    if args.write_profiles:
+        return write_profiles(args, shapes)
+    profiles = {}
+    if args.profiles:
+        for path in args.profiles.split(","):  # later files override earlier ones
+            for line in open(path):
+                record = json.loads(line)
+                profiles[record["key"]] = record
     if args.without_torch:
         device_name, sm = "no torch", args.sm
         copy_gbs, fp16_us = float("nan"), {shape: float("nan") for shape in shapes}
@@ -169,31 +245,34 @@ def main():
 
     quantc_args = ["--backend", "cuda", "--time", str(args.launches_count), "--warmup", str(args.warmup)]
     measured = {}  # (canonical spec, schedule) -> us
+    summary = []  # (shape family, schedule, % of copy, x FP16, model error) per timed quantc kernel
     failures = []
     print("\n## quantc kernels, batch 1 (checked against the interpreter first)\n")
     print("| case | schedule | us | GB/s | % of copy | × FP16 | modeled us | model error |")
     print("|---|---|--:|--:|--:|--:|--:|--:|")
     with tempfile.TemporaryDirectory() as scratch:
-        for k, n in shapes:
-            for label, spec in batch1_specs(k, n):
-                if args.filter and args.filter not in label:
+        for k, n, label, spec in cases(shapes, args.filter):
+            for schedule in ("seed", "fast"):
+                path = os.path.join(scratch, "spec.json")
+                with open(path, "w") as file:
+                    json.dump({**spec, "schedule": schedule}, file)
+                us, error = run_timed([args.quantc, "run", path, "--random-inputs", "1", "--compare", "reference",
+                                       "--threads", "0", *quantc_args])
+                if us is None:
+                    failures.append(f"{label} {schedule}: {error[0]}")
+                    print(f"| {label} | {schedule} | failed | | | | | |")
                     continue
-                for schedule in ("seed", "fast"):
-                    path = os.path.join(scratch, "spec.json")
-                    with open(path, "w") as file:
-                        json.dump({**spec, "schedule": schedule}, file)
-                    us, error = run_timed([args.quantc, "run", path, "--random-inputs", "1", "--compare", "reference",
-                                           "--threads", "0", *quantc_args])
-                    if us is None:
-                        failures.append(f"{label} {schedule}: {error[0]}")
-                        print(f"| {label} | {schedule} | failed | | | | | |")
-                        continue
-                    measured[(canonical(spec), schedule)] = us
-                    modeled, unique_bytes = profile(args.quantc, path, sm, key)
-                    gbs = unique_bytes / us / 1e3 if unique_bytes else float("nan")
-                    model = f"{modeled:.2f} | {modeled / us - 1:+.0%}" if modeled else "– | –"
-                    print(f"| {label} | {schedule} | {us:.2f} | {gbs:.0f} | {100 * gbs / copy_gbs:.0f}% | "
-                          f"{fp16_us[(k, n)] / us:.2f}× | {model} |")
+                measured[(canonical(spec), schedule)] = us
+                record = profiles.get(profile_key(spec, schedule, sm)) or profile_record(args.quantc, path, sm)
+                modeled = record["modeled_us"].get(key) if record and key else None
+                unique_bytes = record["unique_bytes"] if record else None
+                gbs = unique_bytes / us / 1e3 if unique_bytes else float("nan")
+                model = f"{modeled:.2f} | {modeled / us - 1:+.0%}" if modeled else "– | –"
+                family = "llama" if (k, n) in LLAMA_SHAPES else "minilm"
+                summary.append((family, schedule, gbs / copy_gbs, fp16_us[(k, n)] / us,
+                                modeled / us - 1 if modeled else None))
+                print(f"| {label} | {schedule} | {us:.2f} | {gbs:.0f} | {100 * gbs / copy_gbs:.0f}% | "
+                      f"{fp16_us[(k, n)] / us:.2f}× | {model} |")
 
         print("\n## Expert CUDA kernels (bench/experts/), same timing\n")
         nvcc = shutil.which("nvcc")
@@ -227,6 +306,7 @@ def main():
                 ratio = f"{fast / us:.2f}×" if fast else "–"
                 print(f"| {case['label']} | {us:.2f} | {cell(seed)} | {cell(fast)} | {ratio} |")
 
+    print_summary(summary)
     if failures:
         print("\n## Failures\n")
         for failure in failures:

@@ -4,6 +4,18 @@
 // the PTX emulator with real activations, and compares with the f64 product of the
 // unquantized weight. Writes report.md and results.csv (plot.py draws report.png).
 //
+// GGUF schemes (gguf-q4_0, gguf-q8_0, gguf-q6_k): the layer is not packed here but read
+// from the GGUF file that examples/minilm/make_gguf.py writes with gguf-py, the format's
+// reference implementation (--gguf-dir; llama.cpp's tensor names, blk.N.attn_q, ...), and
+// converted by runtime::convert::convert_gguf, the code `quantc convert --format gguf`
+// runs; then it runs and is checked like every other scheme. Q6_K (and Q4_K) exist for
+// output.dense only: K-quant super-blocks of 256 do not tile 384-long rows. gguf-q4_k is
+// read and converted too, but convert_gguf refuses Q4_K (no op has its scale-and-min
+// mode yet): the report lists that refusal per layer instead of a number, and fails if
+// convert ever accepts it. Without the files (gguf-py missing) the GGUF rows are skipped
+// with a warning, or the run fails where QUANTC_REQUIRE_PTXAS=1 (CI) or
+// QUANTC_REQUIRE_GGUF_PY=1, as tests/gguf decides.
+//
 // Activations: the word-embedding rows (embeddings.word_embeddings.weight, 30522x384) of
 // the WordPiece tokens of a short English sentence, so inputs have a real distribution.
 // 1536-input layers (output.dense) get the deterministic projection
@@ -36,7 +48,10 @@
 #include "ir/ops/Registry.h"
 #include "lower/driver/Compiler.h"
 #include "ptx/Target.h"
+#include "ir/ops/Spec.h"
 #include "runtime/Buffers.h"
+#include "runtime/io/Convert.h"
+#include "runtime/io/Gguf.h"
 #include "runtime/io/PackFile.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/backends/cuda/Launch.h"
@@ -56,9 +71,27 @@ constexpr int kSkipped = 77;
 // ---- configuration ------------------------------------------------------------------
 
 struct SchemeRun {
-  Scheme scheme;
+  Scheme scheme = Scheme::Int4AffineGrouped;
   std::uint32_t group = 0;  // group size (affine) or block (nf4); 0 = one scale per row
+  /// Set for the GGUF schemes: the layer comes from the GGUF file of this type, converted
+  /// by convert_gguf (scheme and group are then unused).
+  std::optional<runtime::GgmlType> gguf;
+  /// A GGUF type convert_gguf refuses today (Q4_K): the report states its refusal per
+  /// layer instead of a number, and fails once convert accepts it (then it belongs among
+  /// the schemes that run).
+  bool refused = false;
+  /// GGUF K-quants: 256-weight super-blocks along in_features, so only layers whose
+  /// in_dim 256 divides have them (MiniLM: output.dense, 1536 inputs).
+  bool k_quant() const {
+    return gguf && (*gguf == runtime::GgmlType::Q4_K || *gguf == runtime::GgmlType::Q6_K);
+  }
+  bool applies_to(std::uint32_t in_dim) const { return !k_quant() || in_dim % 256 == 0; }
   std::string label() const {
+    if (gguf) {
+      std::string name(runtime::ggml_type_name(*gguf));
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+      return "gguf-" + name;
+    }
     switch (scheme) {
       case Scheme::Int4AffineGrouped: return fmt::format("int4-affine-g{}", group);
       case Scheme::Nf4: return fmt::format("nf4-b{}", group);
@@ -70,13 +103,39 @@ struct SchemeRun {
 
 const std::vector<std::string> kLinears = {"attention.self.query", "attention.self.key", "attention.self.value",
                                            "attention.output.dense", "intermediate.dense", "output.dense"};
+/// llama.cpp's names of kLinears, in the same order (gguf-py's BERT tensor map).
+const std::vector<std::string> kGgufLinears = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_up", "ffn_down"};
 
 std::vector<SchemeRun> all_schemes() {
-  return {{Scheme::Int4AffineGrouped, 32},
-          {Scheme::Int4AffineGrouped, 64},
-          {Scheme::Int4AffineGrouped, 128},
-          {Scheme::Nf4, 64},
-          {Scheme::Int4Symmetric, 0}};
+  return {{Scheme::Int4AffineGrouped, 32, std::nullopt},
+          {Scheme::Int4AffineGrouped, 64, std::nullopt},
+          {Scheme::Int4AffineGrouped, 128, std::nullopt},
+          {Scheme::Nf4, 64, std::nullopt},
+          {Scheme::Int4Symmetric, 0, std::nullopt},
+          // GGUF files written by examples/minilm/make_gguf.py: Q4_0 and Q8_0 quantized by
+          // gguf-py, Q6_K and Q4_K encoded by make_gguf.py (gguf-py 0.19.0 cannot), those
+          // two for output.dense only (k_quant). convert_gguf maps the first three onto an
+          // op and refuses Q4_K.
+          {Scheme::Int4AffineGrouped, 0, runtime::GgmlType::Q4_0},
+          {Scheme::Int4AffineGrouped, 0, runtime::GgmlType::Q8_0},
+          {Scheme::Int4AffineGrouped, 0, runtime::GgmlType::Q6_K},
+          {Scheme::Int4AffineGrouped, 0, runtime::GgmlType::Q4_K, /*refused=*/true}};
+}
+
+/// The GGUF file make_gguf.py writes for `type` into `dir`.
+fs::path gguf_path(const fs::path& dir, runtime::GgmlType type) {
+  return dir / fmt::format("all-MiniLM-L6-v2-{}.gguf", runtime::ggml_type_name(type));
+}
+
+/// Whether a missing gguf-py (hence a missing GGUF file) is an error rather than a skip:
+/// CI sets QUANTC_REQUIRE_PTXAS=1; QUANTC_REQUIRE_GGUF_PY=1 asks for it alone (tests/gguf
+/// decides the same way).
+bool gguf_required() {
+  for (const char* variable : {"QUANTC_REQUIRE_PTXAS", "QUANTC_REQUIRE_GGUF_PY"}) {
+    const char* value = std::getenv(variable);
+    if (value != nullptr && std::string(value) == "1") return true;
+  }
+  return false;
 }
 
 // ---- activations --------------------------------------------------------------------
@@ -277,6 +336,100 @@ KernelRun run_kernel(const SchemeRun& scheme, const LinearWeight& weight, const 
   return run;
 }
 
+// ---- GGUF layers ----------------------------------------------------------------------
+
+/// An op and its arguments at one shape, with the bytes of its packed weight buffer.
+struct OpChoice {
+  const ir::ops::OpInfo* op = nullptr;
+  ir::ops::OpArgs args;
+  std::uint64_t packed_bytes = 0;
+};
+
+/// The op convert_gguf chose for `converted` (its spec, parsed as `quantc run` parses a
+/// bundle's spec.json), with m activation rows.
+OpChoice converted_choice(const runtime::convert::ConvertedLayer& converted, std::uint32_t m) {
+  ir::ops::OpSpec spec = ir::ops::parse_spec(converted.spec.dump(), converted.layer + " (convert_gguf spec)");
+  spec.args.set("m", m);
+  return {spec.op, spec.args, converted.buffer("w").buffer.bytes.size()};
+}
+
+/// Layer `gguf_layer` (e.g. blk.0.attn_q) of `file` converted by convert_gguf for m
+/// activation rows: the same call `quantc convert --format gguf --batch m` makes.
+runtime::convert::ConvertedLayer convert_gguf_layer(const runtime::GgufFile& file, const std::string& gguf_layer,
+                                                    std::uint32_t m) {
+  runtime::convert::ConvertOptions options;
+  options.format = runtime::convert::CheckpointFormat::Gguf;
+  options.layer = gguf_layer;
+  options.batch = m;
+  return runtime::convert::convert_gguf(file, options);
+}
+
+/// Runs a converted layer's op (dequant_matmul_int4/int8) on every token row, as nf4_gemm
+/// runs: one matmul over all tokens (m = tokens; auto runs the seed program there), except
+/// with "fast", the batch-1 GEMV, which runs once per token with m = 1. The layer must have
+/// been converted for that m (convert_gguf_layer).
+KernelRun run_converted(const runtime::convert::ConvertedLayer& converted, const Matrix& x,
+                        const std::string& schedule) {
+  const bool per_token = schedule == "fast";
+  const OpChoice choice = converted_choice(converted, per_token ? 1 : x.rows);
+  runtime::BufferSet weights;
+  for (const auto& buffer : converted.buffers) weights[buffer.name] = buffer.array.buffer;
+  KernelRun run;
+  runtime::emulator::LaunchCounters counters;
+  BuiltOp built = build_with_schedule(*choice.op, choice.args, schedule);
+  run.schedule = built.schedule;
+  const lower::CompiledKernel kernel = lower::compile(std::move(built.program), compile_options());
+  if (per_token) {
+    for (std::uint32_t t = 0; t < x.rows; ++t) {
+      weights["x"] = f32_buffer(x.row(t), x.cols);
+      launch(kernel, weights, "out", converted.out_features, run, counters);
+    }
+  } else {
+    weights["x"] = f32_buffer(x.values.data(), x.values.size());
+    launch(kernel, weights, "out", std::size_t{x.rows} * converted.out_features, run, counters);
+  }
+  run.counters.sectors_per_request = counters.sectors_per_load_request();
+  run.counters.warp_instructions_per_output = double(counters.warp_instructions) / double(run.emulator.size());
+  return run;
+}
+
+/// A converted layer's weight as its op defines it (ir/ops/DequantMatmul.h: asymmetric
+/// (f32(q) - z) * s, else f32(q) * s; int4 element p*n + j is the low nibble of byte
+/// (p*n + j)/2 when even), in LinearWeight's [out][in] order, and per element the
+/// magnitude (|q| + |z|) * |s| the op's f32 summation bound is stated in (its fast
+/// schedule factors the zero point out of the block sums).
+struct OpWeight {
+  LinearWeight weight;
+  std::vector<double> magnitude;  // same order as weight.values
+};
+
+OpWeight op_weight(const runtime::convert::ConvertedLayer& converted) {
+  const std::string op = converted.spec.at("op").get<std::string>();
+  if (op != "dequant_matmul_int8" && op != "dequant_matmul_int4") {
+    throw std::logic_error(fmt::format("{}: convert_gguf chose {}, which op_weight does not read", converted.layer, op));
+  }
+  const std::uint32_t k = converted.in_features, n = converted.out_features;
+  const std::uint32_t block = converted.spec.at("block_size").get<std::uint32_t>();
+  const bool asymmetric = converted.spec.at("asymmetric").get<bool>();
+  const auto& w = converted.buffer("w").buffer.bytes;
+  const std::vector<float> scales = converted.buffer("scales").buffer.as<float>();
+  const std::vector<float> zero_points =
+      asymmetric ? converted.buffer("zero_points").buffer.as<float>() : std::vector<float>();
+  OpWeight result{{k, n, std::vector<float>(std::size_t{k} * n)}, std::vector<double>(std::size_t{k} * n)};
+  for (std::uint32_t p = 0; p < k; ++p) {
+    for (std::uint32_t j = 0; j < n; ++j) {
+      const std::size_t e = std::size_t{p} * n + j, side = std::size_t{p / block} * n + j;
+      const float q = op == "dequant_matmul_int8" ? float(static_cast<std::int8_t>(w[e]))
+                                                  : float(e % 2 == 0 ? w[e / 2] & 15u : w[e / 2] >> 4);
+      const float s = scales[side], z = asymmetric ? zero_points[side] : 0.0f;
+      const std::size_t at = std::size_t{j} * k + p;  // LinearWeight: [out][in]
+      result.weight.values[at] = asymmetric ? (q - z) * s : q * s;
+      result.magnitude[at] = (std::fabs(double{q}) + std::fabs(double{z})) * std::fabs(double{s});
+    }
+  }
+  return result;
+}
+
 // ---- the cost model ------------------------------------------------------------------
 
 /// The device the modeled section stands for (CostModel.h).
@@ -298,16 +451,21 @@ struct Modeled {
 
 std::uint64_t packed_bytes_of(const SchemeRun& scheme, std::uint32_t in_dim, std::uint32_t out_dim);
 
-/// Compiles the op for one token (m = 1 for nf4_gemm, one matvec) with "schedule":
-/// `schedule`, runs it once on the emulator (random inputs: the counters do not depend
-/// on the data) and models it on kModeledDevice (registers from `ptxas -v`).
-Modeled model_batch1(const SchemeRun& scheme, std::uint32_t in_dim, std::uint32_t out_dim,
-                     const std::string& schedule) {
+/// The packed scheme's op at in_dim x out_dim (m rows for nf4_gemm).
+OpChoice pack_choice(const SchemeRun& scheme, std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t m) {
+  return {&scheme_op(scheme), scheme_args(scheme, in_dim, out_dim, m), packed_bytes_of(scheme, in_dim, out_dim)};
+}
+
+/// Compiles `batch1`, the op for one token (m = 1 for nf4_gemm and dequant_matmul, one
+/// matvec), with "schedule": `schedule`, runs it once on the emulator (random inputs: the
+/// counters do not depend on the data) and models it on kModeledDevice (registers from
+/// `ptxas -v`).
+Modeled model_batch1(const OpChoice& batch1, const std::string& schedule) {
   Modeled modeled;
   modeled.schedule = schedule;
   std::optional<BuiltOp> built;
   try {
-    built = build_with_schedule(scheme_op(scheme), scheme_args(scheme, in_dim, out_dim, 1), schedule);
+    built = build_with_schedule(*batch1.op, batch1.args, schedule);
   } catch (const ir::ops::OpError& error) {
     modeled.error = error.what();
     return modeled;
@@ -322,7 +480,7 @@ Modeled model_batch1(const SchemeRun& scheme, std::uint32_t in_dim, std::uint32_
   modeled.registers = device.resources.registers_per_thread;
   modeled.sectors_per_request = profile.counters.sectors_per_load_request();
   modeled.warp_instructions_per_packed_byte =
-      double(profile.counters.warp_instructions) / double(packed_bytes_of(scheme, in_dim, out_dim));
+      double(profile.counters.warp_instructions) / double(batch1.packed_bytes);
   if (device.estimate) {
     modeled.estimate = *device.estimate;
   } else {
@@ -334,11 +492,12 @@ Modeled model_batch1(const SchemeRun& scheme, std::uint32_t in_dim, std::uint32_
 /// model_batch1 once per (shape, scheme, schedule), reused for every layer of that shape.
 class ModelCache {
  public:
+  /// `batch1`: the scheme's op for one token at in_dim x out_dim.
   const Modeled& get(const SchemeRun& scheme, std::uint32_t in_dim, std::uint32_t out_dim,
-                     const std::string& schedule) {
+                     const std::string& schedule, const OpChoice& batch1) {
     const auto key = std::make_tuple(in_dim, out_dim, scheme.label(), schedule);
     auto found = cache_.find(key);
-    if (found == cache_.end()) found = cache_.emplace(key, model_batch1(scheme, in_dim, out_dim, schedule)).first;
+    if (found == cache_.end()) found = cache_.emplace(key, model_batch1(batch1, schedule)).first;
     return found->second;
   }
 
@@ -411,6 +570,14 @@ struct Row {
   const Modeled* fast = nullptr;       // the same with "schedule": "fast"
 };
 
+/// A GGUF layer of a type convert_gguf refuses (SchemeRun::refused): what the report
+/// states instead of a number.
+struct Refusal {
+  int layer;
+  std::string linear, scheme, tensor;
+  std::string message;  // convert_gguf's UnsupportedFormatError, as `quantc convert` prints it
+};
+
 std::vector<std::uint32_t> parse_list(const std::string& text, std::uint32_t limit, const std::string& option) {
   std::vector<std::uint32_t> values;
   if (text == "all") {
@@ -446,7 +613,8 @@ void write_summary(std::ofstream& md, const std::vector<Row>& rows) {
     if (std::find(order.begin(), order.end(), row.scheme) == order.end()) order.push_back(row.scheme);
   }
   for (const std::string& scheme : order) {
-    double error = 0, worst = 0, cosine = 0, sectors = 0, instructions = 0, ratio = 0;
+    double error = 0, worst = 0, cosine = 0, sectors = 0, instructions = 0, ratio = 0, other_ratio = 0;
+    std::string other_shape;  // the shape of other_ratio, for schemes with no 384x384 layer (K-quants)
     int count = 0;
     std::vector<std::string> schedules;  // the schedules the scheme's runs used, in order
     for (const Row& row : rows) {
@@ -458,11 +626,15 @@ void write_summary(std::ofstream& md, const std::vector<Row>& rows) {
       cosine += row.errors.cosine;
       sectors += row.counters.sectors_per_request;
       instructions += row.counters.warp_instructions_per_output;
-      if (row.in_dim == 384 && row.out_dim == 384) ratio = double(row.bytes.packed + row.bytes.sidecar) / double(row.bytes.f32);
+      const double row_ratio = double(row.bytes.packed + row.bytes.sidecar) / double(row.bytes.f32);
+      if (row.in_dim == 384 && row.out_dim == 384) ratio = row_ratio;
+      if (other_shape.empty()) other_shape = fmt::format("{}x{}", row.in_dim, row.out_dim), other_ratio = row_ratio;
     }
     md << fmt::format("| {} | {} | {} | {:.4e} | {:.4e} | {:.6f} | {} | {:.2f} | {:.1f} |\n", scheme,
                       fmt::format("{}", fmt::join(schedules, " / ")), count, error / count,
-                      worst, cosine / count, ratio > 0 ? fmt::format("{:.4f}", ratio) : "n/a", sectors / count,
+                      worst, cosine / count,
+                      ratio > 0 ? fmt::format("{:.4f}", ratio) : fmt::format("{:.4f} ({})", other_ratio, other_shape),
+                      sectors / count,
                       instructions / count);
   }
 }
@@ -596,14 +768,18 @@ void write_modeled(std::ofstream& md, const std::vector<Row>& rows) {
 void modeled_findings(const std::vector<Row>& rows, std::vector<std::string>& findings) {
   const auto totals = token_totals(rows);
   if (totals.empty()) return;
+  int most_layers = 0;
+  for (const TokenTotal& total : totals) most_layers = std::max(most_layers, total.layers);
   std::vector<std::string> parts;
   for (const TokenTotal& total : totals) {
-    parts.push_back(fmt::format("{} {:.1f} -> {:.1f} us ({:.1f}x)", total.scheme, total.seed_us, total.fast_us,
-                                total.fast_us > 0 ? total.seed_us / total.fast_us : 0.0));
+    // A scheme with fewer layers (the K-quants: output.dense only) is not comparable: say so.
+    parts.push_back(fmt::format("{}{} {:.1f} -> {:.1f} us ({:.1f}x)", total.scheme,
+                                total.layers == most_layers ? "" : fmt::format(" ({} layers only)", total.layers),
+                                total.seed_us, total.fast_us, total.fast_us > 0 ? total.seed_us / total.fast_us : 0.0));
   }
   findings.push_back(fmt::format("Modeled batch-1 time of one token through the {} reported layers on the H100 "
                                  "model, seed -> fast: {}. Kernel time only; the launch overhead is not modeled.",
-                                 totals.front().layers, fmt::join(parts, "; ")));
+                                 most_layers, fmt::join(parts, "; ")));
   std::map<std::string, int> limits;
   std::uint64_t fewest_ctas = UINT64_MAX, most_ctas = 0;
   double lowest_hbm = 1e9, highest_hbm = 0;
@@ -642,6 +818,22 @@ void modeled_findings(const std::vector<Row>& rows, std::vector<std::string>& fi
       groups, fmt::join(limit_parts, ", ")));
 }
 
+/// The GGUF types quantc cannot run yet, with convert_gguf's reason per layer.
+void write_refusals(std::ofstream& md, const std::vector<Refusal>& refusals) {
+  if (refusals.empty()) return;
+  md << "\n## GGUF types quantc cannot run yet\n\n";
+  md << "These layers were read from their GGUF file and handed to `convert_gguf` (what `quantc convert --format gguf` "
+        "runs), which refused them: no op expresses their weights exactly yet, so there is no kernel to run and no "
+        "number to report. The file's Q4_K blocks were encoded by examples/minilm/make_gguf.py (gguf-py 0.19.0 has no "
+        "Q4_K quantizer) and decode, with gguf-py's dequantizer, to exactly what the encoder meant. Only output.dense "
+        "has them: Q4_K's 256-weight super-blocks do not tile the other linears' 384-long rows.\n\n";
+  md << "| layer | linear | scheme | tensor | convert_gguf (`quantc convert`) |\n|---|---|---|---|---|\n";
+  for (const Refusal& refusal : refusals) {
+    md << fmt::format("| {} | {} | {} | `{}` | refused: {} |\n", refusal.layer, refusal.linear, refusal.scheme,
+                      refusal.tensor, refusal.message);
+  }
+}
+
 struct RunInfo {
   std::string sentence;
   std::string schedule;  // --schedule: what the accuracy runs request
@@ -649,8 +841,9 @@ struct RunInfo {
   std::size_t tokens_used = 0;
 };
 
-void write_report(const fs::path& dir, const std::vector<Row>& rows, const RunInfo& info,
-                  const std::vector<std::string>& findings, const std::vector<std::string>& failures) {
+void write_report(const fs::path& dir, const std::vector<Row>& rows, const std::vector<Refusal>& refusals,
+                  const RunInfo& info, const std::vector<std::string>& findings,
+                  const std::vector<std::string>& failures) {
   fs::create_directories(dir);
   std::ofstream csv(dir / "results.csv");
   csv << "layer,linear,scheme,schedule,in_dim,out_dim,relative_frobenius,cosine,max_abs,packed_bytes,sidecar_bytes,"
@@ -672,7 +865,7 @@ void write_report(const fs::path& dir, const std::vector<Row>& rows, const RunIn
                        row.host_bound_ratio, modeled_columns(row.seed), modeled_columns(row.fast));
   }
   std::ofstream md(dir / "report.md");
-  md << "# all-MiniLM-L6-v2 through quantc's 4-bit kernels\n\n";
+  md << "# all-MiniLM-L6-v2 through quantc's 4-bit kernels and from GGUF files\n\n";
   md << "Generated by `examples/minilm/run.sh` (examples/minilm/minilm_report.cpp); do not edit by hand.\n\n";
   md << fmt::format("Sentence: \"{}\" -> {} WordPiece tokens:", info.sentence, info.tokens.size());
   for (const auto& token : info.tokens) md << " `" << token.text << "`";
@@ -684,6 +877,25 @@ void write_report(const fs::path& dir, const std::vector<Row>& rows, const RunIn
         "emulator's f32 output with the f64 product of the unquantized weight; bias is 0. Bytes: packed weights + "
         "sidecars (scales, zero points) vs the f32 weight. Counters are the emulator's, summed over the scheme's "
         "launches: global-load sectors per request, and warp instructions per output element.\n\n";
+  md << "GGUF rows (`gguf-q4_0`, `gguf-q8_0`, `gguf-q6_k`): the layers are not packed by quantc but read from "
+        "GGUF files that examples/minilm/make_gguf.py writes with gguf-py, the GGUF format's reference implementation "
+        "(its `GGUFWriter`, under llama.cpp's tensor names `blk.N.attn_q.weight`, ...). Q4_0 and Q8_0 are quantized "
+        "by gguf-py (`gguf.quants.quantize`, its port of ggml's `quantize_row_*_ref`); gguf-py 0.19.0 cannot quantize "
+        "the K-quants, so make_gguf.py encodes Q6_K (and Q4_K, below) itself with a plain absmax (min/max) rule and "
+        "checks every block against gguf-py's dequantizer bit for bit: Q6_K's errors here are those of that rule, "
+        "likely somewhat above llama.cpp's search-based quantizer. K-quants hold 256 weights per super-block along "
+        "in_features, which divides only output.dense's 1536 (the other linears have 384), so Q6_K rows exist for "
+        "output.dense only. The report reads each file with `runtime::GgufFile` and converts each layer with "
+        "`convert_gguf`, the code `quantc convert --format gguf` runs: Q4_0 to `dequant_matmul_int4` (block 32, zero "
+        "point 8), Q8_0 to `dequant_matmul_int8` (block 32), Q6_K to `dequant_matmul_int8` (block 16, scale d * sc). "
+        "The converted buffers, read with the op's semantics, must equal ggml's dequantization of the file bit for "
+        "bit, and x @ dequant(W) is checked with ggml's dequantization. Their bytes are the op's buffers (Q4_0: "
+        "nibbles + f32 scale + f32 zero point per 32 weights, 0.1875 of f32, where the GGUF file's blocks hold 18 "
+        "bytes per 32, 0.1406; Q6_K: i8 codes + an f32 scale per 16, 0.3125, where the file holds 210 bytes per 256, "
+        "0.2051). Q4_K is read and handed to `convert_gguf` as well, which refuses it (section \"GGUF types "
+        "quantc cannot run yet\"): it is listed with that reason, not with a number. Like `nf4_gemm`, the "
+        "dequant_matmul ops take all tokens as one matmul (m > 1: the seed program) unless `--schedule fast` (m = 1 "
+        "per token).\n\n";
   md << fmt::format(
       "Schedule: the accuracy runs build each op with `\"schedule\": \"{}\"` (`--schedule`); the schedule column "
       "names the program that ran (`auto` resolved, as `quantc profile --schedules` names it: `auto` takes `fast` "
@@ -696,13 +908,19 @@ void write_report(const fs::path& dir, const std::vector<Row>& rows, const RunIn
   md << "\n## Assertions\n\n";
   md << "- emulator output == interpreter output, bit for bit, for every output of every layer and scheme;\n"
         "- interpreter output == host x @ dequant(W) (f64) within the recursive-summation bound "
-        "in_dim * 2^-24 * sum_k |w_k x_k| (catches packing/layout mismatches);\n"
+        "in_dim * 2^-24 * sum_k |w_k x_k| (catches packing/layout mismatches; GGUF rows: sum_k (|q_k| + |z_k|) |s_k| "
+        "|x_k|, the magnitude the dequant_matmul fast schedule's bound is stated in);\n"
         "- NF4 block 64 has a lower relative Frobenius error than symmetric INT4 per row, per layer;\n"
-        "- affine INT4: error(g32) <= error(g64) <= error(g128), per layer.\n\n";
+        "- affine INT4: error(g32) <= error(g64) <= error(g128), per layer;\n"
+        "- every error against f64 is positive and finite (the kernel ran on the quantized weight);\n"
+        "- GGUF: convert_gguf's buffers, read with the op's semantics, equal ggml's dequantization of the file "
+        "(GgufFile::to_f32) bit for bit; GGUF Q8_0 and Q6_K have a lower error than every 4-bit scheme, per layer; "
+        "convert_gguf refuses Q4_K (once it converts, Q4_K must join the schemes that run).\n\n";
   if (failures.empty()) md << "All assertions held.\n";
   for (const auto& failure : failures) md << "- FAILED: " << failure << "\n";
   md << "\n## Summary by scheme\n\n";
   write_summary(md, rows);
+  write_refusals(md, refusals);
   write_modeled(md, rows);
   md << "\n## Per layer and scheme\n\n";
   md << "Accuracy and counters of the runs above (schedule column); modeled: one token's launch, seed / fast (us, "
@@ -738,16 +956,23 @@ bool same_bits(float a, float b) {
   return x == y;
 }
 
-/// Runs one layer under one scheme on both backends and checks them against each other
-/// and against the host model x @ dequant(W); failures are appended to `failures`.
-Row measure(int layer, const std::string& linear, const SchemeRun& scheme, const LinearWeight& weight,
-            const Matrix& x, const std::vector<double>& exact, const std::string& schedule,
-            std::vector<std::string>& failures) {
-  Row row{layer, linear, scheme.label(), weight.in_dim, weight.out_dim, {}, bytes_of(scheme, weight), {}, 0, 0, 0,
-          {}, nullptr, nullptr};
-  const LinearWeight dequantized = dequantized_weight(scheme, weight);
+/// What a scheme's kernel computes, on the host: dequant(W), and per element the
+/// magnitude its f32 summation bound is stated in (empty: |dequant(W)|).
+struct HostModel {
+  LinearWeight dequantized;
+  std::vector<double> magnitude;  // LinearWeight order ([out][in]), or empty
+};
+
+/// Checks one layer's run under one scheme: both backends against each other and the
+/// interpreter against the host model x @ dequant(W); failures are appended to
+/// `failures`. The errors are the emulator's against `exact`.
+Row check_run(int layer, const std::string& linear, const std::string& label, const Bytes& bytes,
+              const HostModel& model, const KernelRun& run, const Matrix& x, const std::vector<double>& exact,
+              std::vector<std::string>& failures) {
+  const LinearWeight& dequantized = model.dequantized;
+  Row row{layer, linear, label, dequantized.in_dim, dequantized.out_dim, {}, bytes, {}, 0, 0, 0, {}, nullptr, nullptr};
   const std::vector<double> host = product_f64(dequantized, x);
-  const KernelRun run = run_kernel(scheme, weight, x, schedule);
+  const LinearWeight& weight = dequantized;  // the shape
   row.counters = run.counters;
   row.schedule = run.schedule;
   for (std::size_t e = 0; e < host.size(); ++e) {
@@ -755,7 +980,13 @@ Row measure(int layer, const std::string& linear, const SchemeRun& scheme, const
     // differ from the exact x @ dequant(W) by in_dim * 2^-24 * sum_k |w_k x_k|.
     const std::uint32_t t = std::uint32_t(e / weight.out_dim), i = std::uint32_t(e % weight.out_dim);
     double magnitude = 0;
-    for (std::uint32_t k = 0; k < weight.in_dim; ++k) magnitude += std::fabs(double{dequantized.at(k, i)} * x.row(t)[k]);
+    if (model.magnitude.empty()) {
+      for (std::uint32_t k = 0; k < weight.in_dim; ++k) magnitude += std::fabs(double{dequantized.at(k, i)} * x.row(t)[k]);
+    } else {
+      for (std::uint32_t k = 0; k < weight.in_dim; ++k) {
+        magnitude += model.magnitude[std::size_t{i} * weight.in_dim + k] * std::fabs(double{x.row(t)[k]});
+      }
+    }
     const double bound = weight.in_dim * std::ldexp(1.0, -24) * magnitude;
     row.host_bound_ratio = std::max(row.host_bound_ratio, std::fabs(run.reference[e] - host[e]) / std::max(bound, 1e-30));
     // Both backends execute the same optimised program with the same f32 operation
@@ -765,13 +996,13 @@ Row measure(int layer, const std::string& linear, const SchemeRun& scheme, const
     // the same butterfly order it must agree in every bit too.
     if (!run.cuda.empty() && !same_bits(run.cuda[e], run.reference[e])) {
       failures.push_back(fmt::format("layer {} {} {}: GPU {:.9g} != interpreter {:.9g} at output {}", layer, linear,
-                                     scheme.label(), run.cuda[e], run.reference[e], e));
+                                     label, run.cuda[e], run.reference[e], e));
     }
     if (!same_bits(run.emulator[e], run.reference[e])) {
       if (row.backend_mismatches == 0) {
         failures.push_back(fmt::format("layer {} {} {}: emulator {:.9g} != interpreter {:.9g} at output {} (token {}, "
                                        "output {})",
-                                       layer, linear, scheme.label(), run.emulator[e], run.reference[e], e, t, i));
+                                       layer, linear, label, run.emulator[e], run.reference[e], e, t, i));
       }
       ++row.backend_mismatches;
       row.backend_difference = std::max(row.backend_difference, std::fabs(double{run.emulator[e]} - run.reference[e]));
@@ -779,16 +1010,64 @@ Row measure(int layer, const std::string& linear, const SchemeRun& scheme, const
   }
   if (row.backend_mismatches > 0) {
     failures.push_back(fmt::format("layer {} {} {}: {} of {} outputs differ between emulator and interpreter (max {:.3e})",
-                                   layer, linear, scheme.label(), row.backend_mismatches, host.size(),
+                                   layer, linear, label, row.backend_mismatches, host.size(),
                                    row.backend_difference));
   }
   if (row.host_bound_ratio > 1.0) {
     failures.push_back(fmt::format("layer {} {} {}: interpreter output differs from x @ dequant(W) by {:.2f}x the "
-                                   "summation bound (packing/layout mismatch between ir/ops/HostPack and the op?)",
-                                   layer, linear, scheme.label(), row.host_bound_ratio));
+                                   "summation bound (packing/layout mismatch between {} and the op?)",
+                                   layer, linear, label, row.host_bound_ratio,
+                                   label.starts_with("gguf-") ? "convert_gguf" : "ir/ops/HostPack"));
   }
   row.errors = compare(run.emulator, exact);
+  // A quantized weight cannot reproduce the f64 product exactly: 0 (or NaN) means the
+  // kernel did not run on the quantized weight as intended.
+  if (!(row.errors.relative_frobenius > 0 && std::isfinite(row.errors.relative_frobenius))) {
+    failures.push_back(fmt::format("layer {} {} {}: relative error {} against f64 is not a positive finite number",
+                                   layer, linear, label, row.errors.relative_frobenius));
+  }
   return row;
+}
+
+/// Packs `weight` with `scheme` (HostPack), runs it and checks it (check_run).
+Row measure(int layer, const std::string& linear, const SchemeRun& scheme, const LinearWeight& weight,
+            const Matrix& x, const std::vector<double>& exact, const std::string& schedule,
+            std::vector<std::string>& failures) {
+  const HostModel model{dequantized_weight(scheme, weight), {}};
+  const KernelRun run = run_kernel(scheme, weight, x, schedule);
+  return check_run(layer, linear, scheme.label(), bytes_of(scheme, weight), model, run, x, exact, failures);
+}
+
+/// Converts GGUF layer `gguf_layer` of `file` with convert_gguf (for the m the run uses),
+/// checks that the op's buffers hold ggml's dequantization (GgufFile::to_f32, bit for
+/// bit as ggml's dequantize_row_*) exactly, runs it and checks it (check_run, with
+/// ggml's dequantization as dequant(W)). `batch1` receives the op for one token.
+Row measure_gguf(int layer, const std::string& linear, const SchemeRun& scheme, const runtime::GgufFile& file,
+                 const std::string& gguf_layer, const Matrix& x, const std::vector<double>& exact,
+                 const std::string& schedule, OpChoice& batch1, std::vector<std::string>& failures) {
+  const runtime::convert::ConvertedLayer converted =
+      convert_gguf_layer(file, gguf_layer, schedule == "fast" ? 1 : x.rows);
+  batch1 = converted_choice(converted, 1);
+  const OpWeight op = op_weight(converted);
+  const std::vector<float> ggml = file.to_f32(gguf_layer + ".weight");
+  std::size_t differ = 0, first = 0;
+  for (std::size_t e = 0; e < ggml.size(); ++e) {
+    if (!same_bits(op.weight.values[e], ggml[e]) && differ++ == 0) first = e;
+  }
+  if (differ > 0) {
+    failures.push_back(fmt::format("layer {} {} {}: {} of {} weights of convert_gguf's {} buffers differ from ggml's "
+                                   "dequantization of {}.weight (first: out {}, in {}: {:.9g} vs {:.9g})",
+                                   layer, linear, scheme.label(), differ, ggml.size(),
+                                   converted.spec.at("op").get<std::string>(), gguf_layer, first / converted.in_features,
+                                   first % converted.in_features, op.weight.values[first], ggml[first]));
+  }
+  const HostModel model{{converted.in_features, converted.out_features, ggml}, op.magnitude};
+  const KernelRun run = run_converted(converted, x, schedule);
+  Bytes bytes{0, 0, std::uint64_t{converted.in_features} * converted.out_features * 4};
+  for (const auto& buffer : converted.buffers) {
+    (buffer.name == "w" ? bytes.packed : bytes.sidecar) += buffer.array.buffer.bytes.size();
+  }
+  return check_run(layer, linear, scheme.label(), bytes, model, run, x, exact, failures);
 }
 
 std::optional<double> error_of(const std::vector<Row>& rows, int layer, const std::string& linear,
@@ -799,8 +1078,9 @@ std::optional<double> error_of(const std::vector<Row>& rows, int layer, const st
   return std::nullopt;
 }
 
-/// The asserted orderings (NF4 b64 < symmetric per row; affine g32 <= g64 <= g128) and
-/// the reported-only NF4 vs affine comparison at the same group size.
+/// The asserted orderings (NF4 b64 < symmetric per row; affine g32 <= g64 <= g128; GGUF
+/// Q8_0 below every 4-bit scheme) and the reported-only NF4 vs affine comparison at the
+/// same group size and GGUF Q4_0 vs affine g32, its nearest quantc scheme.
 void check_orderings(const std::vector<Row>& rows, std::vector<std::string>& failures,
                      std::vector<std::string>& findings) {
   int nf4_better = 0, compared = 0;
@@ -841,14 +1121,76 @@ void check_orderings(const std::vector<Row>& rows, std::vector<std::string>& fai
         nf4_better, compared, nf4_ratio_sum / compared,
         nf4_better * 2 > compared ? "agree" : (nf4_better == 0 ? "do not agree" : "agree only partly")));
   }
+  // 8-bit codes against 4-bit ones: Q8_0's step is about 1/16 of a 4-bit step per block.
+  const std::vector<std::string> four_bit = {"int4-affine-g32", "int4-affine-g64", "int4-affine-g128", "nf4-b64",
+                                             "int4-symmetric-row", "gguf-q4_0"};
+  // Q6_K's 6-bit codes, one step per 16 weights: about 1/4 of a 4-bit step.
+  for (const Row& row : rows) {
+    if (row.scheme != "gguf-q8_0" && row.scheme != "gguf-q6_k") continue;
+    for (const std::string& other : four_bit) {
+      const auto error = error_of(rows, row.layer, row.linear, other);
+      if (error && !(row.errors.relative_frobenius < *error)) {
+        failures.push_back(fmt::format("layer {} {}: {} error {:.4e} is not below {} {:.4e}", row.layer, row.linear,
+                                       row.scheme, row.errors.relative_frobenius, other, *error));
+      }
+    }
+  }
+  int q4_better = 0, q4_compared = 0;
+  double q4_ratio_sum = 0, q8_ratio_sum = 0;
+  int q8_compared = 0;
+  for (const Row& row : rows) {
+    const auto g32 = error_of(rows, row.layer, row.linear, "int4-affine-g32");
+    if (!g32) continue;
+    if (row.scheme == "gguf-q4_0") {
+      ++q4_compared;
+      q4_better += row.errors.relative_frobenius < *g32 ? 1 : 0;
+      q4_ratio_sum += row.errors.relative_frobenius / *g32;
+    } else if (row.scheme == "gguf-q8_0") {
+      ++q8_compared;
+      q8_ratio_sum += row.errors.relative_frobenius / *g32;
+    }
+  }
+  if (q4_compared > 0) {
+    findings.push_back(fmt::format(
+        "GGUF Q4_0 (gguf-py's quantizer: blocks of 32, one f16 scale d = max/-8 with max the element of largest "
+        "magnitude, codes q - 8 in -8..7; run as dequant_matmul_int4 after convert_gguf) vs quantc's affine INT4 "
+        "group 32 (f32 scale and zero point fitted to each group's min and max): Q4_0 has the lower error on {} of "
+        "{} layers (mean error ratio Q4_0/affine {:.3f}). Same block length and code width, but Q4_0's 16 levels are "
+        "fixed around 0 (from -|max| to 7/8 |max|, or mirrored) where the affine scheme spreads them over [min, max], "
+        "and its scale is rounded to f16 after the codes are chosen.",
+        q4_better, q4_compared, q4_ratio_sum / q4_compared));
+  }
+  if (q8_compared > 0) {
+    findings.push_back(fmt::format("GGUF Q8_0 (8-bit codes, one f16 scale per 32) has {:.3f}x affine INT4 g32's "
+                                   "error on average ({} layers).",
+                                   q8_ratio_sum / q8_compared, q8_compared));
+  }
+  double q6_ratio_sum = 0;
+  int q6_compared = 0;
+  for (const Row& row : rows) {
+    if (row.scheme != "gguf-q6_k") continue;
+    const auto q8 = error_of(rows, row.layer, row.linear, "gguf-q8_0");
+    if (!q8) continue;
+    ++q6_compared;
+    q6_ratio_sum += row.errors.relative_frobenius / *q8;
+  }
+  if (q6_compared > 0) {
+    findings.push_back(fmt::format(
+        "GGUF Q6_K (6-bit codes, an 8-bit scale per 16 weights under an f16 scale per 256; encoded by make_gguf.py's "
+        "plain absmax rule, not llama.cpp's search, since gguf-py 0.19.0 cannot quantize Q6_K; run as "
+        "dequant_matmul_int8 block 16 after convert_gguf) has {:.2f}x GGUF Q8_0's error on output.dense on average "
+        "({} layers).",
+        q6_ratio_sum / q6_compared, q6_compared));
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Quantize all-MiniLM-L6-v2's linear layers with quantc's 4-bit schemes, run them on the PTX emulator "
-               "and the reference interpreter, and report the error against f64"};
+  CLI::App app{"Quantize all-MiniLM-L6-v2's linear layers with quantc's 4-bit schemes (and convert them from GGUF "
+               "files), run them on the PTX emulator and the reference interpreter, and report the error against f64"};
   std::string model_dir = "data/models/all-MiniLM-L6-v2", report_dir = "examples/minilm/report";
+  std::string gguf_dir = "data/models/all-MiniLM-L6-v2-gguf";
   std::string layers_text = "all", linears_text = "all", schemes_text = "all", schedule = "auto";
   std::string sentence = "The quick brown fox jumps over the lazy dog near the riverbank.";
   std::size_t token_limit = 0;
@@ -858,7 +1200,11 @@ int main(int argc, char** argv) {
   app.add_option("--linears", linears_text, "comma-separated indices into query,key,value,attention.output.dense,"
                                             "intermediate.dense,output.dense (0..5), or all");
   app.add_option("--schemes", schemes_text, "comma-separated indices into int4-affine g32,g64,g128, nf4 b64, "
-                                            "int4-symmetric (0..4), or all");
+                                            "int4-symmetric, gguf-q4_0, gguf-q8_0, gguf-q6_k, gguf-q4_k (0..8; "
+                                            "q6_k and q4_k: output.dense only; q4_k: convert's refusal), or all");
+  app.add_option("--gguf-dir", gguf_dir, "folder with all-MiniLM-L6-v2-{Q4_0,Q8_0,Q6_K,Q4_K}.gguf, the GGUF "
+                                         "schemes' layers (examples/minilm/make_gguf.py writes them)")
+      ->capture_default_str();
   app.add_option("--sentence", sentence, "the English sentence whose tokens give the activations");
   app.add_option("--tokens", token_limit, "use only the first N tokens of the sentence (0 = all)");
   app.add_option("--schedule", schedule, "the \"schedule\" of every op in the accuracy runs: auto (fast where the "
@@ -893,10 +1239,40 @@ int main(int argc, char** argv) {
     const auto schemes = all_schemes();
     const auto layers = parse_list(layers_text, 6, "--layers");
     const auto linears = parse_list(linears_text, std::uint32_t(kLinears.size()), "--linears");
-    const auto scheme_indices = parse_list(schemes_text, std::uint32_t(schemes.size()), "--schemes");
+    std::vector<std::uint32_t> scheme_indices = parse_list(schemes_text, std::uint32_t(schemes.size()), "--schemes");
 
     std::vector<Row> rows;
+    std::vector<Refusal> refusals;
     std::vector<std::string> failures, findings;
+    // The GGUF files of the requested GGUF schemes; a missing one (gguf-py was not there
+    // to write it) drops its scheme with a warning, or is an error in CI.
+    std::map<runtime::GgmlType, runtime::GgufFile> gguf_files;
+    std::vector<std::string> missing;
+    std::erase_if(scheme_indices, [&](std::uint32_t index) {
+      const SchemeRun& scheme = schemes.at(index);
+      if (!scheme.gguf) return false;
+      const fs::path path = gguf_path(gguf_dir, *scheme.gguf);
+      if (!fs::exists(path)) {
+        missing.push_back(path.string());
+        return true;
+      }
+      gguf_files.emplace(*scheme.gguf, runtime::GgufFile::open(path.string()));
+      return false;
+    });
+    if (!missing.empty()) {
+      const std::string reason = fmt::format(
+          "{} absent: examples/minilm/make_gguf.py writes the GGUF files with gguf-py (examples/minilm/run.sh runs "
+          "it; scripts/setup.sh installs gguf-py 0.19.0 into data/python)",
+          fmt::join(missing, " and "));
+      if (gguf_required()) {
+        fmt::print(stderr, "minilm_report: error: {} (QUANTC_REQUIRE_PTXAS=1 or QUANTC_REQUIRE_GGUF_PY=1: a failure, "
+                   "not a skip)\n", reason);
+        return 2;
+      }
+      fmt::print(stderr, "minilm_report: warning: GGUF rows skipped: {}; set QUANTC_REQUIRE_GGUF_PY=1 to fail "
+                 "instead\n", reason);
+      findings.push_back(fmt::format("GGUF rows skipped: {}.", reason));
+    }
     ModelCache modeled;  // must outlive rows: they point into it
     for (std::uint32_t layer : layers) {
       std::optional<Matrix> hidden;
@@ -910,11 +1286,33 @@ int main(int argc, char** argv) {
         const std::vector<double> exact = product_f64(weight, x);
         for (std::uint32_t scheme_index : scheme_indices) {
           const SchemeRun& scheme = schemes.at(scheme_index);
+          if (!scheme.applies_to(weight.in_dim)) continue;  // K-quants: output.dense only
           fmt::print("layer {} {:<24} {:<20}", layer, linear, scheme.label());
           std::fflush(stdout);
-          Row row = measure(int(layer), linear, scheme, weight, x, exact, schedule, failures);
-          row.seed = &modeled.get(scheme, weight.in_dim, weight.out_dim, "seed");
-          row.fast = &modeled.get(scheme, weight.in_dim, weight.out_dim, "fast");
+          const std::string gguf_layer = fmt::format("blk.{}.{}", layer, kGgufLinears.at(linear_index));
+          if (scheme.refused) {
+            // The convert error stands in the report instead of a number; a type that
+            // converts (its op feature has landed) must move to the schemes that run.
+            try {
+              const auto converted = convert_gguf_layer(gguf_files.at(*scheme.gguf), gguf_layer, 1);
+              failures.push_back(fmt::format(
+                  "layer {} {} {}: convert_gguf now converts {} (to {}); run it as a scheme: drop `refused` from its "
+                  "entry in minilm_report's all_schemes()",
+                  layer, linear, scheme.label(), gguf_layer, converted.spec.at("op").get<std::string>()));
+              fmt::print(" converted, but the report expects a refusal\n");
+            } catch (const runtime::convert::UnsupportedFormatError& error) {
+              refusals.push_back({int(layer), linear, scheme.label(), gguf_layer + ".weight", error.what()});
+              fmt::print(" not run: {}\n", error.what());
+            }
+            continue;
+          }
+          OpChoice batch1;
+          Row row = scheme.gguf ? measure_gguf(int(layer), linear, scheme, gguf_files.at(*scheme.gguf), gguf_layer, x,
+                                               exact, schedule, batch1, failures)
+                                : measure(int(layer), linear, scheme, weight, x, exact, schedule, failures);
+          if (!scheme.gguf) batch1 = pack_choice(scheme, weight.in_dim, weight.out_dim, 1);
+          row.seed = &modeled.get(scheme, weight.in_dim, weight.out_dim, "seed", batch1);
+          row.fast = &modeled.get(scheme, weight.in_dim, weight.out_dim, "fast", batch1);
           fmt::print(" [{}] rel {:.4e} cos {:.6f} max {:.3e} sectors/req {:.2f} instr/out {:.1f} emu!=interp {} | "
                      "modeled us seed {} ({}) fast {} ({})\n",
                      row.schedule, row.errors.relative_frobenius, row.errors.cosine, row.errors.max_abs,
@@ -931,7 +1329,7 @@ int main(int argc, char** argv) {
       findings.push_back(fmt::format("Run with --tokens {}: {} of the sentence's {} tokens feed the layers.", token_limit,
                                      info.tokens_used, info.tokens.size()));
     }
-    write_report(report_dir, rows, info, findings, failures);
+    write_report(report_dir, rows, refusals, info, findings, failures);
     fmt::print("wrote {}/report.md and results.csv ({} rows)\n", report_dir, rows.size());
     for (const auto& finding : findings) fmt::print("finding: {}\n", finding);
     for (const auto& failure : failures) fmt::print("FAILED: {}\n", failure);

@@ -9,8 +9,9 @@
 // Schedule (per subgroup of 32 invocations; PTX: per warp):
 //  - a subgroup owns `column_lanes * columns_per_lane` consecutive output columns; lane
 //    l reads columns `column_lanes`-interleaved blocks of `columns_per_lane` words with
-//    one vector load (u32x4 = 16 bytes), so each packed row of the subgroup's columns is
-//    one fully used 32-byte sector;
+//    one vector load (u32x4 = 16 bytes); with two column lanes each packed row of the
+//    subgroup's columns is one fully used 32-byte sector, with one (the default, see
+//    GemvSchedule) half a sector whose other half the neighbouring subgroup reads;
 //  - the other lane bits (32 / column_lanes "k-lanes") split the reduction by work unit:
 //    k-lane j takes units j, j + k_lanes, ...; a unit is a whole group, or, when there
 //    are fewer groups than k-lanes, a slice of one: S slices per group, S the largest
@@ -23,10 +24,10 @@
 //    (per group, or per slice: the expression is linear in the rows, so slicing changes
 //    only the rounding, and each slice's sums are shorter than the group's);
 //  - nibble -> f32 exactly: bitcast(0x4B000000 | q) - 2^23 (lop3 + one subtraction);
-//  - the k-lanes' partial sums meet by a shuffle butterfly (xor 2, 4, 8, 16 for two
-//    column lanes): deterministic, no atomics; lanes with k-lane 0 add the bias and
-//    store their columns with one vector store (f32x4; f16/bf16: two f16x2/bf16x2
-//    stores of the sums rounded once to the activation type);
+//  - the k-lanes' partial sums meet by a shuffle butterfly (xor column_lanes, ..., 16):
+//    deterministic, no atomics; lanes with k-lane 0 add the bias and store their columns
+//    with one vector store (f32x4; f16/bf16: two f16x2/bf16x2 stores of the sums rounded
+//    once to the activation type);
 //  - f16/bf16 activations (ir/ops/Activation.h): a row's 8 x values are one 16-byte
 //    u32x4 load (the f32 program's two f32x4 loads) and the 4 biases one u32x2 load, in
 //    flight with the weights; each x value widens to f32 once per lane (f16: cvt; bf16:
@@ -57,15 +58,21 @@ KernelSchedule schedule_of(const OpArgs& args);
 OpArgs scheduled(OpArgs args, const char* schedule);
 
 /// Work split of the fast GEMV (see the file comment). Sizes in elements/invocations.
+/// The defaults are the fastest of a sweep on an H200 (bench/results/gpu-nvidia-h200.md,
+/// "Schedule sweep"): column_lanes 1, 2, 4 x rows_per_batch 4, 8, 16 at the Llama shapes.
+/// One column lane (a subgroup owns 4 columns, each 16-byte load is half a 32-byte
+/// sector, the other half is the neighbouring subgroup's, mostly an L2 hit) beat two
+/// lanes (whole sectors, half the subgroups) by 1.2-1.6x: at batch 1 these kernels are
+/// bound by how many warps keep loads in flight, not by sector use. 4 rows per batch beat 8
+/// by up to 1.2x (fewer registers).
 struct GemvSchedule {
-  std::uint32_t column_lanes = 2;      // lanes sharing one packed row of the subgroup's columns
+  std::uint32_t column_lanes = 1;      // lanes sharing one packed row of the subgroup's columns
   std::uint32_t columns_per_lane = 4;  // consecutive u32 words per lane and row (4 = a 16-byte load)
   std::uint32_t subgroups_per_workgroup = 2;
-  std::uint32_t rows_per_batch = 8;    // packed rows (8 k each) whose loads are issued together
+  std::uint32_t rows_per_batch = 4;    // packed rows (8 k each) whose loads are issued together
   std::uint32_t columns_per_subgroup() const { return column_lanes * columns_per_lane; }
   std::uint32_t k_lanes() const { return 32 / column_lanes; }
 };
-
 /// What the nibble GEMV computes: out[i] = b[i] + sum_k x[k] * ((q[k,i] - z[g,i]) * s[g,i])
 /// with g = k / group_size; without sidecars, out[i] = b[i] + sum_k x[k] * q[k,i].
 struct NibbleGemv {
@@ -84,7 +91,7 @@ struct NibbleGemv {
 };
 
 /// Why the fast schedule cannot run `gemv`, or nullopt when it can: out_dim must be a
-/// multiple of the subgroup's columns (8) and group_size a multiple of 8 (a packed word
+/// multiple of the subgroup's columns (4 by default) and group_size a multiple of 8 (a packed word
 /// never straddles two groups).
 std::optional<std::string> nibble_gemv_unsupported(const NibbleGemv& gemv, const GemvSchedule& schedule = {});
 

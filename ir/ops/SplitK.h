@@ -68,8 +68,11 @@ std::uint32_t choose_splits(std::uint32_t units, std::uint32_t chunks, std::uint
 std::vector<BufferSpec> split_k_buffer_specs(ScalarType element, const std::string& partials_count,
                                              const std::string& units_count);
 
-/// Workgroups the split-K GEMVs aim for: about two per SM of a 132-SM H100, so that the
-/// busiest SM's share of a wave stays close to the average (wave quantization).
-inline constexpr std::uint32_t kSplitKTargetWorkgroups = 256;
+/// Workgroups (of one warp each) the split-K GEMVs aim for: about 16 per SM of a 132-SM
+/// H100/H200. Measured on an H200 (bench/results/gpu-nvidia-h200.md, "Schedule sweep"),
+/// 2048 beat 256 by 1.3-3.7x on every split-K GEMV at the Llama shapes: with 1-2 warps
+/// per SM each warp's serial chain of loads and arithmetic sets the time. Past this,
+/// more splits cost more partial sums than they save (nf4_gemm_transpose at 100000: 4-7x slower).
+inline constexpr std::uint32_t kSplitKTargetWorkgroups = 2048;
 
 }  // namespace quantc::ir::ops

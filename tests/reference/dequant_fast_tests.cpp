@@ -18,6 +18,7 @@
 #include <random>
 
 #include "ir/ops/DequantMatmul.h"
+#include "ir/ops/SplitK.h"
 #include "runtime/backends/reference/Interpreter.h"
 
 using namespace quantc;
@@ -378,8 +379,8 @@ TEST_CASE("dequant schedule fast names the shape it cannot run and auto falls ba
 TEST_CASE("the fast dequant GEMVs split K across workgroups where one warp per sector column is too few",
           "[dequant_fast][split_k]") {
   // 64 columns (one sector column of nibbles) and 128 chunks of 16 rows: eight workgroups
-  // of 16 k-lanes share the column's reduction, one chunk per k-lane; 256 sector
-  // columns (n = 16384 nibbles) are workgroups enough without a split.
+  // of 16 k-lanes share the column's reduction, one chunk per k-lane; kSplitKTargetWorkgroups
+  // sector columns are workgroups enough without a split.
   const Program split = dequant_matmul_int4(1, 2048, 64, 16, true, KernelSchedule::Fast);
   CHECK(split.workgroup_count[0] == 1);
   CHECK(split.workgroup_count[1] == 8);
@@ -388,8 +389,8 @@ TEST_CASE("the fast dequant GEMVs split K across workgroups where one warp per s
   CHECK(split.buffers[5].count == 8 * 64);
   CHECK(split.buffers[6].name == "arrivals");
   CHECK(split.buffers[6].count == 1);
-  const Program wide = dequant_matmul_int4(1, 4096, 16384, 16, true, KernelSchedule::Fast);
-  CHECK(wide.workgroup_count[0] == 256);
+  const Program wide = dequant_matmul_int4(1, 4096, 64 * kSplitKTargetWorkgroups, 16, true, KernelSchedule::Fast);
+  CHECK(wide.workgroup_count[0] == kSplitKTargetWorkgroups);
   CHECK(wide.workgroup_count[1] == 1);
   CHECK(wide.buffers.size() == 5);
   // Too few chunks for a second workgroup's 16 k-lanes: no split however few warps.

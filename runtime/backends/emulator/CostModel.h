@@ -94,10 +94,12 @@ struct ArithmeticThroughput {
   double dispatch = 0;          // warp instructions issued per clock per SM: one per warp scheduler
 };
 
-/// Where the model's error against measured GPU times is recorded, per device. Empty
-/// until someone measures: no GPU has been available to quantc's development so far.
+/// Where the model's error against measured GPU times is recorded, per device: empty for
+/// a device nobody has measured. The H200's comes from bench/gpu/run.sh
+/// (bench/results/gpu-nvidia-h200.md): CUDA-event times of single launches after an L2
+/// flush, against this model's modeled_us for the same PTX.
 struct Calibration {
-  unsigned measured_kernels = 0;               // kernels timed on the device (Nsight Systems kernel time)
+  unsigned measured_kernels = 0;               // kernels timed on the device (CUDA events, median of >= 100)
   std::optional<double> median_relative_error;  // median |modeled - measured| / measured
   std::string_view note = "not calibrated: no GPU measurement has been recorded yet";
 };
