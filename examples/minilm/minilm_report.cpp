@@ -283,6 +283,23 @@ BuiltOp build_with_schedule(const ir::ops::OpInfo& op, ir::ops::OpArgs args, con
   return built;
 }
 
+/// Launches `kernel` on the token rows of `x` (activation buffer `input`, output
+/// `output` with `out_features` per row): once per token with m = 1 (`per_token`, the
+/// batch-1 GEMV) or once on all rows.
+void launch_on_tokens(const lower::CompiledKernel& kernel, runtime::BufferSet& weights, const char* input,
+                      const char* output, std::uint32_t out_features, const Matrix& x, bool per_token, KernelRun& run,
+                      runtime::emulator::LaunchCounters& counters) {
+  if (per_token) {
+    for (std::uint32_t t = 0; t < x.rows; ++t) {
+      weights[input] = f32_buffer(x.row(t), x.cols);
+      launch(kernel, weights, output, out_features, run, counters);
+    }
+  } else {
+    weights[input] = f32_buffer(x.values.data(), x.values.size());
+    launch(kernel, weights, output, std::size_t{x.rows} * out_features, run, counters);
+  }
+}
+
 /// Builds the scheme's op for `weight` with "schedule": `schedule`, feeds it the packed
 /// buffers and every token row: nf4_gemm is one GEMM over all tokens (m = tokens; auto
 /// runs the seed program there), except with "fast", the batch-1 GEMV, which runs once
@@ -310,15 +327,7 @@ KernelRun run_kernel(const SchemeRun& scheme, const LinearWeight& weight, const 
     BuiltOp built = build_with_schedule(op, args, schedule);
     run.schedule = built.schedule;
     const lower::CompiledKernel kernel = lower::compile(std::move(built.program), compile_options());
-    if (per_token) {
-      for (std::uint32_t t = 0; t < x.rows; ++t) {
-        weights["a"] = f32_buffer(x.row(t), x.cols);
-        launch(kernel, weights, "c", weight.out_dim, run, counters);
-      }
-    } else {
-      weights["a"] = f32_buffer(x.values.data(), x.values.size());
-      launch(kernel, weights, "c", std::size_t{x.rows} * weight.out_dim, run, counters);
-    }
+    launch_on_tokens(kernel, weights, "a", "c", weight.out_dim, x, per_token, run, counters);
   } else {
     if (scheme.scheme == Scheme::Int4AffineGrouped) {
       weights["b"] = runtime::HostBuffer::from(ir::ScalarType::F32, std::vector<float>(weight.out_dim, 0.0f));
@@ -326,10 +335,7 @@ KernelRun run_kernel(const SchemeRun& scheme, const LinearWeight& weight, const 
     BuiltOp built = build_with_schedule(op, scheme_args(scheme, weight.in_dim, weight.out_dim, 1), schedule);
     run.schedule = built.schedule;
     const lower::CompiledKernel kernel = lower::compile(std::move(built.program), compile_options());
-    for (std::uint32_t t = 0; t < x.rows; ++t) {
-      weights["x"] = f32_buffer(x.row(t), x.cols);
-      launch(kernel, weights, "out", weight.out_dim, run, counters);
-    }
+    launch_on_tokens(kernel, weights, "x", "out", weight.out_dim, x, /*per_token=*/true, run, counters);
   }
   run.counters.sectors_per_request = counters.sectors_per_load_request();
   run.counters.warp_instructions_per_output = double(counters.warp_instructions) / double(run.emulator.size());
@@ -379,15 +385,7 @@ KernelRun run_converted(const runtime::convert::ConvertedLayer& converted, const
   BuiltOp built = build_with_schedule(*choice.op, choice.args, schedule);
   run.schedule = built.schedule;
   const lower::CompiledKernel kernel = lower::compile(std::move(built.program), compile_options());
-  if (per_token) {
-    for (std::uint32_t t = 0; t < x.rows; ++t) {
-      weights["x"] = f32_buffer(x.row(t), x.cols);
-      launch(kernel, weights, "out", converted.out_features, run, counters);
-    }
-  } else {
-    weights["x"] = f32_buffer(x.values.data(), x.values.size());
-    launch(kernel, weights, "out", std::size_t{x.rows} * converted.out_features, run, counters);
-  }
+  launch_on_tokens(kernel, weights, "x", "out", converted.out_features, x, per_token, run, counters);
   run.counters.sectors_per_request = counters.sectors_per_load_request();
   run.counters.warp_instructions_per_output = double(counters.warp_instructions) / double(run.emulator.size());
   return run;

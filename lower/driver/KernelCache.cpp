@@ -1,6 +1,8 @@
 #include "lower/driver/KernelCache.h"
 
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -201,9 +203,48 @@ std::string op_name_of(const std::string& canonical_spec) {
   return {};
 }
 
+/// The running executable's GNU build ID (ld --build-id, on by default with GCC and Clang
+/// on Linux) in hex, or "" when it has none. It changes whenever the linked code does, so
+/// a rebuilt compiler never reads kernels cached by the previous build, even when the
+/// version string (release + commit, fixed at configure time) stays the same.
+std::string executable_build_id() {
+  std::string id;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* result) -> int {
+        for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+          if (segment.p_type != PT_NOTE) continue;
+          const auto* note = reinterpret_cast<const unsigned char*>(info->dlpi_addr + segment.p_vaddr);
+          const unsigned char* end = note + segment.p_memsz;
+          while (note + sizeof(ElfW(Nhdr)) <= end) {
+            const auto* header = reinterpret_cast<const ElfW(Nhdr)*>(note);
+            const unsigned char* name = note + sizeof(ElfW(Nhdr));
+            const unsigned char* desc = name + ((header->n_namesz + 3) & ~3u);
+            if (desc + header->n_descsz > end) break;
+            if (header->n_type == NT_GNU_BUILD_ID && header->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+              auto* out = static_cast<std::string*>(result);
+              for (std::uint32_t b = 0; b < header->n_descsz; ++b) *out += fmt::format("{:02x}", desc[b]);
+              return 1;
+            }
+            note = desc + ((header->n_descsz + 3) & ~3u);
+          }
+        }
+        return 1;  // only the first object: the executable itself
+      },
+      &id);
+  return id;
+}
+
 }  // namespace
 
-std::string_view quantc_version() { return QUANTC_VERSION_STRING; }
+std::string_view quantc_version() {
+  static const std::string version = [] {
+    const std::string build = executable_build_id();
+    return build.empty() ? std::string(QUANTC_VERSION_STRING)
+                         : fmt::format("{}+build.{}", QUANTC_VERSION_STRING, build.substr(0, 16));
+  }();
+  return version;
+}
 
 std::string_view to_string(ArtifactKind kind) { return kind == ArtifactKind::Ptx ? "ptx" : "cubin"; }
 

@@ -96,6 +96,13 @@ TEST_CASE("the key changes with spec, target, optimisation level and compiler ve
   CHECK(changed.digest() != digest);
   CHECK(base.compiler_version == std::string(quantc_version()));
   CHECK_FALSE(quantc_version().empty());
+  // The executable's GNU build ID (this test binary has one, like quantc) is part of the
+  // version, so a rebuilt compiler never reads its predecessor's kernels.
+  const std::string version(quantc_version());
+  const std::size_t build = version.find("+build.");
+  REQUIRE(build != std::string::npos);
+  CHECK(version.size() == build + 7 + 16);
+  CHECK(version.find_first_not_of("0123456789abcdef", build + 7) == std::string::npos);
 }
 
 TEST_CASE("the cache location follows QUANTC_CACHE_DIR, XDG_CACHE_HOME, HOME, QUANTC_CACHE=0 disables", "[cache]") {
