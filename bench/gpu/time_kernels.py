@@ -24,7 +24,10 @@ What each number is:
     timed with torch.cuda.Event the same way (L2 flushed before each launch).
   - copy bandwidth: a 1 GiB device-to-device copy (bytes read + written per second).
   - GB/s: the kernel's unique bytes read + written (from `quantc profile --json`) per second.
-  - model error: `quantc profile --json`'s modeled_us for this GPU / measured median - 1.
+  - launch overhead: a one-element torch kernel timed the same way (what the events see
+    beyond the kernel itself).
+  - model error: `quantc profile --json`'s modeled_us for this GPU / (measured median - launch
+    overhead) - 1: the model estimates the kernel, not the launch.
 Requires PyTorch with CUDA and nvcc on PATH (for the expert kernels; skipped with a note if absent).
 """
 import argparse
@@ -167,6 +170,9 @@ def torch_measurements(args, shapes):
     source = torch.empty(1024 ** 3, dtype=torch.uint8, device="cuda")
     target = torch.empty_like(source)
     copy_gbs = 2 * source.numel() / torch_time(lambda: target.copy_(source)) / 1e3
+    # What a launch costs the events beyond the kernel: a one-element kernel, timed the same way.
+    tiny = torch.zeros(1, device="cuda")
+    launch_us = torch_time(lambda: tiny.add_(1))
     del source, target
     fp16_us = {}
     for k, n in shapes:
@@ -174,7 +180,7 @@ def torch_measurements(args, shapes):
         w = torch.randn(n, k, device="cuda", dtype=torch.float16)
         fp16_us[(k, n)] = torch_time(lambda: F.linear(x, w))
     major, minor = torch.cuda.get_device_capability()
-    return torch.cuda.get_device_name(), 10 * major + minor, copy_gbs, fp16_us
+    return torch.cuda.get_device_name(), 10 * major + minor, copy_gbs, launch_us, fp16_us
 
 
 def print_summary(summary):
@@ -212,7 +218,7 @@ def main():
     parser.add_argument("--write-profiles", metavar="FILE", help="no GPU needed: write the cost model's numbers "
                                                                  "for every case to FILE and exit")
     parser.add_argument("--schedule", choices=["seed", "fast", "both"], default="both",
-                        help="with --write-profiles: which schedules to profile")
+                        help="which schedules to time (or, with --write-profiles, to profile)")
     parser.add_argument("--jobs", type=int, default=1, help="with --write-profiles: profiles run at a time")
     parser.add_argument("--model-device", help="cost-model device key (h100_sxm, h200, a100, l40s) for the model "
                                                "error column; default: from the GPU's name")
@@ -229,13 +235,15 @@ def main():
                 profiles[record["key"]] = record
     if args.without_torch:
         device_name, sm = "no torch", args.sm
-        copy_gbs, fp16_us = float("nan"), {shape: float("nan") for shape in shapes}
+        copy_gbs, launch_us, fp16_us = float("nan"), 0.0, {shape: float("nan") for shape in shapes}
     else:
-        device_name, sm, copy_gbs, fp16_us = torch_measurements(args, shapes)
+        device_name, sm, copy_gbs, launch_us, fp16_us = torch_measurements(args, shapes)
     key = args.model_device or model_key(device_name)
 
     print(f"GPU: {device_name} (sm_{sm}); cost-model device: {key or 'none (no model for this GPU)'}.")
     print(f"Measured device-to-device copy bandwidth: {copy_gbs:.0f} GB/s (1 GiB copy, median of {args.launches_count}).")
+    print(f"Launch overhead: {launch_us:.2f} us (a one-element torch kernel, timed the same way); the model error "
+          f"compares modeled_us (kernel time) with the measured time minus this.")
     print(f"Every time is the median of {args.launches_count} launches after {args.warmup} warm-up, each after an L2 flush.\n")
     if not args.without_torch:
         print("## torch FP16 F.linear (cuBLAS), batch 1\n")
@@ -252,7 +260,7 @@ def main():
     print("|---|---|--:|--:|--:|--:|--:|--:|")
     with tempfile.TemporaryDirectory() as scratch:
         for k, n, label, spec in cases(shapes, args.filter):
-            for schedule in ("seed", "fast"):
+            for schedule in ("seed", "fast") if args.schedule == "both" else (args.schedule,):
                 path = os.path.join(scratch, "spec.json")
                 with open(path, "w") as file:
                     json.dump({**spec, "schedule": schedule}, file)
@@ -267,10 +275,11 @@ def main():
                 modeled = record["modeled_us"].get(key) if record and key else None
                 unique_bytes = record["unique_bytes"] if record else None
                 gbs = unique_bytes / us / 1e3 if unique_bytes else float("nan")
-                model = f"{modeled:.2f} | {modeled / us - 1:+.0%}" if modeled else "– | –"
+                kernel_us = max(us - launch_us, 1e-3)
+                model = f"{modeled:.2f} | {modeled / kernel_us - 1:+.0%}" if modeled else "– | –"
                 family = "llama" if (k, n) in LLAMA_SHAPES else "minilm"
                 summary.append((family, schedule, gbs / copy_gbs, fp16_us[(k, n)] / us,
-                                modeled / us - 1 if modeled else None))
+                                modeled / kernel_us - 1 if modeled else None))
                 print(f"| {label} | {schedule} | {us:.2f} | {gbs:.0f} | {100 * gbs / copy_gbs:.0f}% | "
                       f"{fp16_us[(k, n)] / us:.2f}× | {model} |")
 

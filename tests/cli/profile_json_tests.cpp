@@ -72,11 +72,37 @@ TEST_CASE("quantc profile --json: a streaming elementwise kernel is modeled at u
   const json& h100 = kernel["devices"]["h100_sxm"];
   CHECK(h100["memory_bound_us"].get<double>() == Approx(2.504).epsilon(1e-3));
   CHECK(h100["limit"] == "dram_bandwidth");
-  CHECK(h100["hbm_fraction"].get<double>() == Approx(1.0).epsilon(1e-9));
+  // At the sustained bandwidth: what a device copy reaches (about 3.0 of 3.35 TB/s).
+  CHECK(h100["hbm_fraction"].get<double>() ==
+        Approx(document["devices"]["h100_sxm"]["sustained_dram_fraction"].get<double>()).epsilon(1e-9));
   CHECK(h100["waves"] == 4);
 }
 
-TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed affine GEMV is issue-bound",
+json buffer_traffic(const json& kernel, const std::string& name) {
+  for (const json& buffer : kernel["buffers"]) {
+    if (buffer["name"] == name) return buffer;
+  }
+  FAIL("no buffer named " << name);
+  return json();
+}
+
+/// The fast batch-1 GEMVs on the model fitted to an H200 (CostModel.cpp): each warp's
+/// serial chain (load waits + instructions x warp_cycles_per_instruction), not DRAM, sets
+/// the time, as measured (bench/results/gpu-nvidia-h200.md: 0.2-0.6 waves, 12-33% of copy
+/// bandwidth at these shapes). A schedule that reaches the DRAM limit fails this check and
+/// should update it.
+void check_serial_chain_bound(const json& devices, const json& device, const char* key) {
+  INFO(device.dump());
+  CHECK(device["limit"] == "latency");
+  CHECK(device["modeled_us"].get<double>() == Approx(device["limits_us"]["latency"].get<double>()));
+  CHECK(device["limits_us"]["dram_bandwidth"].get<double>() < device["modeled_us"].get<double>());
+  CHECK(device["hbm_fraction"].get<double>() < 0.87);
+  const double cycles = devices[key]["warp_cycles_per_instruction"].get<double>();
+  const double clock_mhz = devices[key]["clock_ghz"].get<double>() * 1e3;
+  CHECK(device["latency_bound_us"].get<double>() >= device["instructions_per_warp"].get<double>() * cycles / clock_mhz);
+}
+
+TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, and so are the seed and fast affine GEMVs",
           "[cli][profile]") {
   SECTION("latency: 1 CTA of 32 threads, one load each, waits one DRAM round trip") {
     const json document =
@@ -86,11 +112,15 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
     REQUIRE(kernel["devices"].size() == 1);
     const json& h100 = kernel["devices"]["h100_sxm"];
     CHECK(h100["limit"] == "latency");
-    // 700 cycles at 1.98 GHz x 1.5 under load = 530.3 ns; 64 bytes move in 0.019 ns.
-    CHECK(h100["modeled_us"].get<double>() == Approx(0.5303).epsilon(1e-3));
+    // 700 cycles at 1.98 GHz x 1.5 under load = 530.3 ns, plus the warp's instructions at
+    // warp_cycles_per_instruction each; 64 bytes move in 0.019 ns.
+    const double cycles = document["devices"]["h100_sxm"]["warp_cycles_per_instruction"].get<double>();
+    CHECK(cycles > 0);
+    CHECK(h100["modeled_us"].get<double>() ==
+          Approx(0.5303 + h100["instructions_per_warp"].get<double>() * cycles / 1980.0).epsilon(1e-3));
     CHECK(h100["hbm_fraction"].get<double>() < 0.001);
   }
-  SECTION("issue: quantc's seed linear_4bit_affine_grouped at 1024x4096") {
+  SECTION("each warp's chain: quantc's seed linear_4bit_affine_grouped at 1024x4096") {
     fs::path spec = scratch_dir() / "affine_1024x4096.json";
     write_text(spec, R"({"op": "linear_4bit_affine_grouped", "in_dim": 1024, "out_dim": 4096, "group_size": 128,
                        "schedule": "seed", "target": "sm_80"})");
@@ -103,39 +133,38 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
     for (const char* key : {"h100_sxm", "a100"}) {
       INFO(key);
       const json& device = kernel["devices"][key];
-      CHECK(device["limit"].get<std::string>().rfind("issue_", 0) == 0);
+      // 16 warps' worth of columns per CTA walk all of K one nibble per lane: a long chain.
+      CHECK(device["limit"] == "latency");
       CHECK(device["hbm_fraction"].get<double>() < 0.5);
       CHECK(device["modeled_us"].get<double>() ==
             Approx(device["limits_us"][device["limit"].get<std::string>()].get<double>()).epsilon(0.2));
     }
   }
-  SECTION("bandwidth: the fast linear_4bit_affine_grouped at 4096x4096 streams at the HBM limit") {
+  SECTION("the fast linear_4bit_affine_grouped at 4096x4096: half-sector loads, bound by each warp's chain") {
     fs::path spec = scratch_dir() / "affine_fast.json";
     write_text(spec, R"({"op": "linear_4bit_affine_grouped", "in_dim": 4096, "out_dim": 4096, "group_size": 128,
                        "schedule": "fast", "target": "sm_90"})");
-    const json kernel = profile_json(spec.string() + " --device h100_sxm")["kernels"][0];
-    const json& device = kernel["devices"]["h100_sxm"];
-    INFO(device.dump());
-    CHECK(device["limit"] == "dram_bandwidth");
-    CHECK(device["modeled_us"].get<double>() <= 1.15 * device["memory_bound_us"].get<double>());
-    CHECK(device["hbm_fraction"].get<double>() >= 0.87);
-    // 16-byte loads of whole 32-byte sectors: far fewer requests than the seed's 4-byte ones.
+    const json document = profile_json(spec.string() + " --device h100_sxm");
+    const json& kernel = document["kernels"][0];
+    check_serial_chain_bound(document["devices"], kernel["devices"]["h100_sxm"], "h100_sxm");
+    // 16-byte loads, one column lane: each weight request touches half of 32 sectors (the
+    // neighbouring warp reads the other halves), far fewer requests than the seed's 4-byte ones.
+    const json w = buffer_traffic(kernel, "w");
+    CHECK(w["load_sector_efficiency"] == 0.5);
     CHECK(kernel["load_sectors"].get<double>() / kernel["load_requests"].get<double>() >= 8.0);
     // Issued warp instructions per packed-weight byte (register moves ptxas removes are not issued).
     const double issued = kernel["warp_instructions"].get<double>() - kernel["pipe_instructions"]["move"].get<double>();
     CHECK(issued / (4096.0 * 4096 / 2) <= 0.35);
   }
-  SECTION("bandwidth: the fast nf4_gemm (f64, f32) and nf4_gemm_transpose at 4096x4096 stream at the HBM limit") {
+  SECTION("the fast nf4_gemm (f64, f32) and nf4_gemm_transpose at 4096x4096: bound by each warp's chain") {
     for (const char* op : {R"("op": "nf4_gemm", "accumulate": "f64")", R"("op": "nf4_gemm", "accumulate": "f32")",
                            R"("op": "nf4_gemm_transpose")"}) {
       fs::path spec = scratch_dir() / "nf4_fast.json";
       write_text(spec, std::string("{") + op + R"(, "m": 1, "n": 4096, "k": 4096, "schedule": "fast", "target": "sm_90"})");
-      const json kernel = profile_json(spec.string() + " --device h100_sxm")["kernels"][0];
-      const json& device = kernel["devices"]["h100_sxm"];
-      INFO(op << "\n" << device.dump());
-      CHECK(device["limit"] == "dram_bandwidth");
-      CHECK(device["modeled_us"].get<double>() <= 1.15 * device["memory_bound_us"].get<double>());
-      CHECK(device["hbm_fraction"].get<double>() >= 0.87);
+      const json document = profile_json(spec.string() + " --device h100_sxm");
+      const json& kernel = document["kernels"][0];
+      INFO(op);
+      check_serial_chain_bound(document["devices"], kernel["devices"]["h100_sxm"], "h100_sxm");
       // 16-byte weight loads; nf4_gemm's are whole sectors (16 per request), the transpose's
       // half sectors (its reduction runs across columns, see ir/ops/Nf4Gemm.h); activation
       // and scale loads bring the average down.
@@ -154,7 +183,8 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
   }
 }
 
-TEST_CASE("quantc profile --json: the fast int4 row GEMVs at 4096x4096 stream at the HBM limit", "[cli][profile]") {
+TEST_CASE("quantc profile --json: the fast int4 row GEMVs at 4096x4096 read whole sectors, bound by each warp's chain",
+          "[cli][profile]") {
   // K-contiguous signed INT4 (ir/ops/Int4Packed.h, "schedule": "fast"): a warp owns 4 rows,
   // each lane one 16-byte chunk of every row per step, x shared by the 4 rows.
   for (const char* op : {"int4_matvec_f32_scaled", "int4_batched_matvec_f32_scaled"}) {
@@ -163,12 +193,9 @@ TEST_CASE("quantc profile --json: the fast int4 row GEMVs at 4096x4096 stream at
       write_text(spec, std::string(R"({"op": ")") + op + R"(", "rows": 4096, "cols": 4096, "schedule": "fast", )" +
                            (std::string(op) == "int4_matvec_f32_scaled" ? "" : R"("batch": 1, )") +
                            R"("target": "sm_90"})");
-      const json kernel = profile_json(spec.string() + " --device h100_sxm")["kernels"][0];
-      const json& device = kernel["devices"]["h100_sxm"];
-      INFO(device.dump());
-      CHECK(device["limit"] == "dram_bandwidth");
-      CHECK(device["modeled_us"].get<double>() <= 1.15 * device["memory_bound_us"].get<double>());
-      CHECK(device["hbm_fraction"].get<double>() >= 0.87);
+      const json document = profile_json(spec.string() + " --device h100_sxm");
+      const json& kernel = document["kernels"][0];
+      check_serial_chain_bound(document["devices"], kernel["devices"]["h100_sxm"], "h100_sxm");
       // 1024 warps x 4 steps: per step 4 weight loads of 16 sectors each (512 contiguous
       // bytes, the ideal for u32x4: 100% sector efficiency) and 8 x loads of 32 sectors
       // (16 bytes of each lane's own 32-byte sector); 4096 row-scale loads of one sector.
@@ -182,16 +209,9 @@ TEST_CASE("quantc profile --json: the fast int4 row GEMVs at 4096x4096 stream at
 }
 
 /// The entry of `kernel["buffers"]` named `name`.
-json buffer_traffic(const json& kernel, const std::string& name) {
-  for (const json& buffer : kernel["buffers"]) {
-    if (buffer["name"] == name) return buffer;
-  }
-  FAIL("no buffer named " << name);
-  return json();
-}
 
 TEST_CASE("quantc profile --json: the fast dequant_matmul schedules at 4096x4096 on the H100 model", "[cli][profile]") {
-  // The targets: every op streams at the HBM limit, reading whole 32-byte weight sectors.
+  // Every op reads whole 32-byte weight sectors; each warp's serial chain sets the time.
   // A warp owns one 32-byte sector of every row (int8, fp8: 32 columns; int4, nvfp4: 64),
   // two lanes per sector, 16 k-lanes. 4096 columns give 128 (int8, fp8) or 64 (int4,
   // nvfp4) such warps, too few for 132 SMs, so K is split over one-warp workgroups that
@@ -213,13 +233,13 @@ TEST_CASE("quantc profile --json: the fast dequant_matmul schedules at 4096x4096
       std::string params = target.params;
       write_text(spec, std::string(R"({"op": ")") + target.op + R"(", "m": 1, "k": 4096, "n": 4096, )" +
                            (params.empty() ? "" : params + ", ") + R"("schedule": "fast", "target": "sm_90"})");
-      const json kernel = profile_json(spec.string() + " --device h100_sxm")["kernels"][0];
+      const json document = profile_json(spec.string() + " --device h100_sxm");
+      const json& kernel = document["kernels"][0];
       const json& device = kernel["devices"]["h100_sxm"];
       INFO(device.dump());
       CHECK(kernel["ctas"] == target.sector_columns() * target.splits);
       CHECK(device["spill_bytes"] == 0);
-      CHECK(device["hbm_fraction"].get<double>() >= 0.87);
-      CHECK(device["modeled_us"].get<double>() <= 1.15 * device["memory_bound_us"].get<double>());
+      check_serial_chain_bound(document["devices"], device, "h100_sxm");
       // Issued warp instructions per packed-weight byte.
       const double weight_bytes = 4096.0 * 4096 * target.bytes_per_element;
       const double issued = kernel["warp_instructions"].get<double>() - kernel["pipe_instructions"]["move"].get<double>();
@@ -243,7 +263,7 @@ TEST_CASE("quantc profile --json: the fast dequant_matmul schedules at 4096x4096
   }
 }
 
-TEST_CASE("quantc profile --json: the fast quantize/dequantize kernels at n = 4096*4096 stream at the HBM limit",
+TEST_CASE("quantc profile --json: the fast quantize/dequantize kernels at n = 4096*4096 stream near the DRAM limit",
           "[cli][profile][quantize]") {
   // The f32 side dominates the bytes (4 per element against half a byte packed), so the
   // memory-bound time counts x or y too. Dequantizers: u8 loads of 32 consecutive bytes
@@ -265,9 +285,10 @@ TEST_CASE("quantc profile --json: the fast quantize/dequantize kernels at n = 40
       const json kernel = profile_json(spec.string() + " --device h100_sxm")["kernels"][0];
       const json& device = kernel["devices"]["h100_sxm"];
       INFO(device.dump());
-      CHECK(device["limit"] == "dram_bandwidth");
-      CHECK(device["modeled_us"].get<double>() <= 1.15 * device["memory_bound_us"].get<double>());
-      CHECK(device["hbm_fraction"].get<double>() >= 0.87);
+      // Within 15% of the sustained-bandwidth time (measured on an H200: 77% of copy bandwidth
+      // for the dequantizers, 54-59% for the quantizers).
+      CHECK(device["modeled_us"].get<double>() <= 1.15 * device["limits_us"]["dram_bandwidth"].get<double>());
+      CHECK(device["hbm_fraction"].get<double>() >= 0.75);
       const double load_sectors_per_request =
           kernel["load_sectors"].get<double>() / kernel["load_requests"].get<double>();
       if (c.quantizer) {

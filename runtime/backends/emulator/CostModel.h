@@ -29,12 +29,16 @@
 //       Loads/stores: max(LSU instructions / 1 per clock per SM, L1 wavefronts: global
 //       sectors / 4 + shared requests, i.e. 128 bytes per clock per SM);
 //     - DRAM bandwidth: the wave's share of the unique global sectors x 32 bytes / the
-//       device's peak DRAM bandwidth (every sector crosses DRAM once: perfect L2 reuse);
-//     - latency (Little's law): each time a warp waits for its loads in flight (a load
+//       device's sustained DRAM bandwidth (peak x the fraction a device copy reaches;
+//       every sector crosses DRAM once: perfect L2 reuse);
+//     - the warp's serial chain: each time a warp waits for its loads in flight (a load
 //       batch, LaunchCounters::global_load_batches) it pays the latency of the slowest
 //       level the batch reaches: loaded DRAM latency for a batch with a compulsory miss,
-//       L2 or L1 hit latency otherwise. The wave lasts at least the average warp's sum of
-//       those. For DRAM batches this is Little's law: the SMs keep resident warps x bytes
+//       L2 or L1 hit latency otherwise; and each instruction it issues costs
+//       warp_cycles_per_instruction (dependent-issue latency and the waits batches do not
+//       count), fitted to kernels measured on an H200. The wave lasts at least the
+//       average warp's chain. This is what bounds a batch-1 GEMV whose grid leaves SMs
+//       with a few warps (measured: 0.2-0.6 waves, 4-30% achieved occupancy). For DRAM batches this is Little's law: the SMs keep resident warps x bytes
 //       in flight per warp in flight, the achievable bandwidth is min(peak, bytes in
 //       flight / latency), and bytes in flight per SM below bandwidth x latency / SMs
 //       make the kernel latency-bound.
@@ -42,14 +46,13 @@
 //
 //  4. The limit: the largest of
 //     - dram_bandwidth: unique sectors x 32 / bandwidth (memory_bound_seconds);
-//     - latency: max(1, CTAs / CTA slots) x the average warp's load latencies;
+//     - latency: max(1, CTAs / CTA slots) x the average warp's serial chain;
 //     - issue_<pipe> / issue_dispatch: the pipe's work spread evenly over all SMs;
 //     - ctas: what the modeled time exceeds all three by: SMs idle for want of CTAs
 //       (fewer CTAs than SMs, a partial last wave).
 //
 // What it leaves out (see README "quantc profile"): L1/L2 hit rates and L2 bandwidth
-// (re-read data is free), shared-memory bank conflicts, dependent-instruction latency
-// within a warp (about 4 cycles on sm_80/90) and the latency of L2 hits, register
+// (re-read data is free), shared-memory bank conflicts, register
 // spills (reported, not timed), the shared FP32/INT32 datapath of sm_86/89, tensor
 // cores, launch overhead (a few us per launch on the host), clock throttling. Counts are
 // of PTX instructions, not of the SASS ptxas makes of them.
@@ -113,6 +116,13 @@ struct DeviceSpec {
   unsigned sms = 0;           // streaming multiprocessors
   double clock_hz = 0;        // boost clock of the SMs
   double dram_bandwidth = 0;  // peak DRAM bandwidth, bytes per second
+  /// Fraction of the peak a streaming kernel sustains: a device-to-device copy's bytes read
+  /// + written per second over the peak, measured (H100, H200) or assumed (the others).
+  double sustained_dram_fraction = 1;
+  /// Cycles a warp's serial chain spends per issued instruction, on top of its load
+  /// latencies: dependent-issue latency plus the L1/L2 and shuffle waits that load batches
+  /// do not count. Fitted to measured kernels (CostModel.cpp), not a hardware constant.
+  double warp_cycles_per_instruction = 0;
   double dram_latency = 0;    // loaded DRAM latency, seconds
   double l2_latency = 0;      // L2 hit latency, seconds
   double l1_latency = 0;      // L1 hit latency, seconds
@@ -193,8 +203,10 @@ struct LaunchEstimate {
   std::uint64_t last_wave_ctas = 0;
   unsigned active_sms = 0;       // SMs with a CTA in the first wave
   double dram_bytes = 0;         // unique global sectors x 32
-  double memory_bound_seconds = 0;   // dram_bytes / peak DRAM bandwidth
-  double latency_bound_seconds = 0;  // sum over waves of the average warp's load-batch latencies
+  double memory_bound_seconds = 0;   // dram_bytes / peak DRAM bandwidth (the modeled time is at least
+                                     // dram_bytes / (sustained fraction x peak))
+  double latency_bound_seconds = 0;  // sum over waves of the average warp's serial chain (below)
+  double instructions_per_warp = 0;  // issued warp instructions / warps: the chain's instructions
   std::array<double, ptx::kPipeCount> pipe_seconds{};  // per pipe, the busiest SM, summed over waves
   double dispatch_seconds = 0;       // the same for all issued instructions at the dispatch rate
   double issue_bound_seconds = 0;    // sum over waves of the busiest SM's largest pipe / dispatch time
