@@ -37,6 +37,7 @@
 #include "ir/ops/QuantizedGemv.h"
 #include "ir/ops/Registry.h"
 #include "runtime/backends/reference/Interpreter.h"
+#include "tests/reference/FormatOracles.h"
 
 using namespace quantc;
 using namespace quantc::ir;
@@ -306,41 +307,9 @@ std::uint32_t byte_of_words(const std::vector<std::uint32_t>& words, std::uint64
   return (words[byte / 4] >> (8 * (byte % 4))) & 0xFFu;
 }
 
-double fp8_value(std::uint8_t code, bool e4m3) {
-  const int mantissa_bits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
-  const int exponent = (code & 0x7F) >> mantissa_bits, mantissa = code & ((1 << mantissa_bits) - 1);
-  const double sign = (code & 0x80) ? -1.0 : 1.0;
-  if (e4m3 && (code & 0x7F) == 0x7F) return std::numeric_limits<double>::quiet_NaN();
-  if (!e4m3 && exponent == 31) return mantissa == 0 ? sign * INFINITY : std::numeric_limits<double>::quiet_NaN();
-  if (exponent == 0) return sign * mantissa * std::ldexp(1.0, 1 - bias - mantissa_bits);
-  return sign * (mantissa + (1 << mantissa_bits)) * std::ldexp(1.0, exponent - bias - mantissa_bits);
-}
-
-double e2m1_value(std::uint32_t code) {
-  static const double kValues[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
-  return (code & 8 ? -1.0 : 1.0) * kValues[code & 7];
-}
-
-/// The NF4 code book of aprender-gpu / bitsandbytes, as f32 values.
-double nf4_value(std::uint32_t code) {
-  static const float kTable[16] = {-1.0f,
-                                   -0.6961928009986877f,
-                                   -0.5250730514526367f,
-                                   -0.39491748809814453f,
-                                   -0.28444138169288635f,
-                                   -0.18477343022823334f,
-                                   -0.09105003625154495f,
-                                   0.0f,
-                                   0.07958029955625534f,
-                                   0.16093020141124725f,
-                                   0.24611230194568634f,
-                                   0.33791524171829224f,
-                                   0.44070982933044434f,
-                                   0.5626170039176941f,
-                                   0.7229568362236023f,
-                                   1.0f};
-  return kTable[code & 15];
-}
+using quantc::testing::e2m1_value;
+using quantc::testing::fp8_value;
+using quantc::testing::nf4_value;
 
 /// exact = sum of terms (and the bias); each op from its definition in its header.
 Oracle oracle(const std::string& op, const OpArgs& args, const BufferSet& in) {

@@ -19,6 +19,7 @@
 
 #include "ir/ops/DequantMatmul.h"
 #include "ir/ops/SplitK.h"
+#include "tests/reference/FormatOracles.h"
 #include "runtime/backends/reference/Interpreter.h"
 
 using namespace quantc;
@@ -46,20 +47,10 @@ struct Inputs {
 };
 
 double fp8_value(std::uint8_t code, Fp8Format format) {
-  const bool e4m3 = format == Fp8Format::E4M3;
-  const int mantissa_bits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
-  const int exponent = (code & 0x7F) >> mantissa_bits, mantissa = code & ((1 << mantissa_bits) - 1);
-  const double sign = (code & 0x80) ? -1.0 : 1.0;
-  if (e4m3 && (code & 0x7F) == 0x7F) return std::numeric_limits<double>::quiet_NaN();
-  if (!e4m3 && exponent == 31) return mantissa == 0 ? sign * INFINITY : std::numeric_limits<double>::quiet_NaN();
-  if (exponent == 0) return sign * mantissa * std::ldexp(1.0, 1 - bias - mantissa_bits);
-  return sign * (mantissa + (1 << mantissa_bits)) * std::ldexp(1.0, exponent - bias - mantissa_bits);
+  return quantc::testing::fp8_value(code, format == Fp8Format::E4M3);
 }
 
-double e2m1_value(std::uint32_t code) {
-  static const double kValues[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
-  return (code & 8 ? -1.0 : 1.0) * kValues[code & 7];
-}
+using quantc::testing::e2m1_value;
 
 std::uint32_t nibble(const std::vector<std::uint8_t>& bytes, std::uint64_t element) {
   return (bytes[element / 2] >> (4 * (element % 2))) & 0xF;
