@@ -329,12 +329,15 @@ TEST_CASE("waves: 133 CTAs at 1 CTA per SM on 132 SMs take 2 waves", "[emulator]
   CHECK(find("ctas") == Approx(2 * wave - 133.0 / 132 * wave));
 
   SECTION("one CTA doing all the work: too few CTAs") {
+    // On the special-function pipe (16 results per clock per SM): 20,000 cycles of issue on
+    // one SM, far more than each warp's chain (312.5 instructions x 8 cycles), and the other
+    // 131 SMs idle.
     LaunchCounters one;
     one.ctas = 1;
-    pipe_count(one, Pipe::Fp32) = 10'000;
+    pipe_count(one, Pipe::Special) = 10'000;
     LaunchEstimate single = estimate_launch(one, {1024, 1, 64, 0}, h100());
     CHECK(single.active_sms == 1);
-    CHECK(single.seconds == Approx(wave));
+    CHECK(single.seconds == Approx(10'000 / (16.0 / 32) / 1.98e9));
     CHECK(single.limit == Limit::Ctas);
     CHECK(single.limit_key() == "ctas");
   }
