@@ -121,6 +121,8 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
   const bool f32_activations = activation == ScalarType::F32;
   ProgramBuilder program(gemv.program_name);
   BufferRef x = program.input("x", activation, gemv.in_dim);
+  BufferRef perm;
+  if (gemv.permuted_input) perm = program.input("perm", ScalarType::U32, gemv.in_dim);
   BufferRef w = program.input("w", ScalarType::U32, packed_words);
   BufferRef scale, zero_point;
   if (grouped) {
@@ -168,6 +170,7 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
               // Every load of the batch first (bytes in flight), then the arithmetic.
               std::vector<Expr> words, x_low, x_high, valid;
               std::vector<HalfWords> x_halves;  // f16/bf16: a row's 8 x values in one u32x4
+              std::vector<Expr> perm_low, perm_high;  // permuted input: a row's 8 perm entries
               for (std::uint32_t r = 0; r < batch; ++r) {
                 Expr row = r == 0 ? first_row : first_row + r;
                 Expr in_range;
@@ -177,7 +180,11 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
                 }
                 valid.push_back(in_range);
                 words.push_back(batch_body.let(fmt::format("words{}", r), w.load(row * gemv.out_dim + column, columns)));
-                if (f32_activations) {
+                if (gemv.permuted_input) {
+                  perm_low.push_back(batch_body.let(fmt::format("perm_low{}", r), perm.load(row * kNibblesPerWord, 4)));
+                  perm_high.push_back(
+                      batch_body.let(fmt::format("perm_high{}", r), perm.load(row * kNibblesPerWord + 4u, 4)));
+                } else if (f32_activations) {
                   x_low.push_back(batch_body.let(fmt::format("x_low{}", r), x.load(row * kNibblesPerWord, 4)));
                   x_high.push_back(batch_body.let(fmt::format("x_high{}", r), x.load(row * kNibblesPerWord + 4u, 4)));
                 } else {
@@ -185,10 +192,20 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
                                                      fmt::format("x_words{}", r)));
                 }
               }
+              // A permuted input: the batch's x gathers, after every weight and perm load
+              // is issued, each value loaded (and widened) once per lane and row.
+              std::vector<std::vector<Expr>> gathered(gemv.permuted_input ? batch : 0);
+              for (std::uint32_t r = 0; r < gathered.size(); ++r) {
+                for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
+                  Expr index = extract_lane(e < 4 ? perm_low[r] : perm_high[r], e % 4);
+                  gathered[r].push_back(batch_body.let(fmt::format("x_gathered{}_{}", r, e), widen(x[index])));
+                }
+              }
               for (std::uint32_t r = 0; r < batch; ++r) {
                 for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
-                  Expr xe = f32_activations ? extract_lane(e < 4 ? x_low[r] : x_high[r], e % 4)
-                                            : x_halves[r].element(e);
+                  Expr xe = gemv.permuted_input ? gathered[r][e]
+                            : f32_activations   ? extract_lane(e < 4 ? x_low[r] : x_high[r], e % 4)
+                                                : x_halves[r].element(e);
                   if (valid[r].defined()) xe = select(valid[r], xe, f32(0.0f));
                   Expr x_value = batch_body.let(fmt::format("x{}_{}", r, e), xe);
                   if (grouped) batch_body.assign(x_sum, x_sum + x_value);
