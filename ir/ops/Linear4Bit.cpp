@@ -246,9 +246,11 @@ std::vector<OpInfo> linear_4bit_ops() {
                                 "bf16"),
                       // act_order: x read through perm. Seed: groups that do and do not align
                       // to the 32-lane chunks; fast: whole groups per k-lane, sliced groups
-                      // with a partial last group (clamped rows), and 16-bit gathers.
+                      // with a partial last group (clamped rows), 16-bit gathers, and an x too
+                      // large to stage in shared memory (gathered from global memory).
                       affine_shape(72, 9, 24, "seed", true), affine_shape(256, 20, 64, "seed", true),
                       affine_shape(256, 16, 32, "fast", true), affine_shape(200, 8, 128, "fast", true),
+                      affine_shape(12800, 4, 128, "fast", true),
                       activated(affine_shape(40, 9, 16, "seed", true), "f16"),
                       activated(affine_shape(200, 8, 64, "fast", true), "f16"),
                       activated(affine_shape(200, 8, 64, "fast", true), "bf16")},

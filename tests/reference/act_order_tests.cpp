@@ -160,7 +160,9 @@ TEST_CASE("act_order: a GPTQ act-order layer sorted by group matches the f64 pro
   // and seed-only ones (group_size 24 and 12: packed words straddle groups; out 9).
   for (auto [in, out, group_size] :
        {std::tuple{256u, 16u, 32u}, std::tuple{1024u, 32u, 128u}, std::tuple{200u, 8u, 64u}, std::tuple{384u, 16u, 128u},
-        std::tuple{4096u, 8u, 128u}, std::tuple{72u, 9u, 24u}, std::tuple{96u, 12u, 12u}, std::tuple{64u, 4u, 16u}}) {
+        std::tuple{4096u, 8u, 128u}, std::tuple{72u, 9u, 24u}, std::tuple{96u, 12u, 12u}, std::tuple{64u, 4u, 16u},
+        // x too large to stage in shared memory: the fast schedule gathers from global memory
+        std::tuple{12800u, 4u, 128u}}) {
     DYNAMIC_SECTION(in << "x" << out << " group " << group_size) {
       check_layer(in, out, group_size, 31 + in + group_size);
     }
@@ -203,6 +205,22 @@ TEST_CASE("act_order: the program declares perm u32[in_dim] after x, only when a
   CHECK(op->build(args).find_buffer("perm") != nullptr);
 }
 
+TEST_CASE("act_order: the fast schedule stages x in shared memory as f32 where it fits 48 KiB",
+          "[linear4bit][act_order]") {
+  for (ScalarType activation : {ScalarType::F32, ScalarType::F16, ScalarType::BF16}) {
+    // 12288 f32 values are exactly the 48 KiB of static shared memory; one row more is not.
+    const Program staged = linear_4bit_affine_grouped(12288, 8, 128, KernelSchedule::Fast, activation, true);
+    REQUIRE(staged.shared.size() == 1);
+    CHECK(staged.shared[0].element == ScalarType::F32);
+    CHECK(staged.shared[0].count == 12288);
+    CHECK(staged.static_shared_bytes() == kMaxStaticSharedBytes);
+    CHECK(linear_4bit_affine_grouped(12296, 8, 128, KernelSchedule::Fast, activation, true).shared.empty());
+    // Neither the seed program nor the plain fast GEMV uses shared memory.
+    CHECK(linear_4bit_affine_grouped(256, 8, 128, KernelSchedule::Seed, activation, true).shared.empty());
+    CHECK(linear_4bit_affine_grouped(256, 8, 128, KernelSchedule::Fast, activation).shared.empty());
+  }
+}
+
 TEST_CASE("act_order: a perm value past in_dim is an out-of-bounds load the interpreter reports",
           "[linear4bit][act_order][errors]") {
   const Program program = linear_4bit_affine_grouped(64, 8, 32, KernelSchedule::Seed, ScalarType::F32, true);
@@ -212,4 +230,10 @@ TEST_CASE("act_order: a perm value past in_dim is an out-of-bounds load the inte
   buffers["perm"] = HostBuffer::from(ScalarType::U32, perm);
   CHECK_THROWS_WITH(reference::run(program, buffers),
                     Catch::Contains("out-of-bounds load from buffer 'x': index 64 >= count 64"));
+  // The fast schedule gathers from x staged in shared memory: the same index is out of its bounds.
+  const Program fast = linear_4bit_affine_grouped(64, 8, 32, KernelSchedule::Fast, ScalarType::F32, true);
+  BufferSet fast_buffers = runtime::random_buffers(fast, 4);
+  fast_buffers["perm"] = HostBuffer::from(ScalarType::U32, perm);
+  CHECK_THROWS_WITH(reference::run(fast, fast_buffers), Catch::Contains("out-of-bounds load") &&
+                                                            Catch::Contains("x_staged") && Catch::Contains("64"));
 }
