@@ -47,6 +47,15 @@ BufferSet random_buffers(const ir::Program& program, std::uint64_t seed) {
       fill<float>(buffer, [&] { return double(engine() & 15u); });
       continue;
     }
+    if (decl.name == "perm" && decl.element == ir::ScalarType::U32) {
+      // A uniform permutation (Fisher-Yates with the engine's own draws, the same on
+      // every platform, unlike std::shuffle's unspecified algorithm).
+      std::vector<std::uint32_t> values(decl.count);
+      for (std::uint32_t i = 0; i < values.size(); ++i) values[i] = i;
+      for (std::size_t i = values.size(); i > 1; --i) std::swap(values[i - 1], values[engine() % i]);
+      buffer = HostBuffer::from(ir::ScalarType::U32, values);
+      continue;
+    }
     switch (decl.element) {
       case ir::ScalarType::F32:
         fill<float>(buffer, [&] { return unit(engine); });

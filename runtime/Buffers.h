@@ -56,7 +56,9 @@ BufferSet allocate_buffers(const ir::Program& program);
 
 /// Deterministic pseudo-random contents for every read-only buffer (outputs are
 /// zeroed): floats uniform in [-1, 1), u32/i32 words uniform over all bits except
-/// buffers named like zero points ("zero_point*", "zp*"), which get 0..15.
+/// buffers named like zero points ("zero_point*", "zp*"), which get 0..15, and u32
+/// buffers named "perm" (an index permutation, linear_4bit_affine_grouped's act_order),
+/// which get a random permutation of 0 .. count-1 so that every gather stays in bounds.
 BufferSet random_buffers(const ir::Program& program, std::uint64_t seed);
 
 /// Elements a caller reads back: the readable range (output byte range, else the whole

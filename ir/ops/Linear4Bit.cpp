@@ -76,7 +76,7 @@ std::uint32_t affine_grouped_out_count(std::uint32_t in_dim, std::uint32_t out_d
 }  // namespace
 
 Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,
-                                   ScalarType activation) {
+                                   ScalarType activation, bool act_order) {
   const std::uint32_t padded_outputs = affine_grouped_out_count(in_dim, out_dim, group_size);
   const std::uint32_t packed_words = in_dim / 8 * out_dim;
   const std::uint32_t group_count = ceil_div(in_dim, group_size);
@@ -86,6 +86,8 @@ Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, 
 
   ProgramBuilder program("linear_4bit_affine_grouped");
   BufferRef x = program.input("x", activation, in_dim);
+  BufferRef perm;
+  if (act_order) perm = program.input("perm", ScalarType::U32, in_dim);
   BufferRef w = program.input("w", ScalarType::U32, packed_words);
   BufferRef scale = program.input("scale", ScalarType::F32, sidecar_count);
   BufferRef zero_point = program.input("zero_point", ScalarType::U32, sidecar_count);
@@ -121,7 +123,8 @@ Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, 
             Expr weight = (cast(ScalarType::F32, nibble(packed_word, lane_in_word)) -
                            cast(ScalarType::F32, group_zero_point)) *
                           group_scale;
-            in_range.assign(local_acc, local_acc + widen(x[k]) * weight);
+            Expr activation_value = act_order ? x[perm[k]] : x[k];
+            in_range.assign(local_acc, local_acc + widen(activation_value) * weight);
           });
         });
         Expr warp_sum = per_output.let("warp_sum", subgroup_add(local_acc));
@@ -145,17 +148,28 @@ Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, KernelSchedule 
 }
 
 Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,
-                                   KernelSchedule schedule, ScalarType activation) {
-  if (schedule == KernelSchedule::Seed) return linear_4bit_affine_grouped(in_dim, out_dim, group_size, activation);
+                                   KernelSchedule schedule, ScalarType activation, bool act_order) {
+  if (schedule == KernelSchedule::Seed) {
+    return linear_4bit_affine_grouped(in_dim, out_dim, group_size, activation, act_order);
+  }
   NibbleGemv gemv{"linear_4bit_affine_grouped", kAffineGroupedId, in_dim, out_dim, group_size,
-                  affine_grouped_out_count(in_dim, out_dim, group_size), activation};
+                  affine_grouped_out_count(in_dim, out_dim, group_size), activation, act_order};
   if (schedule == KernelSchedule::Auto && nibble_gemv_unsupported(gemv)) {
-    return linear_4bit_affine_grouped(in_dim, out_dim, group_size, activation);
+    return linear_4bit_affine_grouped(in_dim, out_dim, group_size, activation, act_order);
   }
   return nibble_gemv(gemv);
 }
 
 namespace {
+
+/// The affine op's test shape: in_dim, out_dim, group_size, the schedule and act_order.
+OpArgs affine_shape(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size, const char* schedule,
+                    bool act_order) {
+  OpArgs args = scheduled(OpArgs::dims({{"in_dim", in_dim}, {"out_dim", out_dim}, {"group_size", group_size}}),
+                          schedule);
+  args.set("act_order", act_order);
+  return args;
+}
 
 }  // namespace
 
@@ -164,6 +178,10 @@ std::vector<OpInfo> linear_4bit_ops() {
   ParamSpec in_dim{"in_dim", ParamType::U32, "input features (reduction length)", "", "> 0, multiple of 8", {}};
   ParamSpec out_dim{"out_dim", ParamType::U32, "output features", "", "> 0", {}};
   ParamSpec group_size{"group_size", ParamType::U32, "input features per scale/zero-point group", "", "> 0", {}};
+  ParamSpec act_order{"act_order", ParamType::Bool,
+                      "read x through perm: input feature k of w multiplies x[perm[k]] (GPTQ act-order, rows sorted "
+                      "by group at convert time)",
+                      "false", "", {}};
   std::vector<OpInfo> ops;
   ops.push_back(OpInfo{
       .name = "linear_4bit",
@@ -191,11 +209,13 @@ std::vector<OpInfo> linear_4bit_ops() {
   });
   ops.push_back(OpInfo{
       .name = "linear_4bit_affine_grouped",
-      .summary = "out[i] = b[i] + sum_k x[k] * (w4[k, i] - zero_point[g, i]) * scale[g, i], g = k / group_size",
+      .summary = "out[i] = b[i] + sum_k x[k] * (w4[k, i] - zero_point[g, i]) * scale[g, i], g = k / group_size "
+                 "(act_order: x[perm[k]])",
       .layout = "w as linear_4bit; sidecars [ceil(in_dim/group_size), out_dim] (output fastest); one subgroup per output",
       .seed = seed,
-      .params = {in_dim, out_dim, group_size, schedule_param(), activation_param()},
+      .params = {in_dim, out_dim, group_size, act_order, schedule_param(), activation_param()},
       .buffers = {activation_buffer("x", "input", "in_dim"),
+                  {"perm", "index", ScalarType::U32, "in_dim (act_order only)", {"in_dim"}},
                   {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim", {"in_dim/8", "out_dim"}},
                   {"scale", "sidecar", ScalarType::F32, "ceil(in_dim/group_size) * out_dim",
                    {"ceil(in_dim/group_size)", "out_dim"}},
@@ -206,7 +226,8 @@ std::vector<OpInfo> linear_4bit_ops() {
       .build =
           [](const OpArgs& args) {
             return linear_4bit_affine_grouped(args.u32("in_dim"), args.u32("out_dim"), args.u32("group_size"),
-                                              schedule_of(args), activation_of(args));
+                                              schedule_of(args), activation_of(args),
+                                              args.has("act_order") && args.boolean("act_order"));
           },
       .test_shapes = {scheduled(OpArgs::dims({{"in_dim", 8}, {"out_dim", 2}, {"group_size", 4}}), "seed"),
                       scheduled(OpArgs::dims({{"in_dim", 32}, {"out_dim", 8}, {"group_size", 32}}), "seed"),
@@ -222,7 +243,17 @@ std::vector<OpInfo> linear_4bit_ops() {
                       activated(scheduled(OpArgs::dims({{"in_dim", 200}, {"out_dim", 8}, {"group_size", 64}}), "fast"),
                                 "f16"),
                       activated(scheduled(OpArgs::dims({{"in_dim", 200}, {"out_dim", 8}, {"group_size", 64}}), "fast"),
-                                "bf16")},
+                                "bf16"),
+                      // act_order: x read through perm. Seed: groups that do and do not align
+                      // to the 32-lane chunks; fast: whole groups per k-lane, sliced groups
+                      // with a partial last group (clamped rows), 16-bit gathers, and an x too
+                      // large to stage in shared memory (gathered from global memory).
+                      affine_shape(72, 9, 24, "seed", true), affine_shape(256, 20, 64, "seed", true),
+                      affine_shape(256, 16, 32, "fast", true), affine_shape(200, 8, 128, "fast", true),
+                      affine_shape(12800, 4, 128, "fast", true),
+                      activated(affine_shape(40, 9, 16, "seed", true), "f16"),
+                      activated(affine_shape(200, 8, 64, "fast", true), "f16"),
+                      activated(affine_shape(200, 8, 64, "fast", true), "bf16")},
   });
   return ops;
 }

@@ -50,21 +50,57 @@ Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, ScalarType acti
 /// Errors (OpError): in_dim == 0, out_dim == 0, group_size == 0 (message contains
 /// "group_size=0"), in_dim % 8 != 0 ("not divisible by 8"), and overflow of the packed,
 /// sidecar or padded output counts.
+///
+/// Act-order ("act_order": true; GPTQ desc_act checkpoints): the activations are read
+/// through a permutation. A buffer perm u32[in_dim] (read-only) follows x, and
+///   out[i] = b[i] + sum_k x[perm[k]] * (nibble(w, k, i) - zero_point[g, i]) * scale[g, i],
+///   g = k / group_size,
+/// in the same order and with the same bounds as above (only the x each term reads
+/// changes). perm must hold values < in_dim (a permutation, as `quantc convert` writes
+/// it); a larger value is an out-of-bounds load (the interpreter and the emulator report
+/// it). `quantc convert` maps an act-order GPTQ layer, whose g_idx scatters each group's
+/// input features over the whole of k, onto this: it sorts the input features by g_idx,
+/// stably (so perm[k] is the k-th input feature in (group, index) order and group g's
+/// features are rows g*group_size .. of the sorted order), moves qweight's nibbles to
+/// their sorted rows, and writes perm; the sidecars keep their [group, out] layout. This
+/// is the load-time reordering of ExLlama and ExLlamaV2 (QMatrix::make_sequential:
+/// a stable counting sort of the rows by g_idx into q_perm, the nibbles moved row by
+/// row) and of Marlin (vLLM marlin_sort_g_idx + gptq_marlin_repack); ExLlamaV2's GPTQ
+/// kernel then gathers a[q_perm[k]] inside the GEMM, as this op does, while Marlin
+/// (permute_cols_kernel) and ExLlama v1 by default (column_remap; a fused remap in the
+/// matmul is its tuning option) permute the activations in a separate kernel first.
+/// Why gather x rather than keep g_idx and index the sidecars by it (cost, batch 1,
+/// where the weights' DRAM traffic sets the time):
+///  - the gather adds perm, in_dim*4 bytes read once from DRAM and then from L2 by every
+///    subgroup like x (16 KiB against 8 MiB of weights at 4096 x 4096: 0.2%), and turns
+///    the fast schedule's two 16-byte x loads per packed row into two 16-byte perm loads
+///    and 8 scalar gathers, which the fast schedule serves from a copy of x in shared
+///    memory (in_dim <= 12288; QuantizedGemv.h: random addresses would cost one L1
+///    wavefront per lane from global memory); the weights, the sidecars (once per group)
+///    and the arithmetic are unchanged, and no second kernel or scratch copy of x in
+///    device memory is needed. H100 cost model, 4096 x 4096 g128: 2.83 us without
+///    act_order, 3.03 us with it (11008 x 4096: 7.6 and 9.1 us);
+///  - indexing the sidecars by g_idx gives every k its own group: scale and zero point
+///    load per weight (8 bytes of sidecar per 4-bit weight, 16x the weight bytes, from
+///    L2), g_idx adds the same in_dim*4 bytes as perm, and the fast schedule's
+///    s * (sum x*q - z * sum x) factoring per group is lost (a multiply per weight).
 Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,
-                                   ScalarType activation = ScalarType::F32);
+                                   ScalarType activation = ScalarType::F32, bool act_order = false);
 
 /// The op with the program `schedule` picks (ir/ops/QuantizedGemv.h): Seed is the
 /// constructor above; Fast is nibble_gemv, whose reduction order differs (results agree
 /// within the f32 accumulation bound) and which needs out_dim % 8 == 0 (OpError
 /// otherwise); Auto takes Fast where it can run. Same buffers and errors as above, for
-/// every activation type.
+/// every activation type and with act_order (the fast schedule's gathers: QuantizedGemv.h).
 Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, KernelSchedule schedule,
                     ScalarType activation = ScalarType::F32);
 Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,
-                                   KernelSchedule schedule, ScalarType activation = ScalarType::F32);
+                                   KernelSchedule schedule, ScalarType activation = ScalarType::F32,
+                                   bool act_order = false);
 
 /// Registry entries for linear_4bit and linear_4bit_affine_grouped ("schedule": auto by
-/// default; "activation": f32 by default).
+/// default; "activation": f32 by default; the affine op's "act_order": false by default,
+/// its buffer perm exists only when true).
 std::vector<OpInfo> linear_4bit_ops();
 
 }  // namespace quantc::ir::ops

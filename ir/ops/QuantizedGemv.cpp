@@ -19,6 +19,11 @@ constexpr std::uint32_t kNibblesPerWord = 8;
 constexpr std::uint32_t kUngroupedRows = 8;
 /// Fewest packed rows in a group slice (see slices_per_group).
 constexpr std::uint32_t kMinSliceRows = 2;
+/// The largest x a permuted-input GEMV stages in shared memory (as f32, so in_dim <=
+/// 12288): the static .shared limit of one CTA. Larger inputs gather from global memory.
+constexpr std::uint64_t kMaxStagedXBytes = kMaxStaticSharedBytes;
+/// Staging loads (4 elements each) a lane issues before their shared-memory stores.
+constexpr std::uint32_t kStageChunks = 8;
 /// 2^23 as f32: OR-ing a nibble into its mantissa gives 2^23 + q exactly.
 constexpr std::uint32_t kMagicBits = 0x4B000000u;
 constexpr float kMagic = 8388608.0f;
@@ -121,7 +126,13 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
   const bool f32_activations = activation == ScalarType::F32;
   ProgramBuilder program(gemv.program_name);
   BufferRef x = program.input("x", activation, gemv.in_dim);
+  BufferRef perm;
+  if (gemv.permuted_input) perm = program.input("perm", ScalarType::U32, gemv.in_dim);
   BufferRef w = program.input("w", ScalarType::U32, packed_words);
+  // A permuted input: x staged in shared memory as f32 (exactly widened), gathered from there.
+  const bool staged = gemv.permuted_input && std::uint64_t{gemv.in_dim} * 4 <= kMaxStagedXBytes;
+  BufferRef x_staged;
+  if (staged) x_staged = program.shared("x_staged", ScalarType::F32, gemv.in_dim);
   BufferRef scale, zero_point;
   if (grouped) {
     scale = program.input("scale", ScalarType::F32, sidecar_count);
@@ -138,6 +149,41 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
       Expr local = region.let("local", local_id(0));
       Expr subgroup = region.let("subgroup", workgroup_id(0) * schedule.subgroups_per_workgroup + local / kSubgroupSize);
       Expr lane = region.let("lane", local % kSubgroupSize);
+      if (staged) {
+        // Every invocation of the workgroup copies x to shared memory in coalesced 4-element
+        // chunks (f16/bf16 widened to f32 on the way), up to kStageChunks loads in flight
+        // before their stores, then all meet at the barrier: the gathers below hit
+        // shared-memory banks instead of one L1 sector per lane.
+        const std::uint32_t chunks = gemv.in_dim / 4;
+        const std::uint32_t rounds = ceil_div(chunks, workgroup_size);
+        const std::uint32_t batch_rounds = std::min(rounds, kStageChunks);
+        region.loop("stage", u32(0), u32(ceil_div(rounds, batch_rounds)), [&](Body& stage, Expr stage_batch) {
+          std::vector<Expr> chunk, values;
+          for (std::uint32_t b = 0; b < batch_rounds; ++b) {
+            chunk.push_back(stage.let(fmt::format("stage_chunk{}", b),
+                                      (stage_batch * batch_rounds + b) * workgroup_size + local));
+            // Past the last chunk (a partial last round) the load reads the last chunk again.
+            Expr first = chunks % workgroup_size == 0 && rounds % batch_rounds == 0
+                             ? chunk[b] * 4u
+                             : stage.let(fmt::format("stage_first{}", b), min(chunk[b], u32(chunks - 1)) * 4u);
+            if (f32_activations) {
+              values.push_back(stage.let(fmt::format("stage_x{}", b), x.load(first, 4)));
+            } else {
+              HalfWords halves = load_half_words(stage, x, first, 4, fmt::format("stage_words{}", b));
+              values.push_back(make_vector({halves.element(0), halves.element(1), halves.element(2), halves.element(3)}));
+            }
+          }
+          for (std::uint32_t b = 0; b < batch_rounds; ++b) {
+            auto store = [&](Body& body) { body.store(x_staged, chunk[b] * 4u, values[b]); };
+            if (chunks % workgroup_size == 0 && rounds % batch_rounds == 0) {
+              store(stage);
+            } else {
+              stage.if_then(chunk[b] < chunks, store);
+            }
+          }
+        });
+        region.barrier();
+      }
       region.if_then(subgroup < subgroups, [&](Body& per_subgroup) {
         Expr k_lane = per_subgroup.let("k_lane", lane / schedule.column_lanes);
         Expr column = per_subgroup.let("column", subgroup * subgroup_columns + (lane % schedule.column_lanes) * columns);
@@ -168,6 +214,7 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
               // Every load of the batch first (bytes in flight), then the arithmetic.
               std::vector<Expr> words, x_low, x_high, valid;
               std::vector<HalfWords> x_halves;  // f16/bf16: a row's 8 x values in one u32x4
+              std::vector<Expr> perm_low, perm_high;  // permuted input: a row's 8 perm entries
               for (std::uint32_t r = 0; r < batch; ++r) {
                 Expr row = r == 0 ? first_row : first_row + r;
                 Expr in_range;
@@ -177,7 +224,11 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
                 }
                 valid.push_back(in_range);
                 words.push_back(batch_body.let(fmt::format("words{}", r), w.load(row * gemv.out_dim + column, columns)));
-                if (f32_activations) {
+                if (gemv.permuted_input) {
+                  perm_low.push_back(batch_body.let(fmt::format("perm_low{}", r), perm.load(row * kNibblesPerWord, 4)));
+                  perm_high.push_back(
+                      batch_body.let(fmt::format("perm_high{}", r), perm.load(row * kNibblesPerWord + 4u, 4)));
+                } else if (f32_activations) {
                   x_low.push_back(batch_body.let(fmt::format("x_low{}", r), x.load(row * kNibblesPerWord, 4)));
                   x_high.push_back(batch_body.let(fmt::format("x_high{}", r), x.load(row * kNibblesPerWord + 4u, 4)));
                 } else {
@@ -185,10 +236,21 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
                                                      fmt::format("x_words{}", r)));
                 }
               }
+              // A permuted input: the batch's x gathers, after every weight and perm load
+              // is issued, each value loaded (and widened) once per lane and row.
+              std::vector<std::vector<Expr>> gathered(gemv.permuted_input ? batch : 0);
+              for (std::uint32_t r = 0; r < gathered.size(); ++r) {
+                for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
+                  Expr index = extract_lane(e < 4 ? perm_low[r] : perm_high[r], e % 4);
+                  gathered[r].push_back(batch_body.let(fmt::format("x_gathered{}_{}", r, e),
+                                                       staged ? x_staged[index] : widen(x[index])));
+                }
+              }
               for (std::uint32_t r = 0; r < batch; ++r) {
                 for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
-                  Expr xe = f32_activations ? extract_lane(e < 4 ? x_low[r] : x_high[r], e % 4)
-                                            : x_halves[r].element(e);
+                  Expr xe = gemv.permuted_input ? gathered[r][e]
+                            : f32_activations   ? extract_lane(e < 4 ? x_low[r] : x_high[r], e % 4)
+                                                : x_halves[r].element(e);
                   if (valid[r].defined()) xe = select(valid[r], xe, f32(0.0f));
                   Expr x_value = batch_body.let(fmt::format("x{}_{}", r, e), xe);
                   if (grouped) batch_body.assign(x_sum, x_sum + x_value);

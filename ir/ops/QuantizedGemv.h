@@ -31,7 +31,22 @@
 //  - f16/bf16 activations (ir/ops/Activation.h): a row's 8 x values are one 16-byte
 //    u32x4 load (the f32 program's two f32x4 loads) and the 4 biases one u32x2 load, in
 //    flight with the weights; each x value widens to f32 once per lane (f16: cvt; bf16:
-//    shl/and), then the f32 arithmetic above runs unchanged.
+//    shl/and), then the f32 arithmetic above runs unchanged;
+//  - a permuted input (NibbleGemv::permuted_input, GPTQ act-order): packed row r's 8
+//    activations are x[perm[8r + e]], not x[8r + e]. Where in_dim f32 values fit the
+//    48 KiB of static shared memory (in_dim <= 12288), the workgroup first copies x into
+//    a shared f32 array (each invocation 4 elements per 16-byte load, up to 8 loads in
+//    flight before their stores; f16/bf16 widened exactly on the way), then a barrier.
+//    The batch issues its weight loads and, per row, the row's 8 perm entries as two
+//    u32x4 loads; then the 8 x gathers of each row, each once per lane and row as the
+//    contiguous loads were (from shared memory, else from global memory, f16/bf16
+//    widened there); then the arithmetic above, unchanged. Why shared: a warp's 32
+//    gathered addresses are random, one L1 sector (wavefront) per lane from global
+//    memory, but a few bank conflicts in shared memory; on the H100 cost model at 4096 x
+//    4096 g128 (f32) the global gathers make the kernel issue-bound on the memory pipe,
+//    5.66 us against 2.83 us without act_order, the staged ones 3.03 us (11008 x 4096:
+//    15.4, 7.6 and 9.1 us). The model leaves out bank conflicts, and neither variant has
+//    been timed on a GPU.
 // Floating-point order differs from the seed's per-k order, so results agree with the
 // seed program within the f32 accumulation bound, not bit for bit (tests/ops_linear).
 #pragma once
@@ -88,6 +103,10 @@ struct NibbleGemv {
   std::uint32_t out_count = 0;
   /// Element type of x, b and out (ir/ops/Activation.h): f32, f16 or bf16.
   ScalarType activation = ScalarType::F32;
+  /// The activations are read through a permutation: a u32 buffer `perm` [in_dim]
+  /// follows x, and input feature k of the weights multiplies x[perm[k]] (every perm
+  /// value must be < in_dim; linear_4bit_affine_grouped's "act_order").
+  bool permuted_input = false;
 };
 
 /// Why the fast schedule cannot run `gemv`, or nullopt when it can: out_dim must be a
@@ -96,10 +115,12 @@ struct NibbleGemv {
 std::optional<std::string> nibble_gemv_unsupported(const NibbleGemv& gemv, const GemvSchedule& schedule = {});
 
 /// The fast program. Buffers, in binding order, as the seed ops declare them (A = the
-/// activation type): x A[in_dim], w u32[in_dim/8*out_dim], then with sidecars scale
-/// f32[G*out_dim] and zero_point u32[G*out_dim] (G = ceil(in_dim/group_size)), b
+/// activation type): x A[in_dim], with a permuted input perm u32[in_dim], w
+/// u32[in_dim/8*out_dim], then with sidecars scale f32[G*out_dim] and zero_point
+/// u32[G*out_dim] (G = ceil(in_dim/group_size)), b
 /// A[out_dim], out A[out_count]. Launch: subgroups_per_workgroup*32 invocations per workgroup,
-/// ceil(out_dim / (columns_per_subgroup * subgroups_per_workgroup)) workgroups.
+/// ceil(out_dim / (columns_per_subgroup * subgroups_per_workgroup)) workgroups; a
+/// permuted input with in_dim <= 12288 adds the shared array x_staged f32[in_dim].
 /// Throws OpError with nibble_gemv_unsupported's reason when the schedule cannot run it.
 Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule = {});
 

@@ -36,7 +36,7 @@ struct ParamSpec {
 
 struct BufferSpec {
   std::string name;
-  std::string role;           // "input", "weight", "sidecar", "bias", "output", "scratch"
+  std::string role;           // "input", "weight", "sidecar", "index", "bias", "output", "scratch"
   ScalarType element = ScalarType::F32;
   std::string count_formula;  // e.g. "in_dim/8 * out_dim"
   /// The logical row-major shape, one formula per dimension over the op's parameters,

@@ -14,8 +14,9 @@
 //
 //   format                                   op                          why it is exact
 //   GPTQ 4-bit (AutoGPTQ, GPTQModel;         linear_4bit_affine_grouped  qweight is the op's `w` bit for bit;
-//     v1 and v2 qzeros, sym and asym)                                    zero points are the integer codes;
-//                                                                        (q - z) * s is exact in f32
+//     v1 and v2 qzeros, sym and asym,                                    zero points are the integer codes;
+//     act-order g_idx too)                                               (q - z) * s is exact in f32; act-order:
+//                                                                        rows sorted by group, x read via perm
 //   AWQ 4-bit GEMM (AutoAWQ)                 linear_4bit_affine_grouped  a nibble permutation of GPTQ's layout
 //   bitsandbytes NF4, blocksize 64           nf4_gemm                    same blocks and code book; double
 //                                                                        quantization resolved in bnb's f32 order
@@ -23,13 +24,12 @@
 //   GGUF Q4_0                                dequant_matmul_int4 (b 32)  (q - 8) * d: asymmetric, zero point 8
 //   GGUF Q6_K                                dequant_matmul_int8 (b 16)  (d * sc) * (q - 32), d * sc exact in f32
 //
-// Refused, with the missing op feature: GPTQ act-order g_idx (a permuted-activation
-// input), GPTQ 2/3/8-bit (other code widths), AWQ GEMV/Marlin layouts, bitsandbytes FP4
-// (its code book), NF4 blocksize != 64 (a block-size parameter in nf4_gemm), a custom
-// quant_map, LLM.int8 (per-row scale SCB/127 and outlier decomposition), GGUF Q4_1, Q4_K,
-// Q5_K (a scale-and-min weight mode w = s*q - m), the other GGUF quantizations (their
-// code widths or scale formats), and unquantized F32/F16/BF16 tensors (`quantc pack`
-// quantizes those).
+// Refused, with the missing op feature: GPTQ 2/3/8-bit (other code widths), AWQ
+// GEMV/Marlin layouts, bitsandbytes FP4 (its code book), NF4 blocksize != 64 (a
+// block-size parameter in nf4_gemm), a custom quant_map, LLM.int8 (per-row scale SCB/127
+// and outlier decomposition), GGUF Q4_1, Q4_K, Q5_K (a scale-and-min weight mode
+// w = s*q - m), the other GGUF quantizations (their code widths or scale formats), and
+// unquantized F32/F16/BF16 tensors (`quantc pack` quantizes those).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -156,7 +156,7 @@ struct ConvertOptions {
 ///                                   linear_4bit_affine_grouped's `w`, copied bit for bit
 ///   P.qzeros   I32 [groups, out/8]  word (g, n/8) holds column n%8 at bits 4*(n%8)
 ///   P.scales   F16 [groups, out]    (BF16, F32 also accepted: widened exactly)
-///   P.g_idx    I32 [in]             group of input k; optional
+///   P.g_idx    I32 [in]             group of input k (I64 accepted); optional
 ///   P.bias     F16 [out]            optional
 /// -> linear_4bit_affine_grouped {in_dim, out_dim, group_size, "schedule": "auto"}:
 ///    w = qweight, scale = f32(scales), zero_point u32 [groups, out] unpacked, b = bias
@@ -171,13 +171,28 @@ struct ConvertOptions {
 /// -1); where reading such a word per nibble (AutoGPTQ's (nibble + 1) & 15) and per word
 /// disagree, the zero points are ambiguous and the converter refuses (re-save as
 /// gptq_v2). v2 ("gptq_v2") stores the zero points as they are.
-/// group_size: from the config when present (-1: one group), else from g_idx, else
-/// in/groups. g_idx equal to k / group_size for every k (no act-order, or
-/// static_groups) is ignored; any other g_idx (desc_act=True) is refused.
+/// group_size: from the config when present (-1: one group), else the size of g_idx's
+/// group 0, else in/groups. g_idx must be a GPTQ group map: one entry per input feature,
+/// each in 0 .. groups-1, every group holding group_size input features and the last one
+/// the rest (auto_gptq/quantization/gptq.py writes (arange(in) // group_size)[invperm]).
+/// g_idx equal to k / group_size for every k (no act-order, or static_groups) is ignored.
+/// Any other g_idx is act-order (desc_act=True; the groups are scattered over k) and maps
+/// to the op's "act_order": true, as ExLlama, ExLlamaV2 (exllamav2_ext/cuda/q_matrix.cu,
+/// QMatrix::make_sequential) and Marlin (vLLM marlin_utils.py marlin_sort_g_idx,
+/// gptq_marlin_repack) load such layers: perm = the input features sorted by g_idx,
+/// stably (perm[j] is the j-th feature in (group, index) order), w row j = qweight row
+/// perm[j] nibble for nibble, the buffer perm u32 [in] written, scales and zero points
+/// unchanged ([groups, out]: group g is now rows g*group_size ..). The op reads x[perm[j]]
+/// for row j, so out = x @ W with W the checkpoint's scales[g_idx[k]] * (q[k] -
+/// zeros[g_idx[k]]), exactly as without act-order (ir/ops/Linear4Bit.h says why the op
+/// gathers x instead of indexing the sidecars by g_idx). source_type ends in ", act-order".
 /// Errors: ConvertError for a missing tensor, a wrong dtype or shape, a group_size that
-/// contradicts the tensors, a v1/v2 flag that contradicts the config, ambiguous v1
-/// qzeros; UnsupportedFormatError for bits other than 4, act-order g_idx, a kernel-specific
-/// checkpoint_format (marlin, ...), and a batch other than 1 (the op is a GEMV).
+/// contradicts the tensors, a g_idx that is no group map of the layer (an entry outside 0
+/// .. groups-1, named with its index and value; a length other than qweight's rows * 8;
+/// a group of another size, named with its count), a v1/v2 flag that contradicts the
+/// config, ambiguous v1 qzeros; UnsupportedFormatError for bits other than 4, a
+/// kernel-specific checkpoint_format (marlin, ...), and a batch other than 1 (the op is a
+/// GEMV).
 ConvertedLayer convert_gptq(const SafetensorsCheckpoint& checkpoint, const ConvertOptions& options);
 
 /// AWQ in AutoAWQ's GEMM format (awq/modules/linear/gemm.py WQLinear_GEMM.from_linear;

@@ -109,6 +109,65 @@ std::string nibbles_text(std::uint32_t word) {
   return fmt::format("[{}]", fmt::join(values, ", "));
 }
 
+/// ConvertError unless every group of `group_of` holds group_size input features and the
+/// last one the rest, which GPTQ's g_idx always does, act-order or not
+/// (auto_gptq/quantization/gptq.py: g_idx = (arange(in) // group_size)[invperm], a
+/// permutation of the trivial map): only then are the groups, sorted, the contiguous runs
+/// k / group_size the op reads. `source` says where group_size came from.
+void check_group_sizes(const SafetensorsCheckpoint& checkpoint, const std::string& g_idx_name,
+                       const std::vector<std::int64_t>& group_of, std::uint32_t groups, std::uint32_t group_size,
+                       const std::string& source) {
+  const std::uint64_t in = group_of.size();
+  std::vector<std::uint64_t> count(groups, 0);
+  for (std::int64_t g : group_of) ++count[static_cast<std::size_t>(g)];
+  for (std::uint32_t g = 0; g < groups; ++g) {
+    const std::uint64_t first = std::uint64_t{g} * group_size;
+    const std::uint64_t expected = first < in ? std::min<std::uint64_t>(group_size, in - first) : 0;
+    if (count[g] == expected) continue;
+    std::uint64_t example = 0;  // an input feature of the group, to name one
+    while (example < in && group_of[example] != static_cast<std::int64_t>(g)) ++example;
+    throw ConvertError(fmt::format(
+        "{}: '{}' is not a GPTQ group map: group {} holds {} input features{}, but GPTQ groups hold group_size = {} "
+        "each ({}), the last one the rest of in_features = {}, so group {} should hold {}. An act-order g_idx "
+        "permutes k / group_size, which keeps every group's size; a group of another size is no contiguous run of "
+        "the sorted rows {} reads",
+        checkpoint.label(), g_idx_name, g, count[g],
+        count[g] == 0 ? std::string() : fmt::format(" (e.g. input feature {})", example), group_size, source, in, g,
+        expected, kOp));
+  }
+}
+
+/// The input features in (group, index) order: perm[j] is the j-th feature of the stable
+/// sort of 0 .. in-1 by group_of, a counting sort as ExLlama's make_sequential does it
+/// (exllamav2_ext/cuda/q_matrix.cu), so that group g's features, in checkpoint order,
+/// land on rows g*group_size .. of the sorted order (check_group_sizes first).
+std::vector<std::uint32_t> sorted_by_group(const std::vector<std::int64_t>& group_of, std::uint32_t groups) {
+  std::vector<std::uint64_t> first(std::size_t{groups} + 1, 0);  // counts, then each group's first sorted row
+  for (std::int64_t g : group_of) ++first[static_cast<std::size_t>(g) + 1];
+  for (std::uint32_t g = 0; g < groups; ++g) first[std::size_t{g} + 1] += first[g];
+  std::vector<std::uint32_t> perm(group_of.size());
+  for (std::size_t k = 0; k < group_of.size(); ++k) {
+    perm[first[static_cast<std::size_t>(group_of[k])]++] = static_cast<std::uint32_t>(k);
+  }
+  return perm;
+}
+
+/// qweight [in/8, out] with its rows (input features) reordered: row j of the result is
+/// row perm[j] of `packed`, nibble by nibble (nibble j%8 of word (j/8, n) is nibble
+/// perm[j]%8 of word (perm[j]/8, n)).
+std::vector<std::uint32_t> permute_packed_rows(const std::vector<std::uint32_t>& packed,
+                                               const std::vector<std::uint32_t>& perm, std::uint32_t out) {
+  std::vector<std::uint32_t> result(packed.size(), 0);
+  for (std::size_t j = 0; j < perm.size(); ++j) {
+    const std::uint32_t source = perm[j];
+    const std::uint32_t* from = packed.data() + std::size_t{source / 8} * out;
+    std::uint32_t* to = result.data() + (j / 8) * out;
+    const unsigned from_shift = 4 * (source % 8), to_shift = 4 * (j % 8);
+    for (std::uint32_t n = 0; n < out; ++n) to[n] |= ((from[n] >> from_shift) & 0xFu) << to_shift;
+  }
+  return result;
+}
+
 }  // namespace
 
 void plan_gptq(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, const ConvertOptions& options,
@@ -161,8 +220,11 @@ void plan_gptq(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, c
             checkpoint.label(), p, bits, qweight.name, qweight.shape[0], in, g_idx->name, bits, kOp));
       }
       throw ConvertError(fmt::format("{}: '{}' has {} rows, which does not pack in_features = {} (the length of '{}') "
-                                     "in 32-bit words of 4-bit codes; expected in/8 = {} rows",
-                                     checkpoint.label(), qweight.name, qweight.shape[0], in, g_idx->name, in / 8));
+                                     "in 32-bit words of 4-bit codes; expected in/8 = {} rows. Or '{}' has the wrong "
+                                     "length: it holds one group per input feature, and {} rows of 4-bit codes are {} "
+                                     "input features, not {}",
+                                     checkpoint.label(), qweight.name, qweight.shape[0], in, g_idx->name, in / 8,
+                                     g_idx->name, qweight.shape[0], qweight.shape[0] * 8, in));
     }
   }
   const std::uint32_t in_features = to_u32(qweight.name + " rows * 8 (in_features)", in);
@@ -188,13 +250,23 @@ void plan_gptq(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, c
       } else {
         std::memcpy(&group_of[k], g_idx->bytes.data() + 8 * std::size_t{k}, 8);
       }
+      if (group_of[k] < 0 || group_of[k] >= static_cast<std::int64_t>(groups)) {
+        throw ConvertError(fmt::format(
+            "{}: '{}' is not a group map of this layer: g_idx[{}] = {} (the group of input feature {}), but '{}' has "
+            "{} rows, so groups are 0 .. {}; the g_idx does not belong to these scales",
+            checkpoint.label(), g_idx->name, k, group_of[k], k, scales.name, groups,
+            static_cast<std::int64_t>(groups) - 1));
+      }
     }
+    const bool group_size_from_config = group_size.has_value();
     if (!group_size) {
       // GPTQ gives every group group_size input features (act-order ones too), the last
       // one possibly fewer: group 0's size is the group size.
       group_size = static_cast<std::uint32_t>(std::max<std::ptrdiff_t>(
           std::count(group_of.begin(), group_of.end(), std::int64_t{0}), 1));
     }
+    check_group_sizes(checkpoint, g_idx->name, group_of, groups, *group_size,
+                      group_size_from_config ? "the config's" : "the size of group 0");
   }
   if (!group_size) {
     if (in_features % groups != 0) {
@@ -209,14 +281,16 @@ void plan_gptq(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, c
     throw ConvertError(fmt::format("{}: group_size = {} gives ceil({}/{}) groups, but '{}' has {} rows",
                                    checkpoint.label(), *group_size, in_features, *group_size, scales.name, groups));
   }
-  for (std::uint32_t k = 0; k < group_of.size(); ++k) {
-    if (group_of[k] == static_cast<std::int64_t>(k / *group_size)) continue;
-    throw UnsupportedFormatError(fmt::format(
-        "{}: '{}' is an act-order g_idx (desc_act=True): input feature {} is in group {}, not {} = {}/{}. act-order "
-        "g_idx needs a permuted-activation input that {} does not have yet; re-quantize with desc_act=False (or "
-        "static_groups=True, whose g_idx is trivial), or wait for quantc's act-order support",
-        checkpoint.label(), g_idx->name, k, group_of[k], k / *group_size, k, *group_size, kOp));
+  // Act-order (desc_act=True): g_idx scatters each group over k. GPTQ still gives every
+  // group exactly group_size input features (the last one the rest), so sorting the input
+  // features by group makes the groups contiguous runs of k / group_size, which the op
+  // reads through its perm buffer (ir/ops/Linear4Bit.h, "act_order").
+  std::vector<std::uint32_t> perm;
+  bool act_order = false;
+  for (std::uint32_t k = 0; k < group_of.size() && !act_order; ++k) {
+    act_order = group_of[k] != static_cast<std::int64_t>(k / *group_size);
   }
+  if (act_order) perm = sorted_by_group(group_of, groups);
 
   // The qzeros convention.
   const std::optional<std::string>& configured = checkpoint.config().checkpoint_format;
@@ -261,11 +335,18 @@ void plan_gptq(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, c
     }
   }
 
-  layer.source_type = fmt::format("GPTQ {} 4-bit, group_size {}", v2 ? "v2" : "v1", *group_size);
+  layer.source_type =
+      fmt::format("GPTQ {} 4-bit, group_size {}{}", v2 ? "v2" : "v1", *group_size, act_order ? ", act-order" : "");
   layer.spec = affine_spec(in_features, out, *group_size);
+  if (act_order) layer.spec["act_order"] = true;
   layer.bias = read_bias(checkpoint, p, out, layer.tensors);
   if (repack) {
-    add_affine_buffers(layer, words(qweight), exact_f32(checkpoint, scales.name), std::move(zero_point), groups);
+    std::vector<std::uint32_t> w = words(qweight);
+    if (act_order) {
+      w = permute_packed_rows(w, perm, out);
+      layer.buffers.push_back(make_array("perm", ir::ScalarType::U32, {in_features}, perm));
+    }
+    add_affine_buffers(layer, std::move(w), exact_f32(checkpoint, scales.name), std::move(zero_point), groups);
   }
   check_against_op(layer);
 }

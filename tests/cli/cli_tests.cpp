@@ -21,16 +21,20 @@ TEST_CASE("quantc ops lists every registered op, as text and as JSON", "[cli]") 
   for (const auto& op : ops) {
     if (op["name"] == "linear_4bit_affine_grouped") {
       found = true;
-      CHECK(op["params"].size() == 5);  // in_dim, out_dim, group_size, schedule, activation
-      CHECK(op["params"][3]["name"] == "schedule");
-      CHECK(op["params"][4]["name"] == "activation");
-      CHECK(op["params"][4]["default"] == "f32");
-      CHECK(op["params"][4]["choices"] == nlohmann::json::array({"f32", "f16", "bf16"}));
-      CHECK(op["buffers"][5]["name"] == "out");
-      CHECK(op["buffers"][5]["element_from"] == "activation");
+      CHECK(op["params"].size() == 6);  // in_dim, out_dim, group_size, act_order, schedule, activation
+      CHECK(op["params"][3]["name"] == "act_order");
+      CHECK(op["params"][3]["default"] == false);
+      CHECK(op["params"][4]["name"] == "schedule");
+      CHECK(op["params"][5]["name"] == "activation");
+      CHECK(op["params"][5]["default"] == "f32");
+      CHECK(op["params"][5]["choices"] == nlohmann::json::array({"f32", "f16", "bf16"}));
+      CHECK(op["buffers"][6]["name"] == "out");
+      CHECK(op["buffers"][6]["element_from"] == "activation");
       CHECK(op["buffers"][0]["element_from"] == "activation");  // x
-      CHECK_FALSE(op["buffers"][1].contains("element_from"));     // w: u32 words whatever the activations
-      CHECK(op["buffers"][1]["shape"] == nlohmann::json{"in_dim/8", "out_dim"});  // w's logical shape
+      CHECK(op["buffers"][1]["name"] == "perm");                // act_order only: x's gather order
+      CHECK(op["buffers"][1]["shape"] == nlohmann::json{"in_dim"});
+      CHECK_FALSE(op["buffers"][2].contains("element_from"));     // w: u32 words whatever the activations
+      CHECK(op["buffers"][2]["shape"] == nlohmann::json{"in_dim/8", "out_dim"});  // w's logical shape
       CHECK(op["buffers"][0]["shape"] == nlohmann::json{"in_dim"});
     }
   }

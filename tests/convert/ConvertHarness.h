@@ -125,6 +125,8 @@ inline std::vector<nlohmann::json> cases() {
 /// A converted layer's weight as the op defines it, W [in, out] row-major (index k*out + n),
 /// and per element the magnitude the op's f32 bound is stated in: (|q| + |z|) * |s| for
 /// the affine and block ops (their fast schedules factor the zero point out), |NF4| * |s|.
+/// With "act_order" the affine op's row k multiplies x[perm[k]], so it is W's row perm[k]:
+/// W is in the checkpoint's input order either way.
 struct Dequantized {
   std::vector<float> weight;
   std::vector<double> magnitude;
@@ -148,6 +150,16 @@ inline Dequantized dequantize_op(const nlohmann::json& spec, const std::map<std:
   auto at = [&](const char* name) -> const HostBuffer& { return buffers.at(name).buffer; };
   if (op == "linear_4bit_affine_grouped") {
     const std::size_t in = spec["in_dim"], out = spec["out_dim"], group = spec["group_size"];
+    const bool act_order = spec.value("act_order", false);
+    REQUIRE(buffers.count("perm") == (act_order ? 1u : 0u));
+    std::vector<std::size_t> row(in);
+    std::vector<bool> seen(in, false);
+    for (std::size_t k = 0; k < in; ++k) {
+      row[k] = act_order ? u32_at(at("perm"), k) : k;
+      REQUIRE(row[k] < in);
+      REQUIRE_FALSE(seen[row[k]]);  // a permutation
+      seen[row[k]] = true;
+    }
     result.weight.resize(in * out);
     result.magnitude.resize(in * out);
     for (std::size_t k = 0; k < in; ++k) {
@@ -156,8 +168,8 @@ inline Dequantized dequantize_op(const nlohmann::json& spec, const std::map<std:
         const std::size_t side = (k / group) * out + n;
         const float z = static_cast<float>(u32_at(at("zero_point"), side));
         const float s = f32_at(at("scale"), side);
-        result.weight[k * out + n] = (static_cast<float>(q) - z) * s;
-        result.magnitude[k * out + n] = (q + std::fabs(double{z})) * std::fabs(double{s});
+        result.weight[row[k] * out + n] = (static_cast<float>(q) - z) * s;
+        result.magnitude[row[k] * out + n] = (q + std::fabs(double{z})) * std::fabs(double{s});
       }
     }
   } else if (op == "nf4_gemm") {

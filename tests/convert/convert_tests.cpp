@@ -84,17 +84,53 @@ TEST_CASE("every converted layer dequantizes bit for bit as its format's referen
   }
 }
 
-TEST_CASE("GPTQ qweight is linear_4bit_affine_grouped's w bit for bit", "[convert][gptq]") {
+TEST_CASE("GPTQ qweight is linear_4bit_affine_grouped's w bit for bit, its rows sorted by group for act-order",
+          "[convert][gptq]") {
   for (const nlohmann::json& entry : cases()) {
     if (entry["format"] != "gptq") continue;
     DYNAMIC_SECTION(entry["case"].get<std::string>()) {
       const convert::ConvertedLayer layer = convert_case(entry);
       const auto checkpoint = quantc::runtime::SafetensorsFile::open(fixture(entry["checkpoint"]).string());
-      const auto& qweight = checkpoint.tensor(entry["layer"].get<std::string>() + ".qweight");
+      const std::string prefix = entry["layer"].get<std::string>();
+      const auto& qweight = checkpoint.tensor(prefix + ".qweight");
       const NpyArray& w = layer.buffer("w");
       REQUIRE(w.buffer.bytes.size() == qweight.bytes.size());
-      CHECK(std::memcmp(w.buffer.bytes.data(), qweight.bytes.data(), qweight.bytes.size()) == 0);
       CHECK(w.shape == qweight.shape);  // [in/8, out] both
+      if (!layer.spec.value("act_order", false)) {
+        CHECK(std::memcmp(w.buffer.bytes.data(), qweight.bytes.data(), qweight.bytes.size()) == 0);
+        CHECK_THROWS(layer.buffer("perm"));
+      } else {
+        // perm is the stable sort of the input features by g_idx (ExLlama's make_sequential):
+        // group g's features, in their checkpoint order, on rows g*group_size ..; row j of w
+        // is qweight's row perm[j], nibble for nibble.
+        CHECK_THAT(layer.source_type, Catch::EndsWith(", act-order"));
+        const std::uint32_t in = layer.in_features, out = layer.out_features;
+        const std::uint32_t group_size = layer.spec["group_size"];
+        const auto& g_idx_tensor = checkpoint.tensor(prefix + ".g_idx");
+        std::vector<std::int32_t> g_idx(in);
+        std::memcpy(g_idx.data(), g_idx_tensor.bytes.data(), 4 * std::size_t{in});
+        const NpyArray& perm_array = layer.buffer("perm");
+        CHECK(perm_array.buffer.element == quantc::ir::ScalarType::U32);
+        CHECK(perm_array.shape == std::vector<std::uint64_t>{in});
+        const std::vector<std::uint32_t> perm = perm_array.buffer.as<std::uint32_t>();
+        REQUIRE(perm.size() == in);
+        const HostBuffer stored{quantc::ir::ScalarType::U32,
+                                std::vector<std::uint8_t>(qweight.bytes.begin(), qweight.bytes.end())};
+        std::size_t bad_groups = 0, unstable = 0, bad_nibbles = 0;
+        for (std::uint32_t j = 0; j < in; ++j) {
+          REQUIRE(perm[j] < in);
+          if (g_idx[perm[j]] != static_cast<std::int32_t>(j / group_size)) ++bad_groups;
+          if (j > 0 && j % group_size != 0 && perm[j - 1] >= perm[j]) ++unstable;
+          for (std::uint32_t n = 0; n < out; ++n) {
+            const std::uint32_t ours = (u32_at(w.buffer, (j / 8) * out + n) >> (4 * (j % 8))) & 15u;
+            const std::uint32_t theirs = (u32_at(stored, (perm[j] / 8) * out + n) >> (4 * (perm[j] % 8))) & 15u;
+            if (ours != theirs) ++bad_nibbles;
+          }
+        }
+        CHECK(bad_groups == 0);
+        CHECK(unstable == 0);
+        CHECK(bad_nibbles == 0);
+      }
     }
   }
 }
@@ -118,6 +154,76 @@ TEST_CASE("GGUF conversions dequantize as Gguf.h's dequantize_row", "[convert][g
   }
 }
 
+namespace {
+
+/// Runs the bundle's spec `spec_path` (bundle/spec.json, or a variant of it) with `quantc
+/// run --inputs bundle` on the reference interpreter and on the emulator (bit-exact with
+/// each other) and checks y against the f64 product of the case's reference weight (the
+/// format's own dequantization, from make_checkpoints.py): |y - e| <= 2u(k + 16) *
+/// (sum |x| M + |b|), the f32 accumulation bound of the ops' headers with room for their
+/// fixed extra roundings (zero-point and scale fmas, butterfly levels, split-K partials,
+/// bias). Returns the outputs.
+std::vector<float> run_bundle_against_f64(const nlohmann::json& entry, const fs::path& bundle,
+                                          const fs::path& spec_path, const fs::path& dir) {
+  std::ifstream spec_file(spec_path);
+  const nlohmann::json spec = nlohmann::json::parse(spec_file);
+
+  // The activation: one row of uniform values in [-1, 1).
+  const std::size_t in = entry["in"], out = entry["out"];
+  std::vector<float> x(in);
+  std::uint64_t state = 0x9E3779B97F4A7C15ull ^ in;
+  for (float& value : x) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    value = static_cast<float>(static_cast<double>(state >> 40) / double(1 << 23) - 1.0);
+  }
+  const bool nf4 = spec["op"] == "nf4_gemm";
+  const std::string input = nf4 ? "a" : "x", output = nf4 ? "c" : "out";
+  const fs::path x_path = dir / "x.npy";
+  std::ofstream(x_path, std::ios::binary)
+      << quantc::runtime::to_npy_bytes({HostBuffer::from(quantc::ir::ScalarType::F32, x), {}});
+  const std::string run = "run " + quoted(spec_path) + " --inputs " + quoted(bundle) + " --input " + input + "=" +
+                          quoted(x_path);
+  const Result reference = run_quantc(run + " --backend reference --output " + output + "=" + quoted(dir / "ref.npy"));
+  INFO(reference.output);
+  REQUIRE(reference.exit_code == 0);
+  const Result emulated = run_quantc(run + " --backend emulator --compare reference --tolerance 0 --output " + output +
+                                     "=" + quoted(dir / "emu.npy"));
+  INFO(emulated.output);
+  REQUIRE(emulated.exit_code == 0);
+  CHECK_THAT(emulated.output, Catch::Contains("bit-exact"));
+  const std::vector<float> y = read_npy((dir / "ref.npy").string()).buffer.as<float>();
+  CHECK(y == read_npy((dir / "emu.npy").string()).buffer.as<float>());
+
+  std::map<std::string, NpyArray> buffers;
+  for (const auto& file : fs::directory_iterator(bundle)) {
+    if (file.path().extension() == ".npy") buffers[file.path().stem().string()] = read_npy(file.path().string());
+  }
+  const Dequantized w = dequantize_op(spec, buffers);
+  const std::vector<float> reference_weight = read_npy(fixture(entry["weight"]).string()).buffer.as<float>();
+  REQUIRE(bit_differences(w.weight, reference_weight).empty());
+  std::vector<float> bias(out, 0.0f);
+  if (spec["op"] == "linear_4bit_affine_grouped") bias = buffers.at("b").buffer.as<float>();
+  REQUIRE(y.size() == out);
+  const double u = std::ldexp(1.0, -24);
+  std::size_t checked = 0;
+  for (std::size_t n = 0; n < out; ++n) {
+    double exact = bias[n], magnitude = std::fabs(double{bias[n]});
+    for (std::size_t k = 0; k < in; ++k) {
+      exact += double{x[k]} * double{reference_weight[k * out + n]};
+      magnitude += std::fabs(double{x[k]}) * w.magnitude[k * out + n];
+    }
+    const double bound = 2 * u * double(in + 16) * magnitude;
+    if (!(std::fabs(double{y[n]} - exact) <= bound)) {
+      FAIL_CHECK("output " << n << ": " << y[n] << " vs the f64 product " << exact << ", bound " << bound);
+    }
+    ++checked;
+  }
+  CHECK(checked == out);
+  return y;
+}
+
+}  // namespace
+
 TEST_CASE("convert then run on the interpreter and the emulator stays within the f32 accumulation bound",
           "[convert][run]") {
   for (const nlohmann::json& entry : cases()) {
@@ -132,78 +238,90 @@ TEST_CASE("convert then run on the interpreter and the emulator stays within the
       REQUIRE(converted.exit_code == 0);
       CHECK(fs::exists(bundle / "spec.json"));
       CHECK(fs::exists(bundle / "bias.npy") == !entry["bias"].is_null());
-      std::ifstream spec_file(bundle / "spec.json");
-      const nlohmann::json spec = nlohmann::json::parse(spec_file);
-
-      // The activation: one row of uniform values in [-1, 1).
-      const std::size_t in = entry["in"], out = entry["out"];
-      std::vector<float> x(in);
-      std::uint64_t state = 0x9E3779B97F4A7C15ull ^ in;
-      for (float& value : x) {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        value = static_cast<float>(static_cast<double>(state >> 40) / double(1 << 23) - 1.0);
-      }
-      const bool nf4 = spec["op"] == "nf4_gemm";
-      const std::string input = nf4 ? "a" : "x", output = nf4 ? "c" : "out";
-      const fs::path x_path = dir / "x.npy";
-      std::ofstream(x_path, std::ios::binary) << quantc::runtime::to_npy_bytes({HostBuffer::from(quantc::ir::ScalarType::F32, x), {}});
-      const std::string run = "run " + quoted(bundle / "spec.json") + " --inputs " + quoted(bundle) + " --input " +
-                              input + "=" + quoted(x_path);
-      const Result reference = run_quantc(run + " --backend reference --output " + output + "=" + quoted(dir / "ref.npy"));
-      INFO(reference.output);
-      REQUIRE(reference.exit_code == 0);
-      const Result emulated = run_quantc(run + " --backend emulator --compare reference --tolerance 0 --output " + output +
-                                     "=" + quoted(dir / "emu.npy"));
-      INFO(emulated.output);
-      REQUIRE(emulated.exit_code == 0);
-      CHECK_THAT(emulated.output, Catch::Contains("bit-exact"));
-      const std::vector<float> y = read_npy((dir / "ref.npy").string()).buffer.as<float>();
-      CHECK(y == read_npy((dir / "emu.npy").string()).buffer.as<float>());
-
-      // Against the f64 product of the reference weight: |y - e| <= 2u(k + 16) * (sum |x| M + |b|),
-      // the f32 accumulation bound of the ops' headers with room for their fixed extra
-      // roundings (zero-point and scale fmas, butterfly levels, split-K partials, bias).
-      std::map<std::string, NpyArray> buffers;
-      for (const auto& file : fs::directory_iterator(bundle)) {
-        if (file.path().extension() == ".npy") buffers[file.path().stem().string()] = read_npy(file.path().string());
-      }
-      const Dequantized w = dequantize_op(spec, buffers);
-      const std::vector<float> reference_weight = read_npy(fixture(entry["weight"]).string()).buffer.as<float>();
-      REQUIRE(bit_differences(w.weight, reference_weight).empty());
-      std::vector<float> bias(out, 0.0f);
-      if (spec["op"] == "linear_4bit_affine_grouped") bias = buffers.at("b").buffer.as<float>();
-      REQUIRE(y.size() == out);
-      const double u = std::ldexp(1.0, -24);
-      std::size_t checked = 0;
-      for (std::size_t n = 0; n < out; ++n) {
-        double exact = bias[n], magnitude = std::fabs(double{bias[n]});
-        for (std::size_t k = 0; k < in; ++k) {
-          exact += double{x[k]} * double{reference_weight[k * out + n]};
-          magnitude += std::fabs(double{x[k]}) * w.magnitude[k * out + n];
-        }
-        const double bound = 2 * u * double(in + 16) * magnitude;
-        if (!(std::fabs(double{y[n]} - exact) <= bound)) {
-          FAIL_CHECK("output " << n << ": " << y[n] << " vs the f64 product " << exact << ", bound " << bound);
-        }
-        ++checked;
-      }
-      CHECK(checked == out);
+      run_bundle_against_f64(entry, bundle, bundle / "spec.json", dir);
     }
   }
 }
 
-TEST_CASE("convert refuses act-order g_idx naming the op feature it needs", "[convert][gptq][errors]") {
-  const std::string message = refusal("gptq/model.safetensors", "gptq", "model.layers.0.self_attn.v_proj");
-  CHECK_THAT(message, Catch::StartsWith("unsupported: ") &&
-                          Catch::Contains("model.layers.0.self_attn.v_proj.g_idx' is an act-order g_idx") &&
-                          Catch::Contains("act-order g_idx needs a permuted-activation input that "
-                                          "linear_4bit_affine_grouped does not have yet") &&
-                          Catch::Contains("re-quantize with desc_act=False"));
+TEST_CASE("convert maps act-order GPTQ onto act_order and the bundle runs on both schedules and backends",
+          "[convert][gptq][run]") {
+  // The layers of make_checkpoints.py whose g_idx is act-order (desc_act=True): groups
+  // scattered over the input features, asymmetric and symmetric, v1 zero points.
+  std::size_t act_order_cases = 0;
+  for (const nlohmann::json& entry : cases()) {
+    const std::string name = entry["case"].get<std::string>();
+    if (name.find("act_order") == std::string::npos) continue;
+    ++act_order_cases;
+    DYNAMIC_SECTION(name) {
+      const fs::path dir = scratch("act_order_" + name);
+      const fs::path bundle = dir / "bundle";
+      const Result converted = run_quantc("convert " + quoted(fixture(entry["checkpoint"])) + " --format gptq --layer " +
+                                          entry["layer"].get<std::string>() + " -o " + quoted(bundle));
+      INFO(converted.output);
+      REQUIRE(converted.exit_code == 0);
+      std::ifstream spec_file(bundle / "spec.json");
+      nlohmann::json spec = nlohmann::json::parse(spec_file);
+      CHECK(spec["act_order"] == true);
+      CHECK(spec["schedule"] == "auto");
+      const NpyArray perm = read_npy((bundle / "perm.npy").string());
+      CHECK(perm.buffer.element == quantc::ir::ScalarType::U32);
+      CHECK(perm.shape == std::vector<std::uint64_t>{entry["in"].get<std::uint64_t>()});
+      // Both schedules: auto builds the fast GEMV at these shapes; the seed program reads
+      // x[perm[k]] per lane. Each on the interpreter and the emulator, against the f64 product.
+      std::vector<std::vector<float>> outputs;
+      for (const char* schedule : {"fast", "seed"}) {
+        INFO("schedule " << schedule);
+        spec["schedule"] = schedule;
+        const fs::path spec_path = dir / (std::string(schedule) + ".json");
+        std::ofstream(spec_path) << spec.dump();
+        const fs::path run_dir = dir / schedule;
+        fs::create_directories(run_dir);
+        outputs.push_back(run_bundle_against_f64(entry, bundle, spec_path, run_dir));
+      }
+      // 16-bit activations read through perm as well.
+      const Result bf16 = run_quantc("convert " + quoted(fixture(entry["checkpoint"])) + " --format gptq --layer " +
+                                     entry["layer"].get<std::string>() + " --activation bf16 -o " +
+                                     quoted(dir / "bf16"));
+      REQUIRE(bf16.exit_code == 0);
+      const Result ran = run_quantc("run " + quoted(dir / "bf16" / "spec.json") + " --inputs " + quoted(dir / "bf16") +
+                                    " --random-inputs 5 --backend emulator --compare reference");
+      INFO(ran.output);
+      CHECK(ran.exit_code == 0);
+      CHECK_THAT(ran.output, Catch::Contains("bit-exact"));
+    }
+  }
+  CHECK(act_order_cases == 2);
+}
+
+TEST_CASE("convert names the entry of a g_idx that is no group map of its layer", "[convert][gptq][errors]") {
+  // A group index past the scales' rows.
+  CHECK_THAT(refusal("gptq/model.safetensors", "gptq", "model.layers.2.self_attn.q_proj"),
+             Catch::StartsWith("error: ") &&
+                 Catch::Contains("'model.layers.2.self_attn.q_proj.g_idx' is not a group map of this layer: g_idx[") &&
+                 Catch::Contains("] = 4 (the group of input feature ") &&
+                 Catch::Contains("), but 'model.layers.2.self_attn.q_proj.scales' has 4 rows, so groups are 0 .. 3"));
+  // A g_idx of the wrong length.
+  CHECK_THAT(refusal("gptq/model.safetensors", "gptq", "model.layers.2.self_attn.k_proj"),
+             Catch::StartsWith("error: ") &&
+                 Catch::Contains("does not pack in_features = 120 (the length of "
+                                 "'model.layers.2.self_attn.k_proj.g_idx')") &&
+                 Catch::Contains("Or 'model.layers.2.self_attn.k_proj.g_idx' has the wrong length: it holds one group "
+                                 "per input feature, and 16 rows of 4-bit codes are 128 input features, not 120"));
+  // Groups of the wrong sizes: no contiguous run of sorted rows matches them.
+  CHECK_THAT(refusal("gptq/model.safetensors", "gptq", "model.layers.2.self_attn.v_proj"),
+             Catch::StartsWith("error: ") &&
+                 Catch::Contains("'model.layers.2.self_attn.v_proj.g_idx' is not a GPTQ group map: group 1 holds 33 "
+                                 "input features (e.g. input feature ") &&
+                 Catch::Contains("but GPTQ groups hold group_size = 31 each (the size of group 0), the last one the "
+                                 "rest of in_features = 128, so group 1 should hold 31"));
+  // The command line says the same and writes nothing.
+  const fs::path dir = scratch("bad_g_idx");
   const Result cli = run_quantc("convert " + quoted(fixture("gptq/model.safetensors")) +
-                            " --format gptq --layer model.layers.0.self_attn.v_proj -o " + quoted(scratch("act") / "b"));
+                                " --format gptq --layer model.layers.2.self_attn.q_proj -o " + quoted(dir / "b"));
   CHECK(cli.exit_code == 1);
-  CHECK_THAT(cli.output, Catch::StartsWith("error: ") && Catch::Contains("permuted-activation input"));
-  CHECK_FALSE(fs::exists(scratch("act") / "b"));
+  CHECK_THAT(cli.output, Catch::StartsWith("error: ") && Catch::Contains("is not a group map of this layer: g_idx[") &&
+                             Catch::Contains("] = 4"));
+  CHECK_FALSE(fs::exists(dir / "b"));
 }
 
 TEST_CASE("convert refuses ambiguous GPTQ v1 zero points and reads them as gptq_v2 when told", "[convert][gptq][errors]") {
@@ -316,9 +434,10 @@ TEST_CASE("convert --list shows every layer with its format shape and op or refu
   REQUIRE(gptq.exit_code == 0);
   CHECK_THAT(gptq.output, Catch::Contains("model.layers.0.self_attn.q_proj") && Catch::Contains("gptq") &&
                               Catch::Contains("GPTQ v1 4-bit, group_size 64 -> linear_4bit_affine_grouped") &&
-                              Catch::Contains("refused: ") && Catch::Contains("permuted-activation input") &&
+                              Catch::Contains("GPTQ v1 4-bit, group_size 64, act-order -> linear_4bit_affine_grouped") &&
+                              Catch::Contains("refused: ") && Catch::Contains("is not a group map of this layer") &&
                               Catch::Contains("lm_head") && Catch::Contains("not quantized") &&
-                              Catch::Contains("9 layers, 3 convertible"));
+                              Catch::Contains("13 layers, 5 convertible"));
   const Result bnb = run_quantc("convert " + quoted(fixture("bnb/model.safetensors")) + " --list --format bnb");
   INFO(bnb.output);
   REQUIRE(bnb.exit_code == 0);
@@ -356,7 +475,7 @@ TEST_CASE("a failed convert leaves the bundle folder as it was", "[convert][outp
   const std::string convert_gptq = "convert " + quoted(fixture("gptq/model.safetensors")) + " --format gptq -o " +
                                    quoted(bundle) + " --layer ";
   // A refused layer: nothing is written.
-  Result refused = run_quantc(convert_gptq + "model.layers.0.self_attn.v_proj");
+  Result refused = run_quantc(convert_gptq + "model.layers.1.self_attn.q_proj");
   CHECK(refused.exit_code == 1);
   // A file of the bundle that cannot be written (a folder named like a buffer): nothing is
   // written either, not even the files before it.
@@ -380,7 +499,7 @@ TEST_CASE("a failed convert leaves the bundle folder as it was", "[convert][outp
   CHECK(read_text(bundle / "spec.json").starts_with("{"));
   for (const auto& file : fs::directory_iterator(bundle)) CHECK_FALSE(file.path().filename().string().starts_with(".qc."));
   // A new folder (with parents) is created, and removed again when the conversion fails.
-  Result fresh_fail = run_quantc(convert_to + "model.layers.0.self_attn.v_proj -o " + quoted(dir / "new" / "deeper"));
+  Result fresh_fail = run_quantc(convert_to + "model.layers.1.self_attn.q_proj -o " + quoted(dir / "new" / "deeper"));
   CHECK(fresh_fail.exit_code == 1);
   CHECK_FALSE(fs::exists(dir / "new"));
 }

@@ -80,20 +80,22 @@ def weights(out_features, in_features):
 
 # ---- GPTQ -------------------------------------------------------------------------------
 
-def gptq_quantize(w, group_size, sym, force_zero_point_zero=False):
+def gptq_quantize(w, group_size, sym, g_idx, force_zero_point_zero=False):
     """Integer codes, zero points and f16 scales as GPTQ's Quantizer finds them
     (auto_gptq/quantization/quantizer.py: xmin = min(x.min, 0), xmax = max(x.max, 0),
     scale = (xmax - xmin) / maxq, zero = round(-xmin / scale), sym: zero = (maxq + 1) / 2),
-    per output row and group of input features. Rounding to the nearest code stands in for
-    GPTQ's error-compensating updates, which change the codes, not the format.
-    Returns q [out, in], zeros [groups, out], scales f16 [groups, out]."""
+    per output row and group of input features, group g being the input features k with
+    g_idx[k] == g (contiguous runs of group_size without act-order). Rounding to the
+    nearest code stands in for GPTQ's error-compensating updates, which change the codes,
+    not the format. Returns q [out, in], zeros [groups, out], scales f16 [groups, out]."""
     out_features, in_features = w.shape
     groups = (in_features + group_size - 1) // group_size
     q = np.zeros((out_features, in_features), dtype=np.int64)
     zeros = np.zeros((groups, out_features), dtype=np.int64)
     scales = np.zeros((groups, out_features), dtype=np.float16)
     for g in range(groups):
-        block = w[:, g * group_size:(g + 1) * group_size].astype(np.float64)
+        columns = np.nonzero(g_idx == g)[0]
+        block = w[:, columns].astype(np.float64)
         xmin = np.minimum(block.min(axis=1), 0)
         xmax = np.maximum(block.max(axis=1), 0)
         if sym:
@@ -107,7 +109,7 @@ def gptq_quantize(w, group_size, sym, force_zero_point_zero=False):
         scales[g] = scale16
         zeros[g] = zero
         codes = np.round(block / scale16.astype(np.float64)[:, None]) + zero[:, None]
-        q[:, g * group_size:(g + 1) * group_size] = np.clip(codes, 0, 15)
+        q[:, columns] = np.clip(codes, 0, 15)
     return q, zeros, scales
 
 
@@ -149,16 +151,23 @@ def gptq_dequantize(qweight, qzeros, scales, g_idx, v1):
 
 def gptq_layer(tensors, prefix, out_features, in_features, group_size, sym, v1, bias, g_idx="trivial",
                force_zero_point_zero=False):
+    """One GPTQ layer. g_idx="act-order" is desc_act=True as AutoGPTQ writes it
+    (auto_gptq/quantization/gptq.py fasterquant: the columns are quantized in a permuted
+    order perm, group j // group_size of that order, and g_idx = (arange // group_size)[invperm],
+    i.e. g_idx[perm[j]] = j // group_size), the codes and qweight staying in the layer's
+    own input order; None leaves g_idx out. Returns the reference dequantization (scales[g_idx]
+    * (q - zeros[g_idx])) [in, out] and the bias."""
     w = weights(out_features, in_features)
-    q, zeros, scales = gptq_quantize(w, group_size, sym, force_zero_point_zero)
-    qweight, qzeros = gptq_pack(q, zeros, v1)
     trivial = np.arange(in_features, dtype=np.int32) // group_size
-    if g_idx == "act-order":  # desc_act=True: g_idx[perm[j]] = j // group_size
+    if g_idx == "act-order":
         perm = RNG.permutation(in_features)
         index = np.zeros(in_features, dtype=np.int32)
         index[perm] = np.arange(in_features, dtype=np.int32) // group_size
+        assert not np.array_equal(index, trivial), prefix
     else:
         index = trivial
+    q, zeros, scales = gptq_quantize(w, group_size, sym, index, force_zero_point_zero)
+    qweight, qzeros = gptq_pack(q, zeros, v1)
     tensors[f"{prefix}.qweight"] = qweight
     tensors[f"{prefix}.qzeros"] = qzeros
     tensors[f"{prefix}.scales"] = scales
@@ -166,8 +175,8 @@ def gptq_layer(tensors, prefix, out_features, in_features, group_size, sym, v1, 
         tensors[f"{prefix}.g_idx"] = index
     if bias:
         tensors[f"{prefix}.bias"] = (RNG.standard_normal(out_features) * 0.1).astype(np.float16)
-    reference = gptq_dequantize(qweight, qzeros, scales, trivial, v1)
-    truth = ((q.T - zeros[trivial]).astype(np.float32) * scales[trivial].astype(np.float32))
+    reference = gptq_dequantize(qweight, qzeros, scales, index, v1)
+    truth = ((q.T - zeros[index]).astype(np.float32) * scales[index].astype(np.float32))
     if not (v1 and force_zero_point_zero):  # AutoGPTQ's v1 packing loses a zero point of 0's neighbours
         assert np.array_equal(reference.view(np.uint32), truth.view(np.uint32)), prefix
     return reference, (tensors[f"{prefix}.bias"].astype(np.float32) if bias else None)
@@ -455,8 +464,11 @@ def main():
                       g_idx=None)
     cases.append(case_entry(out, "gptq_v1_no_g_idx", "gptq/model.safetensors", "gptq",
                             "model.layers.0.self_attn.k_proj", affine, w, b))
-    gptq_layer(tensors, "model.layers.0.self_attn.v_proj", 64, 256, 64, sym=False, v1=True, bias=False,
-               g_idx="act-order")
+    # Act-order (desc_act=True): g_idx scatters the groups; quantc sorts the rows by group.
+    w, b = gptq_layer(tensors, "model.layers.0.self_attn.v_proj", 64, 256, 64, sym=False, v1=True, bias=False,
+                      g_idx="act-order")
+    cases.append(case_entry(out, "gptq_v1_act_order_asym", "gptq/model.safetensors", "gptq",
+                            "model.layers.0.self_attn.v_proj", affine, w, b))
     gptq_layer(tensors, "model.layers.0.self_attn.o_proj", 64, 256, 64, sym=False, v1=True, bias=False,
                force_zero_point_zero=True)
     # 3-bit: qweight [in * 3 / 32, out], qzeros [groups, out * 3 / 32] (contents irrelevant: refused)
@@ -470,6 +482,25 @@ def main():
         np.float64)
     gptq_layer(tensors, "model.layers.1.self_attn.v_proj", 64, 128, 64, sym=False, v1=True, bias=False)
     del tensors["model.layers.1.self_attn.v_proj.qzeros"]
+    # Act-order, symmetric, with a bias and a partial last group (200 = 3 * 64 + 8).
+    w, b = gptq_layer(tensors, "model.layers.0.mlp.gate_proj", 32, 200, 64, sym=True, v1=True, bias=True,
+                      g_idx="act-order")
+    cases.append(case_entry(out, "gptq_v1_act_order_sym", "gptq/model.safetensors", "gptq",
+                            "model.layers.0.mlp.gate_proj", affine, w, b))
+    # g_idx that are no group map of their layer: a group index past the scales' rows, a
+    # g_idx one word too short, and groups of the wrong sizes (one feature moved from
+    # group 0 to group 1).
+    for name, fault in (("q_proj", "out of range"), ("k_proj", "short"), ("v_proj", "sizes")):
+        prefix = f"model.layers.2.self_attn.{name}"
+        gptq_layer(tensors, prefix, 64, 128, 32, sym=False, v1=True, bias=False, g_idx="act-order")
+        index = tensors[f"{prefix}.g_idx"].copy()
+        if fault == "out of range":
+            index[np.nonzero(index == 1)[0][0]] = 4  # 4 groups: 0..3
+        elif fault == "short":
+            index = index[:120]
+        else:
+            index[np.nonzero(index == 0)[0][0]] = 1
+        tensors[f"{prefix}.g_idx"] = index
     tensors["lm_head.weight"] = weights(32, 64).astype(np.float16)
     write_safetensors(out / "gptq" / "model.safetensors", tensors)
 

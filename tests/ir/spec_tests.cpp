@@ -12,7 +12,8 @@ TEST_CASE("a valid spec fills defaults and keeps the target", "[spec]") {
   CHECK(spec.args.u32("group_size") == 64);
   CHECK(spec.target == "sm_90");
   CHECK(spec.canonical_json() ==
-        R"({"activation":"f32","group_size":64,"in_dim":256,"op":"linear_4bit_affine_grouped","out_dim":4096,"schedule":"auto","target":"sm_90"})");
+        R"({"act_order":false,"activation":"f32","group_size":64,"in_dim":256,"op":"linear_4bit_affine_grouped",)"
+        R"("out_dim":4096,"schedule":"auto","target":"sm_90"})");
 }
 
 TEST_CASE("malformed specs are rejected with the problem named", "[spec]") {

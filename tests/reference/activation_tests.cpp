@@ -21,6 +21,7 @@
 // CUDA's host half and bfloat16 conversions.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -166,6 +167,11 @@ BufferSet make_inputs(const std::string& op, const Program& program, Values valu
       });
     } else if (name == "zero_point") {
       fill<std::uint32_t>(buffer, [&](std::size_t) { return engine() & 15u; });
+    } else if (name == "perm") {  // act_order: a random permutation of the input features
+      std::vector<std::uint32_t> perm(decl.count);
+      for (std::uint32_t i = 0; i < perm.size(); ++i) perm[i] = i;
+      std::shuffle(perm.begin(), perm.end(), engine);
+      buffer = HostBuffer::from(ScalarType::U32, perm);
     } else if (name == "zero_points") {
       fill<float>(buffer, [&](std::size_t) { return float(engine() % 16) - 4.0f + 0.25f; });
     } else if (name == "global_scale") {
@@ -326,19 +332,24 @@ Oracle oracle(const std::string& op, const OpArgs& args, const BufferSet& in) {
     auto w = values_of<std::uint32_t>(in, "w");
     std::vector<float> scale = grouped ? values_of<float>(in, "scale") : std::vector<float>{};
     std::vector<std::uint32_t> zero = grouped ? values_of<std::uint32_t>(in, "zero_point") : std::vector<std::uint32_t>{};
+    // act_order: input feature k of w multiplies x[perm[k]].
+    std::vector<std::uint32_t> perm(in_dim);
+    for (std::uint32_t k = 0; k < in_dim; ++k) perm[k] = k;
+    if (in.count("perm")) perm = values_of<std::uint32_t>(in, "perm");
     result.reduction = in_dim;
     for (std::uint32_t i = 0; i < out_dim; ++i) {
       Exact e;
       add(e, b[i]);
       for (std::uint32_t k = 0; k < in_dim; ++k) {
         const double q = (w[(k / 8) * out_dim + i] >> (4 * (k % 8))) & 0xF;
+        const double xk = x[perm[k]];
         if (!grouped) {
-          add(e, double(x[k]) * q);
+          add(e, xk * q);
           continue;
         }
         const std::uint32_t sidecar = (k / group) * out_dim + i;
-        e.value += double(x[k]) * (q - zero[sidecar]) * scale[sidecar];
-        e.magnitude += std::fabs(x[k]) * (q + zero[sidecar]) * std::fabs(scale[sidecar]);
+        e.value += xk * (q - zero[sidecar]) * scale[sidecar];
+        e.magnitude += std::fabs(xk) * (q + zero[sidecar]) * std::fabs(scale[sidecar]);
       }
       result.outputs.push_back(e);
     }
@@ -497,6 +508,11 @@ OpArgs with_choice(OpArgs args, const char* key, const char* value) {
   return args;
 }
 
+OpArgs with_flag(OpArgs args, const char* key) {
+  args.set(key, true);
+  return args;
+}
+
 /// Shapes beyond the registry's small ones: split-K, sliced groups, batch tiles, partial
 /// rows and columns, both x paths of the dequant GEMV (vector and scalar), both nf4_gemm
 /// modes, and seed shapes with several rows.
@@ -510,6 +526,10 @@ std::vector<Shape> accuracy_shapes() {
       {"linear_4bit_affine_grouped", scheduled(dims({{"in_dim", 200}, {"out_dim", 8}, {"group_size", 64}}), "fast")},
       {"linear_4bit_affine_grouped", scheduled(dims({{"in_dim", 1024}, {"out_dim", 32}, {"group_size", 128}}), "fast")},
       {"linear_4bit_affine_grouped", scheduled(dims({{"in_dim", 72}, {"out_dim", 9}, {"group_size", 24}}), "seed")},
+      {"linear_4bit_affine_grouped",
+       with_flag(scheduled(dims({{"in_dim", 1024}, {"out_dim", 32}, {"group_size", 128}}), "fast"), "act_order")},
+      {"linear_4bit_affine_grouped",
+       with_flag(scheduled(dims({{"in_dim", 72}, {"out_dim", 9}, {"group_size", 24}}), "seed"), "act_order")},
       {"int4_matvec_f32_scaled", scheduled(dims({{"rows", 5}, {"cols", 1056}}), "fast")},
       {"int4_matvec_f32_scaled", scheduled(dims({{"rows", 9}, {"cols", 263}}), "seed")},
       {"int4_batched_matvec_f32_scaled", scheduled(dims({{"batch", 3}, {"rows", 6}, {"cols", 256}}), "fast")},
