@@ -78,8 +78,8 @@ Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, ScalarType acti
 ///    memory (in_dim <= 12288; QuantizedGemv.h: random addresses would cost one L1
 ///    wavefront per lane from global memory); the weights, the sidecars (once per group)
 ///    and the arithmetic are unchanged, and no second kernel or scratch copy of x in
-///    device memory is needed. H100 cost model, 4096 x 4096 g128: 2.83 us without
-///    act_order, 3.03 us with it (11008 x 4096: 7.6 and 9.1 us);
+///    device memory is needed. H100 cost model (fitted to an H200), 4096 x 4096 g128:
+///    11.3 us without act_order, 13.8 us with it (11008 x 4096: 32.8 and 40.8 us);
 ///  - indexing the sidecars by g_idx gives every k its own group: scale and zero point
 ///    load per weight (8 bytes of sidecar per 4-bit weight, 16x the weight bytes, from
 ///    L2), g_idx adds the same in_dim*4 bytes as perm, and the fast schedule's

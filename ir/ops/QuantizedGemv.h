@@ -43,10 +43,11 @@
 //    widened there); then the arithmetic above, unchanged. Why shared: a warp's 32
 //    gathered addresses are random, one L1 sector (wavefront) per lane from global
 //    memory, but a few bank conflicts in shared memory; on the H100 cost model at 4096 x
-//    4096 g128 (f32) the global gathers make the kernel issue-bound on the memory pipe,
-//    5.66 us against 2.83 us without act_order, the staged ones 3.03 us (11008 x 4096:
-//    15.4, 7.6 and 9.1 us). The model leaves out bank conflicts, and neither variant has
-//    been timed on a GPU.
+//    4096 g128 (f32), before its recalibration to an H200, the global gathers made the
+//    kernel issue-bound on the memory pipe, 5.66 us against 2.83 us without act_order,
+//    the staged ones 3.03 us; on the recalibrated model (each warp's serial chain) the
+//    staged kernel is 13.8 us against 11.3 us without act_order. The model leaves out
+//    bank conflicts, and neither variant has been timed on a GPU.
 // Floating-point order differs from the seed's per-k order, so results agree with the
 // seed program within the f32 accumulation bound, not bit for bit (tests/ops_linear).
 #pragma once
