@@ -122,10 +122,20 @@ void emit_tiled_matmul(ProgramBuilder& program, const char* op_id, const MatmulD
   });
 }
 
+/// The second per-block sidecar of a mode: zero_points (ZeroPoint), offsets (Offset), none.
+const char* second_sidecar(BlockAffineMode mode) {
+  switch (mode) {
+    case BlockAffineMode::ZeroPoint: return "zero_points";
+    case BlockAffineMode::Offset: return "offsets";
+    case BlockAffineMode::Symmetric: break;
+  }
+  return nullptr;
+}
+
 /// The shared INT8/INT4 block-affine program; `code` reads the integer code as f32.
 /// Callers have run check_matmul_dims (which yields `tile`) and check_block_size.
 Program block_affine_program(const char* name, const char* op_id, const MatmulDims& dims, std::uint32_t tile,
-                             std::uint32_t block_size, bool asymmetric, ScalarType weight_element,
+                             std::uint32_t block_size, BlockAffineMode mode, ScalarType weight_element,
                              std::uint32_t weight_count, ScalarType activation,
                              const std::function<Expr(Body&, const BufferRef&, const Expr& element)>& code) {
   const std::uint32_t blocks = ceil_div(dims.k, block_size);
@@ -135,21 +145,28 @@ Program block_affine_program(const char* name, const char* op_id, const MatmulDi
   BufferRef x = program.input("x", activation, dims.m * dims.k);
   BufferRef w = program.input("w", weight_element, weight_count);
   BufferRef scales = program.input("scales", ScalarType::F32, sidecar_count);
-  BufferRef zero_points;
-  if (asymmetric) zero_points = program.input("zero_points", ScalarType::F32, sidecar_count);
+  BufferRef second;  // zero_points or offsets
+  if (const char* sidecar = second_sidecar(mode)) second = program.input(sidecar, ScalarType::F32, sidecar_count);
   BufferRef out = program.output("out", activation, dims.m * dims.n);
 
-  Expr block_scale, block_zero_point;
+  Expr block_scale, block_second;
   WeightDecoder decoder;
   decoder.block_size = block_size;
   decoder.begin_block = [&](Body& block_body, const Expr& block, const Expr& column) {
     Expr sidecar = block_body.let("sidecar", block * double(dims.n) + column);
     block_scale = block_body.let("block_scale", scales[sidecar]);
-    if (asymmetric) block_zero_point = block_body.let("block_zero_point", zero_points[sidecar]);
+    if (mode == BlockAffineMode::ZeroPoint) block_second = block_body.let("block_zero_point", second[sidecar]);
+    if (mode == BlockAffineMode::Offset) block_second = block_body.let("block_offset", second[sidecar]);
   };
   decoder.weight = [&](Body& k_body, const Expr& p, const Expr& column) {
     Expr value = k_body.let("code", code(k_body, w, p * double(dims.n) + column));
-    return asymmetric ? (value - block_zero_point) * block_scale : value * block_scale;
+    switch (mode) {
+      case BlockAffineMode::ZeroPoint: return (value - block_second) * block_scale;
+      // The product rounds before the add, as ggml's q*d + m (DequantMatmul.h).
+      case BlockAffineMode::Offset: return value * block_scale + block_second;
+      case BlockAffineMode::Symmetric: break;
+    }
+    return value * block_scale;
   };
   emit_tiled_matmul(program, op_id, dims, tile, x, out, decoder);
   return program.build();
@@ -415,8 +432,9 @@ void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
 
 /// The int8/int4 fast program: buffers as block_affine_program declares them.
 Program block_affine_fast(const char* name, const char* op_id, std::uint32_t k, std::uint32_t n,
-                          std::uint32_t block_size, bool asymmetric, ScalarType weight_element,
+                          std::uint32_t block_size, BlockAffineMode mode, ScalarType weight_element,
                           std::uint32_t weight_count, std::uint32_t columns_per_byte, ScalarType activation) {
+  const bool asymmetric = mode == BlockAffineMode::ZeroPoint, offset = mode == BlockAffineMode::Offset;
   const std::uint32_t blocks = ceil_div(k, block_size);
   const std::uint32_t sidecar_count = blocks * n;  // checked by the caller
   ProgramBuilder program(name);
@@ -429,26 +447,26 @@ Program block_affine_fast(const char* name, const char* op_id, std::uint32_t k, 
   g.block_rows = block_size;
   g.chunk_rows = block_size;
   g.max_batch_rows = 32;
-  g.needs_x_sum = asymmetric;
+  g.needs_x_sum = asymmetric || offset;
   g.x = program.input("x", activation, k);
   g.w = program.input("w", weight_element, weight_count);
   BufferRef scales = program.input("scales", ScalarType::F32, sidecar_count);
-  BufferRef zero_points;
-  if (asymmetric) zero_points = program.input("zero_points", ScalarType::F32, sidecar_count);
+  BufferRef second;  // zero_points or offsets
+  const char* second_name = second_sidecar(mode);
+  if (second_name) second = program.input(second_name, ScalarType::F32, sidecar_count);
   g.out = program.output("out", activation, n);
   const std::uint32_t columns = lane_columns(g);
-  std::vector<std::vector<Expr>> block_scales(32), block_zero_points(32);
+  std::vector<std::vector<Expr>> block_scales(32), block_seconds(32);
   g.begin_block = [&](Body& body, const Expr& block, const Expr& column, std::uint32_t slot) {
     // The block's sidecars load first, in flight with its first batch of rows.
     Expr sidecar = body.let(fmt::format("sidecar{}", slot), block * n + column);
     block_scales[slot].clear();
-    block_zero_points[slot].clear();
+    block_seconds[slot].clear();
     for (std::uint32_t q = 0; q < columns / 4; ++q) {
       Expr at = q == 0 ? sidecar : sidecar + 4 * q;
       block_scales[slot].push_back(body.let(fmt::format("scales{}_{}", slot, q), scales.load(at, 4)));
-      if (asymmetric) {
-        block_zero_points[slot].push_back(
-            body.let(fmt::format("zero_points{}_{}", slot, q), zero_points.load(at, 4)));
+      if (second_name) {
+        block_seconds[slot].push_back(body.let(fmt::format("{}{}_{}", second_name, slot, q), second.load(at, 4)));
       }
     }
   };
@@ -457,11 +475,16 @@ Program block_affine_fast(const char* name, const char* op_id, std::uint32_t k, 
   };
   g.end_block = [&](Body& body, std::vector<Expr>& acc, const std::vector<Expr>& dot, const Expr& x_sum,
                     std::uint32_t slot) {
-    // acc += s * (sum x*q - z * sum x): the scale and zero point once per block.
+    // acc += s * (sum x*q - z * sum x): the scale and zero point once per block; in the
+    // offset mode acc += s * (sum x*q) + o * (sum x), the scale and offset once per block.
     for (std::uint32_t c = 0; c < columns; ++c) {
       Expr s = extract_lane(block_scales[slot][c / 4], c % 4);
-      Expr centred =
-          asymmetric ? fma(-extract_lane(block_zero_points[slot][c / 4], c % 4), x_sum, dot[c]) : dot[c];
+      if (offset) {
+        body.assign(acc[c], fma(s, dot[c], acc[c]));
+        body.assign(acc[c], fma(extract_lane(block_seconds[slot][c / 4], c % 4), x_sum, acc[c]));
+        continue;
+      }
+      Expr centred = asymmetric ? fma(-extract_lane(block_seconds[slot][c / 4], c % 4), x_sum, dot[c]) : dot[c];
       body.assign(acc[c], fma(s, centred, acc[c]));
     }
   };
@@ -691,29 +714,53 @@ std::vector<Expr> decode_fp4_e2m1_word_x2(const Expr& word) {
   return values;
 }
 
-Program dequant_matmul_int8(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
-                           bool asymmetric, ScalarType activation) {
+namespace {
+BlockAffineMode mode_of(bool asymmetric) {
+  return asymmetric ? BlockAffineMode::ZeroPoint : BlockAffineMode::Symmetric;
+}
+
+Program int8_seed(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size, BlockAffineMode mode,
+                  ScalarType activation) {
   const char* name = "dequant_matmul_int8";
   check_block_size(name, block_size);
   const MatmulDims dims{m, k, n};
   const std::uint32_t tile = check_matmul_dims(name, dims);
-  return block_affine_program(name, kInt8Id, dims, tile, block_size, asymmetric, ScalarType::I8, k * n, activation,
+  return block_affine_program(name, kInt8Id, dims, tile, block_size, mode, ScalarType::I8, k * n, activation,
                               [](Body&, const BufferRef& w, const Expr& element) {
                                 return cast(ScalarType::F32, w[element]);
                               });
 }
 
-Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
-                           bool asymmetric, ScalarType activation) {
+Program int4_seed(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size, BlockAffineMode mode,
+                  ScalarType activation) {
   const char* name = "dequant_matmul_int4";
   check_block_size(name, block_size);
   const MatmulDims dims{m, k, n};
   const std::uint32_t tile = check_matmul_dims(name, dims);
-  return block_affine_program(name, kInt4Id, dims, tile, block_size, asymmetric, ScalarType::U8,
-                              ceil_div(k * n, 2), activation,
-                              [](Body& body, const BufferRef& w, const Expr& element) {
+  return block_affine_program(name, kInt4Id, dims, tile, block_size, mode, ScalarType::U8, ceil_div(k * n, 2),
+                              activation, [](Body& body, const BufferRef& w, const Expr& element) {
                                 return cast(ScalarType::F32, byte_buffer_nibble(body, w, element));
                               });
+}
+}  // namespace
+
+std::string_view to_string(BlockAffineMode mode) {
+  switch (mode) {
+    case BlockAffineMode::ZeroPoint: return "asymmetric";
+    case BlockAffineMode::Offset: return "offset";
+    case BlockAffineMode::Symmetric: break;
+  }
+  return "symmetric";
+}
+
+Program dequant_matmul_int8(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
+                           bool asymmetric, ScalarType activation) {
+  return int8_seed(m, k, n, block_size, mode_of(asymmetric), activation);
+}
+
+Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
+                           bool asymmetric, ScalarType activation) {
+  return int4_seed(m, k, n, block_size, mode_of(asymmetric), activation);
 }
 
 Program dequant_matmul_fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp8Format format,
@@ -771,34 +818,40 @@ Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, 
 }
 
 Program dequant_matmul_int8(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
-                           bool asymmetric, KernelSchedule schedule, ScalarType activation) {
+                           BlockAffineMode mode, KernelSchedule schedule, ScalarType activation) {
   const char* name = "dequant_matmul_int8";
-  if (schedule == KernelSchedule::Seed) return dequant_matmul_int8(m, k, n, block_size, asymmetric, activation);
+  if (schedule == KernelSchedule::Seed) return int8_seed(m, k, n, block_size, mode, activation);
   check_block_size(name, block_size);  // the seed's errors first, for every schedule
   check_matmul_dims(name, {m, k, n});
   checked_count(name, "ceil(k/block_size)*n (sidecar elements)", ceil_div(k, block_size), n);
   auto reason = fast_unsupported(name, m, n, 1);
-  if (reason && schedule == KernelSchedule::Auto) {
-    return dequant_matmul_int8(m, k, n, block_size, asymmetric, activation);
-  }
+  if (reason && schedule == KernelSchedule::Auto) return int8_seed(m, k, n, block_size, mode, activation);
   if (reason) throw_fast_unsupported(name, *reason);
-  return block_affine_fast(name, kInt8Id, k, n, block_size, asymmetric, ScalarType::I8, k * n, 1, activation);
+  return block_affine_fast(name, kInt8Id, k, n, block_size, mode, ScalarType::I8, k * n, 1, activation);
 }
 
 Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
-                           bool asymmetric, KernelSchedule schedule, ScalarType activation) {
+                           BlockAffineMode mode, KernelSchedule schedule, ScalarType activation) {
   const char* name = "dequant_matmul_int4";
-  if (schedule == KernelSchedule::Seed) return dequant_matmul_int4(m, k, n, block_size, asymmetric, activation);
+  if (schedule == KernelSchedule::Seed) return int4_seed(m, k, n, block_size, mode, activation);
   check_block_size(name, block_size);
   check_matmul_dims(name, {m, k, n});
   checked_count(name, "ceil(k/block_size)*n (sidecar elements)", ceil_div(k, block_size), n);
   auto reason = fast_unsupported(name, m, n, 2);
-  if (reason && schedule == KernelSchedule::Auto) {
-    return dequant_matmul_int4(m, k, n, block_size, asymmetric, activation);
-  }
+  if (reason && schedule == KernelSchedule::Auto) return int4_seed(m, k, n, block_size, mode, activation);
   if (reason) throw_fast_unsupported(name, *reason);
-  return block_affine_fast(name, kInt4Id, k, n, block_size, asymmetric, ScalarType::U8, ceil_div(k * n, 2), 2,
+  return block_affine_fast(name, kInt4Id, k, n, block_size, mode, ScalarType::U8, ceil_div(k * n, 2), 2,
                            activation);
+}
+
+Program dequant_matmul_int8(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
+                           bool asymmetric, KernelSchedule schedule, ScalarType activation) {
+  return dequant_matmul_int8(m, k, n, block_size, mode_of(asymmetric), schedule, activation);
+}
+
+Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
+                           bool asymmetric, KernelSchedule schedule, ScalarType activation) {
+  return dequant_matmul_int4(m, k, n, block_size, mode_of(asymmetric), schedule, activation);
 }
 
 Program dequant_matmul_fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp8Format format,
@@ -835,10 +888,29 @@ OpArgs block_shape(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint3
   args.set("asymmetric", asymmetric);
   return args;
 }
+/// block_shape in the offset mode (w = q * s + o).
+OpArgs offset_shape(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size) {
+  OpArgs args = block_shape(m, k, n, block_size, false);
+  args.set("offset", true);
+  return args;
+}
 OpArgs fp8_shape(std::uint32_t m, std::uint32_t k, std::uint32_t n, const char* format) {
   OpArgs args = dims_shape(m, k, n);
   args.set("format", std::string(format));
   return args;
+}
+
+/// The weight mode of an int8/int4 spec: "asymmetric" and "offset" (both default false).
+BlockAffineMode block_mode_arg(const char* op, const OpArgs& args) {
+  const bool asymmetric = args.has("asymmetric") && args.boolean("asymmetric");
+  const bool offset = args.has("offset") && args.boolean("offset");
+  if (asymmetric && offset) {
+    throw OpError(fmt::format("Fix: {} \"asymmetric\": true and \"offset\": true are exclusive: asymmetric "
+                              "subtracts a zero point before the scale ((q - z) * s, buffer zero_points), offset "
+                              "adds one after it (q * s + o, buffer offsets); set one of them to false.",
+                              op));
+  }
+  return offset ? BlockAffineMode::Offset : mode_of(asymmetric);
 }
 
 Fp8Format fp8_format_arg(const OpArgs& args) {
@@ -863,8 +935,13 @@ std::vector<OpInfo> dequant_matmul_ops() {
   ParamSpec m{"m", ParamType::U32, "activation rows", "", "> 0, ceil(m/4) <= 65535", {}};
   ParamSpec k{"k", ParamType::U32, "reduction length", "", "> 0", {}};
   ParamSpec n{"n", ParamType::U32, "output columns", "", "> 0", {}};
-  ParamSpec block_size{"block_size", ParamType::U32, "consecutive k sharing one scale/zero point", "", "> 0", {}};
-  ParamSpec asymmetric{"asymmetric", ParamType::Bool, "subtract a per-block f32 zero point", "false", "", {}};
+  ParamSpec block_size{"block_size", ParamType::U32, "consecutive k sharing one scale and zero point or offset", "",
+                       "> 0", {}};
+  ParamSpec asymmetric{"asymmetric", ParamType::Bool, "subtract a per-block f32 zero point: w = (q - z) * s", "false",
+                       "not with offset", {}};
+  ParamSpec offset{"offset", ParamType::Bool,
+                   "add a per-block f32 offset after the scale: w = q * s + o (GGUF Q4_1, Q4_K, Q5_K)", "false",
+                   "not with asymmetric", {}};
   ParamSpec format{"format", ParamType::Choice, "FP8 encoding of W", "\"e4m3\"", "", {"e4m3", "e5m2"}};
   const std::string sidecar_count = "ceil(k/block_size) * n";
   const BufferSpec x = activation_buffer("x", "input", "m * k", {"m", "k"});
@@ -872,24 +949,28 @@ std::vector<OpInfo> dequant_matmul_ops() {
   const BufferSpec scales{"scales", "sidecar", ScalarType::F32, sidecar_count, {"ceil(k/block_size)", "n"}};
   const BufferSpec zero_points{"zero_points", "sidecar", ScalarType::F32, sidecar_count + " (asymmetric only)",
                                 {"ceil(k/block_size)", "n"}};
+  const BufferSpec offsets{"offsets", "sidecar", ScalarType::F32, sidecar_count + " (offset only)",
+                           {"ceil(k/block_size)", "n"}};
 
-  auto build_block = [](Program (*constructor)(std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, bool,
-                                                KernelSchedule, ScalarType)) {
-    return [constructor](const OpArgs& args) {
-      return constructor(args.u32("m"), args.u32("k"), args.u32("n"), args.u32("block_size"),
-                         args.boolean("asymmetric"), schedule_of(args), activation_of(args));
+  auto build_block = [](const char* op, Program (*constructor)(std::uint32_t, std::uint32_t, std::uint32_t,
+                                                                std::uint32_t, BlockAffineMode, KernelSchedule,
+                                                                ScalarType)) {
+    return [op, constructor](const OpArgs& args) {
+      return constructor(args.u32("m"), args.u32("k"), args.u32("n"), args.u32("block_size"), block_mode_arg(op, args),
+                         schedule_of(args), activation_of(args));
     };
   };
   std::vector<OpInfo> ops;
   ops.push_back(OpInfo{
       .name = "dequant_matmul_int8",
-      .summary = "out = x @ ((f32(W) - zero_point) * scale), W i8 with per-block sidecars",
+      .summary = "out = x @ ((f32(W) - zero_point) * scale) or x @ (f32(W) * scale + offset), W i8 with per-block "
+                 "sidecars",
       .layout = layout + "; W i8 element p*n + j; sidecars [ceil(k/block_size), n]",
       .seed = seed,
-      .params = {m, k, n, block_size, asymmetric, schedule_param(), activation_param()},
-      .buffers = with_split_k({x, {"w", "weight", ScalarType::I8, "k * n", {"k", "n"}}, scales, zero_points, out},
-                              "ceil(n/32)"),
-      .build = build_block(dequant_matmul_int8),
+      .params = {m, k, n, block_size, asymmetric, offset, schedule_param(), activation_param()},
+      .buffers = with_split_k(
+          {x, {"w", "weight", ScalarType::I8, "k * n", {"k", "n"}}, scales, zero_points, offsets, out}, "ceil(n/32)"),
+      .build = build_block("dequant_matmul_int8", dequant_matmul_int8),
       .test_shapes = {scheduled(block_shape(1, 8, 4, 4, false), "seed"), scheduled(block_shape(3, 20, 9, 8, true), "seed"),
                       scheduled(block_shape(5, 64, 33, 32, true), "seed"),
                       scheduled(block_shape(4, 7, 130, 3, false), "seed"),
@@ -900,17 +981,22 @@ std::vector<OpInfo> dequant_matmul_ops() {
                       activated(scheduled(block_shape(3, 20, 9, 8, true), "seed"), "f16"),
                       activated(scheduled(block_shape(3, 20, 9, 8, true), "seed"), "bf16"),
                       activated(scheduled(block_shape(1, 37, 48, 16, false), "fast"), "f16"),
-                      activated(scheduled(block_shape(1, 64, 32, 32, true), "fast"), "bf16")},
+                      activated(scheduled(block_shape(1, 64, 32, 32, true), "fast"), "bf16"),
+                      // the offset mode (GGUF Q5_K): a partial last block and row tile; the GEMV
+                      scheduled(offset_shape(3, 20, 9, 8), "seed"), scheduled(offset_shape(1, 64, 32, 32), "fast"),
+                      activated(scheduled(offset_shape(1, 64, 32, 32), "fast"), "bf16")},
   });
   ops.push_back(OpInfo{
       .name = "dequant_matmul_int4",
-      .summary = "out = x @ ((f32(W4) - zero_point) * scale), unsigned nibbles with per-block sidecars",
+      .summary = "out = x @ ((f32(W4) - zero_point) * scale) or x @ (f32(W4) * scale + offset), unsigned nibbles "
+                 "with per-block sidecars",
       .layout = layout + "; element p*n + j is nibble (low first) of byte (p*n + j)/2",
       .seed = seed,
-      .params = {m, k, n, block_size, asymmetric, schedule_param(), activation_param()},
-      .buffers = with_split_k({x, {"w", "weight", ScalarType::U8, "ceil(k*n / 2)", {"k", "n/2"}}, scales, zero_points, out},
-                              "ceil(n/64)"),
-      .build = build_block(dequant_matmul_int4),
+      .params = {m, k, n, block_size, asymmetric, offset, schedule_param(), activation_param()},
+      .buffers = with_split_k(
+          {x, {"w", "weight", ScalarType::U8, "ceil(k*n / 2)", {"k", "n/2"}}, scales, zero_points, offsets, out},
+          "ceil(n/64)"),
+      .build = build_block("dequant_matmul_int4", dequant_matmul_int4),
       .test_shapes = {scheduled(block_shape(1, 8, 4, 4, false), "seed"), scheduled(block_shape(3, 20, 9, 8, true), "seed"),
                       scheduled(block_shape(5, 64, 33, 32, true), "seed"),
                       scheduled(block_shape(2, 9, 7, 5, false), "seed"),
@@ -921,7 +1007,14 @@ std::vector<OpInfo> dequant_matmul_ops() {
                       activated(scheduled(block_shape(2, 9, 7, 5, false), "seed"), "f16"),
                       activated(scheduled(block_shape(2, 9, 7, 5, false), "seed"), "bf16"),
                       activated(scheduled(block_shape(1, 64, 64, 32, true), "fast"), "f16"),
-                      activated(scheduled(block_shape(1, 37, 96, 16, false), "fast"), "bf16")},
+                      activated(scheduled(block_shape(1, 37, 96, 16, false), "fast"), "bf16"),
+                      // the offset mode (GGUF Q4_1, Q4_K): a partial last block and row tile, Q4_K's
+                      // sub-block of 32 with odd n, the GEMV, and split-K over 2 workgroups with a
+                      // partial last block
+                      scheduled(offset_shape(3, 20, 9, 8), "seed"), scheduled(offset_shape(2, 64, 33, 32), "seed"),
+                      scheduled(offset_shape(1, 64, 64, 32), "fast"), scheduled(offset_shape(1, 1040, 64, 32), "fast"),
+                      activated(scheduled(offset_shape(3, 20, 9, 8), "seed"), "f16"),
+                      activated(scheduled(offset_shape(1, 64, 64, 32), "fast"), "bf16")},
   });
   ops.push_back(OpInfo{
       .name = "dequant_matmul_fp8",

@@ -60,8 +60,10 @@
 //    sum at the end, E5M2 exponent 31 mapped to inf/NaN per element; NVFP4 by a prmt code
 //    book of twice the E2M1 magnitudes (four codes per prmt) and the sign bit XOR-ed in.
 //    Per element: one fma into the lane's per-column partial sum.
-//  - Block factoring: per block and column, D = sum x*q and (asymmetric) X = sum x in f32
-//    fma; then acc = fma(s, fma(-z, X, D), acc) (int8/int4); acc = fma(scale/2, D2, acc)
+//  - Block factoring: per block and column, D = sum x*q and (asymmetric, offset) X = sum x
+//    in f32 fma; then acc = fma(s, fma(-z, X, D), acc) (int8/int4; symmetric: z = 0) or,
+//    in the offset mode, acc = fma(o, X, fma(s, D, acc)) (o / s is not exact, so the
+//    offset cannot be folded into D before the scale); acc = fma(scale/2, D2, acc)
 //    with D2 = sum x * (2*e2m1) (nvfp4: the block scale decoded once per block and
 //    column; halving it is exact); fp8 accumulates sum x*w and multiplies by the column
 //    scale once; nvfp4 multiplies by the global scale once.
@@ -78,10 +80,11 @@
 // Floating-point order and the bound against the seed: the seed adds x*w per k in order;
 // the fast schedule forms per-chunk f32 fma sums, folds them per block, sums the 16
 // k-lanes by the butterfly and the splits in order. With u = 2^-24 and per-term
-// magnitudes T_p = |x_p| * (|q_p| + |z_b|) * |s_b| (fp8, nvfp4: |x_p * w_p| times
-// their scales), the longest chain of f32 roundings of one output is
-// L = n_b + ceil(blocks / (16 * splits)) + 8 + splits (n_b the rows of one block sum; 8
-// for the zero-point and block fmas, the 4 butterfly levels and the final scale), so
+// magnitudes T_p = |x_p| * (|q_p| + |z_b|) * |s_b| (offset mode: |x_p| * (|q_p| * |s_b| +
+// |o_b|); fp8, nvfp4: |x_p * w_p| times their scales), the longest chain of f32 roundings
+// of one output is L = n_b + ceil(blocks / (16 * splits)) + 8 + splits (n_b the rows of
+// one block sum; 8 for the zero-point (offset) and block fmas, the 4 butterfly levels and
+// the final scale), so
 // |fast - exact| <= 2 * u * L * sum_p T_p; the seed's k ordered adds give
 // |seed - exact| <= 2 * u * (k + 2) * sum_p T_p, and |fast - seed| is within the sum, as
 // asserted in
@@ -163,12 +166,36 @@ Expr fp8_e4m3_nan_bytes(const Expr& word);
 /// by the sign bits (prmt sign replication, one lop3), then prmt under 0x4B minus 2^23 + 128.
 std::vector<Expr> decode_fp4_e2m1_word_x2(const Expr& word);
 
+/// How dequant_matmul_int8/int4 turn a code q into a weight with its block's f32 sidecars
+/// (s = scales[b*n + j], b = p / block_size; the spec parameters in brackets):
+/// - Symmetric (the default): w = f32(q) * s.
+/// - ZeroPoint ("asymmetric": true, the seed's): w = (f32(q) - z) * s, z = zero_points[b*n + j].
+/// - Offset ("offset": true): w = f32(q) * s + o, o = offsets[b*n + j], the product
+///   rounded before the add as built (-O2's contract_fma fuses the two into fma(q, s, o)
+///   unless --fp-contract=off; the two agree whenever q * s is exact in f32, e.g. every s
+///   of at most 24 - 8 significant bits for int8, 24 - 4 for int4). This is the block
+///   affine of llama.cpp's "scale and min" formats, which the asymmetric mode cannot hold
+///   exactly (z = -o/s is not an f32 in general): ggml's block_q4_1 (ggml-common.h;
+///   dequantize_row_q4_1 in ggml/src/ggml-quants.c computes q*d + m, d and m f16) gives
+///   s = d, o = m; block_q4_K (dequantize_row_q4_K: per 32-element sub-block j of a
+///   256-element super-block, d1 = d * sc_j, m1 = dmin * m_j with 6-bit sc_j, m_j from
+///   get_scale_min_k4, then d1 * q - m1) gives block_size 32, s = d1, o = -m1; block_q5_K
+///   (dequantize_row_q5_K, 5-bit q) the same on dequant_matmul_int8. There every product
+///   (f16 d times a 6-bit scale times a 4/5-bit code) is exact in f32, so w is ggml's f32
+///   value bit for bit (runtime/io/Convert.h, convert_gguf).
+/// "asymmetric" and "offset" are exclusive (OpError).
+enum class BlockAffineMode : std::uint8_t { Symmetric, ZeroPoint, Offset };
+/// "symmetric", "asymmetric", "offset".
+std::string_view to_string(BlockAffineMode mode);
+
 /// INT8 block-quantized weights: w(p, j) = (f32(q) - z) * s, where q = W[p*n + j] (i8,
 /// -128..127), s = scales[b*n + j], z = zero_points[b*n + j] (asymmetric) or absent
-/// (symmetric: w = f32(q) * s, the same value as with z = 0), b = p / block_size.
+/// (symmetric: w = f32(q) * s, the same value as with z = 0), b = p / block_size; or
+/// w(p, j) = f32(q) * s + offsets[b*n + j] (BlockAffineMode::Offset).
 /// Buffers (bindings in order; A = the activation type): x A[m*k], w i8[k*n],
 /// scales f32[ceil(k/block_size)*n], zero_points f32[ceil(k/block_size)*n] (only when
-/// asymmetric), out A[m*n].
+/// asymmetric) or offsets f32[ceil(k/block_size)*n] (only with the offset mode),
+/// out A[m*n].
 /// Loads of w are byte loads that widen to 32 bits (PTX has no 8-bit registers).
 /// Errors (OpError): m, k, n or block_size 0; a buffer count (m*k, k*n, m*n,
 /// ceil(k/block_size)*n) over 2^32-1; ceil(m/4) over 65535 (CUDA grid y).
@@ -178,11 +205,21 @@ Program dequant_matmul_int8(std::uint32_t m, std::uint32_t k, std::uint32_t n, s
 /// INT4 block-quantized weights, two unsigned nibbles per byte: element e = p*n + j is
 /// the low nibble (bits 0..3) of byte w[e/2] when e is even, the high nibble when odd.
 /// Codes are unsigned 0..15 as in the seed: symmetric means z = 0 (no implicit offset
-/// of 8). w(p, j) = (f32(code) - z) * s with the int8 op's sidecars.
-/// Buffers: x A[m*k], w u8[ceil(k*n/2)], scales and (asymmetric) zero_points
-/// f32[ceil(k/block_size)*n], out A[m*n]. Errors as for dequant_matmul_int8.
+/// of 8). w(p, j) = (f32(code) - z) * s with the int8 op's sidecars, or
+/// f32(code) * s + o in the offset mode (BlockAffineMode).
+/// Buffers: x A[m*k], w u8[ceil(k*n/2)], scales and (asymmetric) zero_points or (offset)
+/// offsets f32[ceil(k/block_size)*n], out A[m*n]. Errors as for dequant_matmul_int8.
 Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
                            bool asymmetric, ScalarType activation = ScalarType::F32);
+
+/// The same ops with the weight mode spelled out (the bool overloads are Symmetric /
+/// ZeroPoint).
+Program dequant_matmul_int8(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
+                           BlockAffineMode mode, KernelSchedule schedule = KernelSchedule::Seed,
+                           ScalarType activation = ScalarType::F32);
+Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
+                           BlockAffineMode mode, KernelSchedule schedule = KernelSchedule::Seed,
+                           ScalarType activation = ScalarType::F32);
 
 /// FP8 weights with one f32 scale per output column: the seed's `acc += x * w * s`,
 /// i.e. product = (x[i, p] * decode_fp8(W[p*n + j])) * scales[j]. NaN codes (and

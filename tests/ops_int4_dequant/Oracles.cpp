@@ -175,12 +175,14 @@ std::uint32_t nibble_at(const std::vector<std::uint8_t>& bytes, std::size_t elem
 
 namespace {
 /// RLX's blocked affine dequant-matmul loop, sequential in p (the ops' documented order);
-/// `code(p, j)` is the stored integer code of W[p, j] as f32.
+/// `code(p, j)` is the stored integer code of W[p, j] as f32. With `offset`, `zero_points`
+/// holds the offsets o and the weight is ggml's Q4_1 form code * s + o (the product
+/// rounded, then the sum) instead of RLX's (code - z) * s.
 template <class Code>
 std::vector<float> blocked_dequant_matmul(const std::vector<float>& x, const Code& code,
                                           const std::vector<float>& scales, const std::vector<float>& zero_points,
                                           std::uint32_t m, std::uint32_t k, std::uint32_t n,
-                                          std::uint32_t block_size, bool asymmetric) {
+                                          std::uint32_t block_size, bool asymmetric, bool offset = false) {
   std::vector<float> out(std::size_t{m} * n);
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
@@ -189,7 +191,7 @@ std::vector<float> blocked_dequant_matmul(const std::vector<float>& x, const Cod
         std::size_t block = p / block_size;
         float s = scales[block * n + j];
         float z = asymmetric ? zero_points[block * n + j] : 0.0f;
-        float dequantized = (code(p, j) - z) * s;
+        float dequantized = offset ? code(p, j) * s + zero_points[block * n + j] : (code(p, j) - z) * s;
         acc += x[i * k + p] * dequantized;
       }
       out[i * n + j] = acc;
@@ -213,6 +215,22 @@ std::vector<float> dequant_matmul_int4(const std::vector<float>& x, const std::v
                                        bool asymmetric) {
   auto code = [&](std::size_t p, std::size_t j) { return static_cast<float>(nibble_at(w, p * n + j)); };
   return blocked_dequant_matmul(x, code, scales, zero_points, m, k, n, block_size, asymmetric);
+}
+
+std::vector<float> dequant_matmul_int8_offset(const std::vector<float>& x, const std::vector<std::int8_t>& w,
+                                              const std::vector<float>& scales, const std::vector<float>& offsets,
+                                              std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                                              std::uint32_t block_size) {
+  auto code = [&](std::size_t p, std::size_t j) { return static_cast<float>(w[p * n + j]); };
+  return blocked_dequant_matmul(x, code, scales, offsets, m, k, n, block_size, false, true);
+}
+
+std::vector<float> dequant_matmul_int4_offset(const std::vector<float>& x, const std::vector<std::uint8_t>& w,
+                                              const std::vector<float>& scales, const std::vector<float>& offsets,
+                                              std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                                              std::uint32_t block_size) {
+  auto code = [&](std::size_t p, std::size_t j) { return static_cast<float>(nibble_at(w, p * n + j)); };
+  return blocked_dequant_matmul(x, code, scales, offsets, m, k, n, block_size, false, true);
 }
 
 std::vector<float> dequant_matmul_fp8(const std::vector<float>& x, const std::vector<std::uint8_t>& w,

@@ -76,6 +76,16 @@ std::vector<float> dequant_matmul_int4(const std::vector<float>& x, const std::v
                                        const std::vector<float>& scales, const std::vector<float>& zero_points,
                                        std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
                                        bool asymmetric);
+/// The offset mode (BlockAffineMode::Offset, ggml's Q4_1 form): w = code * s + o, the
+/// product rounded before the add, in the same sequential loop.
+std::vector<float> dequant_matmul_int8_offset(const std::vector<float>& x, const std::vector<std::int8_t>& w,
+                                              const std::vector<float>& scales, const std::vector<float>& offsets,
+                                              std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                                              std::uint32_t block_size);
+std::vector<float> dequant_matmul_int4_offset(const std::vector<float>& x, const std::vector<std::uint8_t>& w,
+                                              const std::vector<float>& scales, const std::vector<float>& offsets,
+                                              std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                                              std::uint32_t block_size);
 std::vector<float> dequant_matmul_fp8(const std::vector<float>& x, const std::vector<std::uint8_t>& w,
                                       const std::vector<float>& scales, std::uint32_t m, std::uint32_t k,
                                       std::uint32_t n, bool e5m2);

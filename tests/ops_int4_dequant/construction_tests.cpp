@@ -31,6 +31,11 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
+/// A spec of `op` with m 2, k 9, n 7, block_size 4 and `extra` keys (", \"key\": value").
+std::string fmt_spec(const char* op, const std::string& extra) {
+  return std::string(R"({"op": ")") + op + R"(", "m": 2, "k": 9, "n": 7, "block_size": 4)" + extra + "}";
+}
+
 /// Runs `build` and checks that it throws OpError whose message contains every fragment.
 template <class Build>
 void require_op_error(Build build, std::initializer_list<const char*> fragments) {
@@ -84,6 +89,37 @@ TEST_CASE("dequant params: asymmetric is a bool, format a choice of e4m3/e5m2", 
   REQUIRE(format != fp8->params.end());
   CHECK(format->type == ParamType::Choice);
   CHECK(format->choices == std::vector<std::string>{"e4m3", "e5m2"});
+}
+
+TEST_CASE("dequant int8/int4 offset mode: a bool exclusive with asymmetric, its own offsets buffer",
+          "[ops_int4_dequant][registry][offset]") {
+  for (const char* name : {"dequant_matmul_int8", "dequant_matmul_int4"}) {
+    INFO(name);
+    const OpInfo* op = OpRegistry::builtin().find(name);
+    auto offset = std::find_if(op->params.begin(), op->params.end(),
+                               [](const ParamSpec& param) { return param.name == "offset"; });
+    REQUIRE(offset != op->params.end());
+    CHECK(offset->type == ParamType::Bool);
+    CHECK(offset->default_value == "false");
+    // Specs without the key keep their programs: offset defaults to false.
+    const OpSpec plain = parse_spec(fmt_spec(name, ""));
+    CHECK_FALSE(plain.args.boolean("offset"));
+    const Program with_offsets = op->build(parse_spec(fmt_spec(name, R"(, "offset": true)")).args);
+    CHECK(with_offsets.find_buffer("offsets") != nullptr);
+    CHECK(with_offsets.find_buffer("offsets")->count == 3 * 7);  // ceil(9/4) * 7
+    CHECK(with_offsets.find_buffer("offsets")->element == ScalarType::F32);
+    CHECK(with_offsets.find_buffer("zero_points") == nullptr);
+    CHECK(op->build(parse_spec(fmt_spec(name, "")).args).find_buffer("offsets") == nullptr);
+    require_op_error([&] { op->build(parse_spec(fmt_spec(name, R"(, "offset": true, "asymmetric": true)")).args); },
+                     {name, "\"asymmetric\": true and \"offset\": true are exclusive", "set one of them to false"});
+  }
+  // The offsets bind after the scales, where asymmetric's zero_points bind.
+  const Program int4 = dequant_matmul_int4(1, 64, 64, 32, BlockAffineMode::Offset, KernelSchedule::Fast);
+  REQUIRE(int4.buffers.size() == 5);
+  CHECK(int4.buffers[2].name == "scales");
+  CHECK(int4.buffers[3].name == "offsets");
+  CHECK(to_string(BlockAffineMode::Offset) == "offset");
+  CHECK(to_string(BlockAffineMode::ZeroPoint) == "asymmetric");
 }
 
 TEST_CASE("buffer counts follow the documented layouts", "[ops_int4_dequant][layout]") {

@@ -109,6 +109,60 @@ TEST_CASE("dequant_matmul_int4 matches the seed loop bit for bit (odd k*n includ
   }
 }
 
+TEST_CASE("dequant_matmul_int8 and int4 in the offset mode match the seed loop with q*s + o bit for bit",
+          "[ops_int4_dequant][dequant][reference][offset]") {
+  std::mt19937 engine(23);
+  for (const Shape& shape : kShapes) {
+    INFO("m " << shape.m << " k " << shape.k << " n " << shape.n << " block " << shape.block_size);
+    const std::size_t sidecars = std::size_t{ir::ceil_div(shape.k, shape.block_size)} * shape.n;
+    std::vector<float> x = random_floats(engine, std::size_t{shape.m} * shape.k);
+    std::vector<float> scales = random_floats(engine, sidecars, -0.1f, 0.1f);  // Q4_K's d may be negative
+    std::vector<float> offsets = random_floats(engine, sidecars, -1.0f, 1.0f);
+    std::vector<std::int8_t> w8 = random_bytes<std::int8_t>(engine, std::size_t{shape.k} * shape.n);
+    std::vector<std::uint8_t> w4 = random_bytes<std::uint8_t>(engine, (std::size_t{shape.k} * shape.n + 1) / 2);
+    using ir::ops::BlockAffineMode;
+    require_same_bits(
+        run_reference<float>(ir::ops::dequant_matmul_int8(shape.m, shape.k, shape.n, shape.block_size,
+                                                          BlockAffineMode::Offset),
+                             {{"x", host(ScalarType::F32, x)},
+                              {"w", host(ScalarType::I8, w8)},
+                              {"scales", host(ScalarType::F32, scales)},
+                              {"offsets", host(ScalarType::F32, offsets)}}),
+        dequant_matmul_int8_offset(x, w8, scales, offsets, shape.m, shape.k, shape.n, shape.block_size));
+    require_same_bits(
+        run_reference<float>(ir::ops::dequant_matmul_int4(shape.m, shape.k, shape.n, shape.block_size,
+                                                          BlockAffineMode::Offset),
+                             {{"x", host(ScalarType::F32, x)},
+                              {"w", host(ScalarType::U8, w4)},
+                              {"scales", host(ScalarType::F32, scales)},
+                              {"offsets", host(ScalarType::F32, offsets)}}),
+        dequant_matmul_int4_offset(x, w4, scales, offsets, shape.m, shape.k, shape.n, shape.block_size));
+  }
+}
+
+TEST_CASE("dequant_matmul_int4 offset mode: one-hot x reads back q*s + o, each weight as ggml forms it",
+          "[ops_int4_dequant][dequant][reference][offset]") {
+  // k = 2, n = 16, one block: column j has code j (p = 0) and 15 - j (p = 1); x = (1, 0)
+  // and (0, 1) give the weights themselves. s = 3/16 and o = -2.5 (a Q4_K sub-block with
+  // d * sc = 3/16, dmin * m = 2.5): every w = q * 3/16 - 2.5 is exact.
+  std::vector<std::uint8_t> w(16);
+  for (std::uint32_t j = 0; j < 16; ++j) {
+    const std::uint32_t first = j, second = 15 - j;  // elements j and 16 + j
+    w[j / 2] |= static_cast<std::uint8_t>(first << (4 * (j % 2)));
+    w[8 + j / 2] |= static_cast<std::uint8_t>(second << (4 * (j % 2)));
+  }
+  const ir::Program program = ir::ops::dequant_matmul_int4(2, 2, 16, 2, ir::ops::BlockAffineMode::Offset);
+  std::vector<float> out =
+      run_reference<float>(program, {{"x", host(ScalarType::F32, std::vector<float>{1, 0, 0, 1})},
+                                     {"w", host(ScalarType::U8, w)},
+                                     {"scales", host(ScalarType::F32, std::vector<float>(16, 0.1875f))},
+                                     {"offsets", host(ScalarType::F32, std::vector<float>(16, -2.5f))}});
+  for (std::uint32_t j = 0; j < 16; ++j) {
+    CHECK(out[j] == static_cast<float>(j) * 0.1875f - 2.5f);
+    CHECK(out[16 + j] == static_cast<float>(15 - j) * 0.1875f - 2.5f);
+  }
+}
+
 TEST_CASE("dequant_matmul_int4: nibble order is low nibble first along p*n + j",
           "[ops_int4_dequant][dequant][reference]") {
   // k = 1, n = 4: bytes 0x21, 0x43 hold codes 1, 2, 3, 4 for columns 0..3.

@@ -4,7 +4,8 @@
 // emitted PTX against the interpreter bit for bit.)
 //
 // The bound (the header's): with u = 2^-24 and T_p = |x_p| * (|q_p| + |z_b|) * |s_b|
-// (fp8: |x_p * w_p * s|, nvfp4: |x_p * e2m1_p * scale_b * global|), the fast schedule's
+// (the offset mode w = q * s + o: |x_p| * (|q_p| * |s_b| + |o_b|); fp8: |x_p * w_p * s|,
+// nvfp4: |x_p * e2m1_p * scale_b * global|), the fast schedule's
 // longest chain of f32 roundings per output is L = (rows of one block sum) + (blocks one
 // k-lane folds) + 8 (the zero-point fma, the block fma, the 4 butterfly levels of 16
 // k-lanes, the final scale) + splits (split-K: the workgroups' partials added in split
@@ -39,10 +40,18 @@ struct Shape {
   std::uint32_t block = 0;  // int8/int4
   bool asymmetric = false;
   Fp8Format format = Fp8Format::E4M3;
+  bool offset = false;  // int8/int4: w = q * s + o (BlockAffineMode::Offset)
 };
 
+/// An int8/int4 shape in the offset mode.
+Shape offset_shape(Kind kind, std::uint32_t k, std::uint32_t n, std::uint32_t block) {
+  Shape s{kind, k, n, block};
+  s.offset = true;
+  return s;
+}
+
 struct Inputs {
-  std::vector<float> x, scales, zero_points, global{1.0f};
+  std::vector<float> x, scales, zero_points, global{1.0f};  // zero_points: the offsets in the offset mode
   std::vector<std::uint8_t> w, scale_codes;  // w: bytes (i8 stored as u8 bits)
 };
 
@@ -79,6 +88,8 @@ Inputs random_inputs(const Shape& s, std::uint32_t seed) {
     for (std::uint32_t i = 0; i < blocks_of(s) * s.n; ++i) {
       in.scales.push_back(scales(engine));
       if (s.asymmetric) in.zero_points.push_back(float(engine() % 17) - (s.kind == Kind::Int8 ? 8.0f : 0.0f) + 0.25f);
+      // Offsets of a block's weight range, either sign (GGUF: Q4_1's m, Q4_K's -dmin*m).
+      if (s.offset) in.zero_points.push_back(unit(engine) * 0.5f);
     }
   } else if (s.kind == Kind::Fp8) {
     for (std::uint32_t j = 0; j < s.n; ++j) in.scales.push_back(scales(engine));
@@ -94,6 +105,12 @@ Inputs random_inputs(const Shape& s, std::uint32_t seed) {
 }
 
 Program build(const Shape& s, KernelSchedule schedule) {
+  if (s.offset && s.kind == Kind::Int8) {
+    return dequant_matmul_int8(1, s.k, s.n, s.block, BlockAffineMode::Offset, schedule);
+  }
+  if (s.offset && s.kind == Kind::Int4) {
+    return dequant_matmul_int4(1, s.k, s.n, s.block, BlockAffineMode::Offset, schedule);
+  }
   switch (s.kind) {
     case Kind::Int8: return dequant_matmul_int8(1, s.k, s.n, s.block, s.asymmetric, schedule);
     case Kind::Int4: return dequant_matmul_int4(1, s.k, s.n, s.block, s.asymmetric, schedule);
@@ -120,6 +137,7 @@ std::vector<float> run(const Program& program, const Shape& s, const Inputs& in)
     buffers["scales"] = HostBuffer::from(ScalarType::F32, in.scales);
   }
   if (s.asymmetric) buffers["zero_points"] = HostBuffer::from(ScalarType::F32, in.zero_points);
+  if (s.offset) buffers["offsets"] = HostBuffer::from(ScalarType::F32, in.zero_points);
   // Several host threads: split-K workgroups meet in whatever order they finish.
   reference::RunOptions options;
   options.threads = 4;
@@ -140,7 +158,7 @@ Exact exact_output(const Shape& s, const Inputs& in, std::uint32_t j) {
   Exact r;
   for (std::uint32_t p = 0; p < s.k; ++p) {
     const std::uint64_t e = std::uint64_t{p} * s.n + j;
-    double w = 0, scale = 1, zero = 0;
+    double w = 0, scale = 1, zero = 0, offset = 0;
     switch (s.kind) {
       case Kind::Int8:
       case Kind::Int4: {
@@ -148,6 +166,7 @@ Exact exact_output(const Shape& s, const Inputs& in, std::uint32_t j) {
         w = s.kind == Kind::Int8 ? double(static_cast<std::int8_t>(in.w[e])) : double(nibble(in.w, e));
         scale = in.scales[sidecar];
         zero = s.asymmetric ? in.zero_points[sidecar] : 0.0;
+        offset = s.offset ? in.zero_points[sidecar] : 0.0;
         break;
       }
       case Kind::Fp8:
@@ -159,8 +178,8 @@ Exact exact_output(const Shape& s, const Inputs& in, std::uint32_t j) {
         scale = fp8_value(in.scale_codes[(p / 16) * s.n + j], Fp8Format::E4M3) * in.global[0];
         break;
     }
-    r.value += double(in.x[p]) * (w - zero) * scale;
-    r.magnitude += std::fabs(in.x[p]) * (std::fabs(w) + std::fabs(zero)) * std::fabs(scale);
+    r.value += double(in.x[p]) * ((w - zero) * scale + offset);
+    r.magnitude += std::fabs(in.x[p]) * ((std::fabs(w) + std::fabs(zero)) * std::fabs(scale) + std::fabs(offset));
   }
   return r;
 }
@@ -221,6 +240,22 @@ TEST_CASE("fast dequant_matmul_int4 matches a double oracle and the seed within 
   }
 }
 
+TEST_CASE("fast dequant_matmul_int4 and int8 in the offset mode match a double oracle and the seed within the "
+          "f32 bound",
+          "[dequant_fast][offset]") {
+  // Q4_K's sub-block of 32 and Q4_1's block of 32 (a partial last block, split-K over 2
+  // and 4 workgroups, a partial last warp), odd blocks, block_size 1; int8 as Q5_K uses it.
+  for (Shape s : {offset_shape(Kind::Int4, 256, 128, 32), offset_shape(Kind::Int4, 1040, 64, 32),
+                  offset_shape(Kind::Int4, 37, 96, 16), offset_shape(Kind::Int4, 24, 32, 7),
+                  offset_shape(Kind::Int4, 2050, 96, 32), offset_shape(Kind::Int4, 3, 32, 1),
+                  offset_shape(Kind::Int8, 256, 64, 32), offset_shape(Kind::Int8, 1024, 32, 16),
+                  offset_shape(Kind::Int8, 37, 48, 5)}) {
+    DYNAMIC_SECTION((s.kind == Kind::Int4 ? "int4 " : "int8 ") << s.k << "x" << s.n << " block " << s.block) {
+      check_fast(s, 17 + s.k + s.n);
+    }
+  }
+}
+
 TEST_CASE("fast dequant_matmul_fp8 matches a double oracle and the seed within the f32 bound", "[dequant_fast]") {
   for (Shape s : {Shape{Kind::Fp8, 256, 64, 0, false, Fp8Format::E4M3}, Shape{Kind::Fp8, 33, 48, 0, false, Fp8Format::E5M2},
                   Shape{Kind::Fp8, 1100, 32, 0, false, Fp8Format::E4M3}, Shape{Kind::Fp8, 7, 16, 0, false, Fp8Format::E5M2},
@@ -243,11 +278,12 @@ TEST_CASE("fast and seed agree bit for bit where every partial sum is exact", "[
     for (std::size_t p = 0; p < in.x.size(); ++p) in.x[p] = static_cast<float>(static_cast<int>(p % 7) - 3);
   };
   SECTION("int8 and int4") {
-    for (Shape s : {Shape{Kind::Int8, 256, 64, 64, true}, Shape{Kind::Int4, 200, 96, 32, true}}) {
+    for (Shape s : {Shape{Kind::Int8, 256, 64, 64, true}, Shape{Kind::Int4, 200, 96, 32, true},
+                    offset_shape(Kind::Int4, 200, 96, 32), offset_shape(Kind::Int8, 128, 32, 32)}) {
       Inputs in = random_inputs(s, 21);
       integer_x(in);
       for (std::size_t i = 0; i < in.scales.size(); ++i) in.scales[i] = i % 5 == 0 ? 0.0f : 0.5f;
-      for (float& z : in.zero_points) z = std::floor(z);
+      for (float& z : in.zero_points) z = s.offset ? std::floor(8 * z) / 4 : std::floor(z);  // offsets: quarters
       for (std::size_t i = 0; i < in.w.size(); i += 3) in.w[i] = s.kind == Kind::Int8 ? 0x80 : 0xFF;  // extremes
       CHECK(run(build(s, KernelSchedule::Fast), s, in) == run(build(s, KernelSchedule::Seed), s, in));
     }
