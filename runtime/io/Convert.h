@@ -252,12 +252,33 @@ ConvertedLayer convert_bnb(const SafetensorsCheckpoint& checkpoint, const Conver
 ///           ggml's block (element j in the low nibble of qs[j], element j + 16 in the
 ///           high nibble of qs[j]); scales = f32(d); zero_points = 8.0. ggml: (q - 8) * d;
 ///           the op's (f32(q) - 8) * d is the same product.
+///   Q4_1 -> dequant_matmul_int4 {block 32, offset true}: w nibbles as for Q4_0 (ggml's
+///           block_q4_1 packs its codes as block_q4_0 does); scales = f32(d); offsets =
+///           f32(m). ggml (dequantize_row_q4_1): q * d + m, the product rounded, then the
+///           sum: the op's offset mode f32(q) * s + o is that expression. q * d is exact
+///           (4 + 11 significant bits), so -O2's fused fma(q, s, o) rounds once, as ggml.
+///   Q4_K -> dequant_matmul_int4 {block 32, offset true}: one op block per 32-element
+///           sub-block j of each 256-element super-block; w = the 4-bit codes (element i
+///           of the super-block: low nibble of qs[32*(i/64) + i%32] for i%64 < 32, else
+///           the high nibble), repacked as for Q4_0; with sc_j, m_j the 6-bit scale and
+///           min (ggml's get_scale_min_k4, Gguf.h ggml_k4_scale_min), scales [k/32, n] =
+///           f32(d) * f32(sc_j) and offsets = -(f32(dmin) * f32(m_j)): ggml's d1 and -m1
+///           (dequantize_row_q4_K), each product exact (11 + 6 significant bits). ggml:
+///           d1 * q - m1 = d1 * q + (-m1) (IEEE subtraction is addition of the negation,
+///           signed zeros included), the op's value bit for bit; d1 * q is exact (21 bits).
+///   Q5_K -> dequant_matmul_int8 {block 32, offset true}: as Q4_K with the 5-bit codes
+///           (the fifth bit from qh, Gguf.h GgmlBlockQ5_K::quant) stored as i8 0..31, one
+///           byte per weight (as Q6_K: no op reads 5-bit codes; 8 bits against Q5_K's 5.5);
+///           ggml (dequantize_row_q5_K): d1 * q - m1, d1 * q exact (22 bits).
 ///   Q6_K -> dequant_matmul_int8 {block 16, asymmetric false}: w = q - 32 (i8, -32..31),
 ///           scales [k/16, n] = f32(d) * f32(sc) for sub-block sc: exact, since d has 11
 ///           significant bits and |sc| <= 128 (19 bits < 24); ggml: (d * sc) * (q - 32).
+/// Every mapped weight is ggml's f32 dequantized value bit for bit (NaN payloads aside,
+/// for files with non-finite f16 d, dmin or m, which ggml's quantizers do not write).
 /// Errors: ConvertError for a missing tensor, a tensor that is not 2-D;
-/// UnsupportedFormatError for F32/F16/BF16 (not quantized), Q4_1/Q4_K/Q5_K (they need
-/// w = s*q - m, a scale-and-min mode dequant_matmul_int4 lacks) and every other type.
+/// UnsupportedFormatError for F32/F16/BF16 (not quantized), Q5_0/Q5_1 (5-bit codes; no
+/// op reads them, and this converter has no block readers for them) and every other
+/// type.
 ConvertedLayer convert_gguf(const GgufFile& file, const ConvertOptions& options);
 
 /// Opens `path` (a .gguf file, a .safetensors file or a folder of them) and runs the

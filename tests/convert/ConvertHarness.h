@@ -124,7 +124,8 @@ inline std::vector<nlohmann::json> cases() {
 
 /// A converted layer's weight as the op defines it, W [in, out] row-major (index k*out + n),
 /// and per element the magnitude the op's f32 bound is stated in: (|q| + |z|) * |s| for
-/// the affine and block ops (their fast schedules factor the zero point out), |NF4| * |s|.
+/// the affine and block ops (their fast schedules factor the zero point out), |q| * |s| +
+/// |o| in the block ops' offset mode, |NF4| * |s|.
 /// With "act_order" the affine op's row k multiplies x[perm[k]], so it is W's row perm[k]:
 /// W is in the checkpoint's input order either way.
 struct Dequantized {
@@ -191,6 +192,8 @@ inline Dequantized dequantize_op(const nlohmann::json& spec, const std::map<std:
     REQUIRE((op == "dequant_matmul_int8" || op == "dequant_matmul_int4"));
     const std::size_t k_dim = spec["k"], n_dim = spec["n"], block = spec["block_size"];
     const bool asymmetric = spec["asymmetric"];
+    const bool offset = spec.value("offset", false);
+    REQUIRE_FALSE((asymmetric && offset));
     result.weight.resize(k_dim * n_dim);
     result.magnitude.resize(k_dim * n_dim);
     for (std::size_t p = 0; p < k_dim; ++p) {
@@ -205,6 +208,13 @@ inline Dequantized dequantize_op(const nlohmann::json& spec, const std::map<std:
         }
         const float s = f32_at(at("scales"), side);
         const float z = asymmetric ? f32_at(at("zero_points"), side) : 0.0f;
+        if (offset) {  // q * s + o: the product rounded, then the sum (-std=c++20: no FMA contraction)
+          const float o = f32_at(at("offsets"), side);
+          const float product = q * s;
+          result.weight[e] = product + o;
+          result.magnitude[e] = std::fabs(double{q}) * std::fabs(double{s}) + std::fabs(double{o});
+          continue;
+        }
         result.weight[e] = asymmetric ? (q - z) * s : q * s;
         result.magnitude[e] = (std::fabs(double{q}) + std::fabs(double{z})) * std::fabs(double{s});
       }

@@ -224,6 +224,70 @@ std::vector<float> run_bundle_against_f64(const nlohmann::json& entry, const fs:
 
 }  // namespace
 
+TEST_CASE("GGUF Q4_1, Q4_K and Q5_K convert to the offset mode with ggml's scales and mins",
+          "[convert][gguf][offset]") {
+  if (!gguf_fixtures()) return;
+  using quantc::runtime::GgmlBlockQ4_1;
+  using quantc::runtime::GgmlBlockQ4_K;
+  using quantc::runtime::GgmlBlockQ5_K;
+  using quantc::runtime::ggml_fp16_to_f32;
+  using quantc::runtime::gguf_block;
+  const auto file = quantc::runtime::GgufFile::open(fixture("gguf/model.gguf").string());
+  auto convert_gguf = [&](const std::string& layer) {
+    convert::ConvertOptions options;
+    options.format = convert::CheckpointFormat::Gguf;
+    options.layer = layer;
+    return convert::convert_gguf(file, options);
+  };
+  struct Expected {
+    const char* layer;
+    const char* op;
+  };
+  for (const Expected& expected : {Expected{"blk.0.ffn_up", "dequant_matmul_int4"},
+                                   Expected{"blk.1.attn_output", "dequant_matmul_int4"},
+                                   Expected{"blk.0.ffn_gate", "dequant_matmul_int8"}}) {
+    DYNAMIC_SECTION(expected.layer) {
+      const convert::ConvertedLayer layer = convert_gguf(expected.layer);
+      CHECK(layer.spec["op"] == expected.op);
+      CHECK(layer.spec["offset"] == true);
+      CHECK(layer.spec["asymmetric"] == false);
+      CHECK(layer.spec["block_size"] == 32);
+      CHECK_THROWS(layer.buffer("zero_points"));
+      const std::vector<float> scales = layer.buffer("scales").buffer.as<float>();
+      const std::vector<float> offsets = layer.buffer("offsets").buffer.as<float>();
+      CHECK(layer.buffer("offsets").shape == std::vector<std::uint64_t>{layer.in_features / 32, layer.out_features});
+      const auto& tensor = file.tensor(std::string(expected.layer) + ".weight");
+      const std::size_t n = layer.out_features, blocks = layer.in_features / 32;
+      // Block b of row j: the op's sidecar (b, j) holds ggml's d and m (Q4_1) or, per
+      // sub-block, d*sc and -(dmin*m) (Q4_K, Q5_K).
+      for (std::size_t j = 0; j < n; ++j) {
+        for (std::size_t b = 0; b < blocks; ++b) {
+          float d = 0, m = 0;
+          if (tensor.type == quantc::runtime::GgmlType::Q4_1) {
+            const auto q = gguf_block<GgmlBlockQ4_1>(tensor.bytes, j * blocks + b);
+            d = ggml_fp16_to_f32(q.d);
+            m = ggml_fp16_to_f32(q.m);
+          } else {
+            auto from = [&](const auto& q) {
+              const auto sm = q.scale_min(static_cast<int>(b % 8));
+              d = ggml_fp16_to_f32(q.d) * static_cast<float>(sm.scale);
+              m = -(ggml_fp16_to_f32(q.dmin) * static_cast<float>(sm.min));
+            };
+            if (tensor.type == quantc::runtime::GgmlType::Q4_K) {
+              from(gguf_block<GgmlBlockQ4_K>(tensor.bytes, j * (blocks / 8) + b / 8));
+            } else {
+              from(gguf_block<GgmlBlockQ5_K>(tensor.bytes, j * (blocks / 8) + b / 8));
+            }
+          }
+          INFO("row " << j << " block " << b);
+          CHECK(std::bit_cast<std::uint32_t>(scales[b * n + j]) == std::bit_cast<std::uint32_t>(d));
+          CHECK(std::bit_cast<std::uint32_t>(offsets[b * n + j]) == std::bit_cast<std::uint32_t>(m));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("convert then run on the interpreter and the emulator stays within the f32 accumulation bound",
           "[convert][run]") {
   for (const nlohmann::json& entry : cases()) {
@@ -413,17 +477,19 @@ TEST_CASE("convert refuses bitsandbytes FP4 and NF4 blocks nf4_gemm cannot take"
              Catch::Contains("no tensor 'lm_head.weight.quant_state.bitsandbytes__nf4'"));
 }
 
-TEST_CASE("convert refuses unquantized and scale-and-min GGUF types naming the missing op feature",
+TEST_CASE("convert refuses unquantized and 5-bit GGUF types naming the missing op feature",
           "[convert][gguf][errors]") {
   if (!gguf_fixtures()) return;
   CHECK_THAT(refusal("gguf/model.gguf", "gguf", "blk.0.attn_v"),
              Catch::StartsWith("unsupported: ") && Catch::Contains("is GGUF F16, which is not quantized"));
-  CHECK_THAT(refusal("gguf/model.gguf", "gguf", "blk.0.attn_output"),
-             Catch::Contains("is GGUF Q4_K, which needs a scale-and-min weight mode") &&
-                 Catch::Contains("that dequant_matmul_int4 does not have yet"));
-  CHECK_THAT(refusal("gguf/model.gguf", "gguf", "blk.0.ffn_up"),
-             Catch::Contains("is GGUF Q4_1, which needs a scale-and-min weight mode (w = d*q + m) that "
-                             "dequant_matmul_int4 does not have yet"));
+  CHECK_THAT(refusal("gguf/model.gguf", "gguf", "blk.1.ffn_gate"),
+             Catch::StartsWith("unsupported: ") &&
+                 Catch::Contains("is GGUF Q5_0, which needs 5-bit codes, which no op reads yet") &&
+                 Catch::Contains("no Q5_0/Q5_1 block reader yet"));
+  // The scale-and-min types convert now (the offset mode): no refusal.
+  for (const char* layer : {"blk.0.attn_output", "blk.0.ffn_up", "blk.0.ffn_gate"}) {
+    CHECK(refusal("gguf/model.gguf", "gguf", layer) == "converted");
+  }
   CHECK_THAT(refusal("gguf/model.gguf", "gguf", "blk.0.attn_norm"), Catch::Contains("has ne = [256] (1-D)"));
   CHECK_THAT(refusal("gguf/model.gguf", "gguf", "blk.7.attn_q"), Catch::Contains("no tensor 'blk.7.attn_q.weight'"));
 }
@@ -453,8 +519,11 @@ TEST_CASE("convert --list shows every layer with its format shape and op or refu
     REQUIRE(gguf.exit_code == 0);
     CHECK_THAT(gguf.output, Catch::Contains("blk.0.attn_q") && Catch::Contains("GGUF Q8_0 -> dequant_matmul_int8") &&
                                 Catch::Contains("GGUF Q6_K -> dequant_matmul_int8") &&
-                                Catch::Contains("blk.0.ffn_up") && Catch::Contains("refused: ") &&
-                                Catch::Contains("8 layers, 5 convertible") && !Catch::Contains("attn_norm"));
+                                Catch::Contains("GGUF Q4_1 -> dequant_matmul_int4") &&
+                                Catch::Contains("GGUF Q4_K -> dequant_matmul_int4") &&
+                                Catch::Contains("GGUF Q5_K -> dequant_matmul_int8") &&
+                                Catch::Contains("blk.1.ffn_gate") && Catch::Contains("refused: ") &&
+                                Catch::Contains("13 layers, 11 convertible") && !Catch::Contains("attn_norm"));
   }
   const Result wrong = run_quantc("convert " + quoted(fixture("gptq/model.safetensors")) + " --list --layer x");
   CHECK(wrong.exit_code == 1);

@@ -17,7 +17,7 @@ DIR gets:
   awq/model.safetensors        AutoAWQ GEMM layers, quant_config.json (version GEMM)
   awq_gemv/model.safetensors   the same tensors, quant_config.json saying version GEMV
   bnb/model.safetensors        bitsandbytes 4-bit layers as transformers saves them
-  gguf/model.gguf              GGUF tensors (Q8_0, Q4_0, Q6_K and refused types)
+  gguf/model.gguf              GGUF tensors (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K and refused types)
   ref/<case>.weight.npy        the format's dequantization of the layer, f32 [in, out]
   ref/<case>.bias.npy          its bias, f32 [out], where it has one
   manifest.json                {"gguf": bool, "gguf_version", "cases": [{case, checkpoint,
@@ -375,7 +375,20 @@ def random_finite_f16_bits(count):
 
 
 # Byte offsets of the f16 fields in each block (ggml-common.h layouts).
-F16_FIELDS = {"Q4_0": [0], "Q8_0": [0], "Q4_K": [0, 2], "Q6_K": [208]}
+F16_FIELDS = {"Q4_0": [0], "Q4_1": [0, 2], "Q8_0": [0], "Q4_K": [0, 2], "Q5_K": [0, 2], "Q6_K": [208]}
+
+
+def encode_q4_k(weight):
+    """Q4_K blocks of `weight` [out, in] by examples/minilm/make_gguf.py's encoder (gguf-py
+    0.19.0 has no K-quant quantizer), which checks every block against gguf-py's
+    dequantizer; the one encoder for the tests and the MiniLM report."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "minilm"))
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+    try:
+        import make_gguf
+    finally:
+        sys.path.pop(0)
+    return make_gguf.quantize(gguf, weight, "Q4_K", "make_checkpoints.py Q4_K")
 
 
 def raw_blocks(qtype, out_features, in_features):
@@ -390,10 +403,12 @@ def raw_blocks(qtype, out_features, in_features):
 
 
 def write_gguf(out, cases):
-    """gguf/model.gguf through gguf-py's GGUFWriter: Q8_0 and Q4_0 from gguf.quants.quantize
-    (gguf-py's port of ggml's quantize_row_*_ref) and from random raw blocks, Q6_K from random
-    raw blocks (gguf-py cannot quantize it), and types quantc refuses; the reference is
-    gguf.quants.dequantize of the tensors as GGUFReader reads them back."""
+    """gguf/model.gguf through gguf-py's GGUFWriter: Q8_0, Q4_0 and Q4_1 from gguf.quants.quantize
+    (gguf-py's port of ggml's quantize_row_*_ref) and from random raw blocks (every code,
+    f16 fields of either sign, subnormals included), Q4_K from weights by make_gguf.py's
+    encoder and from random raw blocks, Q5_K and Q6_K from random raw blocks (gguf-py cannot
+    quantize K-quants), and types quantc refuses; the reference is gguf.quants.dequantize
+    of the tensors as GGUFReader reads them back."""
     path = out / "gguf" / "model.gguf"
     path.parent.mkdir(parents=True, exist_ok=True)
     tensors = [
@@ -407,6 +422,14 @@ def write_gguf(out, cases):
         ("blk.0.attn_output.weight", raw_blocks(T.Q4_K, 64, 256), T.Q4_K),
         ("blk.0.ffn_up.weight", gguf.quants.quantize(weights(64, 256), T.Q4_1), T.Q4_1),
         ("blk.0.attn_norm.weight", np.ones(256, dtype=np.float32), None),
+        # The offset mode (w = q * s + o): Q4_1 and Q4_K on dequant_matmul_int4, Q5_K on
+        # dequant_matmul_int8; odd out_features (33) runs the seed schedule, 64 the fast one.
+        ("blk.1.ffn_up.weight", raw_blocks(T.Q4_1, 33, 96), T.Q4_1),
+        ("blk.1.attn_output.weight", encode_q4_k(weights(64, 512)), T.Q4_K),
+        ("blk.1.attn_output.bias", (RNG.standard_normal(64) * 0.1).astype(np.float32), None),
+        ("blk.2.attn_output.weight", raw_blocks(T.Q4_K, 33, 256), T.Q4_K),
+        ("blk.0.ffn_gate.weight", raw_blocks(T.Q5_K, 32, 512), T.Q5_K),
+        ("blk.1.ffn_gate.weight", gguf.quants.quantize(weights(32, 256), T.Q5_0), T.Q5_0),
     ]
     writer = gguf.GGUFWriter(str(path), "quantc-test")
     for name, array, raw_dtype in tensors:
@@ -421,9 +444,13 @@ def write_gguf(out, cases):
         shape = [int(d) for d in reversed(tensor.shape.tolist())]
         values = gguf.quants.dequantize(np.asarray(tensor.data), tensor.tensor_type).astype(np.float32, copy=False)
         data[tensor.name] = (tensor.tensor_type.name, np.ascontiguousarray(values.reshape(shape)))
-    ops = {"Q8_0": "dequant_matmul_int8", "Q4_0": "dequant_matmul_int4", "Q6_K": "dequant_matmul_int8"}
+    ops = {"Q8_0": "dequant_matmul_int8", "Q4_0": "dequant_matmul_int4", "Q6_K": "dequant_matmul_int8",
+           "Q4_1": "dequant_matmul_int4", "Q4_K": "dequant_matmul_int4", "Q5_K": "dequant_matmul_int8"}
     for case, layer in [("gguf_q8_0", "blk.0.attn_q"), ("gguf_q4_0", "blk.0.attn_k"), ("gguf_q6_k", "blk.0.ffn_down"),
-                        ("gguf_q8_0_raw", "blk.1.attn_q"), ("gguf_q4_0_raw", "blk.1.attn_k")]:
+                        ("gguf_q8_0_raw", "blk.1.attn_q"), ("gguf_q4_0_raw", "blk.1.attn_k"),
+                        ("gguf_q4_1", "blk.0.ffn_up"), ("gguf_q4_1_raw", "blk.1.ffn_up"),
+                        ("gguf_q4_k", "blk.1.attn_output"), ("gguf_q4_k_raw", "blk.0.attn_output"),
+                        ("gguf_q4_k_raw_odd", "blk.2.attn_output"), ("gguf_q5_k_raw", "blk.0.ffn_gate")]:
         qtype, values = data[layer + ".weight"]
         bias = data[layer + ".bias"][1] if layer + ".bias" in data else None
         cases.append(case_entry(out, case, "gguf/model.gguf", "gguf", layer, ops[qtype], values.T.copy(), bias))
