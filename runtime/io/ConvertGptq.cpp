@@ -168,17 +168,25 @@ std::vector<std::uint32_t> permute_packed_rows(const std::vector<std::uint32_t>&
   return result;
 }
 
+/// Starts `layer` for `options.layer` in `format` after the checks every GPTQ and AWQ plan
+/// makes first: the batch, the checkpoint's quant_method (`method`) and its bits (`label`
+/// names the format in the errors).
+void begin_plan(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, const ConvertOptions& options,
+                CheckpointFormat format, const char* method, const char* label) {
+  layer = ConvertedLayer();
+  layer.layer = options.layer;
+  layer.format = format;
+  check_batch(options);
+  check_quant_method(checkpoint, method, method);
+  check_config_bits(checkpoint, label);
+}
+
 }  // namespace
 
 void plan_gptq(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, const ConvertOptions& options,
                bool repack) {
   const std::string& p = options.layer;
-  layer = ConvertedLayer();
-  layer.layer = p;
-  layer.format = CheckpointFormat::Gptq;
-  check_batch(options);
-  check_quant_method(checkpoint, "gptq", "gptq");
-  check_config_bits(checkpoint, "GPTQ");
+  begin_plan(layer, checkpoint, options, CheckpointFormat::Gptq, "gptq", "GPTQ");
   const std::string pack_fix = "GPTQ packs 32-bit words; re-save with GPTQModel's pack_dtype=torch.int32";
   const SafetensorsTensor& qweight = checkpoint.tensor(p + ".qweight", "GPTQ packed codes, I32 [in/8, out]");
   expect_dtype(checkpoint, qweight, "GPTQ packed codes", {SafetensorsDtype::I32, SafetensorsDtype::U32}, pack_fix);
@@ -354,12 +362,7 @@ void plan_gptq(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, c
 void plan_awq(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, const ConvertOptions& options,
               bool repack) {
   const std::string& p = options.layer;
-  layer = ConvertedLayer();
-  layer.layer = p;
-  layer.format = CheckpointFormat::Awq;
-  check_batch(options);
-  check_quant_method(checkpoint, "awq", "awq");
-  check_config_bits(checkpoint, "AWQ");
+  begin_plan(layer, checkpoint, options, CheckpointFormat::Awq, "awq", "AWQ");
   if (const auto& version = checkpoint.config().version; version) {
     std::string lowered = *version;
     for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
