@@ -73,6 +73,8 @@ struct SharedDecl {
 /// The static shared memory a program may declare, as for a CUDA kernel without the
 /// dynamic-shared opt-in (cudaFuncAttributeMaxDynamicSharedMemorySize).
 inline constexpr std::uint64_t kMaxStaticSharedBytes = 48 * 1024;
+/// Invocations per workgroup: the CUDA limit of threads per CTA.
+inline constexpr std::uint64_t kMaxWorkgroupInvocations = 1024;
 /// Shared arrays start at this byte alignment (each array's offset is rounded up).
 inline constexpr std::uint32_t kSharedAlignment = 16;
 

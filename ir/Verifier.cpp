@@ -295,8 +295,9 @@ void check_launch(const Program& program, std::vector<std::string>& problems) {
     }
     invocations *= program.workgroup_size[axis];
   }
-  if (invocations > 1024) {
-    problems.push_back(fmt::format("{} invocations per workgroup exceed the CUDA limit of 1024", invocations));
+  if (invocations > kMaxWorkgroupInvocations) {
+    problems.push_back(fmt::format("{} invocations per workgroup exceed the CUDA limit of {}", invocations,
+                                   kMaxWorkgroupInvocations));
   }
 }
 

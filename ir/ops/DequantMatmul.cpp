@@ -185,6 +185,12 @@ constexpr std::uint32_t kLaneBytes = 16;    // one u32x4 weight load per lane an
 constexpr std::uint32_t kMagicBits = 0x4B000000u;
 constexpr float kMagic = 8388608.0f;
 
+/// Rows per chunk of the int8/int4 fast GEMVs: a slice of a bigger block (e.g. 2 of a
+/// 64-row block), so that blocks do not cap how many k-lanes share K. 32 beat 16 and 64 on
+/// an H200 (bench/results/gpu-nvidia-h200.md, "Splitting K across the subgroups of a
+/// workgroup"): 64-row chunks left each lane 128 rows at 4096x11008.
+constexpr std::uint32_t kBlockAffineChunkRows = 32;
+
 /// What one op contributes to the shared fast program.
 struct FastGemv {
   const char* name = nullptr;
@@ -193,9 +199,12 @@ struct FastGemv {
   std::uint32_t columns_per_byte = 1;  // 1 (int8, fp8) or 2 (int4, nvfp4)
   /// Rows sharing one sidecar entry (0: no per-block sidecars; fp8).
   std::uint32_t block_rows = 0;
-  /// Rows a k-lane takes at a time (a multiple of block_rows when there are blocks).
+  /// Rows a k-lane takes at a time: whole blocks (a multiple of block_rows), or a slice of
+/// one (a divisor of block_rows).
   std::uint32_t chunk_rows = 0;
   std::uint32_t max_batch_rows = 32;   // weight rows whose loads are issued together
+  /// Most subgroups per workgroup splitting the chunks of the same columns (SplitK.h).
+  std::uint32_t max_k_subgroups = 4;
   bool needs_x_sum = false;            // asymmetric: sum x per block for the zero point
   BufferRef x, w, out;
   /// Once per invocation before the k loop (loads of per-column or global scales).
@@ -248,6 +257,14 @@ std::optional<std::string> fast_unsupported(const char* name, std::uint32_t m, s
   throw OpError(fmt::format("Fix: {} has no fast schedule: {}; use \"schedule\": \"seed\" (or \"auto\").", name, reason));
 }
 
+/// Subgroups per workgroup that split the chunks of the same columns: the largest power of
+/// two up to `most` that leaves each of their k-lanes two chunks.
+std::uint32_t fast_k_subgroups(std::uint32_t chunks, std::uint32_t most) {
+  std::uint32_t k_subgroups = 1;
+  while (k_subgroups * 2 <= most && chunks >= k_subgroups * 2 * (kSubgroupSize / 2) * 2) k_subgroups *= 2;
+  return k_subgroups;
+}
+
 void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
   const std::uint32_t columns = lane_columns(g);
   // Two lanes share each 32-byte sector of a row: a warp owns one sector of every row.
@@ -257,32 +274,46 @@ void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
   const std::uint32_t row_bytes = g.n / g.columns_per_byte;
   const std::uint32_t chunks = ceil_div(g.k, g.chunk_rows);
   const std::uint32_t subgroups = ceil_div(g.n, warp_columns);
-  // Split-K across workgroups (SplitK.h) where the sectors alone give too few warps.
-  const std::uint32_t splits = choose_splits(subgroups, chunks, kKLanes);
-  const std::uint32_t all_k_lanes = splits * kKLanes;
+  // K split across the subgroups of a workgroup (SplitK.h), then across workgroups where
+  // the sectors alone still give too few workgroups.
+  const std::uint32_t k_subgroups = fast_k_subgroups(chunks, g.max_k_subgroups);
+  const std::uint32_t splits = choose_splits(subgroups, chunks, kKLanes * k_subgroups);
+  const std::uint32_t all_k_lanes = splits * k_subgroups * kKLanes;
   const std::uint32_t rounds = ceil_div(chunks, all_k_lanes);
   // A batch is either a divisor of a block (big blocks) or whole blocks (small blocks).
   const std::uint32_t block = g.block_rows ? g.block_rows : g.chunk_rows;
+  // A chunk is whole blocks, or a slice of one block (chunk_rows divides block_rows):
+  // then each slice folds its own sums into the accumulators with the block's sidecars.
+  const bool sliced = g.chunk_rows < block;
   const std::uint32_t batch =
-      block >= g.max_batch_rows || g.chunk_rows % block != 0 ? divisor_at_most(block, g.max_batch_rows)
-                                                             : block * divisor_at_most(g.chunk_rows / block,
-                                                                                       g.max_batch_rows / block);
+      sliced ? divisor_at_most(g.chunk_rows, g.max_batch_rows)
+      : block >= g.max_batch_rows || g.chunk_rows % block != 0
+          ? divisor_at_most(block, g.max_batch_rows)
+          : block * divisor_at_most(g.chunk_rows / block, g.max_batch_rows / block);
   const std::uint32_t blocks_per_batch = batch > block ? batch / block : 1;
-  const std::uint32_t batches_per_block = batch > block ? 1 : block / batch;
-  const std::uint32_t block_groups = g.chunk_rows / (batch > block ? batch : block);  // per chunk
+  // Batches per group: a group is one block, one slice, or one batch of blocks.
+  const std::uint32_t group_rows = batch > block ? batch : sliced ? g.chunk_rows : block;
+  const std::uint32_t batches_per_block = group_rows / batch;
+  const std::uint32_t block_groups = g.chunk_rows / group_rows;  // per chunk
   const std::uint32_t blocks = ceil_div(g.k, block);
   const bool partial_rows = g.k % g.chunk_rows != 0;
   const bool vector_x = batch % 4 == 0 && g.chunk_rows % 4 == 0 && block % 4 == 0 && g.k % 4 == 0;
   const bool partial_columns = g.n % warp_columns != 0;
   const bool f32_activations = g.x.element == ScalarType::F32;
   const SplitK split_k = declare_split_k(program, splits, g.n, subgroups);
-  program.launch({kSubgroupSize, 1, 1}, {subgroups, splits, 1});
+  const KSubgroupMeeting meeting = declare_k_subgroup_meeting(program, k_subgroups, warp_columns);
+  program.launch({k_subgroups * kSubgroupSize, 1, 1}, {subgroups, splits, 1});
   program.body([&](Body& body) {
     body.region(g.op_id, [&](Body& region) {
-      Expr lane = region.let("lane", local_id(0));
+      Expr local = k_subgroups == 1 ? Expr() : region.let("local", local_id(0));
+      Expr lane = k_subgroups == 1 ? region.let("lane", local_id(0)) : region.let("lane", local % kSubgroupSize);
+      Expr k_subgroup = k_subgroups == 1 ? u32(0) : region.let("k_subgroup", local / kSubgroupSize);
       Expr k_lane = region.let("k_lane", lane / kColumnLanes);
       Expr split = splits > 1 ? region.let("split", workgroup_id(1)) : Expr();
-      Expr first_k_lane = splits > 1 ? region.let("first_k_lane", split * kKLanes + k_lane) : k_lane;
+      // The workgroup's k-lanes: k_subgroups subgroups of kKLanes; then the splits.
+      Expr workgroup_k_lane = k_subgroups == 1 ? k_lane : region.let("workgroup_k_lane", k_subgroup * kKLanes + k_lane);
+      Expr first_k_lane = splits > 1 ? region.let("first_k_lane", split * (k_subgroups * kKLanes) + workgroup_k_lane)
+                                     : workgroup_k_lane;
       Expr stored_byte = region.let("column_byte", workgroup_id(0) * (kColumnLanes * kLaneBytes) +
                                                        (lane % kColumnLanes) * kLaneBytes);
       // Lanes past n (the last subgroup of a partial tile) reload the last valid columns
@@ -302,14 +333,15 @@ void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
           Expr chunk_row = in_chunk.let("chunk_row", chunk * g.chunk_rows);
           in_chunk.loop("group", u32(0), u32(block_groups), [&](Body& group_body, Expr group) {
             // One block (batches inside it) or one batch of blocks_per_batch blocks.
-            Expr group_row = group_body.let("group_row", chunk_row + group * (batch > block ? batch : block));
+            Expr group_row = block_groups == 1 ? chunk_row : group_body.let("group_row", chunk_row + group * group_rows);
             std::vector<Expr> block_valid(blocks_per_batch);
             std::vector<Expr> block_index(blocks_per_batch);
             auto begin_blocks = [&](Body& b) {  // sidecar loads only: they fly with the rows
               if (!g.block_rows) return;
               for (std::uint32_t slot = 0; slot < blocks_per_batch; ++slot) {
                 Expr index = b.let(fmt::format("block{}", slot),
-                                   chunk * (g.chunk_rows / block) + group * blocks_per_batch + slot);
+                                   sliced ? chunk / (block / g.chunk_rows)
+                                          : chunk * (g.chunk_rows / block) + group * blocks_per_batch + slot);
                 if (partial_rows && blocks_per_batch > 1) {
                   block_valid[slot] = b.let(fmt::format("block_valid{}", slot), index < blocks);
                   index = b.let(fmt::format("load_block{}", slot), min(index, u32(blocks - 1)));
@@ -411,20 +443,30 @@ void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
       }
       Expr leader = eq(k_lane, u32(0));
       if (partial_columns) leader = logical_and(leader, stored_column < g.n);
-      emit_split_k_meeting(region, split_k, leader, stored_column, acc, workgroup_id(0), split,
-                           [&](Body& store_body, const std::vector<Expr>& totals) {
-                             for (std::uint32_t c = 0; c < columns; c += 4) {
-                               std::vector<Expr> lanes;
-                               for (std::uint32_t l = 0; l < 4; ++l)
-                                 lanes.push_back(g.finish(store_body, c + l, totals[c + l], stored_column));
-                               Expr at = c == 0 ? stored_column : stored_column + c;
-                               if (f32_activations) {
-                                 store_body.store(g.out, at, make_vector(lanes));
-                               } else {
-                                 store_half_pairs(store_body, g.out, at, lanes);
+      // The workgroup's k-subgroups meet in shared memory; k-subgroup 0 (one whole
+      // subgroup, as the workgroups' meeting needs) goes on with the totals.
+      emit_k_subgroup_meeting(region, meeting, k_subgroup, leader, (lane % kColumnLanes) * columns, acc);
+      auto meet_splits = [&](Body& b) {
+        emit_split_k_meeting(b, split_k, leader, stored_column, acc, workgroup_id(0), split,
+                             [&](Body& store_body, const std::vector<Expr>& totals) {
+                               for (std::uint32_t c = 0; c < columns; c += 4) {
+                                 std::vector<Expr> lanes;
+                                 for (std::uint32_t l = 0; l < 4; ++l)
+                                   lanes.push_back(g.finish(store_body, c + l, totals[c + l], stored_column));
+                                 Expr at = c == 0 ? stored_column : stored_column + c;
+                                 if (f32_activations) {
+                                   store_body.store(g.out, at, make_vector(lanes));
+                                 } else {
+                                   store_half_pairs(store_body, g.out, at, lanes);
+                                 }
                                }
-                             }
-                           });
+                             });
+      };
+      if (k_subgroups == 1) {
+        meet_splits(region);
+      } else {
+        region.if_then(eq(k_subgroup, u32(0)), meet_splits);
+      }
     });
   });
 }
@@ -445,7 +487,7 @@ Program block_affine_fast(const char* name, const char* op_id, std::uint32_t k, 
   g.n = n;
   g.columns_per_byte = columns_per_byte;
   g.block_rows = block_size;
-  g.chunk_rows = block_size;
+  g.chunk_rows = divisor_at_most(block_size, kBlockAffineChunkRows);
   g.max_batch_rows = 32;
   g.needs_x_sum = asymmetric || offset;
   g.x = program.input("x", activation, k);
@@ -504,6 +546,9 @@ Program fp8_fast(std::uint32_t k, std::uint32_t n, Fp8Format format, ScalarType 
   g.block_rows = 0;
   g.chunk_rows = std::min<std::uint32_t>(32, k);
   g.max_batch_rows = 32;
+  // Measured on an H200 (bench/results/gpu-nvidia-h200.md, "Splitting K across the
+  // subgroups of a workgroup"): fp8 alone ran 1.3x slower with 2 or 4 k-subgroups.
+  g.max_k_subgroups = 1;
   g.x = program.input("x", activation, k);
   g.w = program.input("w", ScalarType::U8, k * n);
   BufferRef scales = program.input("scales", ScalarType::F32, n);
@@ -976,8 +1021,10 @@ std::vector<OpInfo> dequant_matmul_ops() {
                       scheduled(block_shape(4, 7, 130, 3, false), "seed"),
                       scheduled(block_shape(1, 64, 32, 32, true), "fast"),
                       scheduled(block_shape(1, 37, 48, 16, false), "fast"),
-                      // 64 chunks for one warp's 16 k-lanes: split-K over 2 workgroups
+                      // 2 k-subgroups x split-K over 2 workgroups: of 16-row blocks, and of 32-row
+                      // slices of 64-row blocks
                       scheduled(block_shape(1, 1024, 32, 16, true), "fast"),
+                      scheduled(block_shape(1, 2048, 32, 64, true), "fast"),
                       activated(scheduled(block_shape(3, 20, 9, 8, true), "seed"), "f16"),
                       activated(scheduled(block_shape(3, 20, 9, 8, true), "seed"), "bf16"),
                       activated(scheduled(block_shape(1, 37, 48, 16, false), "fast"), "f16"),
@@ -1002,8 +1049,10 @@ std::vector<OpInfo> dequant_matmul_ops() {
                       scheduled(block_shape(2, 9, 7, 5, false), "seed"),
                       scheduled(block_shape(1, 64, 64, 32, true), "fast"),
                       scheduled(block_shape(1, 37, 96, 16, false), "fast"),
-                      // split-K over 4 workgroups, a partial last block and a partial last warp
+                      // 4 k-subgroups x split-K over 2 workgroups, a partial last block and a partial
+                      // last warp; 4 k-subgroups x 8 workgroups
                       scheduled(block_shape(1, 2050, 96, 16, false), "fast"),
+                      scheduled(block_shape(1, 8192, 64, 16, true), "fast"),
                       activated(scheduled(block_shape(2, 9, 7, 5, false), "seed"), "f16"),
                       activated(scheduled(block_shape(2, 9, 7, 5, false), "seed"), "bf16"),
                       activated(scheduled(block_shape(1, 64, 64, 32, true), "fast"), "f16"),
@@ -1033,7 +1082,7 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .test_shapes = {scheduled(fp8_shape(1, 8, 4, "e4m3"), "seed"), scheduled(fp8_shape(3, 9, 7, "e5m2"), "seed"),
                       scheduled(fp8_shape(6, 33, 129, "e4m3"), "seed"), scheduled(fp8_shape(2, 16, 9, "e5m2"), "seed"),
                       scheduled(fp8_shape(1, 40, 32, "e4m3"), "fast"), scheduled(fp8_shape(1, 33, 48, "e5m2"), "fast"),
-                      scheduled(fp8_shape(1, 2048, 32, "e4m3"), "fast"),  // split-K over 2 workgroups
+                      scheduled(fp8_shape(1, 2048, 32, "e4m3"), "fast"),  // split-K over 4 workgroups
                       activated(scheduled(fp8_shape(3, 9, 7, "e5m2"), "seed"), "f16"),
                       activated(scheduled(fp8_shape(2, 16, 9, "e4m3"), "seed"), "bf16"),
                       activated(scheduled(fp8_shape(1, 40, 32, "e4m3"), "fast"), "f16"),
@@ -1059,7 +1108,8 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .test_shapes = {scheduled(dims_shape(1, 16, 4), "seed"), scheduled(dims_shape(3, 20, 9), "seed"),
                       scheduled(dims_shape(5, 64, 33), "seed"), scheduled(dims_shape(2, 7, 3), "seed"),
                       scheduled(dims_shape(1, 32, 64), "fast"), scheduled(dims_shape(1, 23, 96), "fast"),
-                      scheduled(dims_shape(1, 4100, 64), "fast"),  // split-K over 4 workgroups, partial rows
+                      scheduled(dims_shape(1, 4100, 64), "fast"),  // 4 k-subgroups x 2 workgroups, partial rows
+                      scheduled(dims_shape(1, 8192, 64), "fast"),  // 4 k-subgroups x 4 workgroups
                       activated(scheduled(dims_shape(3, 20, 9), "seed"), "f16"),
                       activated(scheduled(dims_shape(3, 20, 9), "seed"), "bf16"),
                       activated(scheduled(dims_shape(1, 23, 96), "fast"), "f16"),

@@ -38,21 +38,26 @@
 // splits K across workgroups, two scratch buffers after them (`partials` f32
 // [splits * n], `arrivals` u32[ceil(n / warp columns)]; ir::BufferAccess::Scratch: the
 // runtime provides them zeroed and every launch leaves them zeroed).
-//  - Work split: one subgroup (warp) per workgroup; the warp owns the 32-byte sector of
-//    every weight row that holds its columns (int8, fp8: 32 columns; int4, nvfp4: 64).
-//    Lanes l = 2*k_lane + c: column lane c reads the 16-byte half c of each row's sector
-//    with one reinterpreting u32x4 load (ir::Load::reinterpret; `w` stays u8/i8), so a
-//    warp request is 16 whole sectors (100% sector efficiency); 16 k-lanes split the
-//    reduction into chunks (one sidecar block for int8/int4, two 16-row scale blocks for
-//    nvfp4, 32 rows for fp8) taken round-robin. Where the sector columns give fewer
-//    than 256 warps (n = 4096: 128 for int8/fp8, 64 for int4/nvfp4), K is also split
-//    across `splits` workgroups (ir/ops/SplitK.h: the fewest powers of two reaching 256
-//    workgroups while each k-lane keeps a chunk): global k-lane j of splits * 16 does
-//    chunks j, j + splits*16, ... Inside a chunk a lane issues the loads of a batch of
-//    rows (up to 32: the largest divisor of the block, or of the chunk in whole blocks),
+//  - Work split: a subgroup (warp) owns the 32-byte sector of every weight row that
+//    holds its columns (int8, fp8: 32 columns; int4, nvfp4: 64). Lanes l = 2*k_lane + c:
+//    column lane c reads the 16-byte half c of each row's sector with one reinterpreting
+//    u32x4 load (ir::Load::reinterpret; `w` stays u8/i8), so a warp request is 16 whole
+//    sectors (100% sector efficiency); 16 k-lanes split the reduction into chunks taken
+//    round-robin: int8/int4 32 rows (a slice of a bigger block, which then folds its own
+//    sums with the block's sidecars, or whole blocks of <= 32 rows), nvfp4 two 16-row
+//    scale blocks, fp8 32 rows. A workgroup holds k_subgroups such subgroups on the same
+//    columns (up to 4 while each k-lane keeps two chunks; fp8 1), whose sums meet in
+//    shared memory in k-subgroup order (ir/ops/SplitK.h). Where the sector columns still
+//    give fewer than kSplitKTargetWorkgroups workgroups, K is also split across `splits`
+//    workgroups (SplitK.h: the fewest powers of two reaching it while each k-lane keeps
+//    two chunks): global k-lane j of splits * k_subgroups * 16 does chunks j, j +
+//    splits*k_subgroups*16, ... Inside a chunk a lane issues the loads of a batch of
+//    rows (up to 32: the largest divisor of the chunk, or of the chunk in whole blocks),
 //    with the x values and the batch's blocks' sidecars, before any use: one wait per
-//    batch. Registers (ptxas, sm_90, 4096x4096): int8 96, fp8 64, int4 128, nvfp4 255,
-//    no spills.
+//    batch. The chunk size and k_subgroups are the fastest of a sweep on an H200
+//    (bench/results/gpu-nvidia-h200.md, "Splitting K across the subgroups of a
+//    workgroup": chunks of 16, 32, 64 rows x 1, 2, 4 k-subgroups): int4 1.3-2.0x and
+//    int8 1.5x faster than whole 64-row blocks in one-warp workgroups at the Llama shapes.
 //  - Decoding (exact in f32, shared definitions below): int8 by XOR 0x80 + prmt under the
 //    0x4B exponent byte minus 2^23 + 128; int4 by OR 0x4B000000 minus 2^23; FP8 by moving
 //    the code's bits into an f32 pattern (prmt, arithmetic shift, mask) and one exact
@@ -67,8 +72,9 @@
 //    with D2 = sum x * (2*e2m1) (nvfp4: the block scale decoded once per block and
 //    column; halving it is exact); fp8 accumulates sum x*w and multiplies by the column
 //    scale once; nvfp4 multiplies by the global scale once.
-//  - The k-lanes' sums meet by a shuffle-xor butterfly (2, 4, 8, 16): deterministic, no
-//    float atomics; with split-K, k-lane 0's partial sums go to `partials` and the last
+//  - The k-lanes' sums meet by a shuffle-xor butterfly (2, 4, 8, 16), then the
+//    k-subgroups' in shared memory: deterministic, no float atomics; with split-K,
+//    k-subgroup 0's k-lane 0 partial sums go to `partials` and the last
 //    workgroup of the column's unit adds them in split order (SplitK.h); k-lane 0 of the
 //    finishing workgroup stores its columns with 16-byte vector stores.
 //  - PTX's cvt.rn.f16x2.e4m3x2 (sm_89+) decodes two E4M3 codes per instruction but
@@ -82,9 +88,10 @@
 // k-lanes by the butterfly and the splits in order. With u = 2^-24 and per-term
 // magnitudes T_p = |x_p| * (|q_p| + |z_b|) * |s_b| (offset mode: |x_p| * (|q_p| * |s_b| +
 // |o_b|); fp8, nvfp4: |x_p * w_p| times their scales), the longest chain of f32 roundings
-// of one output is L = n_b + ceil(blocks / (16 * splits)) + 8 + splits (n_b the rows of
-// one block sum; 8 for the zero-point (offset) and block fmas, the 4 butterfly levels and
-// the final scale), so
+// of one output is L = n_c + ceil(chunks / (16 * k_subgroups * splits)) + 8 +
+// (k_subgroups - 1) + splits (n_c the rows of one chunk's sum; 8 for the zero-point
+// (offset) and block fmas, the 4 butterfly levels and the final scale; the k-subgroups'
+// adds; the splits' adds), so
 // |fast - exact| <= 2 * u * L * sum_p T_p; the seed's k ordered adds give
 // |seed - exact| <= 2 * u * (k + 2) * sum_p T_p, and |fast - seed| is within the sum, as
 // asserted in

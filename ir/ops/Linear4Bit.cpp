@@ -202,6 +202,9 @@ std::vector<OpInfo> linear_4bit_ops() {
                       scheduled(OpArgs::dims({{"in_dim", 256}, {"out_dim", 33}}), "seed"),
                       scheduled(OpArgs::dims({{"in_dim", 64}, {"out_dim", 16}}), "fast"),
                       scheduled(OpArgs::dims({{"in_dim", 136}, {"out_dim", 24}}), "fast"),
+                      // K split across 4 and 2 subgroups of a workgroup (resolve_gemv_schedule)
+                      scheduled(OpArgs::dims({{"in_dim", 1024}, {"out_dim", 16}}), "fast"),
+                      activated(scheduled(OpArgs::dims({{"in_dim", 512}, {"out_dim", 8}}), "fast"), "bf16"),
                       activated(scheduled(OpArgs::dims({{"in_dim", 16}, {"out_dim", 5}}), "seed"), "f16"),
                       activated(scheduled(OpArgs::dims({{"in_dim", 16}, {"out_dim", 5}}), "seed"), "bf16"),
                       activated(scheduled(OpArgs::dims({{"in_dim", 136}, {"out_dim", 16}}), "fast"), "f16"),
@@ -236,6 +239,10 @@ std::vector<OpInfo> linear_4bit_ops() {
                       scheduled(OpArgs::dims({{"in_dim", 256}, {"out_dim", 16}, {"group_size", 64}}), "fast"),
                       scheduled(OpArgs::dims({{"in_dim", 72}, {"out_dim", 8}, {"group_size", 24}}), "fast"),
                       scheduled(OpArgs::dims({{"in_dim", 200}, {"out_dim", 8}, {"group_size", 128}}), "fast"),
+                      // K split across 2 and 4 subgroups of a workgroup, the first with a partial last group
+                      scheduled(OpArgs::dims({{"in_dim", 1000}, {"out_dim", 8}, {"group_size", 64}}), "fast"),
+                      activated(scheduled(OpArgs::dims({{"in_dim", 1024}, {"out_dim", 8}, {"group_size", 128}}), "fast"),
+                                "f16"),
                       activated(scheduled(OpArgs::dims({{"in_dim", 40}, {"out_dim", 9}, {"group_size", 16}}), "seed"),
                                 "f16"),
                       activated(scheduled(OpArgs::dims({{"in_dim", 40}, {"out_dim", 9}, {"group_size", 16}}), "seed"),
@@ -250,7 +257,7 @@ std::vector<OpInfo> linear_4bit_ops() {
                       // large to stage in shared memory (gathered from global memory).
                       affine_shape(72, 9, 24, "seed", true), affine_shape(256, 20, 64, "seed", true),
                       affine_shape(256, 16, 32, "fast", true), affine_shape(200, 8, 128, "fast", true),
-                      affine_shape(12800, 4, 128, "fast", true),
+                      affine_shape(12800, 4, 128, "fast", true), affine_shape(1024, 8, 128, "fast", true),
                       activated(affine_shape(40, 9, 16, "seed", true), "f16"),
                       activated(affine_shape(200, 8, 64, "fast", true), "f16"),
                       activated(affine_shape(200, 8, 64, "fast", true), "bf16")},

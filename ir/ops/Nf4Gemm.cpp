@@ -186,6 +186,17 @@ std::string fast_m_error(const char* op, std::uint32_t m) {
 
 }  // namespace
 
+std::uint32_t nf4_gemv_k_subgroups(std::uint32_t k, const Nf4GemvSchedule& split) {
+  if (split.k_subgroups != 0) return split.k_subgroups;
+  constexpr std::uint32_t kMaxKSubgroups = 4;  // 8 ran 1.1x slower than 4 at 11008x4096 on an H200
+  const std::uint64_t half_blocks = k / kHalfBlock;
+  std::uint32_t k_subgroups = 1;
+  while (k_subgroups * 2 <= kMaxKSubgroups && half_blocks >= std::uint64_t{k_subgroups} * 2 * split.k_lanes * 2) {
+    k_subgroups *= 2;
+  }
+  return k_subgroups;
+}
+
 namespace {
 
 Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation, const Nf4GemvSchedule& split,
@@ -203,38 +214,57 @@ Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumula
   const std::uint32_t half_blocks = k / kHalfBlock;
   const std::uint32_t words_per_column = k / kNibblesPerWord;
   const std::uint32_t L = split.k_lanes, R = split.columns_per_lane;
-  const std::uint32_t rounds = ceil_div(half_blocks, L);
+  const std::uint32_t k_subgroups = nf4_gemv_k_subgroups(k, split);
+  const std::uint32_t workgroup_k_lanes = L * k_subgroups;  // k-lanes of a column group in the workgroup
+  const std::uint32_t rounds = ceil_div(half_blocks, workgroup_k_lanes);
   const std::uint32_t batch = std::min(split.rounds_per_batch, rounds);
   const std::uint32_t batches = ceil_div(rounds, batch);
-  const bool partial = half_blocks % L != 0 || rounds % batch != 0;
+  const bool partial = half_blocks % workgroup_k_lanes != 0 || rounds % batch != 0;
   const std::uint32_t subgroup_columns = split.columns_per_subgroup();
   const std::uint32_t subgroups = ceil_div(n, subgroup_columns);
-  const std::uint32_t workgroup_size = split.subgroups_per_workgroup * kSubgroupSize;
+  const std::uint32_t column_subgroups = split.subgroups_per_workgroup;  // per workgroup
+  const std::uint32_t workgroup_size = column_subgroups * k_subgroups * kSubgroupSize;
+  if (workgroup_size > kMaxWorkgroupInvocations) {
+    throw OpError(fmt::format("Fix: {} fast split subgroups_per_workgroup={} k_subgroups={} exceeds {} invocations "
+                              "per workgroup.",
+                              op, column_subgroups, k_subgroups, kMaxWorkgroupInvocations));
+  }
 
   const bool f32_activations = activation == ScalarType::F32;
+  const ScalarType acc_type = f64_acc ? ScalarType::F64 : ScalarType::F32;
   ProgramBuilder program(f64_acc ? "nf4_gemm" : "nf4_gemm_f32_accumulate");
   BufferRef a = program.input("a", activation, k);
   BufferRef b_nf4 = program.input("b_nf4", ScalarType::U32, n * (k / 8));
   BufferRef b_scales = program.input("b_scales", ScalarType::F32, n * blocks_per_column);
   BufferRef c = program.output("c", activation, n);
-  program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, split.subgroups_per_workgroup), 1, 1});
+  const KSubgroupMeeting meeting =
+      declare_k_subgroup_meeting(program, k_subgroups, column_subgroups * subgroup_columns, acc_type);
+  program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, column_subgroups), 1, 1});
   program.body([&](Body& body) {
     body.region(kSeedId, [&](Body& region) {
       Expr local = region.let("local", local_id(0));
-      Expr subgroup = region.let("subgroup", workgroup_id(0) * split.subgroups_per_workgroup + local / kSubgroupSize);
+      Expr warp = local / kSubgroupSize;  // subgroup within the workgroup: k-subgroup major
+      Expr column_subgroup = column_subgroups == 1 ? u32(0) : region.let("column_subgroup", warp % column_subgroups);
+      Expr k_subgroup = k_subgroups == 1 ? u32(0) : region.let("k_subgroup", warp / column_subgroups);
+      Expr subgroup = region.let("subgroup", workgroup_id(0) * column_subgroups + column_subgroup);
       Expr lane = region.let("lane", local % kSubgroupSize);
+      Expr k_lane = region.let("k_lane", lane % L);
+      Expr workgroup_k_lane = k_subgroups == 1 ? k_lane : region.let("workgroup_k_lane", k_subgroup * L + k_lane);
+      Expr slot = region.let("slot", (column_subgroup * (kSubgroupSize / L) + lane / L) * R);
+      Expr first_column = region.let("first_column", subgroup * subgroup_columns + (lane / L) * R);
+      std::vector<Expr> column, acc;
+      for (std::uint32_t r = 0; r < R; ++r) {
+        column.push_back(r == 0 ? first_column : first_column + r);
+        acc.push_back(region.let(fmt::format("acc{}", r), f64_acc ? f64(0.0) : f32(0.0f)));
+      }
       region.if_then(subgroup < subgroups, [&](Body& sg) {
         Expr book = code_book(sg, lane);
-        Expr k_lane = sg.let("k_lane", lane % L);
-        Expr first_column = sg.let("first_column", subgroup * subgroup_columns + (lane / L) * R);
-        std::vector<Expr> column, word_base, scale_base, acc;
+        std::vector<Expr> word_base, scale_base;
         for (std::uint32_t r = 0; r < R; ++r) {
-          Expr col = r == 0 ? first_column : first_column + r;
-          column.push_back(col);
-          Expr clamped = n % subgroup_columns == 0 ? col : sg.let(fmt::format("column{}", r), min(col, u32(n - 1)));
+          Expr clamped =
+              n % subgroup_columns == 0 ? column[r] : sg.let(fmt::format("column{}", r), min(column[r], u32(n - 1)));
           word_base.push_back(sg.let(fmt::format("word_base{}", r), clamped * words_per_column));
           scale_base.push_back(sg.let(fmt::format("scale_base{}", r), clamped * blocks_per_column));
-          acc.push_back(sg.let(fmt::format("acc{}", r), f64_acc ? f64(0.0) : f32(0.0f)));
         }
         sg.loop("batch", u32(0), u32(batches), [&](Body& bb, Expr batch_index) {
           // Every load of the batch first: weights, scales and activations of `batch` half blocks.
@@ -242,7 +272,7 @@ Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumula
           std::vector<HalfWords> x_halves;  // f16/bf16: 8 activations per u32x4
           std::vector<std::vector<Expr>> words(batch), scales(batch);
           for (std::uint32_t i = 0; i < batch; ++i) {
-            Expr hb = bb.let(fmt::format("half_block{}", i), (batch_index * batch + i) * L + k_lane);
+            Expr hb = bb.let(fmt::format("half_block{}", i), (batch_index * batch + i) * workgroup_k_lanes + workgroup_k_lane);
             Expr ok;
             if (partial) {
               ok = bb.let(fmt::format("valid{}", i), hb < half_blocks);
@@ -294,24 +324,27 @@ Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumula
             }
           }
         });
-        // The k-lanes' sums: butterfly over the low lane bits.
+        // The subgroup's k-lanes' sums: butterfly over the low lane bits.
         for (std::uint32_t r = 0; r < R; ++r) {
           for (std::uint32_t mask = 1; mask < L; mask *= 2) {
             sg.assign(acc[r], acc[r] + shuffle_any(acc[r], lane ^ u32(mask)));
           }
         }
-        sg.if_then(eq(k_lane, u32(0)), [&](Body& leader) {
-          for (std::uint32_t r = 0; r < R; ++r) {
-            Expr value = !f32_activations ? narrow(activation, acc[r])  // from f32, or directly from f64
-                         : f64_acc        ? cast(ScalarType::F32, acc[r])
-                                          : acc[r];
-            if (n % subgroup_columns == 0) {
-              leader.store(c, column[r], value);
-            } else {
-              leader.if_then(column[r] < n, [&](Body& store) { store.store(c, column[r], value); });
-            }
+      });
+      // The workgroup's k-subgroups meet in shared memory (SplitK.h); k-subgroup 0 stores.
+      Expr owner = logical_and(subgroup < subgroups, eq(k_lane, u32(0)));
+      emit_k_subgroup_meeting(region, meeting, k_subgroup, owner, slot, acc);
+      region.if_then(k_subgroups == 1 ? owner : logical_and(owner, eq(k_subgroup, u32(0))), [&](Body& leader) {
+        for (std::uint32_t r = 0; r < R; ++r) {
+          Expr value = !f32_activations ? narrow(activation, acc[r])  // from f32, or directly from f64
+                       : f64_acc        ? cast(ScalarType::F32, acc[r])
+                                        : acc[r];
+          if (n % subgroup_columns == 0) {
+            leader.store(c, column[r], value);
+          } else {
+            leader.if_then(column[r] < n, [&](Body& store) { store.store(c, column[r], value); });
           }
-        });
+        }
       });
     });
   });
@@ -540,6 +573,8 @@ std::vector<OpInfo> nf4_gemm_ops() {
                       scheduled(shape(2, 5, 192, "f32"), "seed"), scheduled(shape(1, 300, 64, "f64"), "seed"),
                       scheduled(shape(1, 8, 192, "f64"), "fast"), scheduled(shape(1, 5, 1024, "f32"), "fast"),
                       scheduled(shape(1, 12, 64, "f64"), "fast"),
+                      // half blocks split across 2 and 4 subgroups of a workgroup (nf4_gemv_k_subgroups)
+                      scheduled(shape(1, 8, 2048, "f64"), "fast"), scheduled(shape(1, 6, 4096, "f32"), "fast"),
                       activated(scheduled(shape(2, 5, 128, "f64"), "seed"), "f16"),
                       activated(scheduled(shape(2, 5, 128, "f32"), "seed"), "bf16"),
                       activated(scheduled(shape(2, 5, 128, "f32"), "seed"), "f16"),

@@ -114,15 +114,20 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, Sc
 //  k ascending), then F32: acc = fma(s, p, acc) in f32; F64: acc = fma(f64(p), f64(s),
 //  acc) in f64 (the product exact, one f64 rounding). The k-lanes' acc meet in a butterfly
 //  (xor 1, 2, .., k_lanes/2; f64 shuffled as two 32-bit halves), the sum rounds to f32
-//  once (F64), k-lane 0 stores. Launch: subgroups_per_workgroup * 32 invocations per
-//  workgroup, ceil(n / columns per workgroup) workgroups; columns past n are clamped for
+//  once (F64). With k_subgroups > 1 (Nf4GemvSchedule) the workgroup's k_subgroups
+//  subgroups per column group split the half blocks (k-lane j of the workgroup's
+//  k_subgroups * k_lanes takes half blocks j, j + k_subgroups * k_lanes, ...) and their
+//  sums meet in shared memory, added in k-subgroup order (ir/ops/SplitK.h); k-lane 0 of
+//  k-subgroup 0 stores. Launch: subgroups_per_workgroup * k_subgroups * 32 invocations
+//  per workgroup, ceil(n / columns per workgroup) workgroups; columns past n are clamped for
 //  loads and never stored; half blocks past k/32 (k/32 not a multiple of k_lanes) load a
 //  clamped address and contribute 0.
 //  Bound (u = 2^-24, T = sum_k |a_k * NF4_k * s_k|, E = the exact real sum):
 //   F64: |fast - E| <= u*|E| + 33*u*T (32-term f32 sums, the f64 part below 2^-40*T);
 //        the seed's own |seed - E| <= u*|E| + u*T (its f32 rounding of NF4*s), so
 //        |fast - seed| <= 2^-23*|E| + 34*u*T.
-//   F32: |fast - E| <= (32 + ceil(k/(32*k_lanes)) + log2(k_lanes) + 3)*u*T (first order), and
+//   F32: |fast - E| <= (32 + ceil(k/(32*k_lanes)) + log2(k_lanes) + 10)*u*T (first order; the
+//        k-subgroups' meeting adds at most 7 roundings), and
 //        the seed's f32 fma chain |seed - E| <= (k + 1)*u*T, so |fast - seed| is within
 //        the sum of both.
 //  Errors (OpError): the seed's, first; then "schedule": "fast" with m != 1 names m and
@@ -164,9 +169,19 @@ struct Nf4GemvSchedule {
   std::uint32_t k_lanes = 16;           // lanes splitting one column's half blocks (power of two, 2..32)
   std::uint32_t columns_per_lane = 2;   // columns each lane reads for the same k (reuses the activations)
   std::uint32_t rounds_per_batch = 2;   // half blocks per column loaded before use
-  std::uint32_t subgroups_per_workgroup = 2;
+  std::uint32_t subgroups_per_workgroup = 2;  // column subgroups per workgroup
+  /// Subgroups of a workgroup that split the half blocks of the same columns (each with
+  /// its own k_lanes), meeting in shared memory (ir/ops/SplitK.h); 0 chooses with
+  /// nf4_gemv_k_subgroups.
+  std::uint32_t k_subgroups = 0;
   std::uint32_t columns_per_subgroup() const { return 32 / k_lanes * columns_per_lane; }
 };
+
+/// The k-subgroups the fast nf4_gemm runs with at depth `k`: split.k_subgroups when set,
+/// else the largest power of two up to 4 that leaves every k-lane of the workgroup at
+/// least two half blocks (k/32 >= 2 * k_subgroups * k_lanes), as the nibble GEMV
+/// (ir/ops/QuantizedGemv.h) and for the same reason: more, shorter warps in flight.
+std::uint32_t nf4_gemv_k_subgroups(std::uint32_t k, const Nf4GemvSchedule& split = {});
 
 /// Work split of the fast nf4_gemm_transpose (m == 1).
 struct Nf4GemvTransposeSchedule {

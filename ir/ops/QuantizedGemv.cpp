@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cmath>
 #include <vector>
 
 #include "ir/Builder.h"
 #include "ir/ops/Activation.h"
 #include "ir/ops/Checks.h"
 #include "ir/ops/Registry.h"
+#include "ir/ops/SplitK.h"
 
 namespace quantc::ir::ops {
 namespace {
@@ -40,22 +42,39 @@ std::uint32_t batch_rows(std::uint32_t rows, std::uint32_t limit) {
   return 1;
 }
 
-/// Slices per group when there are fewer groups than k-lanes: the largest divisor of
-/// `group_rows` (slices have equal rows) with groups*slices <= k_lanes and at least
-/// `min_rows` rows per slice; 1 when every k-lane already has a group.
+/// Slices per group: the divisor of `group_rows` (slices have equal rows, at least
+/// `min_rows` each) that gives the fewest packed rows to the busiest of `k_lanes` k-lanes,
+/// ceil(groups * slices / k_lanes) * group_rows / slices; the fewest slices among equals
+/// (each slice costs its sidecar loads and one scale-and-zero-point step).
 std::uint32_t slices_per_group(std::uint32_t groups, std::uint32_t group_rows, std::uint32_t k_lanes,
                                std::uint32_t min_rows) {
-  for (std::uint32_t slices = std::min(group_rows, k_lanes / std::max(groups, 1u)); slices > 1; --slices) {
-    if (group_rows % slices == 0 && group_rows / slices >= min_rows) return slices;
+  std::uint32_t best = 1;
+  std::uint64_t best_rows = std::uint64_t{ceil_div(groups, k_lanes)} * group_rows;
+  for (std::uint32_t slices = 2; slices <= group_rows / min_rows; ++slices) {
+    if (group_rows % slices != 0) continue;
+    const std::uint64_t lane_rows = std::uint64_t{ceil_div(groups * slices, k_lanes)} * (group_rows / slices);
+    if (lane_rows < best_rows) best = slices, best_rows = lane_rows;
   }
-  return 1;
+  return best;
 }
 
-/// Nibble `index` of `word` as an exact f32: bitcast(2^23 | q) - 2^23.
-Expr nibble_value(const Expr& word, std::uint32_t index) {
-  Expr shifted = index == 0 ? word : word >> u32(4 * index);
-  return bitcast(ScalarType::F32, (shifted & u32(0xF)) | u32(kMagicBits)) - f32(kMagic);
+/// Nibbles 0..4 of a word are decoded in place and 5..7 from the word shifted right by 20,
+/// so nibble e sits at bit 4 * nibble_position(e) of its source.
+std::uint32_t nibble_position(std::uint32_t index) { return index < 5 ? index : index - 5; }
+
+/// Nibble `index` of `word` times 16^nibble_position(index), as an exact f32:
+/// bitcast(2^23 | (source & 0xF << 4p)) - 2^23 with source = word or `high` = word >> 20
+/// (one lop3 and one subtraction; q * 16^p < 2^20 is an integer f32 holds exactly). The
+/// caller multiplies x by 16^-p instead, so x * q is the same exact product with no shift
+/// per nibble.
+Expr scaled_nibble_value(const Expr& word, const Expr& high, std::uint32_t index) {
+  const std::uint32_t position = nibble_position(index);
+  const Expr& source = index < 5 ? word : high;
+  return bitcast(ScalarType::F32, (source & u32(0xFu << (4 * position))) | u32(kMagicBits)) - f32(kMagic);
 }
+
+/// 16^-p as an f32 (a power of two: multiplying by it is exact for normal x).
+float nibble_position_scale(std::uint32_t index) { return std::ldexp(1.0f, -4 * static_cast<int>(nibble_position(index))); }
 
 }  // namespace
 
@@ -77,11 +96,17 @@ OpArgs scheduled(OpArgs args, const char* schedule) {
   return args;
 }
 
-std::optional<std::string> nibble_gemv_unsupported(const NibbleGemv& gemv, const GemvSchedule& schedule) {
-  if (schedule.column_lanes == 0 || kSubgroupSize % schedule.column_lanes != 0 || schedule.columns_per_lane != 4 ||
+std::optional<std::string> nibble_gemv_unsupported(const NibbleGemv& gemv, const GemvSchedule& requested) {
+  const GemvSchedule schedule = resolve_gemv_schedule(gemv, requested);
+  if ( kSubgroupSize % schedule.column_lanes != 0 || schedule.columns_per_lane != 4 ||
       schedule.subgroups_per_workgroup == 0 || schedule.rows_per_batch == 0) {
     return fmt::format("schedule column_lanes={} columns_per_lane={} is not a 16-byte-per-lane split of a subgroup",
                        schedule.column_lanes, schedule.columns_per_lane);
+  }
+  if (std::uint64_t{schedule.subgroups_per_workgroup} * schedule.k_subgroups * kSubgroupSize >
+      kMaxWorkgroupInvocations) {
+    return fmt::format("schedule subgroups_per_workgroup={} k_subgroups={} exceeds {} invocations per workgroup",
+                       schedule.subgroups_per_workgroup, schedule.k_subgroups, kMaxWorkgroupInvocations);
   }
   if (gemv.in_dim == 0 || gemv.in_dim % kNibblesPerWord != 0) {
     return fmt::format("in_dim={} is not a positive multiple of 8", gemv.in_dim);
@@ -97,7 +122,31 @@ std::optional<std::string> nibble_gemv_unsupported(const NibbleGemv& gemv, const
   return std::nullopt;
 }
 
-Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
+GemvSchedule resolve_gemv_schedule(const NibbleGemv& gemv, GemvSchedule schedule) {
+  if (schedule.column_lanes == 0) {
+    // Two lanes (whole sectors) once K is deep enough for two k-subgroups of 16 k-lanes;
+    // a shallower K keeps 32 k-lanes per subgroup, so each walks fewer rows.
+    const bool deep = gemv.in_dim / kNibblesPerWord >= 2 * (kSubgroupSize / 2) * kMinSliceRows;
+    schedule.column_lanes = gemv.out_dim % 8 == 0 && deep ? 2 : 1;
+  }
+  if (schedule.k_subgroups == 0) {
+    const std::uint64_t rows = gemv.in_dim / kNibblesPerWord;
+    // A permuted input too large to stage gathers each row's x from global memory: at 512
+    // invocations per workgroup ptxas holds that program to 40 registers on sm_86+ and
+    // spills, so it stops at 256.
+    const bool gathered = gemv.permuted_input && std::uint64_t{gemv.in_dim} * 4 > kMaxStagedXBytes;
+    const std::uint32_t most = gathered ? kMaxGemvKSubgroups / 2 : kMaxGemvKSubgroups;
+    schedule.k_subgroups = 1;
+    while (schedule.k_subgroups * 2 <= most &&
+           rows >= std::uint64_t{schedule.k_subgroups} * 2 * schedule.k_lanes() * kMinSliceRows) {
+      schedule.k_subgroups *= 2;
+    }
+  }
+  return schedule;
+}
+
+Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
+  const GemvSchedule schedule = resolve_gemv_schedule(gemv, requested);
   if (auto reason = nibble_gemv_unsupported(gemv, schedule)) {
     throw OpError(fmt::format("Fix: {} has no fast schedule: {}; use \"schedule\": \"seed\".", gemv.program_name,
                               *reason));
@@ -106,8 +155,10 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
   const std::uint32_t group_rows = rows_per_group(gemv);
   const std::uint32_t groups = ceil_div(rows, group_rows);
   const bool partial_last_group = rows % group_rows != 0;
-  const std::uint32_t k_lanes = schedule.k_lanes();
-  // Work unit of a k-lane: a (group, slice) pair; slices > 1 only with fewer groups than k-lanes.
+  const std::uint32_t k_subgroups = schedule.k_subgroups;
+  // k-lanes of the whole workgroup: k_subgroups subgroups of 32 / column_lanes each.
+  const std::uint32_t k_lanes = schedule.k_lanes() * k_subgroups;
+  // Work unit of a k-lane: a (group, slice) pair.
   const std::uint32_t slices = slices_per_group(groups, group_rows, k_lanes, kMinSliceRows);
   const std::uint32_t slice_rows = group_rows / slices;
   const std::uint32_t units = groups * slices;
@@ -116,7 +167,8 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
   const std::uint32_t columns = schedule.columns_per_lane;
   const std::uint32_t subgroup_columns = schedule.columns_per_subgroup();
   const std::uint32_t subgroups = gemv.out_dim / subgroup_columns;
-  const std::uint32_t workgroup_size = schedule.subgroups_per_workgroup * kSubgroupSize;
+  const std::uint32_t column_subgroups = schedule.subgroups_per_workgroup;  // per workgroup
+  const std::uint32_t workgroup_size = column_subgroups * k_subgroups * kSubgroupSize;
   const bool grouped = gemv.group_size != 0;
   const char* op = gemv.program_name.c_str();
   std::uint32_t packed_words = checked_count(op, "in_dim/8 * out_dim", rows, gemv.out_dim);
@@ -133,6 +185,12 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
   const bool staged = gemv.permuted_input && std::uint64_t{gemv.in_dim} * 4 <= kMaxStagedXBytes;
   BufferRef x_staged;
   if (staged) x_staged = program.shared("x_staged", ScalarType::F32, gemv.in_dim);
+  // The k-subgroups' partial sums, one slot per column of the workgroup (SplitK.h), in
+  // x_staged once every subgroup is done with it, where it has room.
+  const std::uint32_t slots = column_subgroups * subgroup_columns;
+  const bool meet_in_x = staged && std::uint64_t{k_subgroups} * slots <= gemv.in_dim;
+  const KSubgroupMeeting meeting =
+      declare_k_subgroup_meeting(program, k_subgroups, slots, ScalarType::F32, meet_in_x ? x_staged : BufferRef{});
   BufferRef scale, zero_point;
   if (grouped) {
     scale = program.input("scale", ScalarType::F32, sidecar_count);
@@ -143,11 +201,14 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
   if (gemv.out_count > gemv.out_dim) {
     program.set_output_byte_range("out", ByteRange{0, std::uint64_t{gemv.out_dim} * byte_size(activation)});
   }
-  program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, schedule.subgroups_per_workgroup), 1, 1});
+  program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, column_subgroups), 1, 1});
   program.body([&](Body& body) {
     body.region(gemv.region_id, [&](Body& region) {
       Expr local = region.let("local", local_id(0));
-      Expr subgroup = region.let("subgroup", workgroup_id(0) * schedule.subgroups_per_workgroup + local / kSubgroupSize);
+      Expr warp = local / kSubgroupSize;  // subgroup within the workgroup: k_subgroup major
+      Expr column_subgroup = column_subgroups == 1 ? u32(0) : region.let("column_subgroup", warp % column_subgroups);
+      Expr k_subgroup = k_subgroups == 1 ? u32(0) : region.let("k_subgroup", warp / column_subgroups);
+      Expr subgroup = region.let("subgroup", workgroup_id(0) * column_subgroups + column_subgroup);
       Expr lane = region.let("lane", local % kSubgroupSize);
       if (staged) {
         // Every invocation of the workgroup copies x to shared memory in coalesced 4-element
@@ -184,11 +245,12 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
         });
         region.barrier();
       }
+      Expr lane_k = schedule.column_lanes == 1 ? lane : region.let("lane_k", lane / schedule.column_lanes);
+      Expr k_lane = k_subgroups == 1 ? lane_k : region.let("k_lane", k_subgroup * schedule.k_lanes() + lane_k);
+      Expr column = region.let("column", subgroup * subgroup_columns + (lane % schedule.column_lanes) * columns);
+      std::vector<Expr> acc;
+      for (std::uint32_t c = 0; c < columns; ++c) acc.push_back(region.let(fmt::format("acc{}", c), f32(0.0f)));
       region.if_then(subgroup < subgroups, [&](Body& per_subgroup) {
-        Expr k_lane = per_subgroup.let("k_lane", lane / schedule.column_lanes);
-        Expr column = per_subgroup.let("column", subgroup * subgroup_columns + (lane % schedule.column_lanes) * columns);
-        std::vector<Expr> acc;
-        for (std::uint32_t c = 0; c < columns; ++c) acc.push_back(per_subgroup.let(fmt::format("acc{}", c), f32(0.0f)));
         per_subgroup.loop("round", u32(0), u32(group_rounds), [&](Body& round_body, Expr round) {
           Expr unit = round_body.let(slices == 1 ? "group" : "unit", round * k_lanes + k_lane);
           Expr group = slices == 1 ? unit : round_body.let("group", unit / slices);
@@ -247,6 +309,12 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
                 }
               }
               for (std::uint32_t r = 0; r < batch; ++r) {
+                // Each word's nibbles 5..7 decode from the word shifted once (scaled_nibble_value).
+                std::vector<Expr> word, high;
+                for (std::uint32_t c = 0; c < columns; ++c) {
+                  word.push_back(batch_body.let(fmt::format("word{}_{}", r, c), extract_lane(words[r], c)));
+                  high.push_back(batch_body.let(fmt::format("high{}_{}", r, c), word[c] >> u32(20)));
+                }
                 for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
                   Expr xe = gemv.permuted_input ? gathered[r][e]
                             : f32_activations   ? extract_lane(e < 4 ? x_low[r] : x_high[r], e % 4)
@@ -254,8 +322,13 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
                   if (valid[r].defined()) xe = select(valid[r], xe, f32(0.0f));
                   Expr x_value = batch_body.let(fmt::format("x{}_{}", r, e), xe);
                   if (grouped) batch_body.assign(x_sum, x_sum + x_value);
+                  // x * 16^-p (exact), times the nibble decoded in place as q * 16^p.
+                  Expr x_scaled = nibble_position(e) == 0
+                                      ? x_value
+                                      : batch_body.let(fmt::format("x_scaled{}_{}", r, e),
+                                                       x_value * f32(nibble_position_scale(e)));
                   for (std::uint32_t c = 0; c < columns; ++c) {
-                    batch_body.assign(dot[c], fma(x_value, nibble_value(extract_lane(words[r], c), e), dot[c]));
+                    batch_body.assign(dot[c], fma(x_scaled, scaled_nibble_value(word[c], high[c], e), dot[c]));
                   }
                 }
               }
@@ -268,25 +341,29 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule) {
             }
           });
         });
-        // The k-lanes' partial sums: a butterfly over the lane bits above the column lanes.
+        // The subgroup's k-lanes' partial sums: a butterfly over the lane bits above the column lanes.
         for (std::uint32_t c = 0; c < columns; ++c) {
           for (std::uint32_t mask = schedule.column_lanes; mask < kSubgroupSize; mask *= 2) {
             per_subgroup.assign(acc[c], acc[c] + subgroup_shuffle(acc[c], lane ^ u32(mask)));
           }
         }
-        per_subgroup.if_then(eq(k_lane, u32(0)), [&](Body& leader) {
-          if (!f32_activations) {
-            HalfWords bias = load_half_words(leader, b, column, columns, "bias");
-            std::vector<Expr> sums;
-            for (std::uint32_t c = 0; c < columns; ++c) sums.push_back(bias.element(c) + acc[c]);
-            store_half_pairs(leader, out, column, sums);
-            return;
-          }
-          Expr bias = leader.let("bias", b.load(column, columns));
+      });
+      // The workgroup's k-subgroups meet in shared memory; k-subgroup 0 finishes.
+      Expr owner = logical_and(subgroup < subgroups, lane < schedule.column_lanes);
+      emit_k_subgroup_meeting(region, meeting, k_subgroup, owner,
+                              column_subgroup * subgroup_columns + lane * columns, acc);
+      region.if_then(k_subgroups == 1 ? owner : logical_and(owner, eq(k_subgroup, u32(0))), [&](Body& leader) {
+        if (!f32_activations) {
+          HalfWords bias = load_half_words(leader, b, column, columns, "bias");
           std::vector<Expr> sums;
-          for (std::uint32_t c = 0; c < columns; ++c) sums.push_back(extract_lane(bias, c) + acc[c]);
-          leader.store(out, column, make_vector(sums));
-        });
+          for (std::uint32_t c = 0; c < columns; ++c) sums.push_back(bias.element(c) + acc[c]);
+          store_half_pairs(leader, out, column, sums);
+          return;
+        }
+        Expr bias = leader.let("bias", b.load(column, columns));
+        std::vector<Expr> sums;
+        for (std::uint32_t c = 0; c < columns; ++c) sums.push_back(extract_lane(bias, c) + acc[c]);
+        leader.store(out, column, make_vector(sums));
       });
     });
   });

@@ -9,23 +9,30 @@
 // Schedule (per subgroup of 32 invocations; PTX: per warp):
 //  - a subgroup owns `column_lanes * columns_per_lane` consecutive output columns; lane
 //    l reads columns `column_lanes`-interleaved blocks of `columns_per_lane` words with
-//    one vector load (u32x4 = 16 bytes); with two column lanes each packed row of the
-//    subgroup's columns is one fully used 32-byte sector, with one (the default, see
-//    GemvSchedule) half a sector whose other half the neighbouring subgroup reads;
-//  - the other lane bits (32 / column_lanes "k-lanes") split the reduction by work unit:
-//    k-lane j takes units j, j + k_lanes, ...; a unit is a whole group, or, when there
-//    are fewer groups than k-lanes, a slice of one: S slices per group, S the largest
-//    divisor of the group's packed rows with groups*S <= k_lanes and >= 2 rows per slice
-//    (unit u = group u/S, rows (u%S)*rows/S ...), so all k-lanes work on short inputs;
-//    inside a unit a lane walks its rows in batches of up to `rows_per_batch` whose loads
-//    are issued before any use (loads in flight);
+//    one vector load (u32x4 = 16 bytes); with two column lanes (the default) each packed
+//    row of the subgroup's columns is one fully used 32-byte sector;
+//  - a workgroup holds `subgroups_per_workgroup` column subgroups times `k_subgroups`
+//    k-subgroups: the k-subgroups of a column subgroup split its reduction. Each subgroup
+//    has 32 / column_lanes k-lanes; the workgroup's K = k_subgroups * 32 / column_lanes
+//    k-lanes split the reduction by work unit: k-lane j takes units j, j + K, ...; a unit
+//    is a group's slice: S slices per group, S the divisor of the group's packed rows
+//    (>= 2 rows per slice) that gives the busiest k-lane the fewest rows (unit u = group
+//    u/S, rows (u%S)*rows/S ...); inside a unit a lane walks its rows in batches of up to
+//    `rows_per_batch` whose loads are issued before any use (loads in flight);
 //  - per unit, sum_k x*q and sum_k x accumulate in f32 (fma), then
 //    acc += scale * (sum x*q - zero_point * sum x): scale and zero point once per unit
 //    (per group, or per slice: the expression is linear in the rows, so slicing changes
 //    only the rounding, and each slice's sums are shorter than the group's);
-//  - nibble -> f32 exactly: bitcast(0x4B000000 | q) - 2^23 (lop3 + one subtraction);
-//  - the k-lanes' partial sums meet by a shuffle butterfly (xor column_lanes, ..., 16):
-//    deterministic, no atomics; lanes with k-lane 0 add the bias and store their columns
+//  - nibble -> f32 exactly, with no shift per nibble (Marlin's and TensorRT-LLM's lop3
+//    dequantization): nibble e (e < 5) is bitcast(0x4B000000 | (word & 0xF << 4e)) - 2^23
+//    = q * 16^e, and nibbles 5..7 the same from word >> 20 (one shift per word): one lop3
+//    and one subtraction. The row's x values are multiplied by 16^-e once per lane and
+//    row (shared by its columns) so that x * q is the same exact product; the powers of
+//    two are exact unless |x| < 2^-110 turns subnormal;
+//  - the k-lanes' partial sums meet by a shuffle butterfly within each subgroup (xor
+//    column_lanes, ..., 16), then across k-subgroups in shared memory: k-subgroups 1..
+//    store their sums (f32x4), a barrier, and k-subgroup 0 adds them in k-subgroup
+//    order: deterministic, no atomics. Its lanes with k-lane 0 add the bias and store their columns
 //    with one vector store (f32x4; f16/bf16: two f16x2/bf16x2 stores of the sums rounded
 //    once to the activation type);
 //  - f16/bf16 activations (ir/ops/Activation.h): a row's 8 x values are one 16-byte
@@ -74,21 +81,30 @@ KernelSchedule schedule_of(const OpArgs& args);
 OpArgs scheduled(OpArgs args, const char* schedule);
 
 /// Work split of the fast GEMV (see the file comment). Sizes in elements/invocations.
-/// The defaults are the fastest of a sweep on an H200 (bench/results/gpu-nvidia-h200.md,
-/// "Schedule sweep"): column_lanes 1, 2, 4 x rows_per_batch 4, 8, 16 at the Llama shapes.
-/// One column lane (a subgroup owns 4 columns, each 16-byte load is half a 32-byte
-/// sector, the other half is the neighbouring subgroup's, mostly an L2 hit) beat two
-/// lanes (whole sectors, half the subgroups) by 1.2-1.6x: at batch 1 these kernels are
-/// bound by how many warps keep loads in flight, not by sector use. 4 rows per batch beat 8
-/// by up to 1.2x (fewer registers).
+/// The defaults come from sweeps on an H200 (bench/results/gpu-nvidia-h200.md, "Schedule
+/// sweep" and "Splitting K across the subgroups of a workgroup"): at batch 1 these
+/// kernels are bound by how many warps keep loads in flight and by each warp's serial
+/// chain, so K is split across k_subgroups warps of a workgroup (1.3-2.2x faster at the
+/// Llama shapes than one subgroup per column block); with that split, two column lanes
+/// (whole 32-byte sectors, a quarter of the L1 wavefronts of one lane) beat one and four.
+/// 4 rows per batch beat 8 by up to 1.2x (fewer registers).
 struct GemvSchedule {
-  std::uint32_t column_lanes = 1;      // lanes sharing one packed row of the subgroup's columns
+  /// Lanes sharing one packed row of the subgroup's columns; 0 chooses: 2 where out_dim is
+  /// a multiple of 8 and in_dim >= 512 (enough rows for two k-subgroups of 16 k-lanes),
+  /// else 1 (32 k-lanes: a shallow K gets the shortest rows per lane).
+  std::uint32_t column_lanes = 0;
   std::uint32_t columns_per_lane = 4;  // consecutive u32 words per lane and row (4 = a 16-byte load)
-  std::uint32_t subgroups_per_workgroup = 2;
+  std::uint32_t subgroups_per_workgroup = 2;  // column subgroups per workgroup
   std::uint32_t rows_per_batch = 4;    // packed rows (8 k each) whose loads are issued together
+  /// Subgroups of a workgroup that split the reduction of the same columns (each with
+  /// its own k-lanes), meeting in shared memory; 0 chooses (resolve_gemv_schedule).
+  std::uint32_t k_subgroups = 0;
   std::uint32_t columns_per_subgroup() const { return column_lanes * columns_per_lane; }
   std::uint32_t k_lanes() const { return 32 / column_lanes; }
 };
+/// Most k-subgroups per workgroup: with 2 column subgroups, 512 invocations.
+inline constexpr std::uint32_t kMaxGemvKSubgroups = 8;
+
 /// What the nibble GEMV computes: out[i] = b[i] + sum_k x[k] * ((q[k,i] - z[g,i]) * s[g,i])
 /// with g = k / group_size; without sidecars, out[i] = b[i] + sum_k x[k] * q[k,i].
 struct NibbleGemv {
@@ -115,13 +131,22 @@ struct NibbleGemv {
 /// never straddles two groups).
 std::optional<std::string> nibble_gemv_unsupported(const NibbleGemv& gemv, const GemvSchedule& schedule = {});
 
+/// `schedule` with the choices left to the GEMV made for `gemv`: column_lanes (see the
+/// field) and k_subgroups, when 0, the largest power of two up to kMaxGemvKSubgroups (half
+/// that for a permuted input gathered from global memory, whose registers ptxas would
+/// spill at 512 invocations) that leaves every k-lane of the workgroup at least two packed
+/// rows (in_dim/8 >= 2 * k_subgroups * k_lanes).
+GemvSchedule resolve_gemv_schedule(const NibbleGemv& gemv, GemvSchedule schedule = {});
+
 /// The fast program. Buffers, in binding order, as the seed ops declare them (A = the
 /// activation type): x A[in_dim], with a permuted input perm u32[in_dim], w
 /// u32[in_dim/8*out_dim], then with sidecars scale f32[G*out_dim] and zero_point
 /// u32[G*out_dim] (G = ceil(in_dim/group_size)), b
-/// A[out_dim], out A[out_count]. Launch: subgroups_per_workgroup*32 invocations per workgroup,
-/// ceil(out_dim / (columns_per_subgroup * subgroups_per_workgroup)) workgroups; a
-/// permuted input with in_dim <= 12288 adds the shared array x_staged f32[in_dim].
+/// A[out_dim], out A[out_count]. Launch: subgroups_per_workgroup * k_subgroups * 32
+/// invocations per workgroup (resolve_gemv_schedule), ceil(out_dim /
+/// (columns_per_subgroup * subgroups_per_workgroup)) workgroups; a permuted input with
+/// in_dim <= 12288 adds the shared array x_staged f32[in_dim], and k_subgroups > 1 the
+/// shared array k_partials f32[k_subgroups * subgroups_per_workgroup * columns_per_subgroup].
 /// Throws OpError with nibble_gemv_unsupported's reason when the schedule cannot run it.
 Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule = {});
 

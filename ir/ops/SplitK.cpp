@@ -68,6 +68,48 @@ void emit_split_k_meeting(Body& body, const SplitK& split_k, const Expr& owner, 
   });
 }
 
+KSubgroupMeeting declare_k_subgroup_meeting(ProgramBuilder& program, std::uint32_t k_subgroups, std::uint32_t slots,
+                                            ScalarType element, const BufferRef& reuse) {
+  KSubgroupMeeting meeting{k_subgroups, slots, element, {}, !reuse.name.empty()};
+  if (k_subgroups <= 1) return meeting;
+  const std::uint32_t count = checked_count("k-subgroups", "k_subgroups*slots", k_subgroups, slots);
+  if (meeting.reused) {
+    meeting.partials = reuse;
+  } else {
+    meeting.partials = program.shared("k_partials", element, count);
+  }
+  return meeting;
+}
+
+void emit_k_subgroup_meeting(Body& body, const KSubgroupMeeting& meeting, const Expr& k_subgroup, const Expr& owner,
+                             const Expr& first, const std::vector<Expr>& values) {
+  if (meeting.k_subgroups <= 1) return;
+  const auto count = static_cast<std::uint32_t>(values.size());
+  const std::uint32_t width = meeting.element == ScalarType::F32 && count % 4 == 0 ? 4 : 1;
+  if (meeting.reused) body.barrier();  // every subgroup is done reading the array
+  body.if_then(logical_and(owner, ne(k_subgroup, u32(0))), [&](Body& storer) {
+    Expr base = storer.let("k_partial_base", k_subgroup * meeting.slots + first);
+    for (std::uint32_t v = 0; v < count; v += width) {
+      Expr value = width == 1 ? values[v]
+                              : make_vector(std::vector<Expr>(values.begin() + v, values.begin() + v + width));
+      storer.store(meeting.partials, v == 0 ? base : base + v, value);
+    }
+  });
+  body.barrier();
+  body.if_then(logical_and(owner, eq(k_subgroup, u32(0))), [&](Body& adder) {
+    for (std::uint32_t k = 1; k < meeting.k_subgroups; ++k) {
+      for (std::uint32_t v = 0; v < count; v += width) {
+        Expr index = first + (k * meeting.slots + v);
+        Expr partial = adder.let(fmt::format("k_partial{}_{}", k, v / width),
+                                 width == 1 ? meeting.partials[index] : meeting.partials.load(index, width));
+        for (std::uint32_t l = 0; l < width; ++l) {
+          adder.assign(values[v + l], values[v + l] + (width == 1 ? partial : extract_lane(partial, l)));
+        }
+      }
+    }
+  });
+}
+
 std::vector<BufferSpec> split_k_buffer_specs(ScalarType element, const std::string& partials_count,
                                              const std::string& units_count) {
   const std::string when = " (fast schedule, when it splits K across workgroups; provided zeroed by the runtime)";

@@ -68,6 +68,35 @@ std::uint32_t choose_splits(std::uint32_t units, std::uint32_t chunks, std::uint
 std::vector<BufferSpec> split_k_buffer_specs(ScalarType element, const std::string& partials_count,
                                              const std::string& units_count);
 
+/// K split across the subgroups of one workgroup ("k-subgroups"): each subgroup reduces
+/// its part of K for the same outputs, then they meet in shared memory, without atomics:
+/// k-subgroups 1.. store their partial sums, a workgroup barrier, and k-subgroup 0 adds
+/// them in k-subgroup order 1, 2, ... to its own (deterministic). Cheaper than the
+/// workgroups' meeting above (no scratch, fence or ticket), and it multiplies the warps
+/// in flight per output without more workgroups.
+struct KSubgroupMeeting {
+  std::uint32_t k_subgroups = 1;  // subgroups per output set (1: no meeting)
+  std::uint32_t slots = 0;        // partial sums per k-subgroup (all the workgroup's outputs)
+  ScalarType element = ScalarType::F32;  // f32 or f64
+  BufferRef partials;             // shared element[k_subgroups * slots]; k-subgroup 0's part unused
+  bool reused = false;            // partials is an array the reduction reads: a barrier first
+};
+
+/// Declares the shared `k_partials` array when `k_subgroups` > 1, or, given `reuse` (a
+/// shared array of `element` with at least k_subgroups * slots elements that the
+/// reduction only reads), meets in that array after a barrier instead of declaring one.
+KSubgroupMeeting declare_k_subgroup_meeting(ProgramBuilder& program, std::uint32_t k_subgroups, std::uint32_t slots,
+                                            ScalarType element = ScalarType::F32, const BufferRef& reuse = {});
+
+/// Emits the meeting at workgroup level (every invocation reaches it: it holds a barrier).
+/// Lanes where `owner` holds own `values` (Vars of the meeting's element), the partial
+/// sums of slots `first, first + 1, ...`; with f32 and values.size() a multiple of 4,
+/// `first` must be provably a multiple of 4 (f32x4 stores). Afterwards the owner lanes of
+/// k-subgroup 0 hold the totals in `values`; the caller finishes where
+/// logical_and(owner, eq(k_subgroup, 0)). With one k-subgroup nothing is emitted.
+void emit_k_subgroup_meeting(Body& body, const KSubgroupMeeting& meeting, const Expr& k_subgroup, const Expr& owner,
+                             const Expr& first, const std::vector<Expr>& values);
+
 /// Workgroups (of one warp each) the split-K GEMVs aim for: about 16 per SM of a 132-SM
 /// H100/H200. Measured on an H200 (bench/results/gpu-nvidia-h200.md, "Schedule sweep"),
 /// 2048 beat 256 by 1.3-3.7x on every split-K GEMV at the Llama shapes: with 1-2 warps

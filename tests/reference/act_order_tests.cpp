@@ -214,8 +214,14 @@ TEST_CASE("act_order: the fast schedule stages x in shared memory as f32 where i
     CHECK(staged.shared[0].element == ScalarType::F32);
     CHECK(staged.shared[0].count == 12288);
     CHECK(staged.static_shared_bytes() == kMaxStaticSharedBytes);
-    CHECK(linear_4bit_affine_grouped(12296, 8, 128, KernelSchedule::Fast, activation, true).shared.empty());
-    // Neither the seed program nor the plain fast GEMV uses shared memory.
+    // One row more gathers from global memory; its 4 k-subgroups (at most 4 when
+    // gathering) meet in their own small array (staged, they meet in x_staged once every
+    // subgroup is done reading it).
+    const Program gathered = linear_4bit_affine_grouped(12296, 8, 128, KernelSchedule::Fast, activation, true);
+    CHECK(gathered.find_shared("x_staged") == nullptr);
+    REQUIRE(gathered.find_shared("k_partials") != nullptr);
+    CHECK(gathered.find_shared("k_partials")->count == 4 * 2 * 8);
+    // Neither the seed program nor the fast GEMV of few rows (one k-subgroup) uses shared memory.
     CHECK(linear_4bit_affine_grouped(256, 8, 128, KernelSchedule::Seed, activation, true).shared.empty());
     CHECK(linear_4bit_affine_grouped(256, 8, 128, KernelSchedule::Fast, activation).shared.empty());
   }

@@ -6,10 +6,11 @@
 // The bound (the header's): with u = 2^-24 and T_p = |x_p| * (|q_p| + |z_b|) * |s_b|
 // (the offset mode w = q * s + o: |x_p| * (|q_p| * |s_b| + |o_b|); fp8: |x_p * w_p * s|,
 // nvfp4: |x_p * e2m1_p * scale_b * global|), the fast schedule's
-// longest chain of f32 roundings per output is L = (rows of one block sum) + (blocks one
+// longest chain of f32 roundings per output is L = (rows of one chunk sum) + (chunks one
 // k-lane folds) + 8 (the zero-point fma, the block fma, the 4 butterfly levels of 16
-// k-lanes, the final scale) + splits (split-K: the workgroups' partials added in split
-// order), so |fast - exact| <= 2 * u * L * sum_p T_p. The seed adds k products in order,
+// k-lanes, the final scale) + (k_subgroups - 1) (the workgroup's subgroups' sums added in
+// order) + splits (split-K: the workgroups' partials added in split order), so
+// |fast - exact| <= 2 * u * L * sum_p T_p. The seed adds k products in order,
 // |seed - exact| <= 2 * u * (k + 2) * sum_p T_p, hence |fast - seed| <= the sum of both.
 #include <catch2/catch.hpp>
 
@@ -185,14 +186,24 @@ Exact exact_output(const Shape& s, const Inputs& in, std::uint32_t j) {
 }
 
 /// L of the file comment: the longest chain of roundings of one output, for the
-/// program's `splits` workgroups per output (split-K adds one rounding per split).
-double chain_length(const Shape& s, std::uint32_t splits) {
-  const std::uint32_t k_lanes = 16 * splits;  // 2 column lanes x 16 k-lanes per workgroup
+/// program's k-subgroups (workgroup_size / 32) and `splits` workgroups per output (each
+/// meeting adds one rounding per partner).
+double chain_length(const Shape& s, const Program& fast) {
+  const std::uint32_t splits = fast.workgroup_count[1];
+  const std::uint32_t k_subgroups = fast.workgroup_size[0] / 32;
+  const std::uint32_t k_lanes = 16 * k_subgroups * splits;  // 2 column lanes x 16 k-lanes per subgroup
+  const double tail = 8.0 + (k_subgroups - 1) + splits;
   switch (s.kind) {
     case Kind::Int8:
-    case Kind::Int4: return s.block + (blocks_of(s) + k_lanes - 1) / k_lanes + 8 + splits;
-    case Kind::Fp8: return 32.0 * ((s.k + 31) / 32 + k_lanes - 1) / k_lanes + 8 + splits;
-    case Kind::Nvfp4: return 16 + (blocks_of(s) + k_lanes - 1) / k_lanes + 8 + splits;
+    case Kind::Int4: {
+      // Chunks of 32 rows (slices of bigger blocks) or of one block of at most 32 rows.
+      std::uint32_t chunk = std::min(s.block, 32u);
+      while (s.block % chunk != 0) --chunk;
+      const std::uint32_t chunks = (s.k + chunk - 1) / chunk;
+      return chunk + (chunks + k_lanes - 1) / k_lanes + tail;
+    }
+    case Kind::Fp8: return 32.0 * ((s.k + 31) / 32 + k_lanes - 1) / k_lanes + tail;
+    case Kind::Nvfp4: return 16 + (blocks_of(s) + k_lanes - 1) / k_lanes + tail;
   }
   return 0;
 }
@@ -200,7 +211,10 @@ double chain_length(const Shape& s, std::uint32_t splits) {
 void check_fast(const Shape& s, std::uint32_t seed) {
   Inputs in = random_inputs(s, seed);
   Program fast = build(s, KernelSchedule::Fast), seed_program = build(s, KernelSchedule::Seed);
-  REQUIRE(fast.workgroup_size[0] == 32);          // the fast launch
+  // The fast launch: 1, 2 or 4 subgroups per workgroup splitting K (fp8: 1).
+  const std::uint32_t invocations = fast.workgroup_size[0];
+  REQUIRE((invocations == 32 || invocations == 64 || invocations == 128));
+  if (s.kind == Kind::Fp8) CHECK(invocations == 32);
   // The same files feed either schedule (the fast one may add split-K scratch, which the
   // runtime provides).
   REQUIRE(fast.caller_buffers() == seed_program.caller_buffers());
@@ -208,7 +222,7 @@ void check_fast(const Shape& s, std::uint32_t seed) {
   const double u = std::ldexp(1.0, -24);
   for (std::uint32_t j = 0; j < s.n; ++j) {
     Exact exact = exact_output(s, in, j);
-    const double fast_bound = 2 * u * chain_length(s, fast.workgroup_count[1]) * exact.magnitude;
+    const double fast_bound = 2 * u * chain_length(s, fast) * exact.magnitude;
     const double seed_bound = 2 * u * (s.k + 2) * exact.magnitude;
     INFO("column " << j << ": fast " << fast_out[j] << ", seed " << seed_out[j] << ", exact " << exact.value
                    << ", fast bound " << fast_bound);
@@ -223,7 +237,8 @@ void check_fast(const Shape& s, std::uint32_t seed) {
 TEST_CASE("fast dequant_matmul_int8 matches a double oracle and the seed within the f32 bound", "[dequant_fast]") {
   for (Shape s : {Shape{Kind::Int8, 256, 64, 64, true}, Shape{Kind::Int8, 37, 48, 16, false},
                   Shape{Kind::Int8, 300, 32, 128, true}, Shape{Kind::Int8, 64, 16, 5, true},
-                  Shape{Kind::Int8, 1, 32, 1, false}, Shape{Kind::Int8, 1024, 32, 16, true}}) {
+                  Shape{Kind::Int8, 1, 32, 1, false}, Shape{Kind::Int8, 1024, 32, 16, true},
+                  Shape{Kind::Int8, 2048, 32, 64, true}}) {  // the last: 2 k-subgroups
     DYNAMIC_SECTION(s.k << "x" << s.n << " block " << s.block << (s.asymmetric ? " asym" : " sym")) {
       check_fast(s, 3 + s.k + s.n);
     }
@@ -233,7 +248,8 @@ TEST_CASE("fast dequant_matmul_int8 matches a double oracle and the seed within 
 TEST_CASE("fast dequant_matmul_int4 matches a double oracle and the seed within the f32 bound", "[dequant_fast]") {
   for (Shape s : {Shape{Kind::Int4, 256, 128, 64, true}, Shape{Kind::Int4, 37, 96, 16, false},
                   Shape{Kind::Int4, 520, 64, 128, true}, Shape{Kind::Int4, 24, 32, 7, true},
-                  Shape{Kind::Int4, 2050, 96, 16, false}, Shape{Kind::Int4, 4096, 64, 16, true}}) {
+                  Shape{Kind::Int4, 2050, 96, 16, false}, Shape{Kind::Int4, 4096, 64, 16, true},
+                  Shape{Kind::Int4, 4096, 128, 128, true}}) {  // the last: 32-row slices, 4 k-subgroups
     DYNAMIC_SECTION(s.k << "x" << s.n << " block " << s.block << (s.asymmetric ? " asym" : " sym")) {
       check_fast(s, 5 + s.k + s.n);
     }
@@ -405,22 +421,23 @@ TEST_CASE("dequant schedule fast names the shape it cannot run and auto falls ba
 
 TEST_CASE("the fast dequant GEMVs split K across workgroups where one warp per sector column is too few",
           "[dequant_fast][split_k]") {
-  // 64 columns (one sector column of nibbles) and 128 chunks of 16 rows: eight workgroups
-  // of 16 k-lanes share the column's reduction, one chunk per k-lane; kSplitKTargetWorkgroups
-  // sector columns are workgroups enough without a split.
+  // 64 columns (one sector column of nibbles) and 128 chunks of 16 rows: two workgroups of
+  // four subgroups (k-subgroups) of 16 k-lanes share the column's reduction, one chunk per
+  // k-lane; kSplitKTargetWorkgroups sector columns are workgroups enough without a split.
   const Program split = dequant_matmul_int4(1, 2048, 64, 16, true, KernelSchedule::Fast);
+  CHECK(split.workgroup_size[0] == 4 * 32);
   CHECK(split.workgroup_count[0] == 1);
-  CHECK(split.workgroup_count[1] == 8);
+  CHECK(split.workgroup_count[1] == 2);
   REQUIRE(split.buffers.size() == 7);
   CHECK(split.buffers[5].name == "partials");
-  CHECK(split.buffers[5].count == 8 * 64);
+  CHECK(split.buffers[5].count == 2 * 64);
   CHECK(split.buffers[6].name == "arrivals");
   CHECK(split.buffers[6].count == 1);
   const Program wide = dequant_matmul_int4(1, 4096, 64 * kSplitKTargetWorkgroups, 16, true, KernelSchedule::Fast);
   CHECK(wide.workgroup_count[0] == kSplitKTargetWorkgroups);
   CHECK(wide.workgroup_count[1] == 1);
   CHECK(wide.buffers.size() == 5);
-  // Too few chunks for a second workgroup's 16 k-lanes: no split however few warps.
+  // Too few chunks for a second workgroup's k-lanes: no split however few warps.
   const Program short_k = dequant_matmul_int4(1, 256, 64, 16, true, KernelSchedule::Fast);
   CHECK(short_k.workgroup_count[1] == 1);
 }

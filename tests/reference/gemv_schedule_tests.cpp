@@ -6,13 +6,13 @@
 // The bound. The fast schedule sums, per group g and column i, D = sum x*q and
 // X = sum x in f32 (fma), then acc += s*(D - z*X). Each of D and z*X carries a relative
 // error of at most (n_g + 1)*u against sum |x|*q and z*sum |x| (n_g terms, u = 2^-24),
-// the subtraction, the fma and the final butterfly (5 levels) and bias add a few more
-// roundings of the running magnitude. So per output:
-//   |fast - exact| <= c * u * (|b| + sum_g s_g * sum_{k in g} |x_k| * (q_k + z_g) * (n_g + 8))
-// with c = 2 for safety. With fewer groups than k-lanes a group is split into slices
-// that each apply s*(D_slice - z*X_slice) (ir/ops/QuantizedGemv.h): the slices' sums are
-// shorter (n_slice < n_g terms) and the slices meet in the same 4-level butterfly, so the
-// same bound holds. The seed's own order obeys the smaller per-term bound of
+// the subtraction, the fma, the final butterfly (at most 5 levels), the k-subgroups'
+// meeting (at most 7 adds) and the bias add at most 16 more roundings of the running
+// magnitude. So per output:
+//   |fast - exact| <= c * u * (|b| + sum_g s_g * sum_{k in g} |x_k| * (q_k + z_g) * (n_g + 16))
+// with c = 2 for safety. A group split into slices applies s*(D_slice - z*X_slice) per
+// slice (ir/ops/QuantizedGemv.h): the slices' sums are shorter (n_slice < n_g terms) and
+// meet in the same butterfly and meeting, so the same bound holds. The seed's own order obeys the smaller per-term bound of
 // linear4bit_tests.cpp, so |fast - seed| is within the sum of both.
 #include <catch2/catch.hpp>
 
@@ -20,6 +20,7 @@
 #include <random>
 
 #include "ir/ops/Linear4Bit.h"
+#include "ir/ops/QuantizedGemv.h"
 #include "runtime/backends/reference/Interpreter.h"
 
 using namespace quantc;
@@ -90,10 +91,21 @@ Exact exact_output(const Inputs& in, std::uint32_t in_dim, std::uint32_t out_dim
       result.value += double(in.x[k]) * (q - z) * s;
       group_magnitude += std::fabs(in.x[k]) * (q + z);
     }
-    magnitude += s * group_magnitude * double(last - first + 8);
+    magnitude += s * group_magnitude * double(last - first + 16);
   }
   result.bound = 2 * u * magnitude;
   return result;
+}
+
+/// Each output of `program` against the oracle's bound.
+void check_against_oracle(const Program& program, const Inputs& in, std::uint32_t in_dim, std::uint32_t out_dim,
+                          std::uint32_t group_size) {
+  std::vector<float> out = run(program, out_dim, in);
+  for (std::uint32_t i = 0; i < out_dim; ++i) {
+    Exact exact = exact_output(in, in_dim, out_dim, group_size, i);
+    INFO("output " << i << ": " << out[i] << ", exact " << exact.value << ", bound " << exact.bound);
+    CHECK(std::fabs(out[i] - exact.value) <= exact.bound);
+  }
 }
 
 void check_fast_schedule(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size, std::uint32_t seed) {
@@ -137,6 +149,51 @@ TEST_CASE("fast linear_4bit_affine_grouped matches a double oracle and the seed 
   }
 }
 
+TEST_CASE("every work split of the fast GEMV matches the double oracle", "[gemv][linear4bit]") {
+  // Column lanes 1, 2, 4 times k-subgroups 1, 2, 4, 8 (the reduction split across the
+  // subgroups of a workgroup, meeting in shared memory), with and without groups, and a
+  // partial last group (1000 = 15 groups of 64 and one of 40).
+  for (auto [in_dim, out_dim, group_size] : {std::tuple{2048u, 16u, 128u}, std::tuple{1000u, 16u, 64u},
+                                             std::tuple{2048u, 16u, 0u}}) {
+    Inputs in = random_inputs(in_dim, out_dim, group_size, 3 + in_dim + group_size);
+    for (std::uint32_t column_lanes : {1u, 2u, 4u}) {
+      for (std::uint32_t k_subgroups : {1u, 2u, 4u, 8u}) {
+        GemvSchedule schedule;
+        schedule.column_lanes = column_lanes;
+        schedule.k_subgroups = k_subgroups;
+        NibbleGemv gemv{"linear_4bit_affine_grouped", "split", in_dim, out_dim, group_size, out_dim};
+        DYNAMIC_SECTION(in_dim << "x" << out_dim << " group " << group_size << ", " << column_lanes
+                               << " column lanes, " << k_subgroups << " k-subgroups") {
+          Program program = nibble_gemv(gemv, schedule);
+          CHECK(program.workgroup_size[0] == schedule.subgroups_per_workgroup * k_subgroups * 32);
+          CHECK((k_subgroups > 1) == !program.shared.empty());
+          check_against_oracle(program, in, in_dim, out_dim, group_size);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the fast GEMV splits K across subgroups only when every k-lane keeps two packed rows", "[gemv][linear4bit]") {
+  // Two column lanes (out_dim a multiple of 8, in_dim >= 512): 16 k-lanes per subgroup, so
+  // k-subgroups need 32 packed rows each; one column lane (out_dim = 4 mod 8, or a shallow
+  // K): 32 k-lanes, 64 rows.
+  auto resolved = [](std::uint32_t in_dim, std::uint32_t out_dim) {
+    GemvSchedule schedule = resolve_gemv_schedule(NibbleGemv{"g", "g", in_dim, out_dim});
+    return std::pair{schedule.column_lanes, schedule.k_subgroups};
+  };
+  CHECK(resolved(384, 384) == std::pair{1u, 1u});    // 48 rows: 32 k-lanes of 2 rows
+  CHECK(resolved(512, 384) == std::pair{2u, 2u});    // 64 rows
+  CHECK(resolved(1536, 384) == std::pair{2u, 4u});   // 192 rows
+  CHECK(resolved(4096, 4096) == std::pair{2u, 8u});  // 512 rows, capped at 8
+  CHECK(resolved(1536, 300) == std::pair{1u, 2u});   // 192 rows, 32 k-lanes
+  CHECK(linear_4bit_affine_grouped(4096, 4096, 128, KernelSchedule::Fast).workgroup_size[0] == 512);
+  GemvSchedule too_wide;
+  too_wide.k_subgroups = 32;  // 2 x 32 x 32 = 2048 invocations
+  CHECK(nibble_gemv_unsupported(NibbleGemv{"g", "g", 4096, 16}, too_wide) ==
+        "schedule subgroups_per_workgroup=2 k_subgroups=32 exceeds 1024 invocations per workgroup");
+}
+
 TEST_CASE("fast affine grouped with zero scales and extreme nibbles is exact on integer data", "[gemv][linear4bit]") {
   // Integer x, power-of-two scales: every partial sum is an exact small integer, so the
   // reordering cannot change the result and fast equals the seed bit for bit.
@@ -153,11 +210,11 @@ TEST_CASE("fast affine grouped with zero scales and extreme nibbles is exact on 
 
 TEST_CASE("schedule fast names the shape it cannot run and auto falls back to the seed", "[gemv][linear4bit]") {
   CHECK_THROWS_WITH(linear_4bit(64, 302, KernelSchedule::Fast),
-                    Catch::Contains("out_dim=302 is not a multiple of 4") && Catch::Contains("\"schedule\": \"seed\""));
+                    Catch::Contains("out_dim=302 is not a multiple of 4 (the columns one subgroup loads)") && Catch::Contains("\"schedule\": \"seed\""));
   CHECK_THROWS_WITH(linear_4bit_affine_grouped(64, 16, 4, KernelSchedule::Fast),
                     Catch::Contains("group_size=4 is not a multiple of 8"));
   CHECK(linear_4bit(64, 302, KernelSchedule::Auto).workgroup_size[0] == 256);           // the seed's launch
-  CHECK(linear_4bit(64, 16, KernelSchedule::Auto).workgroup_size[0] == 64);             // the fast launch
+  CHECK(linear_4bit(64, 16, KernelSchedule::Auto).workgroup_size[0] == 64);             // the fast launch (8 rows: 1 k-subgroup)
   CHECK(linear_4bit_affine_grouped(64, 16, 4, KernelSchedule::Auto).workgroup_count[0] == 2);  // seed: ceil(16/8)
   // Seed errors still come first for both schedules.
   CHECK_THROWS_WITH(linear_4bit_affine_grouped(12, 16, 4, KernelSchedule::Fast), Catch::Contains("not divisible by 8"));
