@@ -102,14 +102,18 @@ void check_serial_chain_bound(const json& devices, const json& device, const cha
   CHECK(device["latency_bound_us"].get<double>() >= device["instructions_per_warp"].get<double>() * cycles / clock_mhz);
 }
 
-/// A fast GEMV at the DRAM limit on the model: modeled within 1.15x of the memory-bound
-/// time (at the sustained bandwidth, 0.9 of peak on the H100 SXM).
-void check_dram_bound(const json& device) {
+/// A fast GEMV bound by the L1 wavefronts of its loads (the memory pipe, issue_memory),
+/// which Nsight Compute found the busiest unit of these kernels on an H200
+/// (bench/results/gpu-nvidia-h200.md, "Splitting K across the subgroups of a workgroup"):
+/// beyond the DRAM time and each warp's chain, so the 87%-of-HBM target is not met.
+void check_l1_bound(const json& device) {
   INFO(device.dump());
-  CHECK(device["limit"] == "dram_bandwidth");
-  CHECK(device["modeled_us"].get<double>() <= 1.15 * device["memory_bound_us"].get<double>());
-  CHECK(device["hbm_fraction"].get<double>() >= 0.87);
+  CHECK(device["limit"] == "issue_memory");
+  // Within the partial last wave of the limit spread evenly over the SMs.
+  CHECK(device["modeled_us"].get<double>() == Approx(device["limits_us"]["issue_memory"].get<double>()).epsilon(0.05));
+  CHECK(device["limits_us"]["dram_bandwidth"].get<double>() < device["modeled_us"].get<double>());
   CHECK(device["limits_us"]["latency"].get<double>() < device["modeled_us"].get<double>());
+  CHECK(device["hbm_fraction"].get<double>() < 0.87);
 }
 
 TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed affine GEMV too, the fast one is not",
@@ -150,14 +154,17 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
             Approx(device["limits_us"][device["limit"].get<std::string>()].get<double>()).epsilon(0.2));
     }
   }
-  SECTION("the fast linear_4bit_affine_grouped at 4096x4096: whole sectors, K split across 8 warps, at the DRAM limit") {
+  SECTION("the fast linear_4bit_affine_grouped at 4096x4096: whole sectors, K split across 8 warps, L1-bound") {
     fs::path spec = scratch_dir() / "affine_fast.json";
     write_text(spec, R"({"op": "linear_4bit_affine_grouped", "in_dim": 4096, "out_dim": 4096, "group_size": 128,
                        "schedule": "fast", "target": "sm_90"})");
     const json document = profile_json(spec.string() + " --device h100_sxm");
     const json& kernel = document["kernels"][0];
-    check_dram_bound(kernel["devices"]["h100_sxm"]);
+    check_l1_bound(kernel["devices"]["h100_sxm"]);
     CHECK(kernel["threads_per_cta"] == 512);  // 2 column subgroups x 8 k-subgroups
+    // Each k-lane pair reads its own rows: a weight request touches 16 lines (16 rows),
+    // its two x requests 16 lines each.
+    CHECK(kernel["load_wavefronts"].get<double>() / kernel["load_requests"].get<double>() >= 14.0);
     // 16-byte loads, two column lanes: each packed row of a warp's 8 columns is one whole
     // 32-byte sector.
     const json w = buffer_traffic(kernel, "w");
@@ -168,7 +175,7 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
     const double issued = kernel["warp_instructions"].get<double>() - kernel["pipe_instructions"]["move"].get<double>();
     CHECK(issued / (4096.0 * 4096 / 2) <= 0.35);
   }
-  SECTION("the fast nf4_gemm (f64, f32) at the DRAM limit, nf4_gemm_transpose bound by each warp's chain, at 4096x4096") {
+  SECTION("the fast nf4_gemm (f64, f32) L1-bound, nf4_gemm_transpose bound by each warp's chain, at 4096x4096") {
     for (const char* op : {R"("op": "nf4_gemm", "accumulate": "f64")", R"("op": "nf4_gemm", "accumulate": "f32")",
                            R"("op": "nf4_gemm_transpose")"}) {
       fs::path spec = scratch_dir() / "nf4_fast.json";
@@ -179,7 +186,7 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
       if (std::string(op).find("transpose") != std::string::npos) {
         check_serial_chain_bound(document["devices"], kernel["devices"]["h100_sxm"], "h100_sxm");
       } else {
-        check_dram_bound(kernel["devices"]["h100_sxm"]);  // half blocks split across 4 warps of a workgroup
+        check_l1_bound(kernel["devices"]["h100_sxm"]);  // half blocks split across 4 warps of a workgroup
       }
       // 16-byte weight loads; nf4_gemm's are whole sectors (16 per request), the transpose's
       // half sectors (its reduction runs across columns, see ir/ops/Nf4Gemm.h); activation

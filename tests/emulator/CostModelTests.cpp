@@ -385,6 +385,49 @@ TEST_CASE("loads in flight: the emulator counts 1 vs 4 independent loads per war
   CHECK(four.bytes_in_flight_needed_per_sm == Approx(3.35e12 * h100().dram_latency / 132));
 }
 
+TEST_CASE("L1 wavefronts: a warp's 16-byte loads of 32 lines take 32, of one 512-byte span 4", "[emulator][cost]") {
+  // Thread t loads 16 bytes at src + t * stride and stores one f32 to dst[t].
+  const char* ptx = R"(
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry strided(.param .u64 src, .param .u64 dst, .param .u32 stride)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<8>;
+  .reg .f32 %f<6>;
+  mov.u32 %r1, %tid.x;
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [dst];
+  ld.param.u32 %r2, [stride];
+  cvta.to.global.u64 %rd1, %rd1;
+  cvta.to.global.u64 %rd2, %rd2;
+  mul.wide.u32 %rd3, %r1, %r2;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd4];
+  add.f32 %f5, %f1, %f4;
+  mul.wide.u32 %rd5, %r1, 4;
+  add.s64 %rd6, %rd2, %rd5;
+  st.global.f32 [%rd6], %f5;
+  ret;
+}
+)";
+  LaunchCounters contiguous = run_kernel(ptx, "strided", 1, 32, {32 * 128, 128}, {16});
+  LaunchCounters strided = run_kernel(ptx, "strided", 1, 32, {32 * 128, 128}, {128});
+  CHECK(contiguous.global_load_sectors == 16);
+  CHECK(contiguous.global_load_wavefronts == 4);
+  CHECK(strided.global_load_sectors == 32);  // half of each sector
+  CHECK(strided.global_load_wavefronts == 32);
+  CHECK(contiguous.global_store_wavefronts == 1);  // 128 contiguous bytes
+  CHECK(strided.global_store_wavefronts == 1);
+  // The memory pipe charges one wavefront per clock on the one busy SM: 4 + 1 against
+  // 32 + 1 (more than the 2 LSU instructions and than the sectors' 128 bytes per clock).
+  const KernelResources resources{32, 1, 32, 0};
+  const auto memory = static_cast<std::size_t>(Pipe::Memory);
+  CHECK(estimate_launch(contiguous, resources, h100()).pipe_seconds[memory] == Approx(5 / h100().clock_hz));
+  CHECK(estimate_launch(strided, resources, h100()).pipe_seconds[memory] == Approx(33 / h100().clock_hz));
+}
+
 TEST_CASE("cache levels of a load batch: first touch DRAM, another CTA's data L2, this CTA's L1", "[emulator][cost]") {
   // Each thread loads src[tid] twice (waiting in between); CTA 1 loads what CTA 0 loaded.
   const char* ptx = R"(

@@ -26,8 +26,10 @@
 //       clock). Pipe::Move (mov, cvta) and ld.param issue nothing (ptxas removes moves
 //       and folds parameters into constant-bank operands). Pipe::Emulated instructions
 //       are charged as the subroutine's instructions on other pipes (subroutine_cost).
-//       Loads/stores: max(LSU instructions / 1 per clock per SM, L1 wavefronts: global
-//       sectors / 4 + shared requests, i.e. 128 bytes per clock per SM);
+//       Loads/stores: max(LSU instructions / 1 per clock per SM, L1 wavefronts at one
+//       128-byte line per clock per SM: the distinct lines each global request touches
+//       (LaunchCounters::global_load_wavefronts; a warp reading 16 rows' sectors takes
+//       16, a contiguous 512 bytes 4) + one per shared-memory request);
 //     - DRAM bandwidth: the wave's share of the unique global sectors x 32 bytes / the
 //       device's sustained DRAM bandwidth (peak x the fraction a device copy reaches;
 //       every sector crosses DRAM once: perfect L2 reuse);

@@ -88,6 +88,11 @@ struct LaunchCounters {
   std::uint64_t global_store_requests = 0;    // atomics count as loads and stores
   std::uint64_t global_load_sectors = 0;      // summed over requests
   std::uint64_t global_store_sectors = 0;
+  /// L1 wavefronts of the global requests: the distinct 128-byte lines each touches,
+  /// summed over requests (a request's lines pass the L1 one per clock: 16 sectors in 16
+  /// rows take 16 wavefronts, 16 contiguous sectors 4).
+  std::uint64_t global_load_wavefronts = 0;
+  std::uint64_t global_store_wavefronts = 0;
   std::uint64_t shared_load_requests = 0;
   std::uint64_t shared_store_requests = 0;
   std::uint64_t unique_global_bytes_read = 0;     // distinct bytes, over all buffers
@@ -141,6 +146,8 @@ inline LaunchCounters& LaunchCounters::operator+=(const LaunchCounters& o) {
   global_store_requests += o.global_store_requests;
   global_load_sectors += o.global_load_sectors;
   global_store_sectors += o.global_store_sectors;
+  global_load_wavefronts += o.global_load_wavefronts;
+  global_store_wavefronts += o.global_store_wavefronts;
   shared_load_requests += o.shared_load_requests;
   shared_store_requests += o.shared_store_requests;
   unique_global_bytes_read += o.unique_global_bytes_read;

@@ -400,8 +400,19 @@ CacheLevel Launch::finish_request(Request& request, bool load, bool store, State
   CacheLevel level = CacheLevel::L1;
   if (request.global) {
     std::uint64_t sectors = request.unique();
-    if (load) { ++counters_.global_load_requests; counters_.global_load_sectors += sectors; }
-    if (store) { ++counters_.global_store_requests; counters_.global_store_sectors += sectors; }
+    // The sorted distinct sectors' 128-byte lines (4 sectors each): the L1 wavefronts.
+    std::uint64_t lines = 0;
+    for (std::uint64_t i = 0; i < sectors; ++i) lines += i == 0 || request.sectors[i] / 4 != request.sectors[i - 1] / 4;
+    if (load) {
+      ++counters_.global_load_requests;
+      counters_.global_load_sectors += sectors;
+      counters_.global_load_wavefronts += lines;
+    }
+    if (store) {
+      ++counters_.global_store_requests;
+      counters_.global_store_sectors += sectors;
+      counters_.global_store_wavefronts += lines;
+    }
     // Distinct bytes per buffer (lanes reading the same address count once, as the
     // memory system serves them once): the union of the lanes' spans.
     std::sort(request.spans.begin(), request.spans.begin() + request.span_count);

@@ -205,6 +205,8 @@ std::string format_counters(const std::string& kernel_name, const std::string& t
   line("store requests", c.global_store_requests);
   line("load sectors (32 B)", c.global_load_sectors);
   line("store sectors (32 B)", c.global_store_sectors);
+  line("load wavefronts (128 B lines)", c.global_load_wavefronts);
+  line("store wavefronts (128 B lines)", c.global_store_wavefronts);
   out += fmt::format("  sectors per load request             {:.2f} (4 = fully coalesced 4-byte accesses)\n",
                      c.sectors_per_load_request());
   out += fmt::format("  sectors per store request            {:.2f}\n", c.sectors_per_store_request());
@@ -328,6 +330,8 @@ nlohmann::ordered_json profile_json(const KernelProfile& p) {
       {"store_requests", c.global_store_requests},
       {"load_sectors", c.global_load_sectors},
       {"store_sectors", c.global_store_sectors},
+      {"load_wavefronts", c.global_load_wavefronts},
+      {"store_wavefronts", c.global_store_wavefronts},
       {"shared_load_requests", c.shared_load_requests},
       {"shared_store_requests", c.shared_store_requests},
       {"unique_bytes_read", c.unique_global_bytes_read},
