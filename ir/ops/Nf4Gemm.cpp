@@ -186,22 +186,26 @@ std::string fast_m_error(const char* op, std::uint32_t m) {
 
 }  // namespace
 
-std::uint32_t nf4_gemv_k_subgroups(std::uint32_t k, const Nf4GemvSchedule& split) {
-  if (split.k_subgroups != 0) return split.k_subgroups;
-  constexpr std::uint32_t kMaxKSubgroups = 4;  // 8 ran 1.1x slower than 4 at 11008x4096 on an H200
-  const std::uint64_t half_blocks = k / kHalfBlock;
-  std::uint32_t k_subgroups = 1;
-  while (k_subgroups * 2 <= kMaxKSubgroups && half_blocks >= std::uint64_t{k_subgroups} * 2 * split.k_lanes * 2) {
-    k_subgroups *= 2;
+Nf4GemvSchedule resolve_nf4_gemv_schedule(std::uint32_t k, Nf4GemvSchedule split) {
+  if (split.columns_per_lane == 0) split.columns_per_lane = k >= 1024 ? 4 : 2;
+  if (split.k_subgroups == 0) {
+    constexpr std::uint32_t kMaxKSubgroups = 4;  // 8 ran 1.1x slower than 4 at 11008x4096 on an H200
+    const std::uint64_t half_blocks = k / kHalfBlock;
+    split.k_subgroups = 1;
+    while (split.k_subgroups * 2 <= kMaxKSubgroups &&
+           half_blocks >= std::uint64_t{split.k_subgroups} * 2 * split.k_lanes * 2) {
+      split.k_subgroups *= 2;
+    }
   }
-  return k_subgroups;
+  return split;
 }
 
 namespace {
 
-Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation, const Nf4GemvSchedule& split,
+Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation, const Nf4GemvSchedule& requested,
                       ScalarType activation) {
   const char* op = "nf4_gemm";
+  const Nf4GemvSchedule split = resolve_nf4_gemv_schedule(k, requested);
   if (!power_of_two(split.k_lanes) || split.k_lanes < 2 || split.k_lanes > kSubgroupSize ||
       split.columns_per_lane == 0 || split.columns_per_lane > 4 || split.rounds_per_batch == 0 ||
       split.subgroups_per_workgroup == 0 || split.subgroups_per_workgroup > 32) {
@@ -214,7 +218,7 @@ Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumula
   const std::uint32_t half_blocks = k / kHalfBlock;
   const std::uint32_t words_per_column = k / kNibblesPerWord;
   const std::uint32_t L = split.k_lanes, R = split.columns_per_lane;
-  const std::uint32_t k_subgroups = nf4_gemv_k_subgroups(k, split);
+  const std::uint32_t k_subgroups = split.k_subgroups;
   const std::uint32_t workgroup_k_lanes = L * k_subgroups;  // k-lanes of a column group in the workgroup
   const std::uint32_t rounds = ceil_div(half_blocks, workgroup_k_lanes);
   const std::uint32_t batch = std::min(split.rounds_per_batch, rounds);
@@ -573,7 +577,7 @@ std::vector<OpInfo> nf4_gemm_ops() {
                       scheduled(shape(2, 5, 192, "f32"), "seed"), scheduled(shape(1, 300, 64, "f64"), "seed"),
                       scheduled(shape(1, 8, 192, "f64"), "fast"), scheduled(shape(1, 5, 1024, "f32"), "fast"),
                       scheduled(shape(1, 12, 64, "f64"), "fast"),
-                      // half blocks split across 2 and 4 subgroups of a workgroup (nf4_gemv_k_subgroups)
+                      // half blocks split across 2 and 4 subgroups of a workgroup (resolve_nf4_gemv_schedule)
                       scheduled(shape(1, 8, 2048, "f64"), "fast"), scheduled(shape(1, 6, 4096, "f32"), "fast"),
                       activated(scheduled(shape(2, 5, 128, "f64"), "seed"), "f16"),
                       activated(scheduled(shape(2, 5, 128, "f32"), "seed"), "bf16"),

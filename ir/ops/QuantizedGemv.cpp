@@ -98,7 +98,7 @@ OpArgs scheduled(OpArgs args, const char* schedule) {
 
 std::optional<std::string> nibble_gemv_unsupported(const NibbleGemv& gemv, const GemvSchedule& requested) {
   const GemvSchedule schedule = resolve_gemv_schedule(gemv, requested);
-  if ( kSubgroupSize % schedule.column_lanes != 0 || schedule.columns_per_lane != 4 ||
+  if (kSubgroupSize % schedule.column_lanes != 0 || schedule.columns_per_lane != 4 ||
       schedule.subgroups_per_workgroup == 0 || schedule.rows_per_batch == 0) {
     return fmt::format("schedule column_lanes={} columns_per_lane={} is not a 16-byte-per-lane split of a subgroup",
                        schedule.column_lanes, schedule.columns_per_lane);
@@ -127,7 +127,7 @@ GemvSchedule resolve_gemv_schedule(const NibbleGemv& gemv, GemvSchedule schedule
     // Two lanes (whole sectors) once K is deep enough for two k-subgroups of 16 k-lanes;
     // a shallower K keeps 32 k-lanes per subgroup, so each walks fewer rows.
     const bool deep = gemv.in_dim / kNibblesPerWord >= 2 * (kSubgroupSize / 2) * kMinSliceRows;
-    schedule.column_lanes = gemv.out_dim % 8 == 0 && deep ? 2 : 1;
+    schedule.column_lanes = gemv.out_dim % (2 * schedule.columns_per_lane) == 0 && deep ? 2 : 1;
   }
   if (schedule.k_subgroups == 0) {
     const std::uint64_t rows = gemv.in_dim / kNibblesPerWord;

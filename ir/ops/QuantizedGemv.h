@@ -146,7 +146,8 @@ GemvSchedule resolve_gemv_schedule(const NibbleGemv& gemv, GemvSchedule schedule
 /// invocations per workgroup (resolve_gemv_schedule), ceil(out_dim /
 /// (columns_per_subgroup * subgroups_per_workgroup)) workgroups; a permuted input with
 /// in_dim <= 12288 adds the shared array x_staged f32[in_dim], and k_subgroups > 1 the
-/// shared array k_partials f32[k_subgroups * subgroups_per_workgroup * columns_per_subgroup].
+/// shared array k_partials f32[k_subgroups * subgroups_per_workgroup * columns_per_subgroup]
+/// (with x_staged the k-subgroups meet in it instead, after a barrier, where it has room).
 /// Throws OpError with nibble_gemv_unsupported's reason when the schedule cannot run it.
 Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& schedule = {});
 
