@@ -186,8 +186,8 @@ std::string fast_m_error(const char* op, std::uint32_t m) {
 
 }  // namespace
 
-Nf4GemvSchedule resolve_nf4_gemv_schedule(std::uint32_t k, Nf4GemvSchedule split) {
-  if (split.columns_per_lane == 0) split.columns_per_lane = k >= 1024 ? 4 : 2;
+Nf4GemvSchedule resolve_nf4_gemv_schedule(std::uint32_t n, std::uint32_t k, Nf4GemvSchedule split) {
+  if (split.columns_per_lane == 0) split.columns_per_lane = k >= 1024 && n >= 2048 ? 4 : 2;
   if (split.k_subgroups == 0) {
     constexpr std::uint32_t kMaxKSubgroups = 4;  // 8 ran 1.1x slower than 4 at 11008x4096 on an H200
     const std::uint64_t half_blocks = k / kHalfBlock;
@@ -205,7 +205,7 @@ namespace {
 Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation, const Nf4GemvSchedule& requested,
                       ScalarType activation) {
   const char* op = "nf4_gemm";
-  const Nf4GemvSchedule split = resolve_nf4_gemv_schedule(k, requested);
+  const Nf4GemvSchedule split = resolve_nf4_gemv_schedule(n, k, requested);
   if (!power_of_two(split.k_lanes) || split.k_lanes < 2 || split.k_lanes > kSubgroupSize ||
       split.columns_per_lane == 0 || split.columns_per_lane > 4 || split.rounds_per_batch == 0 ||
       split.subgroups_per_workgroup == 0 || split.subgroups_per_workgroup > 32) {
@@ -577,8 +577,10 @@ std::vector<OpInfo> nf4_gemm_ops() {
                       scheduled(shape(2, 5, 192, "f32"), "seed"), scheduled(shape(1, 300, 64, "f64"), "seed"),
                       scheduled(shape(1, 8, 192, "f64"), "fast"), scheduled(shape(1, 5, 1024, "f32"), "fast"),
                       scheduled(shape(1, 12, 64, "f64"), "fast"),
-                      // half blocks split across 2 and 4 subgroups of a workgroup (resolve_nf4_gemv_schedule)
+                      // half blocks split across 2 and 4 subgroups of a workgroup, and 4 columns per
+                      // lane (resolve_nf4_gemv_schedule)
                       scheduled(shape(1, 8, 2048, "f64"), "fast"), scheduled(shape(1, 6, 4096, "f32"), "fast"),
+                      scheduled(shape(1, 2056, 2048, "f64"), "fast"),
                       activated(scheduled(shape(2, 5, 128, "f64"), "seed"), "f16"),
                       activated(scheduled(shape(2, 5, 128, "f32"), "seed"), "bf16"),
                       activated(scheduled(shape(2, 5, 128, "f32"), "seed"), "f16"),

@@ -168,10 +168,11 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, Sc
 struct Nf4GemvSchedule {
   std::uint32_t k_lanes = 16;           // lanes splitting one column's half blocks (power of two, 2..32)
   /// Columns each lane reads for the same k, reusing its activations; 0 chooses: 4 where
-  /// k >= 1024, else 2. 4 ran 1.26-1.36x faster than 2 at the Llama shapes on an H200
-  /// (half the activation loads, which are most of the kernel's L1 wavefronts;
-  /// bench/results/gpu-nvidia-h200.md, "nf4_gemm: columns per lane") and 8% slower at
-  /// 384x1536, where the launch dominates; at small k its f64 program also spills.
+  /// k >= 1024 and n >= 2048 (at least 128 workgroups of 16 columns), else 2. 4 ran
+  /// 1.26-1.36x faster than 2 at the Llama shapes on an H200 (half the activation loads,
+  /// which are most of the kernel's L1 wavefronts; bench/results/gpu-nvidia-h200.md,
+  /// "nf4_gemm: columns per lane") and 8% slower at 384x1536, where the launch dominates;
+  /// at small k its f64 program also spills, at small n it halves the workgroups.
   std::uint32_t columns_per_lane = 0;
   std::uint32_t rounds_per_batch = 2;   // half blocks per column loaded before use
   std::uint32_t subgroups_per_workgroup = 2;  // column subgroups per workgroup
@@ -182,12 +183,12 @@ struct Nf4GemvSchedule {
   std::uint32_t columns_per_subgroup() const { return 32 / k_lanes * columns_per_lane; }
 };
 
-/// `split` with the choices left to the fast nf4_gemm made for depth `k`: columns_per_lane
+/// `split` with the choices left to the fast nf4_gemm made for n columns of depth k: columns_per_lane
 /// (see the field) and k_subgroups, when 0, the largest power of two up to 4 that leaves
 /// every k-lane of the workgroup at least two half blocks (k/32 >= 2 * k_subgroups *
 /// k_lanes), as the nibble GEMV (ir/ops/QuantizedGemv.h) and for the same reason: more,
 /// shorter warps in flight.
-Nf4GemvSchedule resolve_nf4_gemv_schedule(std::uint32_t k, Nf4GemvSchedule split = {});
+Nf4GemvSchedule resolve_nf4_gemv_schedule(std::uint32_t n, std::uint32_t k, Nf4GemvSchedule split = {});
 
 /// Work split of the fast nf4_gemm_transpose (m == 1).
 struct Nf4GemvTransposeSchedule {

@@ -9,8 +9,8 @@
 // Schedule (per subgroup of 32 invocations; PTX: per warp):
 //  - a subgroup owns `column_lanes * columns_per_lane` consecutive output columns; lane
 //    l reads columns `column_lanes`-interleaved blocks of `columns_per_lane` words with
-//    one vector load (u32x4 = 16 bytes); with two column lanes (the default) each packed
-//    row of the subgroup's columns is one fully used 32-byte sector;
+//    one vector load (u32x4 = 16 bytes); with two column lanes (the default from K = 512)
+//    each packed row of the subgroup's columns is one fully used 32-byte sector;
 //  - a workgroup holds `subgroups_per_workgroup` column subgroups times `k_subgroups`
 //    k-subgroups: the k-subgroups of a column subgroup split its reduction. Each subgroup
 //    has 32 / column_lanes k-lanes; the workgroup's K = k_subgroups * 32 / column_lanes
@@ -32,9 +32,9 @@
 //  - the k-lanes' partial sums meet by a shuffle butterfly within each subgroup (xor
 //    column_lanes, ..., 16), then across k-subgroups in shared memory: k-subgroups 1..
 //    store their sums (f32x4), a barrier, and k-subgroup 0 adds them in k-subgroup
-//    order: deterministic, no atomics. Its lanes with k-lane 0 add the bias and store their columns
-//    with one vector store (f32x4; f16/bf16: two f16x2/bf16x2 stores of the sums rounded
-//    once to the activation type);
+//    order: deterministic, no atomics. Its lanes with k-lane 0 add the bias and store
+//    their columns with one vector store (f32x4; f16/bf16: two f16x2/bf16x2 stores of the
+//    sums rounded once to the activation type);
 //  - f16/bf16 activations (ir/ops/Activation.h): a row's 8 x values are one 16-byte
 //    u32x4 load (the f32 program's two f32x4 loads) and the 4 biases one u32x2 load, in
 //    flight with the weights; each x value widens to f32 once per lane (f16: cvt; bf16:

@@ -117,7 +117,7 @@ void check_gemm(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation, 
   Program seed = nf4_gemm(1, n, k, accumulation, KernelSchedule::Seed);
   REQUIRE(fast.caller_buffers() == seed.caller_buffers());  // the same files feed either schedule
   std::vector<float> fast_c = run(fast, in), seed_c = run(seed, in);
-  const std::uint32_t lanes = split.k_lanes * resolve_nf4_gemv_schedule(k, split).k_subgroups;  // k-lanes of a workgroup
+  const std::uint32_t lanes = split.k_lanes * resolve_nf4_gemv_schedule(n, k, split).k_subgroups;  // k-lanes of a workgroup
   const std::uint32_t rounds = (k / 32 + lanes - 1) / lanes;
   double worst = 0;
   for (std::uint32_t col = 0; col < n; ++col) {
@@ -176,17 +176,19 @@ TEST_CASE("fast nf4_gemm matches a double oracle and the seed within the stated 
   }
 }
 
-TEST_CASE("fast nf4_gemm chooses 4 columns per lane from k = 1024 and k-subgroups while each k-lane keeps 2 half blocks",
+TEST_CASE("fast nf4_gemm chooses 4 columns per lane from k = 1024, n = 2048 and k-subgroups while each k-lane keeps 2 "
+          "half blocks",
           "[nf4][schedule]") {
-  auto resolved = [](std::uint32_t k) {
-    Nf4GemvSchedule split = resolve_nf4_gemv_schedule(k);
+  auto resolved = [](std::uint32_t n, std::uint32_t k) {
+    Nf4GemvSchedule split = resolve_nf4_gemv_schedule(n, k);
     return std::pair{split.columns_per_lane, split.k_subgroups};
   };
-  CHECK(resolved(384) == std::pair{2u, 1u});    // 12 half blocks
-  CHECK(resolved(1024) == std::pair{4u, 1u});   // 32 half blocks: 16 k-lanes of 2
-  CHECK(resolved(2048) == std::pair{4u, 2u});
-  CHECK(resolved(4096) == std::pair{4u, 4u});
-  CHECK(resolved(11008) == std::pair{4u, 4u});  // capped at 4
+  CHECK(resolved(4096, 384) == std::pair{2u, 1u});    // 12 half blocks
+  CHECK(resolved(4096, 1024) == std::pair{4u, 1u});   // 32 half blocks: 16 k-lanes of 2
+  CHECK(resolved(4096, 2048) == std::pair{4u, 2u});
+  CHECK(resolved(4096, 4096) == std::pair{4u, 4u});
+  CHECK(resolved(4096, 11008) == std::pair{4u, 4u});  // capped at 4
+  CHECK(resolved(384, 1536) == std::pair{2u, 1u});    // too few columns for 4 per lane, 48 half blocks
   // 32 / 16 k-lanes x 4 columns = 8 columns per subgroup, 2 column subgroups x 4 k-subgroups.
   const Program program = nf4_gemm(1, 4096, 4096, Nf4Accumulation::F32, KernelSchedule::Fast);
   CHECK(program.workgroup_size[0] == 2 * 4 * 32);
@@ -201,9 +203,9 @@ TEST_CASE("fast nf4_gemm with other work splits stays within the bounds", "[nf4]
                                 Nf4GemvSchedule{16, 2, 2, 2, 1}, Nf4GemvSchedule{16, 2, 1, 2, 4},
                                 Nf4GemvSchedule{8, 1, 1, 1, 8}, Nf4GemvSchedule{4, 4, 2, 1, 2}}) {
     CHECK(nf4_gemm(1, 24, 2048, Nf4Accumulation::F64, KernelSchedule::Fast, split).workgroup_size[0] ==
-          split.subgroups_per_workgroup * resolve_nf4_gemv_schedule(2048, split).k_subgroups * 32);
+          split.subgroups_per_workgroup * resolve_nf4_gemv_schedule(24, 2048, split).k_subgroups * 32);
     DYNAMIC_SECTION("k_lanes " << split.k_lanes << " columns " << split.columns_per_lane << " k_subgroups "
-                               << resolve_nf4_gemv_schedule(2048, split).k_subgroups) {
+                               << resolve_nf4_gemv_schedule(24, 2048, split).k_subgroups) {
       check_gemm(24, 2048, Nf4Accumulation::F64, in, split);
       check_gemm(24, 2048, Nf4Accumulation::F32, in, split);
     }
