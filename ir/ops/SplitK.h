@@ -91,7 +91,8 @@ KSubgroupMeeting declare_k_subgroup_meeting(ProgramBuilder& program, std::uint32
 /// Emits the meeting at workgroup level (every invocation reaches it: it holds a barrier).
 /// Lanes where `owner` holds own `values` (Vars of the meeting's element), the partial
 /// sums of slots `first, first + 1, ...`; with f32 and values.size() a multiple of 4,
-/// `first` must be provably a multiple of 4 (f32x4 stores). Afterwards the owner lanes of
+/// `first` and the meeting's slots must be multiples of 4 (f32x4 stores and loads: the
+/// IR verifier rejects an alignment it cannot prove). Afterwards the owner lanes of
 /// k-subgroup 0 hold the totals in `values`; the caller finishes where
 /// logical_and(owner, eq(k_subgroup, 0)). With one k-subgroup nothing is emitted.
 void emit_k_subgroup_meeting(Body& body, const KSubgroupMeeting& meeting, const Expr& k_subgroup, const Expr& owner,
