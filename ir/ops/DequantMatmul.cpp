@@ -257,14 +257,6 @@ std::optional<std::string> fast_unsupported(const char* name, std::uint32_t m, s
   throw OpError(fmt::format("Fix: {} has no fast schedule: {}; use \"schedule\": \"seed\" (or \"auto\").", name, reason));
 }
 
-/// Subgroups per workgroup that split the chunks of the same columns: the largest power of
-/// two up to `most` that leaves each of their k-lanes two chunks.
-std::uint32_t fast_k_subgroups(std::uint32_t chunks, std::uint32_t most) {
-  std::uint32_t k_subgroups = 1;
-  while (k_subgroups * 2 <= most && chunks >= k_subgroups * 2 * (kSubgroupSize / 2) * 2) k_subgroups *= 2;
-  return k_subgroups;
-}
-
 void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
   const std::uint32_t columns = lane_columns(g);
   // Two lanes share each 32-byte sector of a row: a warp owns one sector of every row.
@@ -276,7 +268,7 @@ void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
   const std::uint32_t subgroups = ceil_div(g.n, warp_columns);
   // K split across the subgroups of a workgroup (SplitK.h), then across workgroups where
   // the sectors alone still give too few workgroups.
-  const std::uint32_t k_subgroups = fast_k_subgroups(chunks, g.max_k_subgroups);
+  const std::uint32_t k_subgroups = choose_k_subgroups(chunks, kKLanes, 2, g.max_k_subgroups);
   const std::uint32_t splits = choose_splits(subgroups, chunks, kKLanes * k_subgroups);
   const std::uint32_t all_k_lanes = splits * k_subgroups * kKLanes;
   const std::uint32_t rounds = ceil_div(chunks, all_k_lanes);

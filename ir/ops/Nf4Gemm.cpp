@@ -190,12 +190,7 @@ Nf4GemvSchedule resolve_nf4_gemv_schedule(std::uint32_t n, std::uint32_t k, Nf4G
   if (split.columns_per_lane == 0) split.columns_per_lane = k >= 1024 && n >= 2048 ? 4 : 2;
   if (split.k_subgroups == 0) {
     constexpr std::uint32_t kMaxKSubgroups = 4;  // 8 ran 1.1x slower than 4 at 11008x4096 on an H200
-    const std::uint64_t half_blocks = k / kHalfBlock;
-    split.k_subgroups = 1;
-    while (split.k_subgroups * 2 <= kMaxKSubgroups &&
-           half_blocks >= std::uint64_t{split.k_subgroups} * 2 * split.k_lanes * 2) {
-      split.k_subgroups *= 2;
-    }
+    split.k_subgroups = choose_k_subgroups(k / kHalfBlock, split.k_lanes, 2, kMaxKSubgroups);
   }
   return split;
 }
@@ -246,12 +241,9 @@ Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumula
   program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, column_subgroups), 1, 1});
   program.body([&](Body& body) {
     body.region(kSeedId, [&](Body& region) {
-      Expr local = region.let("local", local_id(0));
-      Expr warp = local / kSubgroupSize;  // subgroup within the workgroup: k-subgroup major
-      Expr column_subgroup = column_subgroups == 1 ? u32(0) : region.let("column_subgroup", warp % column_subgroups);
-      Expr k_subgroup = k_subgroups == 1 ? u32(0) : region.let("k_subgroup", warp / column_subgroups);
-      Expr subgroup = region.let("subgroup", workgroup_id(0) * column_subgroups + column_subgroup);
-      Expr lane = region.let("lane", local % kSubgroupSize);
+      const WorkgroupSubgroup at = locate_subgroup(region, column_subgroups, k_subgroups);
+      const Expr &lane = at.lane, &subgroup = at.subgroup;
+      const Expr &column_subgroup = at.column_subgroup, &k_subgroup = at.k_subgroup;
       Expr k_lane = region.let("k_lane", lane % L);
       Expr workgroup_k_lane = k_subgroups == 1 ? k_lane : region.let("workgroup_k_lane", k_subgroup * L + k_lane);
       Expr slot = region.let("slot", (column_subgroup * (kSubgroupSize / L) + lane / L) * R);

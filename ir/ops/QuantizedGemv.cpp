@@ -136,11 +136,7 @@ GemvSchedule resolve_gemv_schedule(const NibbleGemv& gemv, GemvSchedule schedule
     // spills, so it stops at 256.
     const bool gathered = gemv.permuted_input && std::uint64_t{gemv.in_dim} * 4 > kMaxStagedXBytes;
     const std::uint32_t most = gathered ? kMaxGemvKSubgroups / 2 : kMaxGemvKSubgroups;
-    schedule.k_subgroups = 1;
-    while (schedule.k_subgroups * 2 <= most &&
-           rows >= std::uint64_t{schedule.k_subgroups} * 2 * schedule.k_lanes() * kMinSliceRows) {
-      schedule.k_subgroups *= 2;
-    }
+    schedule.k_subgroups = choose_k_subgroups(rows, schedule.k_lanes(), kMinSliceRows, most);
   }
   return schedule;
 }
@@ -204,12 +200,9 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
   program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, column_subgroups), 1, 1});
   program.body([&](Body& body) {
     body.region(gemv.region_id, [&](Body& region) {
-      Expr local = region.let("local", local_id(0));
-      Expr warp = local / kSubgroupSize;  // subgroup within the workgroup: k_subgroup major
-      Expr column_subgroup = column_subgroups == 1 ? u32(0) : region.let("column_subgroup", warp % column_subgroups);
-      Expr k_subgroup = k_subgroups == 1 ? u32(0) : region.let("k_subgroup", warp / column_subgroups);
-      Expr subgroup = region.let("subgroup", workgroup_id(0) * column_subgroups + column_subgroup);
-      Expr lane = region.let("lane", local % kSubgroupSize);
+      const WorkgroupSubgroup at = locate_subgroup(region, column_subgroups, k_subgroups);
+      const Expr &local = at.local, &lane = at.lane, &subgroup = at.subgroup;
+      const Expr &column_subgroup = at.column_subgroup, &k_subgroup = at.k_subgroup;
       if (staged) {
         // Every invocation of the workgroup copies x to shared memory in coalesced 4-element
         // chunks (f16/bf16 widened to f32 on the way), up to kStageChunks loads in flight

@@ -99,6 +99,7 @@ struct GemvSchedule {
   /// Subgroups of a workgroup that split the reduction of the same columns (each with
   /// its own k-lanes), meeting in shared memory; 0 chooses (resolve_gemv_schedule).
   std::uint32_t k_subgroups = 0;
+  /// Of a resolved schedule (resolve_gemv_schedule), where column_lanes is set.
   std::uint32_t columns_per_subgroup() const { return column_lanes * columns_per_lane; }
   std::uint32_t k_lanes() const { return 32 / column_lanes; }
 };

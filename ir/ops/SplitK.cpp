@@ -68,6 +68,18 @@ void emit_split_k_meeting(Body& body, const SplitK& split_k, const Expr& owner, 
   });
 }
 
+WorkgroupSubgroup locate_subgroup(Body& body, std::uint32_t column_subgroups, std::uint32_t k_subgroups) {
+  constexpr std::uint32_t kSubgroupSize = 32;
+  WorkgroupSubgroup at;
+  at.local = body.let("local", local_id(0));
+  Expr warp = at.local / kSubgroupSize;
+  at.column_subgroup = column_subgroups == 1 ? u32(0) : body.let("column_subgroup", warp % column_subgroups);
+  at.k_subgroup = k_subgroups == 1 ? u32(0) : body.let("k_subgroup", warp / column_subgroups);
+  at.subgroup = body.let("subgroup", workgroup_id(0) * column_subgroups + at.column_subgroup);
+  at.lane = body.let("lane", at.local % kSubgroupSize);
+  return at;
+}
+
 KSubgroupMeeting declare_k_subgroup_meeting(ProgramBuilder& program, std::uint32_t k_subgroups, std::uint32_t slots,
                                             ScalarType element, const BufferRef& reuse) {
   KSubgroupMeeting meeting{k_subgroups, slots, element, {}, !reuse.name.empty()};
@@ -114,6 +126,16 @@ std::vector<BufferSpec> split_k_buffer_specs(ScalarType element, const std::stri
                                              const std::string& units_count) {
   const std::string when = " (fast schedule, when it splits K across workgroups; provided zeroed by the runtime)";
   return {{"partials", "scratch", element, partials_count + when}, {"arrivals", "scratch", ScalarType::U32, units_count + when}};
+}
+
+std::uint32_t choose_k_subgroups(std::uint64_t chunks, std::uint32_t lanes_per_subgroup, std::uint32_t chunks_per_lane,
+                                 std::uint32_t most) {
+  std::uint32_t k_subgroups = 1;
+  while (k_subgroups * 2 <= most &&
+         chunks >= std::uint64_t{k_subgroups} * 2 * lanes_per_subgroup * chunks_per_lane) {
+    k_subgroups *= 2;
+  }
+  return k_subgroups;
 }
 
 std::uint32_t choose_splits(std::uint32_t units, std::uint32_t chunks, std::uint32_t lanes_per_split) {

@@ -82,6 +82,18 @@ struct KSubgroupMeeting {
   bool reused = false;            // partials is an array the reduction reads: a barrier first
 };
 
+/// Where an invocation sits in a workgroup of `column_subgroups` x `k_subgroups`
+/// subgroups of 32, k-subgroup major (subgroup w of the workgroup is column subgroup
+/// w % column_subgroups of k-subgroup w / column_subgroups): `local` its invocation index,
+/// `lane` (0..31), its column subgroup and k-subgroup (literal 0 when there is one), and
+/// `subgroup` = workgroup_id.x * column_subgroups + column subgroup, the index of the
+/// output columns it works on. Lets "local", "column_subgroup", "k_subgroup", "subgroup",
+/// "lane" in `body`, in that order.
+struct WorkgroupSubgroup {
+  Expr local, lane, column_subgroup, k_subgroup, subgroup;
+};
+WorkgroupSubgroup locate_subgroup(Body& body, std::uint32_t column_subgroups, std::uint32_t k_subgroups);
+
 /// Declares the shared `k_partials` array when `k_subgroups` > 1, or, given `reuse` (a
 /// shared array of `element` with at least k_subgroups * slots elements that the
 /// reduction only reads), meets in that array after a barrier instead of declaring one.
@@ -97,6 +109,14 @@ KSubgroupMeeting declare_k_subgroup_meeting(ProgramBuilder& program, std::uint32
 /// logical_and(owner, eq(k_subgroup, 0)). With one k-subgroup nothing is emitted.
 void emit_k_subgroup_meeting(Body& body, const KSubgroupMeeting& meeting, const Expr& k_subgroup, const Expr& owner,
                              const Expr& first, const std::vector<Expr>& values);
+
+/// The k-subgroups for a reduction of `chunks` work units shared by `lanes_per_subgroup`
+/// k-lanes per subgroup: the largest power of two up to `most` that leaves every k-lane
+/// of the workgroup at least `chunks_per_lane` units (chunks >= k_subgroups *
+/// lanes_per_subgroup * chunks_per_lane). The fast GEMVs' one rule: more, shorter warps
+/// in flight while each still has work.
+std::uint32_t choose_k_subgroups(std::uint64_t chunks, std::uint32_t lanes_per_subgroup, std::uint32_t chunks_per_lane,
+                                 std::uint32_t most);
 
 /// Workgroups (of one warp each) the split-K GEMVs aim for: about 16 per SM of a 132-SM
 /// H100/H200. Measured on an H200 (bench/results/gpu-nvidia-h200.md, "Schedule sweep"),
