@@ -12,6 +12,7 @@
 #include "ir/ops/Activation.h"
 #include "ir/ops/Checks.h"
 #include "ir/ops/Nibbles.h"
+#include "ir/ops/SplitK.h"
 
 namespace quantc::ir::ops {
 namespace {
@@ -202,8 +203,15 @@ Program batched_matvec_program(const char* name, const char* op_id, std::uint32_
 /// Rows one subgroup owns; the x chunk a lane loads is reused for all of them.
 constexpr std::uint32_t kFastRowsPerSubgroup = 4;
 constexpr std::uint32_t kFastSubgroupsPerWorkgroup = 4;
-/// Columns one lane reads per step: a u32x4 of 4 packed words (16 bytes, 32 nibbles).
-constexpr std::uint32_t kFastLaneColumns = 32;
+/// Columns one lane reads per step: 4 packed words (16 bytes, 32 nibbles), 32 words apart.
+constexpr std::uint32_t kFastLaneWords = 4;
+constexpr std::uint32_t kFastLaneColumns = kFastLaneWords * kValuesPerWord;
+/// Words of a row one subgroup reads per step (512 bytes).
+constexpr std::uint32_t kFastSpanWords = kFastLaneWords * kSubgroupLanes;
+/// Most k-subgroups per row group. 8 would shorten the chain again at 11008 columns, but
+/// its 256-invocation workgroups need a second, partial wave on the H100 model (76.8% of
+/// peak against 89.6% with 4).
+constexpr std::uint32_t kFastMaxKSubgroups = 4;
 
 /// Batches per subgroup of the fast schedule: 1 for a matvec; for batch > 1 a tile of
 /// kFastBatchTile activation vectors shares each decoded nibble.
@@ -238,6 +246,10 @@ std::optional<std::string> int4_row_gemv_unsupported(std::uint32_t batch, std::u
   return std::nullopt;
 }
 
+std::uint32_t int4_row_gemv_k_subgroups(std::uint32_t cols) {
+  return choose_k_subgroups(ceil_div(int4_packed_words(cols), kFastSpanWords), 1, 1, kFastMaxKSubgroups);
+}
+
 namespace {
 
 /// The fast program (see the header): the seed's checks and buffers, then the schedule.
@@ -255,8 +267,11 @@ Program fast_row_gemv_program(const char* name, const char* op_id, std::uint32_t
   }
   const std::uint32_t tile = fast_batch_tile(batch);
   const std::uint32_t row_tile = kFastRowsPerSubgroup;
-  const std::uint32_t chunks = cols / kFastLaneColumns;  // u32x4 vectors per row
-  const std::uint32_t steps = ceil_div(chunks, kSubgroupLanes);
+  const std::uint32_t k_subgroups = int4_row_gemv_k_subgroups(cols);
+  const std::uint32_t spans = ceil_div(words_per_row, kFastSpanWords);  // a subgroup's step each
+  const std::uint32_t full_spans = words_per_row / kFastSpanWords;
+  const std::uint32_t steps = ceil_div(spans, k_subgroups);
+  const std::uint32_t row_subgroups = std::max(1u, kFastSubgroupsPerWorkgroup / k_subgroups);  // per workgroup
   const std::uint32_t row_groups = ceil_div(rows, row_tile);
   const bool partial_rows = rows % row_tile != 0;
 
@@ -266,124 +281,157 @@ Program fast_row_gemv_program(const char* name, const char* op_id, std::uint32_t
   BufferRef x = program.input("x", activation, x_count);
   BufferRef row_scales = program.input("row_scales", ScalarType::F32, rows);
   BufferRef out = program.output("out", activation, out_count);
-  program.launch({kFastSubgroupsPerWorkgroup * kSubgroupLanes, 1, 1},
-                 {ceil_div(row_groups, kFastSubgroupsPerWorkgroup), ceil_div(batch, tile), 1});
+  // A subgroup's partial sums per k-subgroup: row_tile rows x tile batches, row major.
+  const std::uint32_t subgroup_sums = row_tile * tile;
+  const KSubgroupMeeting meeting = declare_k_subgroup_meeting(program, k_subgroups, row_subgroups * subgroup_sums);
+  program.launch({row_subgroups * k_subgroups * kSubgroupLanes, 1, 1},
+                 {ceil_div(row_groups, row_subgroups), ceil_div(batch, tile), 1});
   program.body([&](Body& body) {
     body.region(op_id, [&](Body& region) {
-      Expr local = region.let("local", local_id(0));
-      Expr subgroup = region.let("subgroup", workgroup_id(0) * kFastSubgroupsPerWorkgroup + local / kSubgroupLanes);
-      Expr lane = region.let("lane", local % kSubgroupLanes);
-      // Uniform per subgroup: the shuffles below run with all 32 lanes active.
-      region.if_then(subgroup < row_groups, [&](Body& per_subgroup) {
-        Expr first_row = per_subgroup.let("first_row", subgroup * row_tile);
-        Expr batch_begin = per_subgroup.let("batch_begin", workgroup_id(1) * tile);
-        std::vector<Expr> weight_base, scales, x_base;
-        for (std::uint32_t r = 0; r < row_tile; ++r) {
-          // Rows past the end (last subgroup) read the last row; their stores are skipped.
-          Expr row = r == 0 ? first_row : first_row + r;
-          if (partial_rows) row = per_subgroup.let(fmt::format("row{}", r), min(row, u32(rows - 1)));
-          weight_base.push_back(per_subgroup.let(fmt::format("weight_base{}", r), row * words_per_row));
-          // Loaded now: in flight with the first step's weights, used after the loop.
-          scales.push_back(per_subgroup.let(fmt::format("scale{}", r), row_scales[row]));
-        }
-        for (std::uint32_t b = 0; b < tile; ++b) {
-          Expr batch_index = b == 0 ? batch_begin : batch_begin + b;
-          if (batch % tile != 0) batch_index = min(batch_index, u32(batch - 1));
-          x_base.push_back(per_subgroup.let(fmt::format("x_base{}", b), batch_index * cols));
-        }
-        std::vector<std::vector<Expr>> acc(row_tile);
-        for (std::uint32_t r = 0; r < row_tile; ++r) {
-          for (std::uint32_t b = 0; b < tile; ++b) acc[r].push_back(per_subgroup.let(fmt::format("acc{}_{}", r, b), f32(0.0f)));
-        }
-        auto step_body = [&](Body& work, const Expr& chunk) {
-          // Every load of the step first (weights of all rows, x of all batches), then the math.
-          std::vector<Expr> words, xs;
-          for (std::uint32_t r = 0; r < row_tile; ++r) {
-            words.push_back(work.let(fmt::format("words{}", r), weights.load(weight_base[r] + chunk * 4u, 4)));
+      const WorkgroupSubgroup at = locate_subgroup(region, row_subgroups, k_subgroups);
+      const Expr &lane = at.lane, &subgroup = at.subgroup, &k_subgroup = at.k_subgroup;
+      // Row groups past the last (the last workgroup's extra subgroups) redo the last row
+      // group and store nothing: every subgroup stays whole for the shuffles and reaches
+      // the meeting's barrier.
+      Expr row_group = row_groups % row_subgroups == 0 ? subgroup : min(subgroup, u32(row_groups - 1));
+      Expr first_row = region.let("first_row", row_group * row_tile);
+      Expr batch_begin = region.let("batch_begin", workgroup_id(1) * tile);
+      std::vector<Expr> weight_base, scales, x_base;
+      for (std::uint32_t r = 0; r < row_tile; ++r) {
+        // Rows past the end (last row group) read the last row; their stores are skipped.
+        Expr row = r == 0 ? first_row : first_row + r;
+        if (partial_rows) row = region.let(fmt::format("row{}", r), min(row, u32(rows - 1)));
+        weight_base.push_back(region.let(fmt::format("weight_base{}", r), row * words_per_row));
+        // Loaded now, in flight with the first step's weights, used after the meeting.
+        if (partial_rows) scales.push_back(region.let(fmt::format("scale{}", r), row_scales[row]));
+      }
+      if (!partial_rows) {
+        Expr four = region.let("scales", row_scales.load(first_row, row_tile));
+        for (std::uint32_t r = 0; r < row_tile; ++r) scales.push_back(extract_lane(four, r));
+      }
+      for (std::uint32_t b = 0; b < tile; ++b) {
+        Expr batch_index = b == 0 ? batch_begin : batch_begin + b;
+        if (batch % tile != 0) batch_index = min(batch_index, u32(batch - 1));
+        x_base.push_back(region.let(fmt::format("x_base{}", b), batch_index * cols));
+      }
+      std::vector<Expr> acc;  // acc[r * tile + b]
+      for (std::uint32_t r = 0; r < row_tile; ++r) {
+        for (std::uint32_t b = 0; b < tile; ++b) acc.push_back(region.let(fmt::format("acc{}_{}", r, b), f32(0.0f)));
+      }
+      // One span: 128 consecutive words of each row (1024 columns); lane l takes words
+      // l, l+32, l+64, l+96 of it, so each of the 16 word loads of a step reads 128
+      // consecutive bytes (one line) and each x load 32 lanes x 16 bytes at a 32-byte
+      // stride (8 lines), instead of every lane's 128 bytes of x apart (32 lines).
+      // `checked`: the partial last span; a word past the row reads the row's last word
+      // again and its x values count as 0.
+      auto span_body = [&](Body& work, const Expr& span, bool checked) {
+        Expr span_word = work.let("span_word", span * kFastSpanWords + lane);
+        std::vector<Expr> word_index, in_row;
+        for (std::uint32_t j = 0; j < kFastLaneWords; ++j) {
+          Expr index = j == 0 ? span_word : span_word + j * kSubgroupLanes;
+          if (checked) {
+            in_row.push_back(work.let(fmt::format("in_row{}", j), index < words_per_row));
+            index = work.let(fmt::format("word_index{}", j), min(index, u32(words_per_row - 1)));
           }
-          Expr column = work.let("column", chunk * kFastLaneColumns);
-          std::vector<HalfWords> x_halves;  // f16/bf16: 8 x values per u32x4
-          for (std::uint32_t b = 0; b < tile; ++b) {
+          word_index.push_back(index);
+        }
+        // Every load of the step first (weights of all rows, x of all batches), then the math.
+        std::vector<std::vector<Expr>> words(row_tile);  // words[r][j]
+        for (std::uint32_t j = 0; j < kFastLaneWords; ++j) {
+          for (std::uint32_t r = 0; r < row_tile; ++r) {
+            words[r].push_back(work.let(fmt::format("w{}_{}", r, j), weights[weight_base[r] + word_index[j]]));
+          }
+        }
+        std::vector<Expr> x_fours;       // f32: [(b * 4 + j) * 2 + h], the word's x values 4h..4h+3
+        std::vector<HalfWords> x_halves;  // f16/bf16: [b * 4 + j], the word's 8 x values
+        for (std::uint32_t b = 0; b < tile; ++b) {
+          for (std::uint32_t j = 0; j < kFastLaneWords; ++j) {
+            Expr first = work.let(fmt::format("x_first{}_{}", b, j), x_base[b] + word_index[j] * kValuesPerWord);
             if (!f32_activations) {
-              for (std::uint32_t v = 0; v < kFastLaneColumns / 8; ++v) {
-                Expr at = v == 0 ? x_base[b] + column : x_base[b] + column + 8u * v;
-                x_halves.push_back(load_half_words(work, x, at, 8, fmt::format("x_words{}_{}", b, v)));
-              }
+              x_halves.push_back(load_half_words(work, x, first, kValuesPerWord, fmt::format("x_words{}_{}", b, j)));
               continue;
             }
-            for (std::uint32_t v = 0; v < kFastLaneColumns / 4; ++v) {
-              xs.push_back(work.let(fmt::format("x{}_{}", b, v), x.load(x_base[b] + column + 4u * v, 4)));
-            }
-          }
-          // f16/bf16: each x value widened once, after every load of the step.
-          std::vector<Expr> widened;
-          for (std::uint32_t b = 0; b < tile && !f32_activations; ++b) {
-            for (std::uint32_t c = 0; c < kFastLaneColumns; ++c) {
-              const HalfWords& words = x_halves[b * (kFastLaneColumns / 8) + c / 8];
-              widened.push_back(work.let(fmt::format("x{}_{}", b, c), words.element(c % 8)));
-            }
-          }
-          for (std::uint32_t r = 0; r < row_tile; ++r) {
-            for (std::uint32_t j = 0; j < 4; ++j) {
-              Expr word = work.let(fmt::format("w{}_{}", r, j), extract_lane(words[r], j));
-              Expr high = work.let(fmt::format("w{}_{}_high", r, j), word >> u32(16));
-              for (std::uint32_t i = 0; i < kValuesPerWord; ++i) {
-                Expr q = fast_signed_nibble(i < 5 ? word : high, i < 5 ? i : i - 4);
-                if (tile > 1) q = work.let(fmt::format("q{}_{}_{}", r, j, i), q);
-                const std::uint32_t c = j * kValuesPerWord + i;  // column within the lane's 32
-                for (std::uint32_t b = 0; b < tile; ++b) {
-                  Expr xe = f32_activations ? extract_lane(xs[b * (kFastLaneColumns / 4) + c / 4], c % 4)
-                                            : widened[b * kFastLaneColumns + c];
-                  work.assign(acc[r][b], fma(xe, q, acc[r][b]));
-                }
-              }
-            }
-          }
-        };
-        per_subgroup.loop("step", u32(0), u32(steps), [&](Body& loop, Expr step) {
-          Expr chunk = loop.let("chunk", step * kSubgroupLanes + lane);
-          if (chunks % kSubgroupLanes == 0) {
-            step_body(loop, chunk);
-          } else {
-            loop.if_then(chunk < chunks, [&](Body& in_range) { step_body(in_range, chunk); });
-          }
-        });
-        // The lanes' partial sums: a butterfly (xor 16, 8, 4, 2, 1); every lane ends with the total.
-        for (std::uint32_t r = 0; r < row_tile; ++r) {
-          for (std::uint32_t b = 0; b < tile; ++b) {
-            for (std::uint32_t mask = kSubgroupLanes / 2; mask >= 1; mask /= 2) {
-              per_subgroup.assign(acc[r][b], acc[r][b] + subgroup_shuffle(acc[r][b], lane ^ u32(mask)));
+            for (std::uint32_t h = 0; h < 2; ++h) {
+              x_fours.push_back(work.let(fmt::format("x{}_{}_half{}", b, j, h), x.load(h == 0 ? first : first + 4u, 4)));
             }
           }
         }
-        per_subgroup.if_then(eq(lane, u32(0)), [&](Body& leader) {
-          for (std::uint32_t b = 0; b < tile; ++b) {
-            Expr batch_index = b == 0 ? batch_begin : batch_begin + b;
-            auto store_batch = [&](Body& store) {
-              Expr out_base = store.let(fmt::format("out_base{}", b), batch_index * rows + first_row);
-              if (!partial_rows) {
-                std::vector<Expr> lanes;
-                for (std::uint32_t r = 0; r < row_tile; ++r) lanes.push_back(scales[r] * acc[r][b]);
-                if (f32_activations) {
-                  store.store(out, out_base, make_vector(lanes));
-                } else {
-                  store_half_pairs(store, out, out_base, lanes);
-                }
-                return;
-              }
-              for (std::uint32_t r = 0; r < row_tile; ++r) {
-                store.if_then(first_row + r < rows, [&](Body& in_range) {
-                  in_range.store(out, r == 0 ? out_base : out_base + r, narrow(activation, scales[r] * acc[r][b]));
-                });
-              }
-            };
-            if (batch % tile == 0) {
-              store_batch(leader);
-            } else {
-              leader.if_then(batch_index < batch, store_batch);
+        // x values: f32 lanes are registers of their loads (used in place); f16/bf16 are
+        // widened once per lane, after every load of the step.
+        std::vector<Expr> xs;  // [(b * 4 + j) * 8 + e]
+        for (std::uint32_t b = 0; b < tile; ++b) {
+          for (std::uint32_t j = 0; j < kFastLaneWords; ++j) {
+            const std::uint32_t word = b * kFastLaneWords + j;
+            for (std::uint32_t e = 0; e < kValuesPerWord; ++e) {
+              Expr value = f32_activations ? extract_lane(x_fours[word * 2 + e / 4], e % 4)
+                                           : x_halves[word].element(e);
+              if (checked) value = select(in_row[j], value, f32(0.0f));
+              if (checked || !f32_activations) value = work.let(fmt::format("x{}_{}_{}", b, j, e), value);
+              xs.push_back(value);
             }
           }
-        });
+        }
+        for (std::uint32_t r = 0; r < row_tile; ++r) {
+          for (std::uint32_t j = 0; j < kFastLaneWords; ++j) {
+            Expr high = work.let(fmt::format("w{}_{}_high", r, j), words[r][j] >> u32(16));
+            for (std::uint32_t i = 0; i < kValuesPerWord; ++i) {
+              Expr q = fast_signed_nibble(i < 5 ? words[r][j] : high, i < 5 ? i : i - 4);
+              if (tile > 1) q = work.let(fmt::format("q{}_{}_{}", r, j, i), q);
+              for (std::uint32_t b = 0; b < tile; ++b) {
+                Expr& sum = acc[r * tile + b];
+                work.assign(sum, fma(xs[(b * kFastLaneWords + j) * kValuesPerWord + i], q, sum));
+              }
+            }
+          }
+        }
+      };
+      region.loop("step", u32(0), u32(steps), [&](Body& loop, Expr step) {
+        Expr span = k_subgroups == 1 ? step : loop.let("span", step * k_subgroups + k_subgroup);
+        if (full_spans == spans && spans % k_subgroups == 0) {
+          span_body(loop, span, false);
+          return;
+        }
+        loop.if_then(span < full_spans, [&](Body& full) { span_body(full, span, false); });
+        if (full_spans != spans) {
+          loop.if_then(eq(span, u32(full_spans)), [&](Body& last) { span_body(last, span, true); });
+        }
+      });
+      // The lanes' partial sums: a butterfly (xor 16, 8, 4, 2, 1); every lane ends with the total.
+      for (Expr& sum : acc) {
+        for (std::uint32_t mask = kSubgroupLanes / 2; mask >= 1; mask /= 2) {
+          region.assign(sum, sum + subgroup_shuffle(sum, lane ^ u32(mask)));
+        }
+      }
+      // The workgroup's k-subgroups meet in shared memory; lane 0 of k-subgroup 0 finishes.
+      Expr owner = row_groups % row_subgroups == 0 ? eq(lane, u32(0)) : logical_and(subgroup < row_groups, eq(lane, u32(0)));
+      emit_k_subgroup_meeting(region, meeting, k_subgroup, owner, at.column_subgroup * subgroup_sums, acc);
+      region.if_then(k_subgroups == 1 ? owner : logical_and(owner, eq(k_subgroup, u32(0))), [&](Body& leader) {
+        for (std::uint32_t b = 0; b < tile; ++b) {
+          Expr batch_index = b == 0 ? batch_begin : batch_begin + b;
+          auto store_batch = [&](Body& store) {
+            Expr out_base = store.let(fmt::format("out_base{}", b), batch_index * rows + first_row);
+            if (!partial_rows) {
+              std::vector<Expr> lanes;
+              for (std::uint32_t r = 0; r < row_tile; ++r) lanes.push_back(scales[r] * acc[r * tile + b]);
+              if (f32_activations) {
+                store.store(out, out_base, make_vector(lanes));
+              } else {
+                store_half_pairs(store, out, out_base, lanes);
+              }
+              return;
+            }
+            for (std::uint32_t r = 0; r < row_tile; ++r) {
+              store.if_then(first_row + r < rows, [&](Body& in_range) {
+                in_range.store(out, r == 0 ? out_base : out_base + r, narrow(activation, scales[r] * acc[r * tile + b]));
+              });
+            }
+          };
+          if (batch % tile == 0) {
+            store_batch(leader);
+          } else {
+            leader.if_then(batch_index < batch, store_batch);
+          }
+        }
       });
     });
   });
@@ -640,6 +688,7 @@ std::vector<OpInfo> int4_packed_ops() {
                       scheduled(OpArgs::dims({{"rows", 9}, {"cols", 263}}), "seed"),
                       scheduled(OpArgs::dims({{"rows", 8}, {"cols", 64}}), "fast"),
                       scheduled(OpArgs::dims({{"rows", 5}, {"cols", 1056}}), "fast"),
+                      scheduled(OpArgs::dims({{"rows", 6}, {"cols", 3104}}), "fast"),  // 4 k-subgroups
                       activated(scheduled(OpArgs::dims({{"rows", 3}, {"cols", 41}}), "seed"), "f16"),
                       activated(scheduled(OpArgs::dims({{"rows", 3}, {"cols", 41}}), "seed"), "bf16"),
                       activated(scheduled(OpArgs::dims({{"rows", 8}, {"cols", 96}}), "fast"), "f16"),
@@ -665,6 +714,7 @@ std::vector<OpInfo> int4_packed_ops() {
                       scheduled(OpArgs::dims({{"batch", 5}, {"rows", 9}, {"cols", 71}}), "seed"),
                       scheduled(OpArgs::dims({{"batch", 1}, {"rows", 4}, {"cols", 64}}), "fast"),
                       scheduled(OpArgs::dims({{"batch", 3}, {"rows", 6}, {"cols", 1056}}), "fast"),
+                      scheduled(OpArgs::dims({{"batch", 3}, {"rows", 5}, {"cols", 3104}}), "fast"),
                       activated(scheduled(OpArgs::dims({{"batch", 5}, {"rows", 3}, {"cols", 17}}), "seed"), "f16"),
                       activated(scheduled(OpArgs::dims({{"batch", 5}, {"rows", 3}, {"cols", 17}}), "seed"), "bf16"),
                       activated(scheduled(OpArgs::dims({{"batch", 3}, {"rows", 8}, {"cols", 64}}), "fast"), "f16"),

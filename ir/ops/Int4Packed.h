@@ -109,34 +109,44 @@ Program int4_batched_matmul_top1_f32_scaled(std::uint32_t batch, std::uint32_t r
 /// consecutive, the column (reduction) index is fastest.
 ///
 /// Schedule (per 32-lane subgroup; PTX: per warp):
-///  - a subgroup owns 4 consecutive rows (and, for batch > 1, a tile of 2 activation
-///    vectors); workgroups of 4 subgroups, (ceil(ceil(rows/4)/4), ceil(batch/tile))
-///    workgroups. Rows past `rows` in the last subgroup read row rows-1 and are not stored;
-///    batches past `batch` likewise read the last batch;
-///  - a row is cols/32 chunks of 4 words (16 bytes, 32 nibbles); lane l takes chunks l,
-///    l+32, l+64, ... and loads each with one u32x4 per row (the 32 lanes read 512
-///    consecutive bytes of a row: whole 32-byte sectors), plus the chunk's 32 x values
-///    as 8 f32x4 loads per batch (f16/bf16: 4 reinterpreting u32x4 loads of 8 halves,
-///    each value widened once per lane after the step's loads), shared by the 4 rows;
-///    all loads of a step are issued before the first is used;
+///  - a row group is 4 consecutive rows (and, for batch > 1, a tile of 2 activation
+///    vectors); k = int4_row_gemv_k_subgroups(cols) subgroups ("k-subgroups") share one
+///    row group, each reducing its part of K. A workgroup holds max(1, 4/k) row groups x
+///    k subgroups, (ceil(ceil(rows/4)/max(1, 4/k)), ceil(batch/tile)) workgroups. Rows
+///    past `rows` in the last row group read row rows-1 and are not stored; batches past
+///    `batch` likewise read the last batch;
+///  - a row is ceil(cols/1024) spans of 128 words (512 bytes); k-subgroup ks takes spans
+///    ks, ks+k, ks+2k, ..., one per step, and lane l of it words l, l+32, l+64, l+96 of
+///    the span (one u32 load per word and row: each load request reads 128 consecutive
+///    bytes, whole 32-byte sectors), plus each word's 8 x values as 2 f32x4 loads per
+///    batch (f16/bf16: one reinterpreting u32x4 load of 8 halves, each value widened
+///    once per lane after the step's loads), shared by the 4 rows. Lanes 16 bytes apart
+///    in x rather than 128 keep a request's x within 8 lines instead of 32. All loads of
+///    a step are issued before the first is used. In a partial last span a word past the
+///    row reads the row's last word again and its x values count as 0;
 ///  - nibble -> f32 exactly by the exponent magic, per nibble position p of a word (or of
 ///    word >> 16 for nibbles 5..7): bitcast((w & 0xF<<4p) ^ (bits(2^(23-4p)) | 8<<4p))
 ///    - (2^(23-4p) + 8) = q (one lop3, one subtraction; no shifts for nibbles 0..4);
 ///  - acc = fma(x[c], q, acc) per row (and batch) in f32; the 32 lane partials meet by a
-///    shuffle butterfly (xor 16, 8, 4, 2, 1), deterministic and without atomics; lane 0
-///    stores row_scales[r] * total, the 4 rows of a batch as one f32x4 store (f16/bf16:
-///    two f16x2/bf16x2 stores) when rows % 4 == 0.
+///    shuffle butterfly (xor 16, 8, 4, 2, 1); then the k-subgroups meet in shared memory,
+///    k-subgroup 0 adding those of k-subgroups 1, 2, ..., k-1 in that order
+///    (emit_k_subgroup_meeting, ir/ops/SplitK.h): deterministic and without atomics.
+///    Lane 0 of k-subgroup 0 stores row_scales[r] * total, the 4 rows of a batch as one
+///    f32x4 store (f16/bf16: two f16x2/bf16x2 stores) when rows % 4 == 0.
 ///
 /// Floating-point order (the interpreter and the emulated PTX agree bit for bit): per
-/// lane, for its chunks in increasing order and within a chunk in increasing column
-/// order, acc = fma(x, q, acc) from +0.0 (one rounding per column, no separate product
-/// rounding); then acc += shuffle(acc, lane ^ m) for m = 16, 8, 4, 2, 1; then one
-/// product with the row scale. With m = 32*ceil(cols/1024) terms per lane and u = 2^-24:
+/// lane, for its spans in increasing order, within a span its 4 words in increasing
+/// order and within a word in increasing column order, acc = fma(x, q, acc) from +0.0
+/// (one rounding per column, no separate product rounding); then acc += shuffle(acc,
+/// lane ^ m) for m = 16, 8, 4, 2, 1; then k - 1 additions of the other k-subgroups'
+/// sums; then one product with the row scale. With m = 32*ceil(cols/(1024k)) + k - 1
+/// and u = 2^-24:
 ///   |fast - exact| <= gamma(m + 6) * |row_scale| * sum_c |x[c] * q[c]|,
 ///   gamma(n) = n*u / (1 - n*u); the seed obeys the same form with its own term count
 ///   (8*ceil(cols/256) products, each rounded, plus its butterfly), so |fast - seed| is
-///   within the sum of the two (tests/reference/int4_gemv_schedule_tests.cpp). When every
-///   partial sum is exact (e.g. small integer x), fast equals the seed bit for bit.
+///   within the sum of the two (tests/ops_int4_dequant/int4_gemv_schedule_tests.cpp).
+///   When every partial sum is exact (e.g. small integer x), fast equals the seed bit
+///   for bit.
 /// The semantics are the seed's (vyre-libs 0.6.2 quant::int4_matvec_f32_scaled /
 /// int4_batched_matvec_f32_scaled); only the summation order differs.
 ///
@@ -154,6 +164,14 @@ Program int4_batched_matvec_f32_scaled(std::uint32_t batch, std::uint32_t rows, 
 /// workgroups along y must fit the CUDA limit of 65535 (tile = 1 for batch 1, else 2).
 /// rows and batch need no alignment (tails are clamped and masked).
 std::optional<std::string> int4_row_gemv_unsupported(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols);
+
+/// The fast schedule's k-subgroups for `cols` columns (a multiple of 32): the most, a
+/// power of two up to 4, that leave every k-subgroup at least one 1024-column span of a
+/// row (choose_k_subgroups, ir/ops/SplitK.h): 1 up to 1024 columns, 2 up to 3072, 4
+/// beyond. More warps per row group shorten each warp's serial chain of loads and FMAs,
+/// which the H100 model and the H200 measurements of the other fast GEMVs say sets the
+/// time.
+std::uint32_t int4_row_gemv_k_subgroups(std::uint32_t cols);
 
 /// Registry entries for the six ops above ("schedule": auto by default on the two matvecs).
 std::vector<OpInfo> int4_packed_ops();

@@ -7,9 +7,10 @@
 //
 // The bounds (u = 2^-24, gamma(n) = n*u/(1-n*u), Higham 2nd ed. eq. 3.4; magnitude =
 // |row_scale| * sum_c |w[c]*x[c]|):
-//  - fast: a lane adds m = 32*ceil(cols/1024) terms by fma (one rounding each, from
-//    +0.0), the butterfly adds 5 roundings on the way to the total and the row scale one:
-//    |fast - exact| <= gamma(m + 6) * magnitude;
+//  - fast: a lane adds 32*ceil(cols/(1024k)) terms by fma (one rounding each, from
+//    +0.0; k the k-subgroups), the butterfly adds 5 roundings on the way to its
+//    k-subgroup's sum, the meeting k - 1 and the row scale one: with
+//    m = 32*ceil(cols/(1024k)) + k - 1, |fast - exact| <= gamma(m + 6) * magnitude;
 //  - seed: a lane adds n = 8*ceil(cols/256) rounded products (2 roundings for the first,
 //    one per further term), then 5 butterfly roundings and the scale:
 //    |seed - exact| <= gamma(n + 7) * magnitude;
@@ -64,30 +65,43 @@ std::vector<float> run(const Inputs& in, KernelSchedule schedule) {
                                                     {"row_scales", host(ScalarType::F32, in.row_scales)}});
 }
 
-/// The fast schedule's documented order: lane l adds chunks l, l+32, ... (32 columns
-/// each, increasing) with fma from +0.0; butterfly xor 16..1; lane 0's total times the scale.
+/// The fast schedule's documented order: k = int4_row_gemv_k_subgroups(cols) k-subgroups;
+/// lane l of k-subgroup ks adds, for spans ks, ks+k, ... (128 words each), words l, l+32,
+/// l+64, l+96 of the span that lie in the row (8 columns each, increasing) with fma from
+/// +0.0 (a word past the row adds fma(0, q, acc) = acc: acc is never -0.0); butterfly
+/// xor 16..1 per k-subgroup; k-subgroup 0's total plus k-subgroups 1, 2, ... in order;
+/// times the scale.
 std::vector<float> fast_order_oracle(const Inputs& in) {
   std::vector<float> out(std::size_t{in.batch} * in.rows);
-  const std::uint32_t chunks = in.cols / 32;
+  const std::uint32_t words = in.cols / 8, spans = ir::ceil_div(words, 128);
+  const std::uint32_t k_subgroups = ir::ops::int4_row_gemv_k_subgroups(in.cols);
   for (std::uint32_t b = 0; b < in.batch; ++b) {
     for (std::uint32_t r = 0; r < in.rows; ++r) {
       std::vector<int> w = unpack_int4_row(in.weights, r, in.cols);
-      std::array<float, 32> lanes{};
-      for (std::uint32_t lane = 0; lane < 32; ++lane) {
-        float acc = 0.0f;
-        for (std::uint32_t chunk = lane; chunk < chunks; chunk += 32) {
-          for (std::uint32_t c = chunk * 32; c < chunk * 32 + 32; ++c) {
-            acc = std::fma(in.x[std::size_t{b} * in.cols + c], static_cast<float>(w[c]), acc);
+      float total = 0.0f;
+      for (std::uint32_t ks = 0; ks < k_subgroups; ++ks) {
+        std::array<float, 32> lanes{};
+        for (std::uint32_t lane = 0; lane < 32; ++lane) {
+          float acc = 0.0f;
+          for (std::uint32_t span = ks; span < spans; span += k_subgroups) {
+            for (std::uint32_t j = 0; j < 4; ++j) {
+              const std::uint32_t word = span * 128 + j * 32 + lane;
+              if (word >= words) continue;
+              for (std::uint32_t c = word * 8; c < word * 8 + 8; ++c) {
+                acc = std::fma(in.x[std::size_t{b} * in.cols + c], static_cast<float>(w[c]), acc);
+              }
+            }
           }
+          lanes[lane] = acc;
         }
-        lanes[lane] = acc;
+        for (std::uint32_t mask = 16; mask >= 1; mask /= 2) {
+          std::array<float, 32> next{};
+          for (std::uint32_t lane = 0; lane < 32; ++lane) next[lane] = lanes[lane] + lanes[lane ^ mask];
+          lanes = next;
+        }
+        total = ks == 0 ? lanes[0] : total + lanes[0];
       }
-      for (std::uint32_t mask = 16; mask >= 1; mask /= 2) {
-        std::array<float, 32> next{};
-        for (std::uint32_t lane = 0; lane < 32; ++lane) next[lane] = lanes[lane] + lanes[lane ^ mask];
-        lanes = next;
-      }
-      out[std::size_t{b} * in.rows + r] = in.row_scales[r] * lanes[0];
+      out[std::size_t{b} * in.rows + r] = in.row_scales[r] * total;
     }
   }
   return out;
@@ -101,7 +115,8 @@ void check_fast_schedule(const Inputs& in) {
   const std::vector<float> fast_out = run(in, KernelSchedule::Fast), seed_out = run(in, KernelSchedule::Seed);
   const std::vector<float> ordered = fast_order_oracle(in);
   const ExactMatvec exact = int4_batched_matvec_exact(in.weights, in.x, in.row_scales, in.batch, in.rows, in.cols);
-  const double fast_gamma = gamma(32.0 * ir::ceil_div(in.cols, 1024) + 6);
+  const std::uint32_t k_subgroups = ir::ops::int4_row_gemv_k_subgroups(in.cols);
+  const double fast_gamma = gamma(32.0 * ir::ceil_div(in.cols, 1024 * k_subgroups) + k_subgroups - 1 + 6);
   const double seed_gamma = gamma(8.0 * ir::ceil_div(in.cols, 256) + 7);
   REQUIRE(fast_out.size() == exact.value.size());
   for (std::size_t i = 0; i < fast_out.size(); ++i) {
@@ -119,7 +134,11 @@ void check_fast_schedule(const Inputs& in) {
 TEST_CASE("fast int4_matvec_f32_scaled: documented order, double oracle and the seed within the bound",
           "[gemv][int4][reference]") {
   for (auto [rows, cols] : {std::pair{8u, 64u}, std::pair{5u, 1056u}, std::pair{4u, 32u}, std::pair{13u, 2048u},
-                            std::pair{7u, 96u}, std::pair{1u, 4096u}, std::pair{6u, 1024u + 4 * 32}}) {
+                            std::pair{7u, 96u}, std::pair{1u, 4096u}, std::pair{6u, 1024u + 4 * 32},
+                            // k-subgroups 2 and 4 with partial last spans; 19 rows: 5 row
+                            // groups in workgroups of 2, the last workgroup's second redoing
+                            // the fifth and storing nothing
+                            std::pair{19u, 1536u + 32}, std::pair{9u, 4096u + 3 * 1024 + 96}}) {
     DYNAMIC_SECTION(rows << "x" << cols) { check_fast_schedule(random_inputs(1, rows, cols, 3 + rows * cols)); }
   }
 }
@@ -127,7 +146,8 @@ TEST_CASE("fast int4_matvec_f32_scaled: documented order, double oracle and the 
 TEST_CASE("fast int4_batched_matvec_f32_scaled: documented order, double oracle and the seed within the bound",
           "[gemv][int4][reference]") {
   for (auto [batch, rows, cols] : {std::tuple{1u, 4u, 64u}, std::tuple{3u, 6u, 1056u}, std::tuple{2u, 8u, 320u},
-                                   std::tuple{5u, 9u, 96u}, std::tuple{4u, 3u, 32u}}) {
+                                   std::tuple{5u, 9u, 96u}, std::tuple{4u, 3u, 32u},
+                                   std::tuple{3u, 5u, 5120u + 64}}) {
     DYNAMIC_SECTION(batch << "x" << rows << "x" << cols) {
       check_fast_schedule(random_inputs(batch, rows, cols, 17 + batch * rows * cols));
     }
