@@ -15,6 +15,7 @@
 #include "ir/Printer.h"
 #include "ir/ScopedTable.h"
 #include "ir/analysis/Structure.h"
+#include "ir/analysis/ValueRange.h"
 #include "lower/KernelMetadata.h"
 #include "ptx/PtxWriter.h"
 
@@ -224,7 +225,8 @@ class AvailableAddresses {
 
 class Selector : public ir::IRVisitor {
  public:
-  Selector(const ir::Program& program, const ptx::Target& target) : program_(program), target_(target), writer_(target) {}
+  Selector(const ir::Program& program, const ptx::Target& target)
+      : program_(program), target_(target), writer_(target), ranges_(program) {}
 
   std::string run() {
     if (!ptx::is_ptx_identifier(program_.name)) {
@@ -290,8 +292,7 @@ class Selector : public ir::IRVisitor {
       return;
     }
     const ir::BufferDecl& buffer = find_buffer(node.buffer);
-    Value index = lower(node.index);
-    std::string address = element_address(buffer, index);
+    std::string address = global_address(buffer, node.index);
     Value value = fresh(node.type);
     Mnemonic load = Mnemonic::of(Opcode::Ld, memory_type(node.type)).in(StateSpace::Global).lanes(value.count);
     if (buffer.access == ir::BufferAccess::ReadOnly) load.read_only();
@@ -556,6 +557,8 @@ class Selector : public ir::IRVisitor {
     }
     variable.temporary = false;
     variables_.declare(node.name, variable);
+    // Its range, for the addresses below (dropped at the end of the enclosing block).
+    if (!ranges_.is_assigned(node.name)) ranges_.push_value(node.name, node.value);
   }
 
   void visit_Assign(const ir::Assign& node) override {
@@ -581,9 +584,8 @@ class Selector : public ir::IRVisitor {
     if (buffer.access == ir::BufferAccess::ReadOnly) {
       not_lowerable(fmt::format("a store to read-only buffer '{}'", buffer.name));
     }
-    Value index = lower(node.index);
+    std::string address = global_address(buffer, node.index);
     Value value = lower(node.value);
-    std::string address = element_address(buffer, index);
     Value source = materialized(value);
     emit(Mnemonic::of(Opcode::St, memory_type(value.type)).in(StateSpace::Global).lanes(source.count),
          {address, source.operand()});
@@ -598,7 +600,10 @@ class Selector : public ir::IRVisitor {
     std::string end_label = writer_.new_label("end_if");
     writer_.emit_guarded(condition, true, Mnemonic::of(Opcode::Bra), {has_else ? else_label : end_label});
     auto before = addresses_.snapshot();
-    nested(node.then_body);
+    {
+      ir::analysis::RangeScope guarded(ranges_, ir::analysis::guard_facts(node.cond, ranges_));
+      nested(node.then_body);
+    }
     addresses_.restore(before);
     if (has_else) {
       writer_.emit(Mnemonic::of(Opcode::Bra), {end_label});
@@ -638,6 +643,7 @@ class Selector : public ir::IRVisitor {
       Value loop_variable = counter;
       loop_variable.temporary = false;
       variables_.declare(node.var, loop_variable);
+      ir::analysis::RangeScope in_loop(ranges_, ir::analysis::loop_facts(node, ranges_));
       nested(node.body);
     }
     addresses_.restore(before);
@@ -649,7 +655,9 @@ class Selector : public ir::IRVisitor {
 
   void visit_Block(const ir::Block& node) override {
     ir::ScopedTable<Value>::Scope scope(variables_);
+    const std::size_t facts = ranges_.depth();
     for (const ir::Node& stmt : node.stmts) visit(stmt);
+    while (ranges_.depth() > facts) ranges_.pop();
   }
 
   void visit_Region(const ir::Region& node) override {
@@ -1105,6 +1113,27 @@ class Selector : public ir::IRVisitor {
     return fmt::format("[{}]", address);
   }
 
+  /// The address of global `buffer`'s element `index`: for `index = x + c` (c a u32
+  /// literal) whose sum the value ranges prove free of wrap-around, x's address plus the
+  /// immediate c * element size ("[%rd+imm]": the rows of a batch share one 64-bit
+  /// address instead of a cvt/mul.wide and add.s64 each); else element_address.
+  std::string global_address(const ir::BufferDecl& buffer, const ir::Expr& index) {
+    const auto* sum = index.as<ir::Binary>();
+    const auto* constant = sum && sum->op == ir::BinaryOp::Add ? sum->rhs.as<ir::Literal>() : nullptr;
+    if (constant && constant->scalar() == ir::ScalarType::U32 && !sum->lhs.as<ir::Literal>()) {
+      const std::uint64_t offset = constant->bits * ir::byte_size(buffer.element);
+      if (offset < (std::uint64_t{1} << 31) &&
+          ir::analysis::range_of(sum->lhs, ranges_).max + constant->bits <= 0xFFFFFFFFu) {
+        std::string base = element_address(buffer, lower(sum->lhs));  // "[reg]" or "[reg+n]"
+        const std::size_t plus = base.find('+');
+        const std::uint64_t known = plus == std::string::npos ? 0 : std::stoull(base.substr(plus + 1));
+        return fmt::format("[{}+{}]", base.substr(1, (plus == std::string::npos ? base.size() - 1 : plus) - 1),
+                           known + offset);
+      }
+    }
+    return element_address(buffer, lower(index));
+  }
+
   /// "[symbol+offset]" for a constant index, else "[base + index * element_bytes]" in a
   /// 32-bit register (shl.b32 + add.u32), reused while the index register keeps its
   /// value like a global address.
@@ -1172,6 +1201,7 @@ class Selector : public ir::IRVisitor {
   std::unordered_map<const ir::ExprBase*, Value, StructuralHash, StructuralEqual> values_;                         // this statement's
   std::unordered_map<std::string, std::pair<std::string, std::string>> unpacked_;  // this statement's
   AvailableAddresses addresses_;
+  ir::analysis::RangeEnvironment ranges_;  // facts of the Lets, loops and guards in scope
   Value result_;
   int depth_ = 0;
 };

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+
 #include <array>
 #include <cmath>
 #include <functional>
@@ -180,7 +181,15 @@ void check_block_size(const char* op, std::uint32_t block_size) {
 // The fast batch-1 schedule (see DequantMatmul.h, "Fast schedule").
 
 constexpr std::uint32_t kSubgroupSize = 32;
-constexpr std::uint32_t kLaneBytes = 16;    // one u32x4 weight load per lane and row
+constexpr std::uint32_t kSectorBytes = 32;  // a warp reads one 32-byte sector of every row
+/// Bytes of a row a lane loads: one u32. The 8 lanes of a sector are its column lanes, the
+/// warp's other 4 lanes k-lanes. On the H100 model u32 lanes beat u32x2 and u32x4 (16-byte
+/// lanes: 16-32 sums per lane, 128-254 registers, 12-16 warps per SM) at every Llama and
+/// MiniLM shape, for int4 4096x4096 19.9 -> 6.0 us and nvfp4 23.5 -> 6.8 us, int8 a tie
+/// with u32x2 (bench/results/kernels.md).
+constexpr std::uint32_t kLaneBytes = 4;
+constexpr std::uint32_t kColumnLanes = kSectorBytes / kLaneBytes;
+constexpr std::uint32_t kKLanes = kSubgroupSize / kColumnLanes;
 /// 2^23 as f32: OR-ing a byte into its mantissa gives 2^23 + byte exactly.
 constexpr std::uint32_t kMagicBits = 0x4B000000u;
 constexpr float kMagic = 8388608.0f;
@@ -190,6 +199,13 @@ constexpr float kMagic = 8388608.0f;
 /// an H200 (bench/results/gpu-nvidia-h200.md, "Splitting K across the subgroups of a
 /// workgroup"): 64-row chunks left each lane 128 rows at 4096x11008.
 constexpr std::uint32_t kBlockAffineChunkRows = 32;
+
+/// Most k-subgroups of the fp8 fast GEMV. With 16-byte lanes an H200 ran fp8 1.3x slower
+/// with 2 or 4 than with 1 (bench/results/gpu-nvidia-h200.md, "Splitting K across the
+/// subgroups of a workgroup"); with one word per lane the H100 model puts 2 at 89.6% of
+/// HBM at all three Llama shapes (1: 8.1 / 15.4 / 20.4 us at 4096x4096 / 4096x11008 /
+/// 11008x4096 with u32x2 lanes, 2: 5.8 / 15.3 / 15.2 us). Not yet measured on a GPU.
+constexpr std::uint32_t kFp8MaxKSubgroups = 2;
 
 /// What one op contributes to the shared fast program.
 struct FastGemv {
@@ -213,9 +229,9 @@ struct FastGemv {
   /// of block `block` into slot `slot` (0 .. blocks per batch - 1).
   std::function<void(Body&, const Expr& block, const Expr& column, std::uint32_t slot)> begin_block =
       [](Body&, const Expr&, const Expr&, std::uint32_t) {};
-  /// The f32 values of word `word` (0..3) of a lane's 16 bytes, in column order
-  /// (4 for one byte per column, 8 for nibbles); lets go in `body`.
-  std::function<std::vector<Expr>(Body&, const Expr& word, unsigned index)> decode;
+  /// The f32 values of a lane's word of a row, in column order (4 for one byte per
+  /// column, 8 for nibbles); lets go in `body`.
+  std::function<std::vector<Expr>(Body&, const Expr& word)> decode;
   /// Per block: folds the block's dot products (and x sum) into the accumulators.
   std::function<void(Body&, std::vector<Expr>& acc, const std::vector<Expr>& dot, const Expr& x_sum,
                      std::uint32_t slot)>
@@ -245,8 +261,8 @@ std::optional<std::string> fast_unsupported(const char* name, std::uint32_t m, s
   }
   const std::uint32_t multiple = kLaneBytes * columns_per_byte;
   if (n % multiple != 0) {
-    return fmt::format("n={} is not a multiple of {} (each lane loads 16 bytes = {} columns of a weight row, 16-byte "
-                       "aligned); pad n to a multiple of {}",
+    return fmt::format("n={} is not a multiple of {} (each lane loads one 4-byte word = {} columns of a weight row, "
+                       "4-byte aligned); pad n to a multiple of {}",
                        n, multiple, multiple, multiple);
   }
   (void)name;
@@ -259,9 +275,7 @@ std::optional<std::string> fast_unsupported(const char* name, std::uint32_t m, s
 
 void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
   const std::uint32_t columns = lane_columns(g);
-  // Two lanes share each 32-byte sector of a row: a warp owns one sector of every row.
-  constexpr std::uint32_t kColumnLanes = 2;
-  constexpr std::uint32_t kKLanes = kSubgroupSize / kColumnLanes;
+  // kColumnLanes lanes share each 32-byte sector of a row: a warp owns one sector of every row.
   const std::uint32_t warp_columns = kColumnLanes * columns;
   const std::uint32_t row_bytes = g.n / g.columns_per_byte;
   const std::uint32_t chunks = ceil_div(g.k, g.chunk_rows);
@@ -306,8 +320,7 @@ void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
       Expr workgroup_k_lane = k_subgroups == 1 ? k_lane : region.let("workgroup_k_lane", k_subgroup * kKLanes + k_lane);
       Expr first_k_lane = splits > 1 ? region.let("first_k_lane", split * (k_subgroups * kKLanes) + workgroup_k_lane)
                                      : workgroup_k_lane;
-      Expr stored_byte = region.let("column_byte", workgroup_id(0) * (kColumnLanes * kLaneBytes) +
-                                                       (lane % kColumnLanes) * kLaneBytes);
+      Expr stored_byte = region.let("column_byte", workgroup_id(0) * kSectorBytes + (lane % kColumnLanes) * kLaneBytes);
       // Lanes past n (the last subgroup of a partial tile) reload the last valid columns
       // and skip their stores, so that every lane runs the same loop (uniform shuffles).
       Expr column_byte = partial_columns ? region.let("load_byte", min(stored_byte, u32(row_bytes - kLaneBytes)))
@@ -368,6 +381,8 @@ void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
               Expr first_row = batches_per_block == 1 ? group_row : batch_body.let("first_row", group_row + batch_index * batch);
               // Every load of the batch first (bytes in flight), then the arithmetic.
               std::vector<Expr> words, valid, x_vectors;
+              // The batch's first word; row r's is row_bytes * r further (no clamped rows).
+              Expr batch_word = partial_rows ? Expr() : batch_body.let("batch_word", first_row * row_bytes + column_byte);
               for (std::uint32_t r = 0; r < batch; ++r) {
                 Expr row = r == 0 ? first_row : first_row + r;
                 Expr in_range;
@@ -376,10 +391,11 @@ void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
                   row = batch_body.let(fmt::format("row{}", r), min(row, u32(g.k - 1)));
                 }
                 valid.push_back(in_range);
-                Expr loaded = g.w.load_words(row * row_bytes + column_byte, 4);
+                Expr at = partial_rows ? row * row_bytes + column_byte : r == 0 ? batch_word : batch_word + r * row_bytes;
+                Expr loaded = g.w.load_words(at, 1);
                 // Rows past k read code 0 (value +0 in every format), so NaN codes of the
                 // clamped row cannot leak into the sum.
-                if (in_range.defined()) loaded = select(in_range, loaded, make_vector({u32(0), u32(0), u32(0), u32(0)}));
+                if (in_range.defined()) loaded = select(in_range, loaded, u32(0));
                 words.push_back(batch_body.let(fmt::format("words{}", r), loaded));
               }
               if (batch > block) begin_blocks(batch_body);  // the batch's blocks' sidecars, also in flight
@@ -411,13 +427,9 @@ void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
                 const std::uint32_t slot = batch > block ? r / block : 0;
                 if (batch > block && r % block == 0) start_dots(batch_body, slot);
                 if (g.needs_x_sum) batch_body.assign(x_sums[slot], x_sums[slot] + xs[r]);
-                for (unsigned word = 0; word < 4; ++word) {
-                  Expr word_value = batch_body.let(fmt::format("word{}_{}", r, word), extract_lane(words[r], word));
-                  std::vector<Expr> values = g.decode(batch_body, word_value, word);
-                  for (std::size_t e = 0; e < values.size(); ++e) {
-                    const std::size_t c = word * values.size() + e;
-                    batch_body.assign(dots[slot][c], fma(xs[r], values[e], dots[slot][c]));
-                  }
+                std::vector<Expr> values = g.decode(batch_body, words[r]);
+                for (std::size_t c = 0; c < values.size(); ++c) {
+                  batch_body.assign(dots[slot][c], fma(xs[r], values[c], dots[slot][c]));
                 }
                 if (batch > block && r % block == block - 1) finish_block(batch_body, slot);
               }
@@ -504,7 +516,7 @@ Program block_affine_fast(const char* name, const char* op_id, std::uint32_t k, 
       }
     }
   };
-  g.decode = [&](Body&, const Expr& word, unsigned) {
+  g.decode = [&](Body&, const Expr& word) {
     return columns_per_byte == 1 ? decode_int8_word(word) : decode_uint4_word(word);
   };
   g.end_block = [&](Body& body, std::vector<Expr>& acc, const std::vector<Expr>& dot, const Expr& x_sum,
@@ -538,24 +550,20 @@ Program fp8_fast(std::uint32_t k, std::uint32_t n, Fp8Format format, ScalarType 
   g.block_rows = 0;
   g.chunk_rows = std::min<std::uint32_t>(32, k);
   g.max_batch_rows = 32;
-  // Measured on an H200 (bench/results/gpu-nvidia-h200.md, "Splitting K across the
-  // subgroups of a workgroup"): fp8 alone ran 1.3x slower with 2 or 4 k-subgroups.
-  g.max_k_subgroups = 1;
+  g.max_k_subgroups = kFp8MaxKSubgroups;
   g.x = program.input("x", activation, k);
   g.w = program.input("w", ScalarType::U8, k * n);
   BufferRef scales = program.input("scales", ScalarType::F32, n);
   g.out = program.output("out", activation, n);
   const std::uint32_t columns = lane_columns(g);
   const bool e4m3 = format == Fp8Format::E4M3;
-  std::vector<Expr> nan_flags;
+  Expr nan_flags;  // bit 7 of byte c: column c met a NaN code
   g.prologue = [&](Body& body, const Expr&) {
-    if (e4m3) {
-      for (unsigned word = 0; word < 4; ++word) nan_flags.push_back(body.let(fmt::format("nan_bytes{}", word), u32(0)));
-    }
+    if (e4m3) nan_flags = body.let("nan_bytes", u32(0));
   };
-  g.decode = [&](Body& body, const Expr& word, unsigned index) {
+  g.decode = [&](Body& body, const Expr& word) {
     std::vector<Expr> values;
-    if (e4m3) body.assign(nan_flags[index], nan_flags[index] | fp8_e4m3_nan_bytes(word));
+    if (e4m3) body.assign(nan_flags, nan_flags | fp8_e4m3_nan_bytes(word));
     for (unsigned i = 0; i < 4; ++i) values.push_back(decode_fp8_byte(format, word, i));
     return values;
   };
@@ -564,7 +572,7 @@ Program fp8_fast(std::uint32_t k, std::uint32_t n, Fp8Format format, ScalarType 
     // A NaN code makes its column's sum NaN; the butterfly carries it to the leader.
     const float nan = std::numeric_limits<float>::quiet_NaN();
     for (std::uint32_t c = 0; c < columns; ++c) {
-      Expr flagged = ne(nan_flags[c / 4] & u32(0x80u << (8 * (c % 4))), u32(0));
+      Expr flagged = ne(nan_flags & u32(0x80u << (8 * c)), u32(0));
       body.assign(acc[c], select(flagged, f32(nan), acc[c]));
     }
   };
@@ -605,23 +613,19 @@ Program nvfp4_fast(std::uint32_t k, std::uint32_t n, std::uint32_t scale_count, 
     global = body.let("global", global_scale[0u]);
     for (std::uint32_t q = 0; q < columns / 4; ++q) nan_flags.push_back(body.let(fmt::format("nan_bytes{}", q), u32(0)));
   };
-  std::vector<std::vector<Expr>> scale_words(8);
+  std::vector<Expr> scale_words(8);
   g.begin_block = [&](Body& body, const Expr& block, const Expr& column, std::uint32_t slot) {
-    // The lane's 32 scale bytes: two 16-byte loads at byte block*n + column.
+    // The lane's scale bytes, one per column: one 8-byte load at byte block*n + column.
     Expr at = body.let(fmt::format("scale_byte{}", slot), block * n + column);
-    scale_words[slot].clear();
-    for (unsigned q = 0; q < columns / 16; ++q) {
-      scale_words[slot].push_back(
-          body.let(fmt::format("scale_codes{}_{}", slot, q), scales.load_words(q == 0 ? at : at + 16 * q, 4)));
-    }
+    scale_words[slot] = body.let(fmt::format("scale_codes{}", slot), scales.load_words(at, columns / 4));
   };
-  g.decode = [&](Body&, const Expr& word, unsigned) { return decode_fp4_e2m1_word_x2(word); };
+  g.decode = [&](Body&, const Expr& word) { return decode_fp4_e2m1_word_x2(word); };
   g.end_block = [&](Body& body, std::vector<Expr>& acc, const std::vector<Expr>& dot, const Expr&, std::uint32_t slot) {
     // acc += (scale / 2) * sum x * (2 * e2m1): the block scale once per block and column;
     // halving the decoded E4M3 scale is exact (2^119 instead of 2^120: its smallest value
     // 2^-9 stays normal). NaN scale codes are flagged per column (before_reduce).
     for (std::uint32_t q = 0; q < columns / 4; ++q) {
-      Expr code_word = body.let(fmt::format("scale_word{}_{}", slot, q), extract_lane(scale_words[slot][q / 4], q % 4));
+      Expr code_word = body.let(fmt::format("scale_word{}_{}", slot, q), extract_lane(scale_words[slot], q));
       body.assign(nan_flags[q], nan_flags[q] | fp8_e4m3_nan_bytes(code_word));
       for (std::uint32_t i = 0; i < 4; ++i) {
         const std::uint32_t c = 4 * q + i;
@@ -1013,10 +1017,11 @@ std::vector<OpInfo> dequant_matmul_ops() {
                       scheduled(block_shape(4, 7, 130, 3, false), "seed"),
                       scheduled(block_shape(1, 64, 32, 32, true), "fast"),
                       scheduled(block_shape(1, 37, 48, 16, false), "fast"),
-                      // 2 k-subgroups x split-K over 2 workgroups: of 16-row blocks, and of 32-row
-                      // slices of 64-row blocks
+                      // 4 k-subgroups x split-K over 4 workgroups of 16-row blocks, and over 8 of
+                      // 32-row slices of 64-row blocks; n % 32 != 0 (a partial last warp)
                       scheduled(block_shape(1, 1024, 32, 16, true), "fast"),
                       scheduled(block_shape(1, 2048, 32, 64, true), "fast"),
+                      scheduled(block_shape(1, 70, 20, 32, true), "fast"),
                       activated(scheduled(block_shape(3, 20, 9, 8, true), "seed"), "f16"),
                       activated(scheduled(block_shape(3, 20, 9, 8, true), "seed"), "bf16"),
                       activated(scheduled(block_shape(1, 37, 48, 16, false), "fast"), "f16"),
@@ -1041,10 +1046,11 @@ std::vector<OpInfo> dequant_matmul_ops() {
                       scheduled(block_shape(2, 9, 7, 5, false), "seed"),
                       scheduled(block_shape(1, 64, 64, 32, true), "fast"),
                       scheduled(block_shape(1, 37, 96, 16, false), "fast"),
-                      // 4 k-subgroups x split-K over 2 workgroups, a partial last block and a partial
-                      // last warp; 4 k-subgroups x 8 workgroups
+                      // 4 k-subgroups x split-K over 8 workgroups, a partial last block and a partial
+                      // last warp; 4 k-subgroups x 32 workgroups; n % 64 == 40
                       scheduled(block_shape(1, 2050, 96, 16, false), "fast"),
                       scheduled(block_shape(1, 8192, 64, 16, true), "fast"),
+                      scheduled(block_shape(1, 300, 40, 64, false), "fast"),
                       activated(scheduled(block_shape(2, 9, 7, 5, false), "seed"), "f16"),
                       activated(scheduled(block_shape(2, 9, 7, 5, false), "seed"), "bf16"),
                       activated(scheduled(block_shape(1, 64, 64, 32, true), "fast"), "f16"),
@@ -1074,7 +1080,8 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .test_shapes = {scheduled(fp8_shape(1, 8, 4, "e4m3"), "seed"), scheduled(fp8_shape(3, 9, 7, "e5m2"), "seed"),
                       scheduled(fp8_shape(6, 33, 129, "e4m3"), "seed"), scheduled(fp8_shape(2, 16, 9, "e5m2"), "seed"),
                       scheduled(fp8_shape(1, 40, 32, "e4m3"), "fast"), scheduled(fp8_shape(1, 33, 48, "e5m2"), "fast"),
-                      scheduled(fp8_shape(1, 2048, 32, "e4m3"), "fast"),  // split-K over 4 workgroups
+                      scheduled(fp8_shape(1, 2048, 32, "e4m3"), "fast"),  // 2 k-subgroups x split-K over 8 workgroups
+                      scheduled(fp8_shape(1, 90, 12, "e4m3"), "fast"),    // n % 32 != 0
                       activated(scheduled(fp8_shape(3, 9, 7, "e5m2"), "seed"), "f16"),
                       activated(scheduled(fp8_shape(2, 16, 9, "e4m3"), "seed"), "bf16"),
                       activated(scheduled(fp8_shape(1, 40, 32, "e4m3"), "fast"), "f16"),
@@ -1100,8 +1107,9 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .test_shapes = {scheduled(dims_shape(1, 16, 4), "seed"), scheduled(dims_shape(3, 20, 9), "seed"),
                       scheduled(dims_shape(5, 64, 33), "seed"), scheduled(dims_shape(2, 7, 3), "seed"),
                       scheduled(dims_shape(1, 32, 64), "fast"), scheduled(dims_shape(1, 23, 96), "fast"),
-                      scheduled(dims_shape(1, 4100, 64), "fast"),  // 4 k-subgroups x 2 workgroups, partial rows
-                      scheduled(dims_shape(1, 8192, 64), "fast"),  // 4 k-subgroups x 4 workgroups
+                      scheduled(dims_shape(1, 4100, 64), "fast"),  // 4 k-subgroups x 8 workgroups, partial rows
+                      scheduled(dims_shape(1, 8192, 64), "fast"),  // 4 k-subgroups x 16 workgroups
+                      scheduled(dims_shape(1, 100, 24), "fast"),   // n % 64 != 0
                       activated(scheduled(dims_shape(3, 20, 9), "seed"), "f16"),
                       activated(scheduled(dims_shape(3, 20, 9), "seed"), "bf16"),
                       activated(scheduled(dims_shape(1, 23, 96), "fast"), "f16"),

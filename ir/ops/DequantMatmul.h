@@ -39,25 +39,28 @@
 // [splits * n], `arrivals` u32[ceil(n / warp columns)]; ir::BufferAccess::Scratch: the
 // runtime provides them zeroed and every launch leaves them zeroed).
 //  - Work split: a subgroup (warp) owns the 32-byte sector of every weight row that
-//    holds its columns (int8, fp8: 32 columns; int4, nvfp4: 64). Lanes l = 2*k_lane + c:
-//    column lane c reads the 16-byte half c of each row's sector with one reinterpreting
-//    u32x4 load (ir::Load::reinterpret; `w` stays u8/i8), so a warp request is 16 whole
-//    sectors (100% sector efficiency); 16 k-lanes split the reduction into chunks taken
+//    holds its columns (int8, fp8: 32 columns; int4, nvfp4: 64). Lanes l = 8*k_lane + c:
+//    column lane c reads the 4-byte word c of each row's sector with one reinterpreting
+//    u32 load (ir::Load::reinterpret; `w` stays u8/i8), so a warp request is 4 whole
+//    sectors of 4 rows (100% sector efficiency), and a lane holds 4 (int8, fp8) or 8
+//    (int4, nvfp4) column sums. 4 k-lanes split the reduction into chunks taken
 //    round-robin: int8/int4 32 rows (a slice of a bigger block, which then folds its own
 //    sums with the block's sidecars, or whole blocks of <= 32 rows), nvfp4 two 16-row
 //    scale blocks, fp8 32 rows. A workgroup holds k_subgroups such subgroups on the same
-//    columns (up to 4 while each k-lane keeps two chunks; fp8 1), whose sums meet in
-//    shared memory in k-subgroup order (ir/ops/SplitK.h). Where the sector columns still
+//    columns (up to 4 while each k-lane keeps two chunks; fp8 up to 2), whose sums meet
+//    in shared memory in k-subgroup order (ir/ops/SplitK.h). Where the sector columns still
 //    give fewer than kSplitKTargetWorkgroups workgroups, K is also split across `splits`
 //    workgroups (SplitK.h: the fewest powers of two reaching it while each k-lane keeps
-//    two chunks): global k-lane j of splits * k_subgroups * 16 does chunks j, j +
-//    splits*k_subgroups*16, ... Inside a chunk a lane issues the loads of a batch of
+//    two chunks): global k-lane j of splits * k_subgroups * 4 does chunks j, j +
+//    splits*k_subgroups*4, ... Inside a chunk a lane issues the loads of a batch of
 //    rows (up to 32: the largest divisor of the chunk, or of the chunk in whole blocks),
 //    with the x values and the batch's blocks' sidecars, before any use: one wait per
 //    batch. The chunk size and k_subgroups are the fastest of a sweep on an H200
 //    (bench/results/gpu-nvidia-h200.md, "Splitting K across the subgroups of a
-//    workgroup": chunks of 16, 32, 64 rows x 1, 2, 4 k-subgroups): int4 1.3-2.0x and
-//    int8 1.5x faster than whole 64-row blocks in one-warp workgroups at the Llama shapes.
+//    workgroup": chunks of 16, 32, 64 rows x 1, 2, 4 k-subgroups, with 16-byte lanes):
+//    int4 1.3-2.0x and int8 1.5x faster than whole 64-row blocks in one-warp workgroups
+//    at the Llama shapes. One word per lane (rather than the sweep's 16 bytes: 16-32
+//    sums, 128-254 registers) is the H100 model's choice (bench/results/kernels.md).
 //  - Decoding (exact in f32, shared definitions below): int8 by XOR 0x80 + prmt under the
 //    0x4B exponent byte minus 2^23 + 128; int4 by OR 0x4B000000 minus 2^23; FP8 by moving
 //    the code's bits into an f32 pattern (prmt, arithmetic shift, mask) and one exact
@@ -72,7 +75,7 @@
 //    with D2 = sum x * (2*e2m1) (nvfp4: the block scale decoded once per block and
 //    column; halving it is exact); fp8 accumulates sum x*w and multiplies by the column
 //    scale once; nvfp4 multiplies by the global scale once.
-//  - The k-lanes' sums meet by a shuffle-xor butterfly (2, 4, 8, 16), then the
+//  - The k-lanes' sums meet by a shuffle-xor butterfly (8, 16), then the
 //    k-subgroups' in shared memory: deterministic, no float atomics; with split-K,
 //    k-subgroup 0's k-lane 0 partial sums go to `partials` and the last
 //    workgroup of the column's unit adds them in split order (SplitK.h); k-lane 0 of the
@@ -84,14 +87,14 @@
 //    replaces, so the bit decode is used. f16 activations do not change this: the
 //    products still run in f32 (ir/ops/Activation.h), so the weights are needed as f32.
 // Floating-point order and the bound against the seed: the seed adds x*w per k in order;
-// the fast schedule forms per-chunk f32 fma sums, folds them per block, sums the 16
+// the fast schedule forms per-chunk f32 fma sums, folds them per block, sums the 4
 // k-lanes by the butterfly and the splits in order. With u = 2^-24 and per-term
 // magnitudes T_p = |x_p| * (|q_p| + |z_b|) * |s_b| (offset mode: |x_p| * (|q_p| * |s_b| +
 // |o_b|); fp8, nvfp4: |x_p * w_p| times their scales), the longest chain of f32 roundings
-// of one output is L = n_c + ceil(chunks / (16 * k_subgroups * splits)) + 8 +
-// (k_subgroups - 1) + splits (n_c the rows of one chunk's sum; 8 for the zero-point
-// (offset) and block fmas, the 4 butterfly levels and the final scale; the k-subgroups'
-// adds; the splits' adds), so
+// of one output is L = n_c + ceil(chunks / (4 * k_subgroups * splits)) + 6 +
+// (k_subgroups - 1) + splits (n_c the rows of one chunk's sum; 6 for the zero-point
+// (offset) and block fmas, the 2 butterfly levels, the final scale and one spare; the
+// k-subgroups' adds; the splits' adds), so
 // |fast - exact| <= 2 * u * L * sum_p T_p; the seed's k ordered adds give
 // |seed - exact| <= 2 * u * (k + 2) * sum_p T_p, and |fast - seed| is within the sum, as
 // asserted in
@@ -105,8 +108,8 @@
 // reinterpreting u32x2 load (the f32 program's f32x4), widens each once per lane (f16:
 // cvt.f32.f16; bf16: shl/and), and stores 4 columns as two f16x2/bf16x2 pairs.
 // Fast errors (OpError, after the seed's own checks): m != 1 ("the batch-1 GEMV");
-// n not a multiple of 16 (int8, fp8) or 32 (int4, nvfp4), the columns of one lane's
-// 16-byte row load. k needs no multiple: rows past k read code 0 and x 0; n needs no
+// n not a multiple of 4 (int8, fp8) or 8 (int4, nvfp4), the columns of one lane's
+// 4-byte row load. k needs no multiple: rows past k read code 0 and x 0; n needs no
 // multiple of a subgroup's columns: the last subgroup's lanes past n reload valid columns
 // and skip their stores.
 #pragma once
