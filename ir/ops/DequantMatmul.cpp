@@ -199,6 +199,8 @@ constexpr float kMagic = 8388608.0f;
 /// an H200 (bench/results/gpu-nvidia-h200.md, "Splitting K across the subgroups of a
 /// workgroup"): 64-row chunks left each lane 128 rows at 4096x11008.
 constexpr std::uint32_t kBlockAffineChunkRows = 32;
+/// The shortest chunk shorten_exhausted_chunks makes.
+constexpr std::uint32_t kMinChunkRows = 16;
 
 /// Most k-subgroups of the fp8 fast GEMV. With 16-byte lanes an H200 ran fp8 1.3x slower
 /// with 2 or 4 than with 1 (bench/results/gpu-nvidia-h200.md, "Splitting K across the
@@ -273,18 +275,51 @@ std::optional<std::string> fast_unsupported(const char* name, std::uint32_t m, s
   throw OpError(fmt::format("Fix: {} has no fast schedule: {}; use \"schedule\": \"seed\" (or \"auto\").", name, reason));
 }
 
-void emit_fast_gemv(ProgramBuilder& program, const FastGemv& g) {
+/// How a fast GEMV splits K: `chunks` of chunk_rows rows over the k-lanes of k_subgroups
+/// subgroups per workgroup and `splits` workgroups per sector column (`subgroups` of them).
+struct KSplit {
+  std::uint32_t chunks = 0, subgroups = 0, k_subgroups = 1, splits = 1;
+  std::uint32_t all_k_lanes() const { return splits * k_subgroups * kKLanes; }
+};
+
+KSplit k_split(const FastGemv& g) {
+  KSplit split;
+  split.chunks = ceil_div(g.k, g.chunk_rows);
+  split.subgroups = ceil_div(g.n, kColumnLanes * lane_columns(g));
+  // K split across the subgroups of a workgroup (SplitK.h), then across workgroups where
+  // the sectors alone still give too few workgroups.
+  split.k_subgroups = choose_k_subgroups(split.chunks, kKLanes, 2, g.max_k_subgroups);
+  split.splits = choose_splits(split.subgroups, split.chunks, kKLanes * split.k_subgroups);
+  return split;
+}
+
+/// Halves g.chunk_rows, down to kMinChunkRows, while the split is exhausted: every k-lane
+/// already has a single chunk and twice the splits would still stay within
+/// kSplitKTargetWorkgroups (a few sector columns and a short K: 4096 x 4096 int4 has 64
+/// columns of sectors, 128 chunks of 32 rows and 128 k-lanes in 512 workgroups). Shorter chunks then give more workgroups, each
+/// warp a shorter chain (on the H100 model int4 4096x4096 5.4 -> 3.7 us); where K is long
+/// enough for two chunks per k-lane they only add partial sums.
+void shorten_exhausted_chunks(FastGemv& g) {
+  while (g.chunk_rows % 2 == 0 && g.chunk_rows / 2 >= kMinChunkRows) {
+    const KSplit split = k_split(g);
+    if (split.chunks > split.all_k_lanes() ||
+        2 * std::uint64_t{split.subgroups} * split.splits > kSplitKTargetWorkgroups) {
+      return;
+    }
+    g.chunk_rows /= 2;
+  }
+}
+
+void emit_fast_gemv(ProgramBuilder& program, FastGemv g) {
+  shorten_exhausted_chunks(g);
   const std::uint32_t columns = lane_columns(g);
   // kColumnLanes lanes share each 32-byte sector of a row: a warp owns one sector of every row.
   const std::uint32_t warp_columns = kColumnLanes * columns;
   const std::uint32_t row_bytes = g.n / g.columns_per_byte;
-  const std::uint32_t chunks = ceil_div(g.k, g.chunk_rows);
-  const std::uint32_t subgroups = ceil_div(g.n, warp_columns);
-  // K split across the subgroups of a workgroup (SplitK.h), then across workgroups where
-  // the sectors alone still give too few workgroups.
-  const std::uint32_t k_subgroups = choose_k_subgroups(chunks, kKLanes, 2, g.max_k_subgroups);
-  const std::uint32_t splits = choose_splits(subgroups, chunks, kKLanes * k_subgroups);
-  const std::uint32_t all_k_lanes = splits * k_subgroups * kKLanes;
+  const KSplit split = k_split(g);
+  const std::uint32_t chunks = split.chunks, subgroups = split.subgroups;
+  const std::uint32_t k_subgroups = split.k_subgroups, splits = split.splits;
+  const std::uint32_t all_k_lanes = split.all_k_lanes();
   const std::uint32_t rounds = ceil_div(chunks, all_k_lanes);
   // A batch is either a divisor of a block (big blocks) or whole blocks (small blocks).
   const std::uint32_t block = g.block_rows ? g.block_rows : g.chunk_rows;
@@ -629,7 +664,7 @@ Program nvfp4_fast(std::uint32_t k, std::uint32_t n, std::uint32_t scale_count, 
       body.assign(nan_flags[q], nan_flags[q] | fp8_e4m3_nan_bytes(code_word));
       for (std::uint32_t i = 0; i < 4; ++i) {
         const std::uint32_t c = 4 * q + i;
-        Expr half_scale = decode_fp8_byte(Fp8Format::E4M3, code_word, i) * f32(0.5f);
+        Expr half_scale = decode_fp8_byte(Fp8Format::E4M3, code_word, i, -1);
         body.assign(acc[c], fma(half_scale, dot[c], acc[c]));
       }
     }
@@ -706,7 +741,7 @@ std::vector<Expr> decode_uint4_word(const Expr& word) {
   return values;
 }
 
-Expr decode_fp8_byte(Fp8Format format, const Expr& word, unsigned index) {
+Expr decode_fp8_byte(Fp8Format format, const Expr& word, unsigned index, int scale_exponent) {
   const bool e4m3 = format == Fp8Format::E4M3;
   // Byte `index` into bits 31..24, zeros below (prmt from word and a zero word).
   Expr top = permute(word, u32(0), u32((index << 12) | 0x0444u));
@@ -718,7 +753,7 @@ Expr decode_fp8_byte(Fp8Format format, const Expr& word, unsigned index) {
     // Exponent 31: infinity (mantissa 0) or NaN, with the sign kept.
     bits = select(eq(bits & u32(0x0F800000u), u32(0x0F800000u)), bits | u32(0x7F800000u), bits);
   }
-  return bitcast(ScalarType::F32, bits) * f32(std::ldexp(1.0f, e4m3 ? 120 : 112));
+  return bitcast(ScalarType::F32, bits) * f32(std::ldexp(1.0f, (e4m3 ? 120 : 112) + scale_exponent));
 }
 
 Expr fp8_e4m3_nan_bytes(const Expr& word) {

@@ -46,7 +46,9 @@
 //    (int4, nvfp4) column sums. 4 k-lanes split the reduction into chunks taken
 //    round-robin: int8/int4 32 rows (a slice of a bigger block, which then folds its own
 //    sums with the block's sidecars, or whole blocks of <= 32 rows), nvfp4 two 16-row
-//    scale blocks, fp8 32 rows. A workgroup holds k_subgroups such subgroups on the same
+//    scale blocks, fp8 32 rows; halved to 16 rows where, at 32, every k-lane of the split
+//    below has one chunk and twice the splits stay within kSplitKTargetWorkgroups
+//    (4096 x 4096: int8, int4, nvfp4). A workgroup holds k_subgroups such subgroups on the same
 //    columns (up to 4 while each k-lane keeps two chunks; fp8 up to 2), whose sums meet
 //    in shared memory in k-subgroup order (ir/ops/SplitK.h). Where the sector columns still
 //    give fewer than kSplitKTargetWorkgroups workgroups, K is also split across `splits`
@@ -166,7 +168,9 @@ std::vector<Expr> decode_uint4_word(const Expr& word);
 /// arithmetic shift by 4 (E4M3) / 3 (E5M2), mask 0x87F00000 / 0x8FE00000: the sign, the
 /// exponent field = the code's exponent, its mantissa on top), times 2^120 / 2^112,
 /// exact for normal and subnormal codes alike; E5M2 exponent 31 becomes inf / NaN.
-Expr decode_fp8_byte(Fp8Format format, const Expr& word, unsigned index);
+/// `scale_exponent` in [-8, 8] folds an exact power of two into that multiply: the value
+/// times 2^scale_exponent (every E4M3/E5M2 value times it stays a normal f32).
+Expr decode_fp8_byte(Fp8Format format, const Expr& word, unsigned index, int scale_exponent = 0);
 /// Bit 7 of byte i is set when byte i of `word` is an E4M3 NaN code (low 7 bits all ones).
 Expr fp8_e4m3_nan_bytes(const Expr& word);
 /// The eight E2M1 nibbles (low first) of `word` as f32 values *twice* decode_fp4_e2m1's
