@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <limits>
 #include <string>
 
@@ -42,8 +43,8 @@ void check_count(const char* op, const char* what, std::uint64_t a, std::uint64_
 }
 
 /// Dequantized B value for `code` (u32 0..15) in a block with scale `scale`.
-Expr dequantize(const Expr& code, const Expr& scale) {
-  return Lookup::make(ScalarType::F32, nf4_lookup_table(), code) * scale;
+Expr dequantize(Nf4CodeBook code_book, const Expr& code, const Expr& scale) {
+  return Lookup::make(ScalarType::F32, code_book_table(code_book), code) * scale;
 }
 
 /// acc + a * weight, in the accumulator's type (f64: exact product, one rounding).
@@ -65,7 +66,7 @@ Expr stored(ScalarType activation, const Expr& sum) {
 }  // namespace
 
 Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation,
-                 ScalarType activation) {
+                 ScalarType activation, Nf4CodeBook code_book) {
   const char* op = "nf4_gemm";
   check_dims(op, m, n, k);
   check_count(op, "m*k", m, k);
@@ -94,7 +95,7 @@ Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulat
             Expr k_base = words.let("k_base", a_row + block * kBlockSize + word * kNibblesPerWord);
             words.loop("nibble", u32(0), u32(kNibblesPerWord), [&](Body& nibbles, Expr position) {
               Expr code = nibbles.let("code", nibble(packed, position));
-              Expr weight = nibbles.let("weight", dequantize(code, scale));
+              Expr weight = nibbles.let("weight", dequantize(code_book, code, scale));
               nibbles.assign(acc, accumulate(acc, widen(a[k_base + position]), weight));
             });
           });
@@ -106,7 +107,8 @@ Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulat
   return program.build();
 }
 
-Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, ScalarType activation) {
+Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, ScalarType activation,
+                           Nf4CodeBook code_book) {
   const char* op = "nf4_gemm_transpose";
   check_dims(op, m, n, k);
   check_count(op, "m*n", m, n);
@@ -135,7 +137,7 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, Sc
           Expr block_index = columns.let("block_index", b_column * blocks_per_column + block);
           Expr packed = columns.let("packed", b_nf4[block_index * kWordsPerBlock + word_in_block]);
           Expr code = columns.let("code", nibble_at_shift(packed, shift));
-          Expr weight = columns.let("weight", dequantize(code, b_scales[block_index]));
+          Expr weight = columns.let("weight", dequantize(code_book, code, b_scales[block_index]));
           columns.assign(acc, accumulate(acc, widen(a[a_row + b_column]), weight));
         });
         then.store(c, row * k + b_row, stored(activation, acc));
@@ -154,8 +156,8 @@ constexpr std::uint32_t kWordsPerHalfBlock = 4;
 bool power_of_two(std::uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 /// kNf4Table[lane & 15] in every lane: the shuffle code book (built once per lane).
-Expr code_book(Body& body, const Expr& lane) {
-  return body.let("code_book", Lookup::make(ScalarType::F32, nf4_lookup_table(), lane & 15u));
+Expr code_book_register(Body& body, Nf4CodeBook code_book, const Expr& lane) {
+  return body.let("code_book", Lookup::make(ScalarType::F32, code_book_table(code_book), lane & 15u));
 }
 
 /// NF4 value of nibble `e` of `word` read from the lanes' code book. The lane index keeps
@@ -198,7 +200,7 @@ Nf4GemvSchedule resolve_nf4_gemv_schedule(std::uint32_t n, std::uint32_t k, Nf4G
 namespace {
 
 Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation, const Nf4GemvSchedule& requested,
-                      ScalarType activation) {
+                      ScalarType activation, Nf4CodeBook code_book) {
   const char* op = "nf4_gemm";
   const Nf4GemvSchedule split = resolve_nf4_gemv_schedule(n, k, requested);
   if (!power_of_two(split.k_lanes) || split.k_lanes < 2 || split.k_lanes > kSubgroupSize ||
@@ -254,7 +256,7 @@ Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumula
         acc.push_back(region.let(fmt::format("acc{}", r), f64_acc ? f64(0.0) : f32(0.0f)));
       }
       region.if_then(subgroup < subgroups, [&](Body& sg) {
-        Expr book = code_book(sg, lane);
+        Expr book = code_book_register(sg, code_book, lane);
         std::vector<Expr> word_base, scale_base;
         for (std::uint32_t r = 0; r < R; ++r) {
           Expr clamped =
@@ -348,7 +350,7 @@ Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumula
 }
 
 Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvTransposeSchedule& split,
-                                ScalarType activation) {
+                                ScalarType activation, Nf4CodeBook code_book) {
   const char* op = "nf4_gemm_transpose";
   const std::uint32_t O = split.output_lanes;
   if ((O != 1 && O != 2) || split.columns_per_batch == 0 || split.columns_per_chunk == 0 ||
@@ -390,7 +392,7 @@ Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvT
       Expr subgroup = region.let("subgroup", workgroup_id(0) * split.subgroups_per_workgroup + local / kSubgroupSize);
       Expr lane = region.let("lane", local % kSubgroupSize);
       region.if_then(subgroup < subgroups, [&](Body& sg) {
-        Expr book = code_book(sg, lane);
+        Expr book = code_book_register(sg, code_book, lane);
         Expr c_lane = sg.let("c_lane", lane / O);
         Expr split_index = splits > 1 ? sg.let("split", workgroup_id(1)) : Expr();
         Expr first_c_lane = splits > 1 ? sg.let("first_c_lane", split_index * C + c_lane) : c_lane;
@@ -485,9 +487,10 @@ Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvT
 }  // namespace
 
 Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation,
-                 KernelSchedule schedule, const Nf4GemvSchedule& split, ScalarType activation) {
+                 KernelSchedule schedule, const Nf4GemvSchedule& split, ScalarType activation,
+                 Nf4CodeBook code_book) {
   if (schedule == KernelSchedule::Seed || (schedule == KernelSchedule::Auto && m != 1)) {
-    return nf4_gemm(m, n, k, accumulation, activation);
+    return nf4_gemm(m, n, k, accumulation, activation, code_book);
   }
   const char* op = "nf4_gemm";
   check_dims(op, m, n, k);
@@ -495,13 +498,13 @@ Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulat
   check_count(op, "m*n", m, n);
   check_count(op, "n*k/8", n, k / 8);
   if (m != 1) throw OpError(fast_m_error(op, m));
-  return nf4_gemv_fast(n, k, accumulation, split, activation);
+  return nf4_gemv_fast(n, k, accumulation, split, activation, code_book);
 }
 
 Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, KernelSchedule schedule,
-                           const Nf4GemvTransposeSchedule& split, ScalarType activation) {
+                           const Nf4GemvTransposeSchedule& split, ScalarType activation, Nf4CodeBook code_book) {
   if (schedule == KernelSchedule::Seed || (schedule == KernelSchedule::Auto && m != 1)) {
-    return nf4_gemm_transpose(m, n, k, activation);
+    return nf4_gemm_transpose(m, n, k, activation, code_book);
   }
   const char* op = "nf4_gemm_transpose";
   check_dims(op, m, n, k);
@@ -509,7 +512,7 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, Ke
   check_count(op, "m*k", m, k);
   check_count(op, "n*k/8", n, k / 8);
   if (m != 1) throw OpError(fast_m_error(op, m));
-  return nf4_gemv_transpose_fast(n, k, split, activation);
+  return nf4_gemv_transpose_fast(n, k, split, activation, code_book);
 }
 
 namespace {
@@ -518,6 +521,15 @@ OpArgs shape(std::uint32_t m, std::uint32_t n, std::uint32_t k, const char* accu
   OpArgs args = shape(m, n, k);
   args.set("accumulate", std::string(accumulate));
   return args;
+}
+
+OpArgs with_quant_type(OpArgs args, const char* quant_type) {
+  args.set("quant_type", std::string(quant_type));
+  return args;
+}
+
+Nf4CodeBook code_book_of(const OpArgs& args) {
+  return args.has("quant_type") && args.choice("quant_type") == "fp4" ? Nf4CodeBook::BnbFp4 : Nf4CodeBook::Nf4;
 }
 
 Nf4Accumulation parse_accumulation(const std::string& text) {
@@ -536,6 +548,13 @@ std::vector<BufferSpec> with_split_k(std::vector<BufferSpec> buffers, ScalarType
 }
 }  // namespace
 
+std::vector<std::uint64_t> code_book_table(Nf4CodeBook code_book) {
+  if (code_book == Nf4CodeBook::Nf4) return nf4_lookup_table();
+  std::vector<std::uint64_t> table;
+  for (float value : kBnbFp4Table) table.push_back(std::bit_cast<std::uint32_t>(value));
+  return table;
+}
+
 std::vector<OpInfo> nf4_gemm_ops() {
   const std::string seed = "aprender-gpu-0.31.2 nf4_gemm (trueno#108, C-NF4-003)";
   ParamSpec m{"m", ParamType::U32, "rows of A and C", "", "> 0, <= 65535", {}};
@@ -546,6 +565,10 @@ std::vector<OpInfo> nf4_gemm_ops() {
   ParamSpec accumulate{"accumulate", ParamType::Choice,
                        "dot-product accumulator: f64 (seed, GH-561) or f32 fma (faster, error grows with k)",
                        "\"f64\"", "", {"f64", "f32"}};
+  ParamSpec quant_type{"quant_type", ParamType::Choice,
+                       "B's code book: nf4 (the seed's NF4 table) or fp4 (bitsandbytes' FP4: 0, 1/192, 2/3, 1, 1/3, "
+                       "1/2, 1/6, 1/4 and their negations; code bit 3 the sign)",
+                       "\"nf4\"", "", {"nf4", "fp4"}};
   const std::string layout = "B k x n in 64-row blocks, column-major block order: b_scales[col*(k/64)+block], "
                              "b_nf4 bytes (col*(k/64)+block)*32 + t, low nibble first (read as u32 words)";
   std::vector<OpInfo> ops;
@@ -554,7 +577,7 @@ std::vector<OpInfo> nf4_gemm_ops() {
       .summary = "C[m,n] = A[m,k] @ dequant(B_nf4[k,n]), NF4 code book in registers",
       .layout = layout + "; A, C row-major; one invocation per output",
       .seed = seed,
-      .params = {m, n, k, accumulate, schedule_param(), activation_param()},
+      .params = {m, n, k, accumulate, quant_type, schedule_param(), activation_param()},
       .buffers = {activation_buffer("a", "input", "m*k", {"m", "k"}),
                   {"b_nf4", "weight", ScalarType::U32, "n*k/8", {"n", "k/8"}},
                   {"b_scales", "sidecar", ScalarType::F32, "n*k/64", {"n", "k/64"}},
@@ -563,7 +586,7 @@ std::vector<OpInfo> nf4_gemm_ops() {
         Nf4Accumulation accumulation =
             args.has("accumulate") ? parse_accumulation(args.choice("accumulate")) : Nf4Accumulation::F64;
         return nf4_gemm(args.u32("m"), args.u32("n"), args.u32("k"), accumulation, schedule_of(args), {},
-                        activation_of(args));
+                        activation_of(args), code_book_of(args));
       },
       .test_shapes = {scheduled(shape(1, 1, 64, "f64"), "seed"), scheduled(shape(3, 33, 128, "f64"), "seed"),
                       scheduled(shape(2, 5, 192, "f32"), "seed"), scheduled(shape(1, 300, 64, "f64"), "seed"),
@@ -580,14 +603,18 @@ std::vector<OpInfo> nf4_gemm_ops() {
                       activated(scheduled(shape(1, 12, 192, "f64"), "fast"), "f16"),
                       activated(scheduled(shape(1, 12, 192, "f64"), "fast"), "bf16"),
                       activated(scheduled(shape(1, 5, 128, "f32"), "fast"), "f16"),
-                      activated(scheduled(shape(1, 5, 128, "f32"), "fast"), "bf16")},
+                      activated(scheduled(shape(1, 5, 128, "f32"), "fast"), "bf16"),
+                      // bitsandbytes FP4 codes: the seed's loop and the fast GEMV (f64 and f32)
+                      with_quant_type(scheduled(shape(2, 5, 128, "f64"), "seed"), "fp4"),
+                      with_quant_type(scheduled(shape(1, 12, 192, "f64"), "fast"), "fp4"),
+                      with_quant_type(scheduled(shape(1, 6, 4096, "f32"), "fast"), "fp4")},
   });
   ops.push_back(OpInfo{
       .name = "nf4_gemm_transpose",
       .summary = "C[m,k] = A[m,n] @ dequant(B_nf4[k,n])^T (backward pass), f64 accumulation",
       .layout = layout + "; A, C row-major; one invocation per output",
       .seed = seed,
-      .params = {m, n, k, schedule_param(), activation_param()},
+      .params = {m, n, k, quant_type, schedule_param(), activation_param()},
       .buffers = with_split_k({activation_buffer("a", "input", "m*n", {"m", "n"}),
                                {"b_nf4", "weight", ScalarType::U32, "n*k/8", {"n", "k/8"}},
                                {"b_scales", "sidecar", ScalarType::F32, "n*k/64", {"n", "k/64"}},
@@ -596,14 +623,16 @@ std::vector<OpInfo> nf4_gemm_ops() {
       .build =
           [](const OpArgs& args) {
             return nf4_gemm_transpose(args.u32("m"), args.u32("n"), args.u32("k"), schedule_of(args), {},
-                                      activation_of(args));
+                                      activation_of(args), code_book_of(args));
           },
       .test_shapes = {scheduled(shape(1, 1, 64), "seed"), scheduled(shape(3, 33, 128), "seed"),
                       scheduled(shape(2, 3, 320), "seed"), scheduled(shape(1, 40, 128), "fast"),
                       scheduled(shape(1, 3, 320), "fast"), activated(scheduled(shape(2, 3, 128), "seed"), "f16"),
                       activated(scheduled(shape(2, 3, 128), "seed"), "bf16"),
                       activated(scheduled(shape(1, 40, 128), "fast"), "f16"),
-                      activated(scheduled(shape(1, 3, 320), "fast"), "bf16")},
+                      activated(scheduled(shape(1, 3, 320), "fast"), "bf16"),
+                      with_quant_type(scheduled(shape(2, 3, 128), "seed"), "fp4"),
+                      with_quant_type(scheduled(shape(1, 40, 128), "fast"), "fp4")},
   });
   return ops;
 }

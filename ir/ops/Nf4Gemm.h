@@ -16,7 +16,9 @@
 //   (element c*k + r) with group_size 64, so quantize_nf4 -> nf4_gemm composes.
 // Dequantized B[r, c] = scale * kNf4Table[code] in f32 (one rounding), the code book
 // held as an ir::Lookup constant (PTX: a 4-level, 15-selp tree; no shared or global
-// memory for it).
+// memory for it). "quant_type": "fp4" (Nf4CodeBook::BnbFp4) swaps in bitsandbytes' FP4
+// table kBnbFp4Table (ir/ops/Quantize.h), so bnb's FP4 Linear4bit runs unchanged;
+// everything below (layout, order, bounds) holds for either table.
 //
 // Activations ("activation": "f32" | "f16" | "bf16", ir/ops/Activation.h): A and C hold
 // the activation type (f32 by default; B's codes and scales are unchanged). f16/bf16
@@ -37,6 +39,12 @@
 #include "ir/ops/Registry.h"
 
 namespace quantc::ir::ops {
+
+/// Which 16 values B's codes stand for (bitsandbytes' quant_type): the block's scale
+/// times kNf4Table[code] (NF4, the seed's) or kBnbFp4Table[code] (bitsandbytes FP4,
+/// ir/ops/Quantize.h). Only the table differs: same layout, same accumulation, same
+/// schedules (spec parameter "quant_type": "nf4" | "fp4").
+enum class Nf4CodeBook : std::uint8_t { Nf4, BnbFp4 };
 
 /// How nf4_gemm accumulates its dot products.
 enum class Nf4Accumulation : std::uint8_t {
@@ -64,7 +72,8 @@ enum class Nf4Accumulation : std::uint8_t {
 /// Errors (OpError): m, n or k == 0; k % 64 != 0 ("multiple of 64"); m > 65535 (the
 /// CUDA grid-y limit); m*k, m*n or n*k/8 over 2^32-1 elements.
 Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k,
-                 Nf4Accumulation accumulation = Nf4Accumulation::F64, ScalarType activation = ScalarType::F32);
+                 Nf4Accumulation accumulation = Nf4Accumulation::F64, ScalarType activation = ScalarType::F32,
+                 Nf4CodeBook code_book = Nf4CodeBook::Nf4);
 
 /// C[m, k] = A[m, n] @ dequant(B_nf4[k, n])^T, i.e. C[i, r] = sum_c A[i, c] * B[r, c]
 /// (the backward pass through a frozen NF4 projection). Same B layout and buffers
@@ -74,7 +83,8 @@ Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k,
 /// does (the seed's transpose kernel also accumulates in f64; unlike the seed, the code
 /// book is a register Lookup rather than shared memory).
 /// Errors (OpError): as nf4_gemm with m*n, m*k and n*k/8 checked.
-Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, ScalarType activation = ScalarType::F32);
+Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, ScalarType activation = ScalarType::F32,
+                           Nf4CodeBook code_book = Nf4CodeBook::Nf4);
 
 // ---------------------------------------------------------------------------------
 // The fast batch-1 schedules (m == 1), selected by the spec parameter "schedule"
@@ -201,13 +211,17 @@ struct Nf4GemvTransposeSchedule {
 /// nf4_gemm with the program `schedule` picks (see above); Auto takes fast when m == 1.
 Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation,
                  KernelSchedule schedule, const Nf4GemvSchedule& split = {},
-                 ScalarType activation = ScalarType::F32);
+                 ScalarType activation = ScalarType::F32, Nf4CodeBook code_book = Nf4CodeBook::Nf4);
 /// nf4_gemm_transpose with the program `schedule` picks; Auto takes fast when m == 1.
 Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, KernelSchedule schedule,
-                           const Nf4GemvTransposeSchedule& split = {}, ScalarType activation = ScalarType::F32);
+                           const Nf4GemvTransposeSchedule& split = {}, ScalarType activation = ScalarType::F32,
+                           Nf4CodeBook code_book = Nf4CodeBook::Nf4);
 
-/// Registry entries: nf4_gemm (parameters accumulate: "f64" | "f32", schedule,
-/// activation), nf4_gemm_transpose (schedule, activation).
+/// The Lookup table entries (f32 bit patterns) of `code_book`.
+std::vector<std::uint64_t> code_book_table(Nf4CodeBook code_book);
+
+/// Registry entries: nf4_gemm (parameters accumulate: "f64" | "f32", quant_type: "nf4" |
+/// "fp4", schedule, activation), nf4_gemm_transpose (quant_type, schedule, activation).
 std::vector<OpInfo> nf4_gemm_ops();
 
 }  // namespace quantc::ir::ops

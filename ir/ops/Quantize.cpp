@@ -33,6 +33,14 @@ const std::array<float, 16> kNf4Table = {
     1.0f,
 };
 
+const std::array<float, 16> kBnbFp4Table = [] {
+  const std::array<float, 16> steps = {0.0f,  0.0625f,  8.0f,  12.0f,  4.0f,  6.0f,  2.0f,  3.0f,
+                                       -0.0f, -0.0625f, -8.0f, -12.0f, -4.0f, -6.0f, -2.0f, -3.0f};
+  std::array<float, 16> table{};
+  for (std::size_t i = 0; i < table.size(); ++i) table[i] = steps[i] / 12.0f;  // one f32 rounding each
+  return table;
+}();
+
 std::array<float, 15> nf4_thresholds() {
   std::array<float, 15> thresholds{};
   for (std::size_t i = 0; i < thresholds.size(); ++i) {

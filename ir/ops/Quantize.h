@@ -186,6 +186,14 @@ Program dequantize_nf4(std::uint32_t n, std::uint32_t group_size, KernelSchedule
 /// kNf4Table as Lookup table entries (f32 bit patterns), for other NF4 ops.
 std::vector<std::uint64_t> nf4_lookup_table();
 
+/// bitsandbytes' FP4 code book (bitsandbytes/functional.py get_4bit_type("fp4"), bnb
+/// 0.43-0.45): {0, 0.0625, 8, 12, 4, 6, 2, 3} and their negations (codes 8..15: the sign
+/// is bit 3, code 8 is -0), each divided by 12 in f32 (torch's data.div_(data.abs().max())).
+/// These are the values of bnb's CUDA decode tree dDequantizeFP4Tree (csrc/kernels.cu:
+/// 0, 5.208333333e-03f, 0.66666667f, 1, 0.33333333f, 0.5, 0.16666667f, 0.25, signed),
+/// which multiplies them by the block's absmax in f32, as the ops here do.
+extern const std::array<float, 16> kBnbFp4Table;
+
 /// Registry entries: quantize_int4, dequantize_int4, quantize_nf4, dequantize_nf4
 /// ("schedule": auto by default).
 std::vector<OpInfo> quantize_ops();

@@ -18,18 +18,18 @@
 //     act-order g_idx too)                                               (q - z) * s is exact in f32; act-order:
 //                                                                        rows sorted by group, x read via perm
 //   AWQ 4-bit GEMM (AutoAWQ)                 linear_4bit_affine_grouped  a nibble permutation of GPTQ's layout
-//   bitsandbytes NF4, blocksize 64           nf4_gemm                    same blocks and code book; double
-//                                                                        quantization resolved in bnb's f32 order
+//   bitsandbytes NF4 and FP4, blocksize      nf4_gemm ("quant_type":     the same code book; bnb's absmax per
+//     a multiple of 64                         "fp4" for FP4)            64-row block; double quantization
+//                                                                        resolved in bnb's f32 order
 //   GGUF Q8_0                                dequant_matmul_int8 (b 32)  d * q, d widened from f16
 //   GGUF Q4_0                                dequant_matmul_int4 (b 32)  (q - 8) * d: asymmetric, zero point 8
 //   GGUF Q6_K                                dequant_matmul_int8 (b 16)  (d * sc) * (q - 32), d * sc exact in f32
 //
 // Refused, with the missing op feature: GPTQ 2/3/8-bit (other code widths), AWQ
-// GEMV/Marlin layouts, bitsandbytes FP4 (its code book), NF4 blocksize != 64 (a
-// block-size parameter in nf4_gemm), a custom quant_map, LLM.int8 (per-row scale SCB/127
-// and outlier decomposition), GGUF Q4_1, Q4_K, Q5_K (a scale-and-min weight mode
-// w = s*q - m), the other GGUF quantizations (their code widths or scale formats), and
-// unquantized F32/F16/BF16 tensors (`quantc pack` quantizes those).
+// GEMV/Marlin layouts, bitsandbytes blocksize 32 (one scale per 64 rows in nf4_gemm), a
+// custom quant_map, LLM.int8 (per-row scale SCB/127 and outlier decomposition), the GGUF
+// quantizations other than Q8_0, Q4_0, Q4_1, Q4_K, Q5_K and Q6_K (their code widths or
+// scale formats), and unquantized F32/F16/BF16 tensors (`quantc pack` quantizes those).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -220,25 +220,28 @@ ConvertedLayer convert_awq(const SafetensorsCheckpoint& checkpoint, const Conver
 ///   P.weight.absmax                     F32 [blocks] (U8 [blocks] when nested)
 ///   P.weight.quant_map                  F32 [16], the code book
 ///   P.weight.quant_state.bitsandbytes__nf4  U8: JSON {quant_type, blocksize, dtype,
+///     (__fp4 for FP4)
 ///                                       shape [out, in], and when nested:
 ///                                       nested_blocksize, nested_dtype, nested_offset}
 ///   P.weight.nested_absmax              F32 [ceil(blocks/nested_blocksize)] (nested)
 ///   P.weight.nested_quant_map           F32 [256] (nested)
 ///   P.bias                              optional
-/// -> nf4_gemm {m: batch, n: out, k: in, "schedule": "auto"} when quant_type is nf4,
-///    blocksize 64, in % 64 == 0 and quant_map is the NF4 table (kNf4Table, bit for bit):
-///    bnb's blocks of 64 consecutive elements of row n are then nf4_gemm's (column n,
-///    block j) in the same order, so b_scales = absmax and b_nf4 = the bytes with their
-///    nibbles swapped. Double quantization (compress_statistics) is resolved as bnb's
+/// -> nf4_gemm {m: batch, n: out, k: in, "schedule": "auto"} (plus "quant_type": "fp4"
+///    for FP4) when blocksize is a multiple of 64, in % 64 == 0 and quant_map is the
+///    type's table bit for bit (kNf4Table, or kBnbFp4Table: get_4bit_type("fp4"), the
+///    values of bnb's dDequantizeFP4Tree): row n's 64 consecutive elements j*64.. are then
+///    nf4_gemm's (column n, block j) in the same order, inside one bnb block, so b_scales
+///    = that block's absmax (bnb's absmax itself for blocksize 64, each repeated
+///    blocksize/64 times otherwise) and b_nf4 = the bytes with their nibbles swapped. Double quantization (compress_statistics) is resolved as bnb's
 ///    dequantize_4bit does it (functional.py: dequantize_blockwise, then += offset):
 ///    absmax[i] = f32(f32(nested_quant_map[q[i]] * nested_absmax[i / nested_blocksize])
 ///    + nested_offset), each operation rounded to f32 separately (no FMA). The op's
-///    weight NF4[code] * absmax is bnb's f32 product (its output for dtype float32; bnb
+///    weight table[code] * absmax is bnb's f32 product (its output for dtype float32; bnb
 ///    then casts to the quant state's dtype). The bias goes to bias.npy (nf4_gemm has no
 ///    bias buffer).
 /// Errors: ConvertError for a missing tensor, a wrong dtype or shape, malformed quant
-/// state JSON; UnsupportedFormatError for FP4, blocksize != 64, in % 64 != 0, a custom
-/// quant_map, and LLM.int8 (8-bit) layers.
+/// state JSON; UnsupportedFormatError for a blocksize that is not a multiple of 64 (32),
+/// in % 64 != 0, a custom quant_map, and LLM.int8 (8-bit) layers.
 ConvertedLayer convert_bnb(const SafetensorsCheckpoint& checkpoint, const ConvertOptions& options);
 
 /// GGUF (runtime/io/Gguf.h; ggml's block layouts, ggml/src/ggml-common.h, and

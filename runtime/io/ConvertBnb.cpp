@@ -4,6 +4,7 @@
 // rounded; a fused multiply-add would change the last bit.
 #include <fmt/format.h>
 
+#include <array>
 #include <bit>
 #include <cstring>
 
@@ -84,19 +85,12 @@ void plan_bnb(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, co
   layer.source_type = fmt::format("bitsandbytes {}{}{}", fp4 ? "FP4" : "NF4",
                                   state.contains("blocksize") ? ", blocksize " + state["blocksize"].dump() : "",
                                   nested ? ", double-quantized" : "");
-  if (fp4) {
-    throw UnsupportedFormatError(fmt::format(
-        "{}: layer '{}' is bitsandbytes FP4: its code book (0, 0.0625, 2, 3, 4, 6, 8, 12 over 12, with signs) needs "
-        "an op that decodes it; nf4_gemm decodes NF4 only, and dequant_matmul_nvfp4's E2M1 values (0, 0.5, 1, 1.5, 2, "
-        "3, 4, 6) with E4M3 scales per 16 are a different format. Quantize with bnb_4bit_quant_type=\"nf4\"",
-        checkpoint.label(), p));
-  }
   const std::uint64_t blocksize = state_uint(state, "blocksize", where);
-  if (blocksize != kNf4GemmBlock) {
+  if (blocksize % kNf4GemmBlock != 0) {
     throw UnsupportedFormatError(fmt::format(
-        "{}: layer '{}' is bitsandbytes NF4 with blocksize {}; that needs a block-size parameter in {}, whose block "
-        "is fixed at {}; quantize with blocksize=64 (bitsandbytes' default)",
-        checkpoint.label(), p, blocksize, kOp, kNf4GemmBlock));
+        "{}: layer '{}' is bitsandbytes {} with blocksize {}: {} takes one scale per 64 rows, and a block of {} "
+        "cannot share one; quantize with a blocksize that is a multiple of 64 (bitsandbytes' default is 64)",
+        checkpoint.label(), p, fp4 ? "FP4" : "NF4", blocksize, kOp, blocksize));
   }
   if (in % kNf4GemmBlock != 0) {
     throw UnsupportedFormatError(fmt::format(
@@ -107,24 +101,27 @@ void plan_bnb(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, co
   const std::uint64_t count = std::uint64_t{out} * in;
   const std::uint64_t blocks = (count + blocksize - 1) / blocksize;
 
-  const SafetensorsTensor& weight = checkpoint.tensor(p + ".weight", "bitsandbytes packed NF4 codes, U8");
-  expect_dtype(checkpoint, weight, "bitsandbytes packed NF4 codes", {SafetensorsDtype::U8},
+  const std::string codes_what = fmt::format("bitsandbytes packed {} codes", fp4 ? "FP4" : "NF4");
+  const SafetensorsTensor& weight = checkpoint.tensor(p + ".weight", codes_what + ", U8");
+  expect_dtype(checkpoint, weight, codes_what, {SafetensorsDtype::U8},
                "quantize with quant_storage=torch.uint8 (bnb_4bit_quant_storage), the default");
   if (!(weight.shape == std::vector<std::uint64_t>{(count + 1) / 2, 1} ||
         weight.shape == std::vector<std::uint64_t>{(count + 1) / 2})) {
-    expect_shape(checkpoint, weight, "bitsandbytes packed NF4 codes", {(count + 1) / 2, 1},
-                 "[ceil(out*in/2), 1]", fmt::format("the quant state's shape is [{}, {}]", out, in));
+    expect_shape(checkpoint, weight, codes_what, {(count + 1) / 2, 1}, "[ceil(out*in/2), 1]",
+                 fmt::format("the quant state's shape is [{}, {}]", out, in));
   }
   const SafetensorsTensor& quant_map = checkpoint.tensor(p + ".weight.quant_map", "bitsandbytes code book, F32 [16]");
   expect_dtype(checkpoint, quant_map, "bitsandbytes code book", {SafetensorsDtype::F32});
   expect_shape(checkpoint, quant_map, "bitsandbytes code book", {16}, "[16]");
   const std::vector<float> code_book = f32_values(quant_map);
+  const std::array<float, 16>& table = fp4 ? ir::ops::kBnbFp4Table : ir::ops::kNf4Table;
   for (std::size_t i = 0; i < 16; ++i) {
-    if (std::bit_cast<std::uint32_t>(code_book[i]) != std::bit_cast<std::uint32_t>(ir::ops::kNf4Table[i])) {
+    if (std::bit_cast<std::uint32_t>(code_book[i]) != std::bit_cast<std::uint32_t>(table[i])) {
       throw UnsupportedFormatError(fmt::format(
-          "{}: '{}' entry {} is {:.9g}, not NF4's {:.9g}: a custom code book needs a code-book input that {} does not "
-          "have (its NF4 table is built in); quantize with bitsandbytes' NF4 table",
-          checkpoint.label(), quant_map.name, i, code_book[i], ir::ops::kNf4Table[i], kOp));
+          "{}: '{}' entry {} is {:.9g}, not {}'s {:.9g}: a custom code book needs a code-book input that {} does not "
+          "have (its NF4 and FP4 tables are built in); quantize with bitsandbytes' {} table",
+          checkpoint.label(), quant_map.name, i, code_book[i], fp4 ? "FP4" : "NF4", table[i], kOp,
+          fp4 ? "FP4" : "NF4"));
     }
   }
   const SafetensorsTensor& absmax = checkpoint.tensor(p + ".weight.absmax", "bitsandbytes block absmax");
@@ -179,6 +176,7 @@ void plan_bnb(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, co
   }
 
   layer.spec = {{"op", kOp}, {"m", options.batch}, {"n", out}, {"k", in}, {"schedule", "auto"}};
+  if (fp4) layer.spec["quant_type"] = "fp4";
   layer.bias = read_bias(checkpoint, p, out, layer.tensors);
   if (repack) {
     // bnb puts element 2i in the high nibble of byte i; nf4_gemm reads row 2t of a block
@@ -187,7 +185,13 @@ void plan_bnb(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, co
     std::vector<std::uint8_t> codes(weight.bytes.begin(), weight.bytes.begin() + static_cast<long>(count / 2));
     for (std::uint8_t& byte : codes) byte = static_cast<std::uint8_t>((byte << 4) | (byte >> 4));
     layer.buffers.push_back(make_array("b_nf4", ir::ScalarType::U32, {out, in / 8}, std::move(codes)));
-    layer.buffers.push_back(make_array("b_scales", ir::ScalarType::F32, {out, in / kNf4GemmBlock}, scales));
+    // bnb's blocks of B elements (a multiple of 64) of the flattened [out, in] weight
+    // cover whole 64-element runs of its rows (in % 64 == 0), so each 64-row block of
+    // nf4_gemm lies in one bnb block: b_scales[i] = absmax[i * 64 / B], lossless (every
+    // weight stays bnb's code * absmax, bit for bit).
+    std::vector<float> block_scales(count / kNf4GemmBlock);
+    for (std::uint64_t i = 0; i < block_scales.size(); ++i) block_scales[i] = scales[i * kNf4GemmBlock / blocksize];
+    layer.buffers.push_back(make_array("b_scales", ir::ScalarType::F32, {out, in / kNf4GemmBlock}, block_scales));
   }
   check_against_op(layer);
 }

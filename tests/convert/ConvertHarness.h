@@ -175,6 +175,7 @@ inline Dequantized dequantize_op(const nlohmann::json& spec, const std::map<std:
     }
   } else if (op == "nf4_gemm") {
     const std::size_t k_dim = spec["k"], n_dim = spec["n"], blocks = k_dim / 64;
+    const bool fp4 = spec.value("quant_type", "nf4") == "fp4";
     result.weight.resize(k_dim * n_dim);
     result.magnitude.resize(k_dim * n_dim);
     const HostBuffer& codes = at("b_nf4");
@@ -184,8 +185,9 @@ inline Dequantized dequantize_op(const nlohmann::json& spec, const std::map<std:
         const std::uint8_t byte = codes.bytes[block * 32 + row / 2];
         const std::uint32_t code = row % 2 == 0 ? byte & 15u : byte >> 4;
         const float s = f32_at(at("b_scales"), block);
-        result.weight[k * n_dim + n] = quantc::ir::ops::kNf4Table[code] * s;
-        result.magnitude[k * n_dim + n] = std::fabs(double{quantc::ir::ops::kNf4Table[code]}) * std::fabs(double{s});
+        const float value = fp4 ? quantc::ir::ops::kBnbFp4Table[code] : quantc::ir::ops::kNf4Table[code];
+        result.weight[k * n_dim + n] = value * s;
+        result.magnitude[k * n_dim + n] = std::fabs(double{value}) * std::fabs(double{s});
       }
     }
   } else {

@@ -464,13 +464,11 @@ TEST_CASE("convert refuses AWQ layouts other than GEMM", "[convert][awq][errors]
                  Catch::Contains("re-save with version=\"gemm\""));
 }
 
-TEST_CASE("convert refuses bitsandbytes FP4 and NF4 blocks nf4_gemm cannot take", "[convert][bnb][errors]") {
-  CHECK_THAT(refusal("bnb/model.safetensors", "bnb", "model.layers.0.self_attn.v_proj"),
-             Catch::StartsWith("unsupported: ") && Catch::Contains("NF4 with blocksize 128") &&
-                 Catch::Contains("a block-size parameter in nf4_gemm, whose block is fixed at 64"));
-  CHECK_THAT(refusal("bnb/model.safetensors", "bnb", "model.layers.0.self_attn.o_proj"),
-             Catch::StartsWith("unsupported: ") && Catch::Contains("is bitsandbytes FP4") &&
-                 Catch::Contains("nf4_gemm decodes NF4 only"));
+TEST_CASE("convert refuses bitsandbytes blocks nf4_gemm cannot take", "[convert][bnb][errors]") {
+  CHECK_THAT(refusal("bnb/model.safetensors", "bnb", "model.layers.0.mlp.down_proj"),
+             Catch::StartsWith("unsupported: ") && Catch::Contains("is bitsandbytes NF4 with blocksize 32") &&
+                 Catch::Contains("nf4_gemm takes one scale per 64 rows") &&
+                 Catch::Contains("a blocksize that is a multiple of 64"));
   CHECK_THAT(refusal("bnb/model.safetensors", "bnb", "model.layers.0.mlp.gate_proj"),
              Catch::StartsWith("unsupported: ") && Catch::Contains("in_features = 96, not a multiple of 64"));
   CHECK_THAT(refusal("bnb/model.safetensors", "bnb", "lm_head"),
@@ -509,7 +507,9 @@ TEST_CASE("convert --list shows every layer with its format shape and op or refu
   REQUIRE(bnb.exit_code == 0);
   CHECK_THAT(bnb.output, Catch::Contains("bitsandbytes NF4, blocksize 64, double-quantized (nested blocksize 256) -> "
                                          "nf4_gemm") &&
-                             Catch::Contains("5 layers, 2 convertible") && !Catch::Contains("lm_head"));
+                             Catch::Contains("bitsandbytes FP4, blocksize 4096 -> nf4_gemm") &&
+                             Catch::Contains("bitsandbytes NF4, blocksize 128, double-quantized") &&
+                             Catch::Contains("7 layers, 5 convertible") && !Catch::Contains("lm_head"));
   const Result awq = run_quantc("convert " + quoted(fixture("awq_noconfig")) + " --list");
   CHECK_THAT(awq.output, Catch::Contains("awq") && Catch::Contains("AWQ GEMM 4-bit, group_size 128") &&
                              Catch::Contains("2 layers, 2 convertible"));

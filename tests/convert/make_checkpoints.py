@@ -566,9 +566,18 @@ def main():
     w, b = bnb_layer(tensors, "model.layers.0.self_attn.k_proj", 32, 128, nested=False)
     cases.append(case_entry(out, "bnb_nf4", "bnb/model.safetensors", "bnb", "model.layers.0.self_attn.k_proj",
                             "nf4_gemm", w, b))
-    bnb_layer(tensors, "model.layers.0.self_attn.v_proj", 32, 256, blocksize=128)
-    bnb_layer(tensors, "model.layers.0.self_attn.o_proj", 32, 128, quant_type="fp4")
+    w, b = bnb_layer(tensors, "model.layers.0.self_attn.v_proj", 32, 256, blocksize=128)
+    cases.append(case_entry(out, "bnb_nf4_b128", "bnb/model.safetensors", "bnb", "model.layers.0.self_attn.v_proj",
+                            "nf4_gemm", w, b))
+    w, b = bnb_layer(tensors, "model.layers.0.self_attn.o_proj", 32, 128, quant_type="fp4")
+    cases.append(case_entry(out, "bnb_fp4_nested", "bnb/model.safetensors", "bnb", "model.layers.0.self_attn.o_proj",
+                            "nf4_gemm", w, b))
+    # A block of 4096 spans 32 rows of 128; FP4 without double quantization.
+    w, b = bnb_layer(tensors, "model.layers.0.mlp.up_proj", 64, 128, blocksize=4096, quant_type="fp4", nested=False)
+    cases.append(case_entry(out, "bnb_fp4_b4096", "bnb/model.safetensors", "bnb", "model.layers.0.mlp.up_proj",
+                            "nf4_gemm", w, b))
     bnb_layer(tensors, "model.layers.0.mlp.gate_proj", 32, 96)
+    bnb_layer(tensors, "model.layers.0.mlp.down_proj", 32, 128, blocksize=32)
     tensors["lm_head.weight"] = weights(32, 64).astype(np.float16)
     write_safetensors(out / "bnb" / "model.safetensors", tensors)
 

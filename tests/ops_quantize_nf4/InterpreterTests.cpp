@@ -294,7 +294,8 @@ TEST_CASE("every registry test shape runs in bounds and subgroup-uniform in the 
         require_same(actual, oracle_quantize(buffers.at("x").as<float>(), group_size, scheme), program.name);
       } else if (op_name.rfind("nf4_gemm", 0) == 0) {
         std::uint32_t m = args.u32("m"), n = args.u32("n"), k = args.u32("k");
-        Nf4Matrix b{k, n, buffers.at("b_nf4").bytes, buffers.at("b_scales").as<float>()};
+        Nf4Matrix b{k, n, buffers.at("b_nf4").bytes, buffers.at("b_scales").as<float>(),
+                    args.has("quant_type") && args.choice("quant_type") == "fp4"};
         // f16/bf16 activations (ir/ops/Activation.h): a widens exactly, c is the f32 (f64)
         // result rounded once more, so it is within u_h of the f32 oracle's value.
         const ir::ScalarType activation = buffers.at("a").element;

@@ -1,6 +1,7 @@
 #include "Oracles.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -17,6 +18,13 @@ namespace {
 constexpr float kEpsilon = 1e-12f;
 
 float table(unsigned code) { return static_cast<float>(kSeedNf4Lookup[code]); }
+
+/// bitsandbytes' FP4 values as its CUDA decode tree writes them (csrc/kernels.cu,
+/// dDequantizeFP4Tree), code bit 3 the sign.
+float bnb_fp4_table(unsigned code) {
+  const std::array<float, 8> tree = {0.0f, 5.208333333e-03f, 0.66666667f, 1.0f, 0.33333333f, 0.5f, 0.16666667f, 0.25f};
+  return code < 8 ? tree[code] : -tree[code - 8];
+}
 
 std::uint32_t group_count(std::size_t n, std::uint32_t group_size) {
   return static_cast<std::uint32_t>((n + group_size - 1) / group_size);
@@ -131,7 +139,7 @@ float Nf4Matrix::at(std::uint32_t row, std::uint32_t column) const {
   std::size_t block = std::size_t{column} * (k / 64) + row / 64;
   std::size_t byte = block * 32 + (row % 64) / 2;
   unsigned code = (bytes[byte] >> (4 * (row % 2))) & 0xFu;
-  return scales[block] * table(code);
+  return scales[block] * (fp4 ? bnb_fp4_table(code) : table(code));
 }
 
 Nf4Matrix quantize_nf4_matrix(const std::vector<float>& b, std::uint32_t k, std::uint32_t n) {

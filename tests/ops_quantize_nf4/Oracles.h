@@ -36,6 +36,7 @@ struct Nf4Matrix {
   std::uint32_t k = 0, n = 0;
   std::vector<std::uint8_t> bytes;  // n*k/2
   std::vector<float> scales;        // n*k/64
+  bool fp4 = false;                 // bitsandbytes' FP4 code book instead of NF4
   float at(std::uint32_t row, std::uint32_t column) const;  // dequantized B[row, column]
 };
 

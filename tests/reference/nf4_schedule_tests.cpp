@@ -24,6 +24,7 @@
 // printed and must be < 1.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -47,6 +48,7 @@ const double kU = std::ldexp(1.0, -24);
 struct Inputs {
   std::vector<float> a, scales;
   std::vector<std::uint32_t> packed;
+  Nf4CodeBook book = Nf4CodeBook::Nf4;
 };
 
 /// Random activations in [-1, 1), random codes, scales in [0.01, 2).
@@ -75,11 +77,12 @@ std::vector<float> run(const Program& program, const Inputs& in) {
   return buffers.at("c").as<float>();
 }
 
-/// NF4 value times scale of B[r, col], exact in double.
+/// The code book's value times scale of B[r, col], exact in double.
 double weight(const Inputs& in, std::uint32_t k, std::uint32_t r, std::uint32_t col) {
   const std::uint32_t word = in.packed[col * (k / 8) + r / 8];
   const std::uint32_t code = (word >> ((r % 8) * 4)) & 0xF;
-  return double(kNf4Table[code]) * double(in.scales[col * (k / 64) + r / 64]);
+  const float value = in.book == Nf4CodeBook::Nf4 ? kNf4Table[code] : kBnbFp4Table[code];
+  return double(value) * double(in.scales[col * (k / 64) + r / 64]);
 }
 
 struct Exact {
@@ -113,8 +116,8 @@ std::uint32_t log2_of(std::uint32_t v) { return static_cast<std::uint32_t>(std::
 
 void check_gemm(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation, const Inputs& in,
                 const Nf4GemvSchedule& split = {}) {
-  Program fast = nf4_gemm(1, n, k, accumulation, KernelSchedule::Fast, split);
-  Program seed = nf4_gemm(1, n, k, accumulation, KernelSchedule::Seed);
+  Program fast = nf4_gemm(1, n, k, accumulation, KernelSchedule::Fast, split, ScalarType::F32, in.book);
+  Program seed = nf4_gemm(1, n, k, accumulation, KernelSchedule::Seed, {}, ScalarType::F32, in.book);
   REQUIRE(fast.caller_buffers() == seed.caller_buffers());  // the same files feed either schedule
   std::vector<float> fast_c = run(fast, in), seed_c = run(seed, in);
   const std::uint32_t lanes = split.k_lanes * resolve_nf4_gemv_schedule(n, k, split).k_subgroups;  // k-lanes of a workgroup
@@ -142,10 +145,10 @@ void check_gemm(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumulation, 
 }
 
 void check_transpose(std::uint32_t n, std::uint32_t k, const Inputs& in, const Nf4GemvTransposeSchedule& split = {}) {
-  Program fast = nf4_gemm_transpose(1, n, k, KernelSchedule::Fast, split);
+  Program fast = nf4_gemm_transpose(1, n, k, KernelSchedule::Fast, split, ScalarType::F32, in.book);
   // The shapes here have few output groups, so the columns split across workgroups.
   if (split.subgroups_per_workgroup == 1 && n >= 64) CHECK(fast.workgroup_count[1] > 1);
-  Program seed = nf4_gemm_transpose(1, n, k, KernelSchedule::Seed);
+  Program seed = nf4_gemm_transpose(1, n, k, KernelSchedule::Seed, {}, ScalarType::F32, in.book);
   REQUIRE(fast.caller_buffers() == seed.caller_buffers());
   std::vector<float> fast_c = run(fast, in), seed_c = run(seed, in);
   const double J = split.columns_per_chunk;
@@ -282,4 +285,31 @@ TEST_CASE("schedule fast names m and the fix and auto picks fast only at m == 1"
   CHECK(nf4_gemm_transpose(2, 16, 64, KernelSchedule::Auto).workgroup_size[0] == 256);
   CHECK_THROWS_WITH(nf4_gemm(1, 16, 64, Nf4Accumulation::F64, KernelSchedule::Fast, Nf4GemvSchedule{12, 1, 1, 1}),
                     Catch::Contains("k_lanes=12"));
+}
+
+TEST_CASE("bitsandbytes FP4 codes: the table is bnb's decode tree and every schedule meets the bounds",
+          "[nf4][schedule][fp4]") {
+  // The literals of bitsandbytes' dDequantizeFP4Tree (csrc/kernels.cu), code bit 3 the sign.
+  const std::array<float, 8> tree = {0.0f, 5.208333333e-03f, 0.66666667f, 1.0f, 0.33333333f, 0.5f, 0.16666667f, 0.25f};
+  for (std::uint32_t code = 0; code < 16; ++code) {
+    INFO("code " << code);
+    const float expected = code < 8 ? tree[code] : -tree[code - 8];
+    CHECK(std::bit_cast<std::uint32_t>(kBnbFp4Table[code]) == std::bit_cast<std::uint32_t>(expected));
+  }
+  for (auto [n, k] : {std::pair{8u, 192u}, std::pair{64u, 4096u}, std::pair{7u, 320u}}) {
+    DYNAMIC_SECTION(n << "x" << k) {
+      Inputs in = random_inputs(k, n, k, 91 + n + k);
+      in.book = Nf4CodeBook::BnbFp4;
+      check_gemm(n, k, Nf4Accumulation::F64, in);
+      check_gemm(n, k, Nf4Accumulation::F32, in);
+      Inputs transposed = random_inputs(n, n, k, 17 + n + k);
+      transposed.book = Nf4CodeBook::BnbFp4;
+      check_transpose(n, k, transposed);
+    }
+  }
+  // The code book changes the result: the same codes under NF4 differ.
+  Inputs in = random_inputs(192, 8, 192, 5);
+  Program nf4 = nf4_gemm(1, 8, 192, Nf4Accumulation::F64, KernelSchedule::Fast);
+  Program fp4 = nf4_gemm(1, 8, 192, Nf4Accumulation::F64, KernelSchedule::Fast, {}, ScalarType::F32, Nf4CodeBook::BnbFp4);
+  CHECK(run(nf4, in) != run(fp4, in));
 }
