@@ -628,10 +628,10 @@ namespace {
 std::vector<OpInfo> int4_packed_ops() {
   const std::string seed = "vyre-libs-0.6.2 quant::int4";
   const std::string packing = "8 signed nibbles per u32, value i at bits 4i..4i+3; row of cols = ceil(cols/8) words";
-  ParamSpec lane_count{"lane_count", ParamType::U32, "INT4 values in each operand", "", "> 0", {}};
-  ParamSpec batch{"batch", ParamType::U32, "activation vectors", "", "> 0, ceil(batch/4) <= 65535", {}};
-  ParamSpec rows{"rows", ParamType::U32, "weight rows (outputs per batch)", "", "> 0", {}};
-  ParamSpec cols{"cols", ParamType::U32, "values per row (reduction length)", "", "> 0", {}};
+  ParamSpec lane_count{"lane_count", ParamType::U32, "INT4 values in each operand", "", "> 0", {}, {"k"}};
+  ParamSpec batch{"batch", ParamType::U32, "activation vectors", "", "> 0, ceil(batch/4) <= 65535", {}, {"m"}};
+  ParamSpec rows{"rows", ParamType::U32, "weight rows (outputs per batch)", "", "> 0", {}, {"n"}};
+  ParamSpec cols{"cols", ParamType::U32, "values per row (reduction length)", "", "> 0", {}, {"k"}};
   ParamSpec top1_rows = rows;
   top1_rows.constraint = "> 0, <= 16777216";
   ParamSpec top1_batch = batch;

@@ -175,8 +175,8 @@ OpArgs affine_shape(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t g
 
 std::vector<OpInfo> linear_4bit_ops() {
   const std::string seed = "vyre-libs-0.6.3 nn::linear_4bit";
-  ParamSpec in_dim{"in_dim", ParamType::U32, "input features (reduction length)", "", "> 0, multiple of 8", {}};
-  ParamSpec out_dim{"out_dim", ParamType::U32, "output features", "", "> 0", {}};
+  ParamSpec in_dim{"in_dim", ParamType::U32, "input features (reduction length)", "", "> 0, multiple of 8", {}, {"k"}};
+  ParamSpec out_dim{"out_dim", ParamType::U32, "output features", "", "> 0", {}, {"n"}};
   ParamSpec group_size{"group_size", ParamType::U32, "input features per scale/zero-point group", "", "> 0", {}};
   ParamSpec act_order{"act_order", ParamType::Bool,
                       "read x through perm: input feature k of w multiplies x[perm[k]] (GPTQ act-order, rows sorted "

@@ -32,6 +32,10 @@ struct ParamSpec {
   std::string default_value;
   std::string constraint;            // human-readable, e.g. "> 0, multiple of 8"
   std::vector<std::string> choices;  // for ParamType::Choice
+  /// Other keys a spec may give this parameter by: the matrix names every linear and
+  /// matmul op accepts (m activation rows, n outputs, k reduction) where the seed names it
+  /// otherwise. The canonical spec (and the kernel cache key) uses `name`.
+  std::vector<std::string> aliases = {};
 };
 
 struct BufferSpec {

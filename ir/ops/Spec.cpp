@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 
 namespace quantc::ir::ops {
@@ -18,7 +20,10 @@ std::string known_ops(const OpRegistry& registry) {
 
 std::string known_keys(const OpInfo& op) {
   std::string keys = "op, target, opt_level, fp_contract";
-  for (const ParamSpec& param : op.params) keys += ", " + param.name;
+  for (const ParamSpec& param : op.params) {
+    keys += ", " + param.name;
+    for (const std::string& alias : param.aliases) keys += " (or " + alias + ")";
+  }
   return keys;
 }
 
@@ -93,17 +98,25 @@ OpSpec parse_spec(const std::string& text, const std::string& source, const OpRe
   if (spec.fp_contract && *spec.fp_contract != "on" && *spec.fp_contract != "off") {
     throw SpecError(fmt::format("{}: \"fp_contract\" must be \"on\" or \"off\", got \"{}\"", source, *spec.fp_contract));
   }
+  std::map<std::string, std::string> given_as;  // parameter -> the key that gave it
   for (const auto& [key, value] : object.items()) {
     if (key == "op" || key == "target" || key == "opt_level" || key == "fp_contract") continue;
     const ParamSpec* param = nullptr;
     for (const ParamSpec& candidate : spec.op->params) {
-      if (candidate.name == key) param = &candidate;
+      if (candidate.name == key || std::find(candidate.aliases.begin(), candidate.aliases.end(), key) !=
+                                       candidate.aliases.end()) {
+        param = &candidate;
+      }
     }
     if (param == nullptr) {
       throw SpecError(fmt::format("{}: unknown key \"{}\" for op {}; known keys: {}", source, key, name,
                                   known_keys(*spec.op)));
     }
-    spec.args.set(key, parse_value(*param, value, source));
+    if (auto [at, inserted] = given_as.emplace(param->name, key); !inserted) {
+      throw SpecError(fmt::format("{}: \"{}\" and \"{}\" both give {}'s \"{}\"; keep one", source, at->second, key,
+                                  name, param->name));
+    }
+    spec.args.set(param->name, parse_value(*param, value, source));
   }
   for (const ParamSpec& param : spec.op->params) {
     if (spec.args.has(param.name)) continue;

@@ -13,7 +13,8 @@
 TEST_CASE("quantc ops lists every registered op, as text and as JSON", "[cli]") {
   Result text = run_quantc("ops");
   CHECK(text.exit_code == 0);
-  CHECK_THAT(text.output, Catch::Contains("linear_4bit_affine_grouped") && Catch::Contains("group_size"));
+  CHECK_THAT(text.output, Catch::Contains("linear_4bit_affine_grouped") && Catch::Contains("group_size") &&
+                              Catch::Contains("input features (reduction length) (> 0, multiple of 8) [also \"k\"]"));
   Result json = run_quantc("ops --json");
   REQUIRE(json.exit_code == 0);
   nlohmann::json ops = nlohmann::json::parse(json.output);
@@ -22,6 +23,9 @@ TEST_CASE("quantc ops lists every registered op, as text and as JSON", "[cli]") 
     if (op["name"] == "linear_4bit_affine_grouped") {
       found = true;
       CHECK(op["params"].size() == 6);  // in_dim, out_dim, group_size, act_order, schedule, activation
+      CHECK(op["params"][0]["aliases"] == nlohmann::json::array({"k"}));  // in_dim
+      CHECK(op["params"][1]["aliases"] == nlohmann::json::array({"n"}));  // out_dim
+      CHECK(op["params"][2]["aliases"] == nlohmann::json::array());       // group_size
       CHECK(op["params"][3]["name"] == "act_order");
       CHECK(op["params"][3]["default"] == false);
       CHECK(op["params"][4]["name"] == "schedule");

@@ -16,6 +16,30 @@ TEST_CASE("a valid spec fills defaults and keeps the target", "[spec]") {
         R"("out_dim":4096,"schedule":"auto","target":"sm_90"})");
 }
 
+TEST_CASE("every linear and matmul op takes m, n, k for its dimensions; the canonical spec keeps the seed's names",
+          "[spec]") {
+  // m activation rows, n outputs, k the reduction, on the ops whose seeds name them otherwise.
+  OpSpec linear = parse_spec(R"({"op": "linear_4bit_affine_grouped", "k": 256, "n": 4096, "group_size": 64})");
+  CHECK(linear.args.u32("in_dim") == 256);
+  CHECK(linear.args.u32("out_dim") == 4096);
+  CHECK(linear.canonical_json() ==
+        parse_spec(R"({"op": "linear_4bit_affine_grouped", "in_dim": 256, "out_dim": 4096, "group_size": 64})")
+            .canonical_json());
+  OpSpec batched = parse_spec(R"({"op": "int4_batched_matvec_f32_scaled", "m": 3, "n": 8, "k": 64})");
+  CHECK(batched.args.u32("batch") == 3);
+  CHECK(batched.args.u32("rows") == 8);
+  CHECK(batched.args.u32("cols") == 64);
+  CHECK(parse_spec(R"({"op": "int4_dot_i32", "k": 16})").args.u32("lane_count") == 16);
+  // The ops already named m, n, k keep them.
+  CHECK(parse_spec(R"({"op": "dequant_matmul_int8", "m": 1, "n": 32, "k": 64, "block_size": 32})").args.u32("n") == 32);
+  // One parameter given twice is an error naming both keys.
+  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "in_dim": 8, "k": 8, "n": 4})", "twice.json"),
+                    Catch::Contains("twice.json: \"in_dim\" and \"k\" both give linear_4bit's \"in_dim\"; keep one"));
+  // An unknown key lists the aliases with the names.
+  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "k": 8, "n": 4, "j": 1})"),
+                    Catch::Contains("in_dim (or k), out_dim (or n)"));
+}
+
 TEST_CASE("malformed specs are rejected with the problem named", "[spec]") {
   CHECK_THROWS_WITH(parse_spec("{", "bad.json"), Catch::Contains("bad.json: malformed JSON"));
   CHECK_THROWS_WITH(parse_spec("[]"), Catch::Contains("must be a JSON object"));

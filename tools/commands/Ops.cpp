@@ -31,6 +31,7 @@ nlohmann::json op_to_json(const ir::ops::OpInfo& op) {
                             {"constraint", param.constraint}};
     entry["default"] = param.default_value.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(param.default_value);
     if (!param.choices.empty()) entry["choices"] = param.choices;
+    entry["aliases"] = param.aliases;
     params.push_back(entry);
   }
   nlohmann::json buffers = nlohmann::json::array();
@@ -52,9 +53,12 @@ void print_ops_text() {
   for (const ir::ops::OpInfo& op : ir::ops::OpRegistry::builtin().all()) {
     fmt::print("{}\n  {}\n  layout: {}\n  seed: {}\n  params:\n", op.name, op.summary, op.layout, op.seed);
     for (const ir::ops::ParamSpec& param : op.params) {
-      fmt::print("    {:<12} {:<6} {}{}{}\n", param.name, param_type_name(param.type), param.description,
+      std::string also;
+      for (const std::string& alias : param.aliases) also += (also.empty() ? " [also \"" : ", \"") + alias + "\"";
+      if (!also.empty()) also += "]";
+      fmt::print("    {:<12} {:<6} {}{}{}{}\n", param.name, param_type_name(param.type), param.description,
                  param.constraint.empty() ? "" : " (" + param.constraint + ")",
-                 param.default_value.empty() ? "" : " [default " + param.default_value + "]");
+                 param.default_value.empty() ? "" : " [default " + param.default_value + "]", also);
     }
     fmt::print("  buffers (binding order):\n");
     for (const ir::ops::BufferSpec& buffer : op.buffers) {
