@@ -16,7 +16,7 @@ TEST_CASE("a valid spec fills defaults and keeps the target", "[spec]") {
         R"("out_dim":4096,"schedule":"auto","target":"sm_90"})");
 }
 
-TEST_CASE("every linear and matmul op takes m, n, k for its dimensions; the canonical spec keeps the seed's names",
+TEST_CASE("every linear and matmul op takes m, n, k for its dimensions, canonically under the seed's names",
           "[spec]") {
   // m activation rows, n outputs, k the reduction, on the ops whose seeds name them otherwise.
   OpSpec linear = parse_spec(R"({"op": "linear_4bit_affine_grouped", "k": 256, "n": 4096, "group_size": 64})");
