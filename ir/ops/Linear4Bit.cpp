@@ -204,6 +204,8 @@ std::vector<OpInfo> linear_4bit_ops() {
                       scheduled(OpArgs::dims({{"in_dim", 136}, {"out_dim", 24}}), "fast"),
                       // K split across 4 and 2 subgroups of a workgroup (resolve_gemv_schedule)
                       scheduled(OpArgs::dims({{"in_dim", 1024}, {"out_dim", 16}}), "fast"),
+                      // interleaved rows with a partial last batch (389 rows over the k-lanes)
+                      scheduled(OpArgs::dims({{"in_dim", 3112}, {"out_dim", 8}}), "fast"),
                       activated(scheduled(OpArgs::dims({{"in_dim", 512}, {"out_dim", 8}}), "fast"), "bf16"),
                       activated(scheduled(OpArgs::dims({{"in_dim", 16}, {"out_dim", 5}}), "seed"), "f16"),
                       activated(scheduled(OpArgs::dims({{"in_dim", 16}, {"out_dim", 5}}), "seed"), "bf16"),

@@ -158,8 +158,29 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
   const std::uint32_t slices = slices_per_group(groups, group_rows, k_lanes, kMinSliceRows);
   const std::uint32_t slice_rows = group_rows / slices;
   const std::uint32_t units = groups * slices;
-  const std::uint32_t batch = batch_rows(slice_rows, schedule.rows_per_batch);
-  const std::uint32_t group_rounds = ceil_div(units, k_lanes);
+  // Without sidecars (linear_4bit) the k-lanes interleave rows instead: in round r, k-lane
+  // j takes rows r*K*S + t*K + j (t < S, K the workgroup's k-lanes, S slice_rows), so a
+  // warp's k-lanes read consecutive rows and their x values are one contiguous span (a
+  // quarter of the L1 wavefronts of one unit per k-lane; 2-5% faster on an H200,
+  // bench/results/gpu-nvidia-h200.md, "interleaved rows"). Grouped rows keep their units:
+  // a group's sidecars apply to its rows' sums.
+  // One round of lane_rows rows per k-lane, in batches of `batch`: the largest batch up to
+  // rows_per_batch whose whole batches add at most an eighth of rows past the end.
+  const bool interleaved = gemv.group_size == 0 && !gemv.permuted_input;
+  const std::uint32_t interleaved_rows = ceil_div(rows, k_lanes);
+  std::uint32_t batch = batch_rows(slice_rows, schedule.rows_per_batch);
+  if (interleaved) {
+    batch = 1;
+    for (std::uint32_t b = std::min(schedule.rows_per_batch, interleaved_rows); b > 1; --b) {
+      if (8 * (ceil_div(interleaved_rows, b) * b - interleaved_rows) <= interleaved_rows) {
+        batch = b;
+        break;
+      }
+    }
+  }
+  const std::uint32_t lane_rows = interleaved ? ceil_div(interleaved_rows, batch) * batch : slice_rows;
+  const std::uint32_t group_rounds = interleaved ? 1 : ceil_div(units, k_lanes);
+  const bool partial_rows = interleaved ? rows != k_lanes * lane_rows : partial_last_group;
   const std::uint32_t columns = schedule.columns_per_lane;
   const std::uint32_t subgroup_columns = schedule.columns_per_subgroup();
   const std::uint32_t subgroups = gemv.out_dim / subgroup_columns;
@@ -245,12 +266,15 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
       for (std::uint32_t c = 0; c < columns; ++c) acc.push_back(region.let(fmt::format("acc{}", c), f32(0.0f)));
       region.if_then(subgroup < subgroups, [&](Body& per_subgroup) {
         per_subgroup.loop("round", u32(0), u32(group_rounds), [&](Body& round_body, Expr round) {
-          Expr unit = round_body.let(slices == 1 ? "group" : "unit", round * k_lanes + k_lane);
-          Expr group = slices == 1 ? unit : round_body.let("group", unit / slices);
-          Expr slice_first_row = slices == 1 ? group * group_rows
-                                             : round_body.let("slice_first_row", group * group_rows +
-                                                                                     (unit % slices) * slice_rows);
-          round_body.if_then(unit < units, [&](Body& in_group) {
+          Expr unit, group, slice_first_row;
+          if (!interleaved) {
+            unit = round_body.let(slices == 1 ? "group" : "unit", round * k_lanes + k_lane);
+            group = slices == 1 ? unit : round_body.let("group", unit / slices);
+            slice_first_row = slices == 1 ? group * group_rows
+                                          : round_body.let("slice_first_row", group * group_rows +
+                                                                                  (unit % slices) * slice_rows);
+          }
+          auto round_work = [&](Body& in_group) {
             // Per group: sum x*q per column and sum x, then the sidecars once.
             std::vector<Expr> dot;
             for (std::uint32_t c = 0; c < columns; ++c) {
@@ -264,16 +288,19 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
               scales = in_group.let("scales", scale.load(sidecar, columns));
               zero_points = in_group.let("zero_points", zero_point.load(sidecar, columns));
             }
-            in_group.loop("batch", u32(0), u32(slice_rows / batch), [&](Body& batch_body, Expr batch_index) {
-              Expr first_row = batch_body.let("first_row", slice_first_row + batch_index * batch);
+            in_group.loop("batch", u32(0), u32(lane_rows / batch), [&](Body& batch_body, Expr batch_index) {
+              // Rows first_row + r (a unit's), or first_row + r * K (interleaved).
+              Expr first_row = interleaved ? batch_body.let("first_row", batch_index * (batch * k_lanes) + k_lane)
+                                           : batch_body.let("first_row", slice_first_row + batch_index * batch);
+              const std::uint32_t row_stride = interleaved ? k_lanes : 1;
               // Every load of the batch first (bytes in flight), then the arithmetic.
               std::vector<Expr> words, x_low, x_high, valid;
               std::vector<HalfWords> x_halves;  // f16/bf16: a row's 8 x values in one u32x4
               std::vector<Expr> perm_low, perm_high;  // permuted input: a row's 8 perm entries
               for (std::uint32_t r = 0; r < batch; ++r) {
-                Expr row = r == 0 ? first_row : first_row + r;
+                Expr row = r == 0 ? first_row : first_row + r * row_stride;
                 Expr in_range;
-                if (partial_last_group) {
+                if (partial_rows) {
                   in_range = batch_body.let(fmt::format("row_valid{}", r), row < rows);
                   row = batch_body.let(fmt::format("row{}", r), min(row, u32(rows - 1)));
                 }
@@ -332,7 +359,12 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
                 in_group.assign(acc[c], fma(extract_lane(scales, c), dot[c] - z * x_sum, acc[c]));
               }
             }
-          });
+          };
+          if (interleaved) {
+            round_work(round_body);  // rows past the last are clamped and their x is 0
+          } else {
+            round_body.if_then(unit < units, round_work);
+          }
         });
         // The subgroup's k-lanes' partial sums: a butterfly over the lane bits above the column lanes.
         for (std::uint32_t c = 0; c < columns; ++c) {

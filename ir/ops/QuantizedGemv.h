@@ -18,7 +18,12 @@
 //    is a group's slice: S slices per group, S the divisor of the group's packed rows
 //    (>= 2 rows per slice) that gives the busiest k-lane the fewest rows (unit u = group
 //    u/S, rows (u%S)*rows/S ...); inside a unit a lane walks its rows in batches of up to
-//    `rows_per_batch` whose loads are issued before any use (loads in flight);
+//    `rows_per_batch` whose loads are issued before any use (loads in flight). Without
+//    sidecars (linear_4bit) the k-lanes interleave rows instead: k-lane j takes packed
+//    rows j, j + K, j + 2K, ... (ceil(rows/K) of them, rounded up to whole batches of up
+//    to rows_per_batch that add at most an eighth; rows past the end are clamped and
+//    their x counts as 0), so the k-lanes of a warp read consecutive rows and their x is
+//    one contiguous span per request instead of 16 or 32 lines;
 //  - per unit, sum_k x*q and sum_k x accumulate in f32 (fma), then
 //    acc += scale * (sum x*q - zero_point * sum x): scale and zero point once per unit
 //    (per group, or per slice: the expression is linear in the rows, so slicing changes
