@@ -158,14 +158,13 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
   const std::uint32_t slices = slices_per_group(groups, group_rows, k_lanes, kMinSliceRows);
   const std::uint32_t slice_rows = group_rows / slices;
   const std::uint32_t units = groups * slices;
-  // Without sidecars (linear_4bit) the k-lanes interleave rows instead: in round r, k-lane
-  // j takes rows r*K*S + t*K + j (t < S, K the workgroup's k-lanes, S slice_rows), so a
-  // warp's k-lanes read consecutive rows and their x values are one contiguous span (a
-  // quarter of the L1 wavefronts of one unit per k-lane; 2-5% faster on an H200,
-  // bench/results/gpu-nvidia-h200.md, "interleaved rows"). Grouped rows keep their units:
-  // a group's sidecars apply to its rows' sums.
-  // One round of lane_rows rows per k-lane, in batches of `batch`: the largest batch up to
-  // rows_per_batch whose whole batches add at most an eighth of rows past the end.
+  // Without sidecars (linear_4bit) the k-lanes interleave rows instead: k-lane j takes
+  // rows j, j + K, j + 2K, ... (K the workgroup's k-lanes) in one round of lane_rows rows,
+  // so a warp's k-lanes read consecutive rows and their x values are one contiguous span
+  // (a quarter of the L1 wavefronts of a unit per k-lane; 2-5% faster on an H200,
+  // bench/results/gpu-nvidia-h200.md, "interleaved rows"). Its batches are the largest up
+  // to rows_per_batch whose whole batches add at most an eighth of rows past the end.
+  // Grouped rows keep their units: a group's sidecars apply to its rows' sums.
   const bool interleaved = gemv.group_size == 0 && !gemv.permuted_input;
   const std::uint32_t interleaved_rows = ceil_div(rows, k_lanes);
   std::uint32_t batch = batch_rows(slice_rows, schedule.rows_per_batch);
