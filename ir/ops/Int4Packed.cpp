@@ -322,30 +322,38 @@ Program fast_row_gemv_program(const char* name, const char* op_id, std::uint32_t
       // l, l+32, l+64, l+96 of it, so each of the 16 word loads of a step reads 128
       // consecutive bytes (one line) and each x load 32 lanes x 16 bytes at a 32-byte
       // stride (8 lines), instead of every lane's 128 bytes of x apart (32 lines).
-      // `checked`: the partial last span; a word past the row reads the row's last word
-      // again and its x values count as 0.
-      auto span_body = [&](Body& work, const Expr& span, bool checked) {
+      // `last`: the partial last span (below).
+      // The partial last span's words: a lane's word j lies wholly inside the row for j <
+      // tail_words / 32, partly for j == tail_words / 32 (when tail_words % 32 != 0: each
+      // lane checks it) and wholly past it beyond (not loaded at all: it would add only
+      // fma(0, q, acc) = acc).
+      const std::uint32_t tail_words = words_per_row - full_spans * kFastSpanWords;
+      auto span_body = [&](Body& work, const Expr& span, bool last) {
+        const std::uint32_t active = last ? ceil_div(tail_words, kSubgroupLanes) : kFastLaneWords;
+        const std::uint32_t checked_word = last && tail_words % kSubgroupLanes != 0 ? tail_words / kSubgroupLanes
+                                                                                      : kFastLaneWords;
         Expr span_word = work.let("span_word", span * kFastSpanWords + lane);
-        std::vector<Expr> word_index, in_row;
-        for (std::uint32_t j = 0; j < kFastLaneWords; ++j) {
+        std::vector<Expr> word_index;
+        Expr in_row;
+        for (std::uint32_t j = 0; j < active; ++j) {
           Expr index = j == 0 ? span_word : span_word + j * kSubgroupLanes;
-          if (checked) {
-            in_row.push_back(work.let(fmt::format("in_row{}", j), index < words_per_row));
+          if (j == checked_word) {
+            in_row = work.let(fmt::format("in_row{}", j), index < words_per_row);
             index = work.let(fmt::format("word_index{}", j), min(index, u32(words_per_row - 1)));
           }
           word_index.push_back(index);
         }
         // Every load of the step first (weights of all rows, x of all batches), then the math.
         std::vector<std::vector<Expr>> words(row_tile);  // words[r][j]
-        for (std::uint32_t j = 0; j < kFastLaneWords; ++j) {
+        for (std::uint32_t j = 0; j < active; ++j) {
           for (std::uint32_t r = 0; r < row_tile; ++r) {
             words[r].push_back(work.let(fmt::format("w{}_{}", r, j), weights[weight_base[r] + word_index[j]]));
           }
         }
-        std::vector<Expr> x_fours;       // f32: [(b * 4 + j) * 2 + h], the word's x values 4h..4h+3
-        std::vector<HalfWords> x_halves;  // f16/bf16: [b * 4 + j], the word's 8 x values
+        std::vector<Expr> x_fours;       // f32: [(b * active + j) * 2 + h], the word's x values 4h..4h+3
+        std::vector<HalfWords> x_halves;  // f16/bf16: [b * active + j], the word's 8 x values
         for (std::uint32_t b = 0; b < tile; ++b) {
-          for (std::uint32_t j = 0; j < kFastLaneWords; ++j) {
+          for (std::uint32_t j = 0; j < active; ++j) {
             Expr first = work.let(fmt::format("x_first{}_{}", b, j), x_base[b] + word_index[j] * kValuesPerWord);
             if (!f32_activations) {
               x_halves.push_back(load_half_words(work, x, first, kValuesPerWord, fmt::format("x_words{}_{}", b, j)));
@@ -357,29 +365,30 @@ Program fast_row_gemv_program(const char* name, const char* op_id, std::uint32_t
           }
         }
         // x values: f32 lanes are registers of their loads (used in place); f16/bf16 are
-        // widened once per lane, after every load of the step.
-        std::vector<Expr> xs;  // [(b * 4 + j) * 8 + e]
+        // widened once per lane, after every load of the step; a checked word past the row
+        // counts 0.
+        std::vector<Expr> xs;  // [(b * active + j) * 8 + e]
         for (std::uint32_t b = 0; b < tile; ++b) {
-          for (std::uint32_t j = 0; j < kFastLaneWords; ++j) {
-            const std::uint32_t word = b * kFastLaneWords + j;
+          for (std::uint32_t j = 0; j < active; ++j) {
+            const std::uint32_t word = b * active + j;
             for (std::uint32_t e = 0; e < kValuesPerWord; ++e) {
               Expr value = f32_activations ? extract_lane(x_fours[word * 2 + e / 4], e % 4)
                                            : x_halves[word].element(e);
-              if (checked) value = select(in_row[j], value, f32(0.0f));
-              if (checked || !f32_activations) value = work.let(fmt::format("x{}_{}_{}", b, j, e), value);
+              if (j == checked_word) value = select(in_row, value, f32(0.0f));
+              if (j == checked_word || !f32_activations) value = work.let(fmt::format("x{}_{}_{}", b, j, e), value);
               xs.push_back(value);
             }
           }
         }
         for (std::uint32_t r = 0; r < row_tile; ++r) {
-          for (std::uint32_t j = 0; j < kFastLaneWords; ++j) {
+          for (std::uint32_t j = 0; j < active; ++j) {
             Expr high = work.let(fmt::format("w{}_{}_high", r, j), words[r][j] >> u32(16));
             for (std::uint32_t i = 0; i < kValuesPerWord; ++i) {
               Expr q = fast_signed_nibble(i < 5 ? words[r][j] : high, i < 5 ? i : i - 4);
               if (tile > 1) q = work.let(fmt::format("q{}_{}_{}", r, j, i), q);
               for (std::uint32_t b = 0; b < tile; ++b) {
                 Expr& sum = acc[r * tile + b];
-                work.assign(sum, fma(xs[(b * kFastLaneWords + j) * kValuesPerWord + i], q, sum));
+                work.assign(sum, fma(xs[(b * active + j) * kValuesPerWord + i], q, sum));
               }
             }
           }

@@ -122,8 +122,9 @@ Program int4_batched_matmul_top1_f32_scaled(std::uint32_t batch, std::uint32_t r
 ///    batch (f16/bf16: one reinterpreting u32x4 load of 8 halves, each value widened
 ///    once per lane after the step's loads), shared by the 4 rows. Lanes 16 bytes apart
 ///    in x rather than 128 keep a request's x within 8 lines instead of 32. All loads of
-///    a step are issued before the first is used. In a partial last span a word past the
-///    row reads the row's last word again and its x values count as 0;
+///    a step are issued before the first is used. In a partial last span the 32-word slots
+///    wholly past the row are not loaded, and in the slot the row ends in a lane past the
+///    end reads the row's last word with its x values counting 0;
 ///  - nibble -> f32 exactly by the exponent magic, per nibble position p of a word (or of
 ///    word >> 16 for nibbles 5..7): bitcast((w & 0xF<<4p) ^ (bits(2^(23-4p)) | 8<<4p))
 ///    - (2^(23-4p) + 8) = q (one lop3, one subtraction; no shifts for nibbles 0..4);
