@@ -1079,20 +1079,28 @@ class Selector : public ir::IRVisitor {
     return bits;
   }
 
-  /// "[base+offset]" for a constant index, else a byte offset (cvt.u64.u32 for bytes,
-  /// mul.wide.u32 otherwise, shared by every buffer of that element size) + add.s64;
-  /// both reused while the index register keeps its value (AvailableAddresses).
-  std::string element_address(const ir::BufferDecl& buffer, const Value& index) {
+  /// A global address operand: a 64-bit register plus an immediate byte offset.
+  struct GlobalAddress {
+    std::string base;
+    std::uint64_t offset = 0;  // below 2^31 (PTX's immediate address offsets are s32)
+    std::string text() const { return offset == 0 ? fmt::format("[{}]", base) : fmt::format("[{}+{}]", base, offset); }
+  };
+  static constexpr std::uint64_t kMaxAddressOffset = (std::uint64_t{1} << 31) - 1;
+
+  /// The buffer's base plus the offset for a constant index, else a byte offset
+  /// (cvt.u64.u32 for bytes, mul.wide.u32 otherwise, shared by every buffer of that
+  /// element size) + add.s64; both reused while the index register keeps its value
+  /// (AvailableAddresses).
+  GlobalAddress element_location(const ir::BufferDecl& buffer, const Value& index) {
     const std::string& base = buffer_addresses_.at(buffer.name);
     unsigned element_bytes = ir::byte_size(buffer.element);
     if (index.immediate()) {
       std::uint64_t offset = *index.constant * element_bytes;
-      if (offset == 0) return fmt::format("[{}]", base);
-      if (offset < (std::uint64_t{1} << 31)) return fmt::format("[{}+{}]", base, offset);
+      if (offset <= kMaxAddressOffset) return {base, offset};
     }
     std::string index_register = in_register(index);
     AvailableAddresses::Key key{buffer.name, index_register};
-    if (auto known = addresses_.find(key)) return fmt::format("[{}]", *known);
+    if (auto known = addresses_.find(key)) return {*known};
     AvailableAddresses::Key offset_key{AvailableAddresses::byte_offset_name(element_bytes), index_register};
     std::string byte_offset;
     if (auto known = addresses_.find(offset_key)) {
@@ -1110,7 +1118,12 @@ class Selector : public ir::IRVisitor {
     std::string address = writer_.new_register(RegisterClass::B64);
     emit(Mnemonic::of(Opcode::Add, ValueType::S64), {address, base, byte_offset});
     addresses_.add(key, address);
-    return fmt::format("[{}]", address);
+    return {address};
+  }
+
+  /// element_location as the address operand text, "[reg]" or "[reg+offset]".
+  std::string element_address(const ir::BufferDecl& buffer, const Value& index) {
+    return element_location(buffer, index).text();
   }
 
   /// The address of global `buffer`'s element `index`: for `index = x + c` (c a u32
@@ -1122,13 +1135,11 @@ class Selector : public ir::IRVisitor {
     const auto* constant = sum && sum->op == ir::BinaryOp::Add ? sum->rhs.as<ir::Literal>() : nullptr;
     if (constant && constant->scalar() == ir::ScalarType::U32 && !sum->lhs.as<ir::Literal>()) {
       const std::uint64_t offset = constant->bits * ir::byte_size(buffer.element);
-      if (offset < (std::uint64_t{1} << 31) &&
+      if (offset <= kMaxAddressOffset &&
           ir::analysis::range_of(sum->lhs, ranges_).max + constant->bits <= 0xFFFFFFFFu) {
-        std::string base = element_address(buffer, lower(sum->lhs));  // "[reg]" or "[reg+n]"
-        const std::size_t plus = base.find('+');
-        const std::uint64_t known = plus == std::string::npos ? 0 : std::stoull(base.substr(plus + 1));
-        return fmt::format("[{}+{}]", base.substr(1, (plus == std::string::npos ? base.size() - 1 : plus) - 1),
-                           known + offset);
+        GlobalAddress address = element_location(buffer, lower(sum->lhs));
+        address.offset += offset;
+        if (address.offset <= kMaxAddressOffset) return address.text();
       }
     }
     return element_address(buffer, lower(index));

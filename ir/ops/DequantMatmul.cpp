@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-
 #include <array>
 #include <cmath>
 #include <functional>
@@ -296,9 +295,10 @@ KSplit k_split(const FastGemv& g) {
 /// Halves g.chunk_rows, down to kMinChunkRows, while the split is exhausted: every k-lane
 /// already has a single chunk and twice the splits would still stay within
 /// kSplitKTargetWorkgroups (a few sector columns and a short K: 4096 x 4096 int4 has 64
-/// columns of sectors, 128 chunks of 32 rows and 128 k-lanes in 512 workgroups). Shorter chunks then give more workgroups, each
-/// warp a shorter chain (on the H100 model int4 4096x4096 5.4 -> 3.7 us); where K is long
-/// enough for two chunks per k-lane they only add partial sums.
+/// columns of sectors, 128 chunks of 32 rows and 128 k-lanes in 512 workgroups). Shorter
+/// chunks then give more workgroups, each warp a shorter chain (on the H100 model int4
+/// 4096x4096 5.4 -> 3.7 us); where K is long enough for two chunks per k-lane they only
+/// add partial sums.
 void shorten_exhausted_chunks(FastGemv& g) {
   while (g.chunk_rows % 2 == 0 && g.chunk_rows / 2 >= kMinChunkRows) {
     const KSplit split = k_split(g);

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <bit>
 #include <limits>
 #include <string>
 
@@ -549,10 +548,7 @@ std::vector<BufferSpec> with_split_k(std::vector<BufferSpec> buffers, ScalarType
 }  // namespace
 
 std::vector<std::uint64_t> code_book_table(Nf4CodeBook code_book) {
-  if (code_book == Nf4CodeBook::Nf4) return nf4_lookup_table();
-  std::vector<std::uint64_t> table;
-  for (float value : kBnbFp4Table) table.push_back(std::bit_cast<std::uint32_t>(value));
-  return table;
+  return f32_lookup_table(code_book == Nf4CodeBook::Nf4 ? kNf4Table : kBnbFp4Table);
 }
 
 std::vector<OpInfo> nf4_gemm_ops() {

@@ -52,11 +52,13 @@ std::array<float, 15> nf4_thresholds() {
   return thresholds;
 }
 
-std::vector<std::uint64_t> nf4_lookup_table() {
+std::vector<std::uint64_t> f32_lookup_table(const std::array<float, 16>& values) {
   std::vector<std::uint64_t> table;
-  for (float value : kNf4Table) table.push_back(std::bit_cast<std::uint32_t>(value));
+  for (float value : values) table.push_back(std::bit_cast<std::uint32_t>(value));
   return table;
 }
+
+std::vector<std::uint64_t> nf4_lookup_table() { return f32_lookup_table(kNf4Table); }
 
 namespace {
 

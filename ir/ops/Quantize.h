@@ -183,6 +183,9 @@ Program dequantize_int4(std::uint32_t n, std::uint32_t group_size, bool symmetri
 Program quantize_nf4(std::uint32_t n, std::uint32_t group_size, KernelSchedule schedule);
 Program dequantize_nf4(std::uint32_t n, std::uint32_t group_size, KernelSchedule schedule);
 
+/// A 16-value code book as Lookup table entries (f32 bit patterns).
+std::vector<std::uint64_t> f32_lookup_table(const std::array<float, 16>& values);
+
 /// kNf4Table as Lookup table entries (f32 bit patterns), for other NF4 ops.
 std::vector<std::uint64_t> nf4_lookup_table();
 
