@@ -41,7 +41,7 @@ void BM_AffineGrouped(benchmark::State& state) {
       benchmark::Counter(double(in_dim) * out_dim, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_AffineGrouped)
-    ->ArgNames({"in_dim", "out_dim", "group_size", "threads"})
+    ->ArgNames({"k", "n", "group_size", "threads"})
     ->Args({4096, 4096, 128, 1})
     ->Args({4096, 4096, 128, 0})
     ->Args({256, 4096, 64, 1})

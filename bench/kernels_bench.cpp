@@ -131,11 +131,11 @@ std::vector<TargetCase> target_cases() {
       for (const auto& [name, value] : extra) args.set(name, value);
       return args;
     };
-    add("linear_4bit", "", OpArgs::dims({{"in_dim", in}, {"out_dim", out}}), "w", nibble_bytes);
-    add("linear_4bit_affine_grouped", " g128", OpArgs::dims({{"in_dim", in}, {"out_dim", out}, {"group_size", 128}}),
+    add("linear_4bit", "", OpArgs::dims({{"k", in}, {"n", out}}), "w", nibble_bytes);
+    add("linear_4bit_affine_grouped", " g128", OpArgs::dims({{"k", in}, {"n", out}, {"group_size", 128}}),
         "w", nibble_bytes);
-    add("int4_matvec_f32_scaled", "", OpArgs::dims({{"rows", out}, {"cols", in}}), "weights", nibble_bytes);
-    add("int4_batched_matvec_f32_scaled", " batch 1", OpArgs::dims({{"batch", 1}, {"rows", out}, {"cols", in}}),
+    add("int4_matvec_f32_scaled", "", OpArgs::dims({{"n", out}, {"k", in}}), "weights", nibble_bytes);
+    add("int4_batched_matvec_f32_scaled", " batch 1", OpArgs::dims({{"m", 1}, {"n", out}, {"k", in}}),
         "weights", nibble_bytes);
     for (const char* op : {"dequant_matmul_int8", "dequant_matmul_int4"}) {
       OpArgs args = matmul({{"block_size", 64}});

@@ -234,23 +234,23 @@ std::vector<BenchCase> bench_cases() {
   for (const auto& [in_dim, out_dim] : kLayerShapes) {
     for (std::uint32_t group : kGroupSizes) {
       BenchCase affine = make_case("linear_4bit_affine_grouped", in_dim, out_dim, group);
-      affine.args = make_args({{"in_dim", in_dim}, {"out_dim", out_dim}, {"group_size", group}});
-      affine.reduced_args = make_args({{"in_dim", in_dim}, {"out_dim", 64u}, {"group_size", group}});
+      affine.args = make_args({{"k", in_dim}, {"n", out_dim}, {"group_size", group}});
+      affine.reduced_args = make_args({{"k", in_dim}, {"n", 64u}, {"group_size", group}});
       affine.reduced_outputs = 64;
       affine.cuda_source =
           constants({{"kInDim", in_dim}, {"kOutDim", out_dim}, {"kGroupSize", group}}) + kAffineGroupedCuda;
       cases.push_back(std::move(affine));
     }
     BenchCase linear = make_case("linear_4bit", in_dim, out_dim, 0);
-    linear.args = make_args({{"in_dim", in_dim}, {"out_dim", out_dim}});
-    linear.reduced_args = make_args({{"in_dim", in_dim}, {"out_dim", 256u}});
+    linear.args = make_args({{"k", in_dim}, {"n", out_dim}});
+    linear.reduced_args = make_args({{"k", in_dim}, {"n", 256u}});
     linear.reduced_outputs = 256;
     linear.cuda_source = constants({{"kInDim", in_dim}, {"kOutDim", out_dim}}) + kLinear4BitCuda;
     cases.push_back(std::move(linear));
 
     BenchCase matvec = make_case("int4_matvec_f32_scaled", in_dim, out_dim, 0);
-    matvec.args = make_args({{"rows", out_dim}, {"cols", in_dim}});
-    matvec.reduced_args = make_args({{"rows", 64u}, {"cols", in_dim}});
+    matvec.args = make_args({{"n", out_dim}, {"k", in_dim}});
+    matvec.reduced_args = make_args({{"n", 64u}, {"k", in_dim}});
     matvec.reduced_outputs = 64;
     matvec.cuda_source = constants({{"kRows", out_dim}, {"kCols", in_dim}}) + kMatvecCuda;
     cases.push_back(std::move(matvec));

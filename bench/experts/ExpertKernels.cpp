@@ -173,7 +173,7 @@ struct OutputBound {
 
 /// M_j for linear_4bit_affine_grouped: |b_j| + sum_k |x_k| * |q - z| * |s|.
 OutputBound affine_bound(const ir::ops::OpArgs& args, const runtime::BufferSet& buffers) {
-  const std::uint32_t in = args.u32("in_dim"), out = args.u32("out_dim"), group = args.u32("group_size");
+  const std::uint32_t in = args.u32("k"), out = args.u32("n"), group = args.u32("group_size");
   const auto x = values<float>(buffers, "x");
   const auto w = values<std::uint32_t>(buffers, "w");
   const auto scale = values<float>(buffers, "scale");
@@ -380,7 +380,7 @@ ir::ops::OpArgs batch1_args(const std::string& op, std::uint32_t in_dim, std::ui
   op_info(op);
   ir::ops::OpArgs args;
   if (op == kAffine) {
-    args = ir::ops::OpArgs::dims({{"in_dim", in_dim}, {"out_dim", out_dim}, {"group_size", 64}});
+    args = ir::ops::OpArgs::dims({{"k", in_dim}, {"n", out_dim}, {"group_size", 64}});
     args.set("schedule", std::string("seed"));
   } else if (op == kNf4) {
     args = ir::ops::OpArgs::dims({{"m", 1}, {"n", out_dim}, {"k", in_dim}});
@@ -396,7 +396,7 @@ ir::ops::OpArgs batch1_args(const std::string& op, std::uint32_t in_dim, std::ui
 std::string case_label(const std::string& op, const ir::ops::OpArgs& args) {
   if (op == kAffine) {
     const std::string schedule = args.has("schedule") ? " " + args.choice("schedule") : "";
-    return fmt::format("{}x{} g{}{}", args.u32("in_dim"), args.u32("out_dim"), args.u32("group_size"), schedule);
+    return fmt::format("{}x{} g{}{}", args.u32("k"), args.u32("n"), args.u32("group_size"), schedule);
   }
   if (op == kNf4) {
     const std::string accumulate = args.has("accumulate") ? args.choice("accumulate") : "f64";
@@ -414,7 +414,7 @@ ExpertLaunch plan_expert_launch(const std::string& op, const ir::ops::OpArgs& ar
   runtime::PtxLaunch& launch = plan.launch;
   launch.arguments = buffer_arguments(program);
   if (op == kAffine) {
-    const std::uint32_t in = args.u32("in_dim"), out = args.u32("out_dim"), group = args.u32("group_size");
+    const std::uint32_t in = args.u32("k"), out = args.u32("n"), group = args.u32("group_size");
     if (group % 8 != 0) {
       throw ExpertError(fmt::format("{} expert kernel: group_size={} is not a multiple of 8; the kernel needs each "
                                     "packed word (8 consecutive k) inside one group",

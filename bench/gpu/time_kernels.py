@@ -50,14 +50,14 @@ def batch1_specs(k, n):
     m1 = {"m": 1, "k": k, "n": n}
     shape = f"{k}x{n}"
     return [
-        (f"linear_4bit {shape}", {"op": "linear_4bit", "in_dim": k, "out_dim": n}),
+        (f"linear_4bit {shape}", {"op": "linear_4bit", "k": k, "n": n}),
         (f"linear_4bit_affine_grouped {shape} g64",
-         {"op": "linear_4bit_affine_grouped", "in_dim": k, "out_dim": n, "group_size": 64}),
+         {"op": "linear_4bit_affine_grouped", "k": k, "n": n, "group_size": 64}),
         (f"linear_4bit_affine_grouped {shape} g128",
-         {"op": "linear_4bit_affine_grouped", "in_dim": k, "out_dim": n, "group_size": 128}),
-        (f"int4_matvec_f32_scaled {shape}", {"op": "int4_matvec_f32_scaled", "rows": n, "cols": k}),
+         {"op": "linear_4bit_affine_grouped", "k": k, "n": n, "group_size": 128}),
+        (f"int4_matvec_f32_scaled {shape}", {"op": "int4_matvec_f32_scaled", "n": n, "k": k}),
         (f"int4_batched_matvec_f32_scaled {shape}",
-         {"op": "int4_batched_matvec_f32_scaled", "batch": 1, "rows": n, "cols": k}),
+         {"op": "int4_batched_matvec_f32_scaled", "m": 1, "n": n, "k": k}),
         (f"nf4_gemm {shape} f64", {"op": "nf4_gemm", **m1, "accumulate": "f64"}),
         (f"nf4_gemm {shape} f32", {"op": "nf4_gemm", **m1, "accumulate": "f32"}),
         (f"nf4_gemm_transpose {shape}", {"op": "nf4_gemm_transpose", **m1}),

@@ -232,13 +232,13 @@ ir::ops::OpArgs scheme_args(const SchemeRun& scheme, std::uint32_t in_dim, std::
       args.set("k", in_dim);
       break;
     case Scheme::Int4AffineGrouped:
-      args.set("in_dim", in_dim);
-      args.set("out_dim", out_dim);
+      args.set("k", in_dim);
+      args.set("n", out_dim);
       args.set("group_size", scheme.group);
       break;
     case Scheme::Int4Symmetric:
-      args.set("rows", out_dim);
-      args.set("cols", in_dim);
+      args.set("n", out_dim);
+      args.set("k", in_dim);
       break;
   }
   return args;

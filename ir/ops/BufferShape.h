@@ -25,7 +25,7 @@ namespace quantc::ir::ops {
 /// an unknown or non-u32 parameter, or overflows 64 bits (a registry bug, never input).
 std::optional<std::vector<std::uint64_t>> logical_shape(const BufferSpec& buffer, const OpArgs& args);
 
-/// The formulas as text, "[in_dim/8, out_dim]" ("[count_formula]" for a 1-D buffer).
+/// The formulas as text, "[k/8, n]" ("[count_formula]" for a 1-D buffer).
 std::string shape_formula_text(const BufferSpec& buffer);
 
 /// "[8, 4]".

@@ -266,8 +266,8 @@ PackedWeight pack_weight(const LinearWeight& weight, const SchemeOptions& option
   const std::uint64_t in_dim = weight.in_dim, out_dim = weight.out_dim;
   result.metadata = {{"op", op_for_scheme(options.scheme)},
                      {"scheme", scheme_name(options.scheme)},
-                     {"in_dim", std::to_string(in_dim)},
-                     {"out_dim", std::to_string(out_dim)}};
+                     {"k", std::to_string(in_dim)},
+                     {"n", std::to_string(out_dim)}};
   switch (options.scheme) {
     case Scheme::Int4AffineGrouped: {
       PackedAffineGrouped packed = pack_int4_affine_grouped(weight, options.group_size);

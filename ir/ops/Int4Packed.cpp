@@ -80,16 +80,16 @@ void for_each_lane_word(Body& body, const Expr& lane, std::uint32_t cols, const 
 }
 
 void check_int4_dims(const char* op, std::uint32_t batch, std::uint32_t rows, std::uint32_t cols) {
-  require_nonzero(op, "batch", batch, "no activation vectors; pass batch >= 1");
-  require_nonzero(op, "rows", rows, "empty output; pass rows >= 1");
-  require_nonzero(op, "cols", cols, "empty reduction; pass cols >= 1");
+  require_nonzero(op, "m", batch, "no activation vectors; pass m >= 1");
+  require_nonzero(op, "n", rows, "empty output; pass n >= 1");
+  require_nonzero(op, "k", cols, "empty reduction; pass k >= 1");
 }
 
 // --- dot products -----------------------------------------------------------------
 
 /// The shared dot kernel: one subgroup sums lane partials, `finish` stores lane 0's result.
 Program dot_program(const char* name, const char* op_id, std::uint32_t lane_count, bool scaled) {
-  require_nonzero(name, "lane_count", lane_count, "empty dot product; pass lane_count >= 1");
+  require_nonzero(name, "k", lane_count, "empty dot product; pass k >= 1");
   const std::uint32_t words = int4_packed_words(lane_count);
   ProgramBuilder program(name);
   BufferRef lhs = program.input("lhs", ScalarType::U32, words);
@@ -144,12 +144,12 @@ Program batched_matvec_program(const char* name, const char* op_id, std::uint32_
                                std::uint32_t cols, ScalarType activation) {
   check_int4_dims(name, batch, rows, cols);
   const std::uint32_t words_per_row = int4_packed_words(cols);
-  const std::uint32_t weight_words = checked_count(name, "rows*ceil(cols/8)", rows, words_per_row);
-  const std::uint32_t x_count = checked_count(name, "batch*cols", batch, cols);
-  const std::uint32_t out_count = checked_count(name, "batch*rows", batch, rows);
+  const std::uint32_t weight_words = checked_count(name, "n*ceil(k/8)", rows, words_per_row);
+  const std::uint32_t x_count = checked_count(name, "m*k", batch, cols);
+  const std::uint32_t out_count = checked_count(name, "m*n", batch, rows);
   const std::uint32_t tile = std::min(batch, kBatchTile);
   const std::uint32_t batch_workgroups = ceil_div(batch, tile);
-  require_grid_yz(name, "y (ceil(batch/4))", batch_workgroups, "split the batch into launches of <= 262140");
+  require_grid_yz(name, "y (ceil(m/4))", batch_workgroups, "split the batch into launches of <= 262140");
 
   ProgramBuilder program(name);
   BufferRef weights = program.input("weights", ScalarType::U32, weight_words);
@@ -233,14 +233,14 @@ Expr fast_signed_nibble(const Expr& source, std::uint32_t position) {
 
 std::optional<std::string> int4_row_gemv_unsupported(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols) {
   if (cols == 0 || cols % kFastLaneColumns != 0) {
-    return fmt::format("cols={} is not a multiple of 32 (a lane's 16-byte load of 4 words must start on a 16-byte "
+    return fmt::format("k={} is not a multiple of 32 (a lane's 16-byte load of 4 words must start on a 16-byte "
                        "boundary of the row; pad the rows to a multiple of 32 values)",
                        cols);
   }
-  if (batch == 0 || rows == 0) return fmt::format("batch={} rows={} is empty", batch, rows);
+  if (batch == 0 || rows == 0) return fmt::format("m={} n={} is empty", batch, rows);
   const std::uint32_t tile = fast_batch_tile(batch);
   if (ceil_div(batch, tile) > 65535) {
-    return fmt::format("batch={} needs ceil(batch/{})={} workgroups along y, over the CUDA limit of 65535", batch,
+    return fmt::format("m={} needs ceil(m/{})={} workgroups along y, over the CUDA limit of 65535", batch,
                        tile, ceil_div(batch, tile));
   }
   return std::nullopt;
@@ -257,10 +257,10 @@ Program fast_row_gemv_program(const char* name, const char* op_id, std::uint32_t
                               std::uint32_t cols, ScalarType activation) {
   check_int4_dims(name, batch, rows, cols);
   const std::uint32_t words_per_row = int4_packed_words(cols);
-  const std::uint32_t weight_words = checked_count(name, "rows*ceil(cols/8)", rows, words_per_row);
-  const std::uint32_t x_count = checked_count(name, "batch*cols", batch, cols);
-  const std::uint32_t out_count = checked_count(name, "batch*rows", batch, rows);
-  require_grid_yz(name, "y (ceil(batch/4))", ceil_div(batch, std::min(batch, kBatchTile)),
+  const std::uint32_t weight_words = checked_count(name, "n*ceil(k/8)", rows, words_per_row);
+  const std::uint32_t x_count = checked_count(name, "m*k", batch, cols);
+  const std::uint32_t out_count = checked_count(name, "m*n", batch, rows);
+  require_grid_yz(name, "y (ceil(m/4))", ceil_div(batch, std::min(batch, kBatchTile)),
                   "split the batch into launches of <= 262140");
   if (auto reason = int4_row_gemv_unsupported(batch, rows, cols)) {
     throw OpError(fmt::format("Fix: {} has no fast schedule: {}; or use \"schedule\": \"seed\".", name, *reason));
@@ -454,8 +454,8 @@ struct PackedMatmulBuffers {
 PackedMatmulBuffers declare_packed_matmul_inputs(ProgramBuilder& program, const char* name, std::uint32_t batch,
                                                  std::uint32_t rows, std::uint32_t cols) {
   const std::uint32_t words_per_row = int4_packed_words(cols);
-  const std::uint32_t weight_words = checked_count(name, "rows*ceil(cols/8)", rows, words_per_row);
-  const std::uint32_t activation_words = checked_count(name, "batch*ceil(cols/8)", batch, words_per_row);
+  const std::uint32_t weight_words = checked_count(name, "n*ceil(k/8)", rows, words_per_row);
+  const std::uint32_t activation_words = checked_count(name, "m*ceil(k/8)", batch, words_per_row);
   return {program.input("weights", ScalarType::U32, weight_words),
           program.input("activations", ScalarType::U32, activation_words),
           program.input("row_scales", ScalarType::F32, rows), program.input("batch_scales", ScalarType::F32, batch)};
@@ -512,10 +512,10 @@ Program int4_batched_matmul_f32_scaled(std::uint32_t batch, std::uint32_t rows, 
   const char* name = "int4_batched_matmul_f32_scaled";
   check_int4_dims(name, batch, rows, cols);
   const std::uint32_t words_per_row = int4_packed_words(cols);
-  const std::uint32_t out_count = checked_count(name, "batch*rows", batch, rows);
+  const std::uint32_t out_count = checked_count(name, "m*n", batch, rows);
   const std::uint32_t tile = std::min(batch, kBatchTile);
   const std::uint32_t batch_workgroups = ceil_div(batch, tile);
-  require_grid_yz(name, "y (ceil(batch/4))", batch_workgroups, "split the batch into launches of <= 262140");
+  require_grid_yz(name, "y (ceil(m/4))", batch_workgroups, "split the batch into launches of <= 262140");
 
   ProgramBuilder program(name);
   PackedMatmulBuffers in = declare_packed_matmul_inputs(program, name, batch, rows, cols);
@@ -565,14 +565,14 @@ Program int4_batched_matmul_top1_f32_scaled(std::uint32_t batch, std::uint32_t r
   const char* name = "int4_batched_matmul_top1_f32_scaled";
   check_int4_dims(name, batch, rows, cols);
   if (rows > kMaxExactF32Index) {
-    throw OpError(fmt::format("Fix: {} rows={} exceeds 16777216: row indices are returned as f32 and would not "
+    throw OpError(fmt::format("Fix: {} n={} exceeds 16777216: row indices are returned as f32 and would not "
                               "be exact; split the rows into chunks of <= 16777216.",
                               name, rows));
   }
   const std::uint32_t words_per_row = int4_packed_words(cols);
   const std::uint32_t full_words = cols / kValuesPerWord;
   const std::uint32_t tail_values = cols % kValuesPerWord;
-  const std::uint32_t out_count = checked_count(name, "2*batch", 2, batch);
+  const std::uint32_t out_count = checked_count(name, "2*m", 2, batch);
 
   ProgramBuilder program(name);
   PackedMatmulBuffers in = declare_packed_matmul_inputs(program, name, batch, rows, cols);
@@ -636,20 +636,23 @@ namespace {
 
 std::vector<OpInfo> int4_packed_ops() {
   const std::string seed = "vyre-libs-0.6.2 quant::int4";
-  const std::string packing = "8 signed nibbles per u32, value i at bits 4i..4i+3; row of cols = ceil(cols/8) words";
-  ParamSpec lane_count{"lane_count", ParamType::U32, "INT4 values in each operand", "", "> 0", {}, {"k"}};
-  ParamSpec batch{"batch", ParamType::U32, "activation vectors", "", "> 0, ceil(batch/4) <= 65535", {}, {"m"}};
-  ParamSpec rows{"rows", ParamType::U32, "weight rows (outputs per batch)", "", "> 0", {}, {"n"}};
-  ParamSpec cols{"cols", ParamType::U32, "values per row (reduction length)", "", "> 0", {}, {"k"}};
-  ParamSpec top1_rows = rows;
-  top1_rows.constraint = "> 0, <= 16777216";
-  ParamSpec top1_batch = batch;
-  top1_batch.constraint = "> 0";
-  const BufferSpec weights{"weights", "weight", ScalarType::U32, "rows * ceil(cols/8)", {"rows", "ceil(cols/8)"}};
-  const BufferSpec row_scales{"row_scales", "sidecar", ScalarType::F32, "rows"};
-  const BufferSpec activations{"activations", "input", ScalarType::U32, "batch * ceil(cols/8)",
-                                {"batch", "ceil(cols/8)"}};
-  const BufferSpec batch_scales{"batch_scales", "sidecar", ScalarType::F32, "batch"};
+  const std::string packing = "8 signed nibbles per u32, value i at bits 4i..4i+3; a row of k values is ceil(k/8) words";
+  ParamSpec dot_k{"k", ParamType::U32, "INT4 values in each operand (the seed's lane_count)", "", "> 0", {},
+                       {"lane_count"}};
+  ParamSpec m{"m", ParamType::U32, "activation vectors (the seed's batch)", "", "> 0, ceil(m/4) <= 65535", {},
+                  {"batch"}};
+  ParamSpec n{"n", ParamType::U32, "weight rows, the outputs per activation vector (the seed's rows)", "", "> 0",
+                 {}, {"rows"}};
+  ParamSpec k{"k", ParamType::U32, "values per row, the reduction length (the seed's cols)", "", "> 0", {},
+                 {"cols"}};
+  ParamSpec top1_n = n;
+  top1_n.constraint = "> 0, <= 16777216";
+  ParamSpec top1_m = m;
+  top1_m.constraint = "> 0";
+  const BufferSpec weights{"weights", "weight", ScalarType::U32, "n * ceil(k/8)", {"n", "ceil(k/8)"}};
+  const BufferSpec row_scales{"row_scales", "sidecar", ScalarType::F32, "n"};
+  const BufferSpec activations{"activations", "input", ScalarType::U32, "m * ceil(k/8)", {"m", "ceil(k/8)"}};
+  const BufferSpec batch_scales{"batch_scales", "sidecar", ScalarType::F32, "m"};
 
   std::vector<OpInfo> ops;
   ops.push_back(OpInfo{
@@ -657,108 +660,108 @@ std::vector<OpInfo> int4_packed_ops() {
       .summary = "out[0] = sum_i lhs[i] * rhs[i] over packed signed INT4 values, as i32",
       .layout = packing,
       .seed = seed,
-      .params = {lane_count},
-      .buffers = {{"lhs", "input", ScalarType::U32, "ceil(lane_count/8)"},
-                  {"rhs", "input", ScalarType::U32, "ceil(lane_count/8)"},
+      .params = {dot_k},
+      .buffers = {{"lhs", "input", ScalarType::U32, "ceil(k/8)"},
+                  {"rhs", "input", ScalarType::U32, "ceil(k/8)"},
                   {"out", "output", ScalarType::I32, "1"}},
-      .build = [](const OpArgs& args) { return int4_dot_i32(args.u32("lane_count")); },
-      .test_shapes = {OpArgs::dims({{"lane_count", 8}}), OpArgs::dims({{"lane_count", 9}}), OpArgs::dims({{"lane_count", 300}})},
+      .build = [](const OpArgs& args) { return int4_dot_i32(args.u32("k")); },
+      .test_shapes = {OpArgs::dims({{"k", 8}}), OpArgs::dims({{"k", 9}}), OpArgs::dims({{"k", 300}})},
   });
   ops.push_back(OpInfo{
       .name = "int4_dot_f32_scaled",
       .summary = "out[0] = f32(int4 dot) * (lhs_scale[0] * rhs_scale[0])",
       .layout = packing,
       .seed = seed,
-      .params = {lane_count},
-      .buffers = {{"lhs", "input", ScalarType::U32, "ceil(lane_count/8)"},
-                  {"rhs", "input", ScalarType::U32, "ceil(lane_count/8)"},
+      .params = {dot_k},
+      .buffers = {{"lhs", "input", ScalarType::U32, "ceil(k/8)"},
+                  {"rhs", "input", ScalarType::U32, "ceil(k/8)"},
                   {"lhs_scale", "sidecar", ScalarType::F32, "1"},
                   {"rhs_scale", "sidecar", ScalarType::F32, "1"},
                   {"out", "output", ScalarType::F32, "1"}},
-      .build = [](const OpArgs& args) { return int4_dot_f32_scaled(args.u32("lane_count")); },
-      .test_shapes = {OpArgs::dims({{"lane_count", 8}}), OpArgs::dims({{"lane_count", 7}}), OpArgs::dims({{"lane_count", 264}})},
+      .build = [](const OpArgs& args) { return int4_dot_f32_scaled(args.u32("k")); },
+      .test_shapes = {OpArgs::dims({{"k", 8}}), OpArgs::dims({{"k", 7}}), OpArgs::dims({{"k", 264}})},
   });
   ops.push_back(OpInfo{
       .name = "int4_matvec_f32_scaled",
       .summary = "out[r] = row_scales[r] * sum_c w[r][c] * x[c]",
       .layout = packing + "; one subgroup per row",
       .seed = seed,
-      .params = {rows, cols, schedule_param(), activation_param()},
+      .params = {n, k, schedule_param(), activation_param()},
       .buffers = {weights,
-                  activation_buffer("x", "input", "cols"),
+                  activation_buffer("x", "input", "k"),
                   row_scales,
-                  activation_buffer("out", "output", "rows")},
+                  activation_buffer("out", "output", "n")},
       .build =
           [](const OpArgs& args) {
-            return int4_matvec_f32_scaled(args.u32("rows"), args.u32("cols"), schedule_of(args), activation_of(args));
+            return int4_matvec_f32_scaled(args.u32("n"), args.u32("k"), schedule_of(args), activation_of(args));
           },
-      .test_shapes = {scheduled(OpArgs::dims({{"rows", 2}, {"cols", 8}}), "seed"),
-                      scheduled(OpArgs::dims({{"rows", 3}, {"cols", 9}}), "seed"),
-                      scheduled(OpArgs::dims({{"rows", 9}, {"cols", 263}}), "seed"),
-                      scheduled(OpArgs::dims({{"rows", 8}, {"cols", 64}}), "fast"),
-                      scheduled(OpArgs::dims({{"rows", 5}, {"cols", 1056}}), "fast"),
-                      scheduled(OpArgs::dims({{"rows", 6}, {"cols", 3104}}), "fast"),  // 4 k-subgroups
-                      activated(scheduled(OpArgs::dims({{"rows", 3}, {"cols", 41}}), "seed"), "f16"),
-                      activated(scheduled(OpArgs::dims({{"rows", 3}, {"cols", 41}}), "seed"), "bf16"),
-                      activated(scheduled(OpArgs::dims({{"rows", 8}, {"cols", 96}}), "fast"), "f16"),
-                      activated(scheduled(OpArgs::dims({{"rows", 5}, {"cols", 64}}), "fast"), "bf16")},
+      .test_shapes = {scheduled(OpArgs::dims({{"n", 2}, {"k", 8}}), "seed"),
+                      scheduled(OpArgs::dims({{"n", 3}, {"k", 9}}), "seed"),
+                      scheduled(OpArgs::dims({{"n", 9}, {"k", 263}}), "seed"),
+                      scheduled(OpArgs::dims({{"n", 8}, {"k", 64}}), "fast"),
+                      scheduled(OpArgs::dims({{"n", 5}, {"k", 1056}}), "fast"),
+                      scheduled(OpArgs::dims({{"n", 6}, {"k", 3104}}), "fast"),  // 4 k-subgroups
+                      activated(scheduled(OpArgs::dims({{"n", 3}, {"k", 41}}), "seed"), "f16"),
+                      activated(scheduled(OpArgs::dims({{"n", 3}, {"k", 41}}), "seed"), "bf16"),
+                      activated(scheduled(OpArgs::dims({{"n", 8}, {"k", 96}}), "fast"), "f16"),
+                      activated(scheduled(OpArgs::dims({{"n", 5}, {"k", 64}}), "fast"), "bf16")},
   });
   ops.push_back(OpInfo{
       .name = "int4_batched_matvec_f32_scaled",
       .summary = "out[b, r] = row_scales[r] * sum_c w[r][c] * x[b, c]",
-      .layout = packing + "; x [batch, cols], out [batch, rows] (row fastest); subgroup per row x 4 batches",
+      .layout = packing + "; x [m, k], out [m, n] (n fastest); subgroup per row x 4 activation vectors",
       .seed = seed,
-      .params = {batch, rows, cols, schedule_param(), activation_param()},
+      .params = {m, n, k, schedule_param(), activation_param()},
       .buffers = {weights,
-                  activation_buffer("x", "input", "batch * cols", {"batch", "cols"}),
+                  activation_buffer("x", "input", "m * k", {"m", "k"}),
                   row_scales,
-                  activation_buffer("out", "output", "batch * rows", {"batch", "rows"})},
+                  activation_buffer("out", "output", "m * n", {"m", "n"})},
       .build =
           [](const OpArgs& args) {
-            return int4_batched_matvec_f32_scaled(args.u32("batch"), args.u32("rows"), args.u32("cols"),
+            return int4_batched_matvec_f32_scaled(args.u32("m"), args.u32("n"), args.u32("k"),
                                                   schedule_of(args), activation_of(args));
           },
-      .test_shapes = {scheduled(OpArgs::dims({{"batch", 2}, {"rows", 2}, {"cols", 8}}), "seed"),
-                      scheduled(OpArgs::dims({{"batch", 2}, {"rows", 3}, {"cols", 9}}), "seed"),
-                      scheduled(OpArgs::dims({{"batch", 5}, {"rows", 9}, {"cols", 71}}), "seed"),
-                      scheduled(OpArgs::dims({{"batch", 1}, {"rows", 4}, {"cols", 64}}), "fast"),
-                      scheduled(OpArgs::dims({{"batch", 3}, {"rows", 6}, {"cols", 1056}}), "fast"),
-                      scheduled(OpArgs::dims({{"batch", 3}, {"rows", 5}, {"cols", 3104}}), "fast"),
-                      activated(scheduled(OpArgs::dims({{"batch", 5}, {"rows", 3}, {"cols", 17}}), "seed"), "f16"),
-                      activated(scheduled(OpArgs::dims({{"batch", 5}, {"rows", 3}, {"cols", 17}}), "seed"), "bf16"),
-                      activated(scheduled(OpArgs::dims({{"batch", 3}, {"rows", 8}, {"cols", 64}}), "fast"), "f16"),
-                      activated(scheduled(OpArgs::dims({{"batch", 2}, {"rows", 6}, {"cols", 96}}), "fast"), "bf16")},
+      .test_shapes = {scheduled(OpArgs::dims({{"m", 2}, {"n", 2}, {"k", 8}}), "seed"),
+                      scheduled(OpArgs::dims({{"m", 2}, {"n", 3}, {"k", 9}}), "seed"),
+                      scheduled(OpArgs::dims({{"m", 5}, {"n", 9}, {"k", 71}}), "seed"),
+                      scheduled(OpArgs::dims({{"m", 1}, {"n", 4}, {"k", 64}}), "fast"),
+                      scheduled(OpArgs::dims({{"m", 3}, {"n", 6}, {"k", 1056}}), "fast"),
+                      scheduled(OpArgs::dims({{"m", 3}, {"n", 5}, {"k", 3104}}), "fast"),
+                      activated(scheduled(OpArgs::dims({{"m", 5}, {"n", 3}, {"k", 17}}), "seed"), "f16"),
+                      activated(scheduled(OpArgs::dims({{"m", 5}, {"n", 3}, {"k", 17}}), "seed"), "bf16"),
+                      activated(scheduled(OpArgs::dims({{"m", 3}, {"n", 8}, {"k", 64}}), "fast"), "f16"),
+                      activated(scheduled(OpArgs::dims({{"m", 2}, {"n", 6}, {"k", 96}}), "fast"), "bf16")},
   });
   ops.push_back(OpInfo{
       .name = "int4_batched_matmul_f32_scaled",
       .summary = "out[b, r] = (f32(dot_i32(w[r], a[b])) * row_scales[r]) * batch_scales[b]",
-      .layout = packing + " (weights and activations); out [batch, rows] (row fastest)",
+      .layout = packing + " (weights and activations); out [m, n] (n fastest)",
       .seed = seed,
-      .params = {batch, rows, cols},
+      .params = {m, n, k},
       .buffers = {weights, activations, row_scales, batch_scales,
-                  {"out", "output", ScalarType::F32, "batch * rows", {"batch", "rows"}}},
+                  {"out", "output", ScalarType::F32, "m * n", {"m", "n"}}},
       .build =
           [](const OpArgs& args) {
-            return int4_batched_matmul_f32_scaled(args.u32("batch"), args.u32("rows"), args.u32("cols"));
+            return int4_batched_matmul_f32_scaled(args.u32("m"), args.u32("n"), args.u32("k"));
           },
-      .test_shapes = {OpArgs::dims({{"batch", 2}, {"rows", 2}, {"cols", 8}}), OpArgs::dims({{"batch", 2}, {"rows", 3}, {"cols", 9}}),
-                      OpArgs::dims({{"batch", 6}, {"rows", 10}, {"cols", 300}})},
+      .test_shapes = {OpArgs::dims({{"m", 2}, {"n", 2}, {"k", 8}}), OpArgs::dims({{"m", 2}, {"n", 3}, {"k", 9}}),
+                      OpArgs::dims({{"m", 6}, {"n", 10}, {"k", 300}})},
   });
   ops.push_back(OpInfo{
       .name = "int4_batched_matmul_top1_f32_scaled",
       .summary = "per batch the best row of int4_batched_matmul_f32_scaled (ties -> lowest row); "
                  "out = batch scores then batch row indices as f32",
-      .layout = packing + " (weights and activations); one subgroup per batch",
+      .layout = packing + " (weights and activations); one subgroup per activation vector",
       .seed = seed,
-      .params = {top1_batch, top1_rows, cols},
+      .params = {top1_m, top1_n, k},
       .buffers = {weights, activations, row_scales, batch_scales,
-                  {"out", "output", ScalarType::F32, "2 * batch", {"2", "batch"}}},
+                  {"out", "output", ScalarType::F32, "2 * m", {"2", "m"}}},
       .build =
           [](const OpArgs& args) {
-            return int4_batched_matmul_top1_f32_scaled(args.u32("batch"), args.u32("rows"), args.u32("cols"));
+            return int4_batched_matmul_top1_f32_scaled(args.u32("m"), args.u32("n"), args.u32("k"));
           },
-      .test_shapes = {OpArgs::dims({{"batch", 2}, {"rows", 2}, {"cols", 8}}), OpArgs::dims({{"batch", 2}, {"rows", 3}, {"cols", 9}}),
-                      OpArgs::dims({{"batch", 9}, {"rows", 70}, {"cols", 17}})},
+      .test_shapes = {OpArgs::dims({{"m", 2}, {"n", 2}, {"k", 8}}), OpArgs::dims({{"m", 2}, {"n", 3}, {"k", 9}}),
+                      OpArgs::dims({{"m", 9}, {"n", 70}, {"k", 17}})},
   });
   return ops;
 }

@@ -2,6 +2,9 @@
 // batched products, and top-1 routing. Semantics, buffer names and fixtures follow
 // vyre-libs 0.6.2 `quant::int4_*`.
 //
+// The C++ constructors keep the seed's names (lane_count, batch, rows, cols); a JSON spec
+// gives them as k, m, n, k (the seed's names are accepted as aliases, ir/ops/Registry.h).
+//
 // Packing (every op): eight signed 4-bit values per u32 word, value i of a word in bits
 // 4i..4i+3, two's complement, so 0xCDEF_4321 holds 1, 2, 3, 4, -1, -2, -3, -4. A row of
 // `cols` values occupies words_per_row = ceil(cols/8) consecutive words; value c of a row

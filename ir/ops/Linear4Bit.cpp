@@ -18,13 +18,13 @@ constexpr char kLinear4BitId[] = "vyre-libs::nn::linear_4bit";
 constexpr char kAffineGroupedId[] = "vyre-libs::nn::linear_4bit_affine_grouped";
 
 void check_dims(const char* op, std::uint32_t in_dim, std::uint32_t out_dim) {
-  require_nonzero(op, "in_dim", in_dim, "empty reduction");
-  require_nonzero(op, "out_dim", out_dim, "empty output");
+  require_nonzero(op, "k", in_dim, "empty reduction");
+  require_nonzero(op, "n", out_dim, "empty output");
 }
 
 void check_divisible_by_8(const char* op, std::uint32_t in_dim) {
   if (in_dim % 8 != 0) {
-    throw OpError(fmt::format("Fix: {} in_dim={} is not divisible by 8; pad weights to a multiple of 8.", op, in_dim));
+    throw OpError(fmt::format("Fix: {} k={} is not divisible by 8; pad weights to a multiple of 8.", op, in_dim));
   }
 }
 
@@ -34,7 +34,7 @@ Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, ScalarType acti
   const char* op = "linear_4bit";
   check_dims(op, in_dim, out_dim);
   check_divisible_by_8(op, in_dim);
-  std::uint32_t packed_words = checked_count(op, "in_dim/8 * out_dim", in_dim / 8, out_dim);
+  std::uint32_t packed_words = checked_count(op, "k/8 * n", in_dim / 8, out_dim);
 
   ProgramBuilder program("linear_4bit");
   BufferRef x = program.input("x", activation, in_dim);
@@ -67,9 +67,9 @@ std::uint32_t affine_grouped_out_count(std::uint32_t in_dim, std::uint32_t out_d
   check_dims(op, in_dim, out_dim);
   require_nonzero(op, "group_size", group_size, "group size must be > 0");
   check_divisible_by_8(op, in_dim);
-  checked_count(op, "in_dim/8 * out_dim", in_dim / 8, out_dim);
-  checked_count(op, "group_count*out_dim (sidecar elements)", ceil_div(in_dim, group_size), out_dim);
-  return checked_count(op, "ceil(out_dim/8)*256 (padded outputs)", ceil_div(out_dim, kOutputsPerWorkgroup),
+  checked_count(op, "k/8 * n", in_dim / 8, out_dim);
+  checked_count(op, "group_count*n (sidecar elements)", ceil_div(in_dim, group_size), out_dim);
+  return checked_count(op, "ceil(n/8)*256 (padded outputs)", ceil_div(out_dim, kOutputsPerWorkgroup),
                        kWorkgroupInvocations);
 }
 
@@ -162,10 +162,10 @@ Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, 
 
 namespace {
 
-/// The affine op's test shape: in_dim, out_dim, group_size, the schedule and act_order.
+/// The affine op's test shape: k, n, group_size, the schedule and act_order.
 OpArgs affine_shape(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size, const char* schedule,
                     bool act_order) {
-  OpArgs args = scheduled(OpArgs::dims({{"in_dim", in_dim}, {"out_dim", out_dim}, {"group_size", group_size}}),
+  OpArgs args = scheduled(OpArgs::dims({{"k", in_dim}, {"n", out_dim}, {"group_size", group_size}}),
                           schedule);
   args.set("act_order", act_order);
   return args;
@@ -175,8 +175,9 @@ OpArgs affine_shape(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t g
 
 std::vector<OpInfo> linear_4bit_ops() {
   const std::string seed = "vyre-libs-0.6.3 nn::linear_4bit";
-  ParamSpec in_dim{"in_dim", ParamType::U32, "input features (reduction length)", "", "> 0, multiple of 8", {}, {"k"}};
-  ParamSpec out_dim{"out_dim", ParamType::U32, "output features", "", "> 0", {}, {"n"}};
+  ParamSpec k{"k", ParamType::U32, "input features, the reduction length (the seed's in_dim)", "", "> 0, multiple of 8", {},
+              {"in_dim"}};
+  ParamSpec n{"n", ParamType::U32, "output features (the seed's out_dim)", "", "> 0", {}, {"out_dim"}};
   ParamSpec group_size{"group_size", ParamType::U32, "input features per scale/zero-point group", "", "> 0", {}};
   ParamSpec act_order{"act_order", ParamType::Bool,
                       "read x through perm: input feature k of w multiplies x[perm[k]] (GPTQ act-order, rows sorted "
@@ -186,72 +187,72 @@ std::vector<OpInfo> linear_4bit_ops() {
   ops.push_back(OpInfo{
       .name = "linear_4bit",
       .summary = "out[i] = b[i] + sum_k x[k] * w4[k, i] (unsigned nibbles, no scale)",
-      .layout = "w u32 word (k/8)*out_dim + i, nibble k%8 at bits 4*(k%8)",
+      .layout = "w u32 word (k/8)*n + i, nibble k%8 at bits 4*(k%8)",
       .seed = seed,
-      .params = {in_dim, out_dim, schedule_param(), activation_param()},
-      .buffers = {activation_buffer("x", "input", "in_dim"),
-                  {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim", {"in_dim/8", "out_dim"}},
-                  activation_buffer("b", "bias", "out_dim"),
-                  activation_buffer("out", "output", "out_dim")},
+      .params = {k, n, schedule_param(), activation_param()},
+      .buffers = {activation_buffer("x", "input", "k"),
+                  {"w", "weight", ScalarType::U32, "k/8 * n", {"k/8", "n"}},
+                  activation_buffer("b", "bias", "n"),
+                  activation_buffer("out", "output", "n")},
       .build =
           [](const OpArgs& args) {
-            return linear_4bit(args.u32("in_dim"), args.u32("out_dim"), schedule_of(args), activation_of(args));
+            return linear_4bit(args.u32("k"), args.u32("n"), schedule_of(args), activation_of(args));
           },
-      .test_shapes = {scheduled(OpArgs::dims({{"in_dim", 8}, {"out_dim", 4}}), "seed"),
-                      scheduled(OpArgs::dims({{"in_dim", 64}, {"out_dim", 300}}), "seed"),
-                      scheduled(OpArgs::dims({{"in_dim", 256}, {"out_dim", 33}}), "seed"),
-                      scheduled(OpArgs::dims({{"in_dim", 64}, {"out_dim", 16}}), "fast"),
-                      scheduled(OpArgs::dims({{"in_dim", 136}, {"out_dim", 24}}), "fast"),
+      .test_shapes = {scheduled(OpArgs::dims({{"k", 8}, {"n", 4}}), "seed"),
+                      scheduled(OpArgs::dims({{"k", 64}, {"n", 300}}), "seed"),
+                      scheduled(OpArgs::dims({{"k", 256}, {"n", 33}}), "seed"),
+                      scheduled(OpArgs::dims({{"k", 64}, {"n", 16}}), "fast"),
+                      scheduled(OpArgs::dims({{"k", 136}, {"n", 24}}), "fast"),
                       // K split across 4 and 2 subgroups of a workgroup (resolve_gemv_schedule)
-                      scheduled(OpArgs::dims({{"in_dim", 1024}, {"out_dim", 16}}), "fast"),
+                      scheduled(OpArgs::dims({{"k", 1024}, {"n", 16}}), "fast"),
                       // interleaved rows with a partial last batch (389 rows over the k-lanes)
-                      scheduled(OpArgs::dims({{"in_dim", 3112}, {"out_dim", 8}}), "fast"),
-                      activated(scheduled(OpArgs::dims({{"in_dim", 512}, {"out_dim", 8}}), "fast"), "bf16"),
-                      activated(scheduled(OpArgs::dims({{"in_dim", 16}, {"out_dim", 5}}), "seed"), "f16"),
-                      activated(scheduled(OpArgs::dims({{"in_dim", 16}, {"out_dim", 5}}), "seed"), "bf16"),
-                      activated(scheduled(OpArgs::dims({{"in_dim", 136}, {"out_dim", 16}}), "fast"), "f16"),
-                      activated(scheduled(OpArgs::dims({{"in_dim", 136}, {"out_dim", 16}}), "fast"), "bf16")},
+                      scheduled(OpArgs::dims({{"k", 3112}, {"n", 8}}), "fast"),
+                      activated(scheduled(OpArgs::dims({{"k", 512}, {"n", 8}}), "fast"), "bf16"),
+                      activated(scheduled(OpArgs::dims({{"k", 16}, {"n", 5}}), "seed"), "f16"),
+                      activated(scheduled(OpArgs::dims({{"k", 16}, {"n", 5}}), "seed"), "bf16"),
+                      activated(scheduled(OpArgs::dims({{"k", 136}, {"n", 16}}), "fast"), "f16"),
+                      activated(scheduled(OpArgs::dims({{"k", 136}, {"n", 16}}), "fast"), "bf16")},
   });
   ops.push_back(OpInfo{
       .name = "linear_4bit_affine_grouped",
       .summary = "out[i] = b[i] + sum_k x[k] * (w4[k, i] - zero_point[g, i]) * scale[g, i], g = k / group_size "
                  "(act_order: x[perm[k]])",
-      .layout = "w as linear_4bit; sidecars [ceil(in_dim/group_size), out_dim] (output fastest); one subgroup per output",
+      .layout = "w as linear_4bit; sidecars [ceil(k/group_size), n] (output fastest); one subgroup per output",
       .seed = seed,
-      .params = {in_dim, out_dim, group_size, act_order, schedule_param(), activation_param()},
-      .buffers = {activation_buffer("x", "input", "in_dim"),
-                  {"perm", "index", ScalarType::U32, "in_dim (act_order only)", {"in_dim"}},
-                  {"w", "weight", ScalarType::U32, "in_dim/8 * out_dim", {"in_dim/8", "out_dim"}},
-                  {"scale", "sidecar", ScalarType::F32, "ceil(in_dim/group_size) * out_dim",
-                   {"ceil(in_dim/group_size)", "out_dim"}},
-                  {"zero_point", "sidecar", ScalarType::U32, "ceil(in_dim/group_size) * out_dim",
-                   {"ceil(in_dim/group_size)", "out_dim"}},
-                  activation_buffer("b", "bias", "out_dim"),
+      .params = {k, n, group_size, act_order, schedule_param(), activation_param()},
+      .buffers = {activation_buffer("x", "input", "k"),
+                  {"perm", "index", ScalarType::U32, "k (act_order only)", {"k"}},
+                  {"w", "weight", ScalarType::U32, "k/8 * n", {"k/8", "n"}},
+                  {"scale", "sidecar", ScalarType::F32, "ceil(k/group_size) * n",
+                   {"ceil(k/group_size)", "n"}},
+                  {"zero_point", "sidecar", ScalarType::U32, "ceil(k/group_size) * n",
+                   {"ceil(k/group_size)", "n"}},
+                  activation_buffer("b", "bias", "n"),
                   activation_buffer("out", "output", "ceil(out_dim/8) * 256 (elements [0, out_dim) are the result)")},
       .build =
           [](const OpArgs& args) {
-            return linear_4bit_affine_grouped(args.u32("in_dim"), args.u32("out_dim"), args.u32("group_size"),
+            return linear_4bit_affine_grouped(args.u32("k"), args.u32("n"), args.u32("group_size"),
                                               schedule_of(args), activation_of(args),
                                               args.has("act_order") && args.boolean("act_order"));
           },
-      .test_shapes = {scheduled(OpArgs::dims({{"in_dim", 8}, {"out_dim", 2}, {"group_size", 4}}), "seed"),
-                      scheduled(OpArgs::dims({{"in_dim", 32}, {"out_dim", 8}, {"group_size", 32}}), "seed"),
-                      scheduled(OpArgs::dims({{"in_dim", 256}, {"out_dim", 20}, {"group_size", 64}}), "seed"),
-                      scheduled(OpArgs::dims({{"in_dim", 72}, {"out_dim", 9}, {"group_size", 24}}), "seed"),
-                      scheduled(OpArgs::dims({{"in_dim", 256}, {"out_dim", 16}, {"group_size", 64}}), "fast"),
-                      scheduled(OpArgs::dims({{"in_dim", 72}, {"out_dim", 8}, {"group_size", 24}}), "fast"),
-                      scheduled(OpArgs::dims({{"in_dim", 200}, {"out_dim", 8}, {"group_size", 128}}), "fast"),
+      .test_shapes = {scheduled(OpArgs::dims({{"k", 8}, {"n", 2}, {"group_size", 4}}), "seed"),
+                      scheduled(OpArgs::dims({{"k", 32}, {"n", 8}, {"group_size", 32}}), "seed"),
+                      scheduled(OpArgs::dims({{"k", 256}, {"n", 20}, {"group_size", 64}}), "seed"),
+                      scheduled(OpArgs::dims({{"k", 72}, {"n", 9}, {"group_size", 24}}), "seed"),
+                      scheduled(OpArgs::dims({{"k", 256}, {"n", 16}, {"group_size", 64}}), "fast"),
+                      scheduled(OpArgs::dims({{"k", 72}, {"n", 8}, {"group_size", 24}}), "fast"),
+                      scheduled(OpArgs::dims({{"k", 200}, {"n", 8}, {"group_size", 128}}), "fast"),
                       // K split across 2 and 4 subgroups of a workgroup, the first with a partial last group
-                      scheduled(OpArgs::dims({{"in_dim", 1000}, {"out_dim", 8}, {"group_size", 64}}), "fast"),
-                      activated(scheduled(OpArgs::dims({{"in_dim", 1024}, {"out_dim", 8}, {"group_size", 128}}), "fast"),
+                      scheduled(OpArgs::dims({{"k", 1000}, {"n", 8}, {"group_size", 64}}), "fast"),
+                      activated(scheduled(OpArgs::dims({{"k", 1024}, {"n", 8}, {"group_size", 128}}), "fast"),
                                 "f16"),
-                      activated(scheduled(OpArgs::dims({{"in_dim", 40}, {"out_dim", 9}, {"group_size", 16}}), "seed"),
+                      activated(scheduled(OpArgs::dims({{"k", 40}, {"n", 9}, {"group_size", 16}}), "seed"),
                                 "f16"),
-                      activated(scheduled(OpArgs::dims({{"in_dim", 40}, {"out_dim", 9}, {"group_size", 16}}), "seed"),
+                      activated(scheduled(OpArgs::dims({{"k", 40}, {"n", 9}, {"group_size", 16}}), "seed"),
                                 "bf16"),
-                      activated(scheduled(OpArgs::dims({{"in_dim", 200}, {"out_dim", 8}, {"group_size", 64}}), "fast"),
+                      activated(scheduled(OpArgs::dims({{"k", 200}, {"n", 8}, {"group_size", 64}}), "fast"),
                                 "f16"),
-                      activated(scheduled(OpArgs::dims({{"in_dim", 200}, {"out_dim", 8}, {"group_size", 64}}), "fast"),
+                      activated(scheduled(OpArgs::dims({{"k", 200}, {"n", 8}, {"group_size", 64}}), "fast"),
                                 "bf16"),
                       // act_order: x read through perm. Seed: groups that do and do not align
                       // to the 32-lane chunks; fast: whole groups per k-lane, sliced groups

@@ -1,6 +1,9 @@
 // Fused 4-bit linear layers: unpack-on-demand INT4 weights inside the dot product.
 // Semantics, layouts, errors and fixtures follow vyre-libs 0.6.3 `nn::linear_4bit`.
 //
+// The C++ constructors keep the seed's names, in_dim and out_dim; a JSON spec gives them as
+// k and n (the seed's names are accepted as aliases, ir/ops/Registry.h).
+//
 // Packed weight layout (both ops): `w` is u32[in_dim/8 * out_dim]. Weight (k, i) —
 // input feature k, output feature i — lives in word `(k/8)*out_dim + i`, nibble `k%8`
 // at bits `4*(k%8) .. 4*(k%8)+3`. The output index i is fastest within a row of words,

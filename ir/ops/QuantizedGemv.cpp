@@ -109,10 +109,10 @@ std::optional<std::string> nibble_gemv_unsupported(const NibbleGemv& gemv, const
                        schedule.subgroups_per_workgroup, schedule.k_subgroups, kMaxWorkgroupInvocations);
   }
   if (gemv.in_dim == 0 || gemv.in_dim % kNibblesPerWord != 0) {
-    return fmt::format("in_dim={} is not a positive multiple of 8", gemv.in_dim);
+    return fmt::format("k={} is not a positive multiple of 8", gemv.in_dim);
   }
   if (gemv.out_dim == 0 || gemv.out_dim % schedule.columns_per_subgroup() != 0) {
-    return fmt::format("out_dim={} is not a multiple of {} (the columns one subgroup loads)", gemv.out_dim,
+    return fmt::format("n={} is not a multiple of {} (the columns one subgroup loads)", gemv.out_dim,
                        schedule.columns_per_subgroup());
   }
   if (gemv.group_size % kNibblesPerWord != 0) {
@@ -187,8 +187,8 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
   const std::uint32_t workgroup_size = column_subgroups * k_subgroups * kSubgroupSize;
   const bool grouped = gemv.group_size != 0;
   const char* op = gemv.program_name.c_str();
-  std::uint32_t packed_words = checked_count(op, "in_dim/8 * out_dim", rows, gemv.out_dim);
-  std::uint32_t sidecar_count = grouped ? checked_count(op, "group_count*out_dim", groups, gemv.out_dim) : 0;
+  std::uint32_t packed_words = checked_count(op, "k/8 * n", rows, gemv.out_dim);
+  std::uint32_t sidecar_count = grouped ? checked_count(op, "group_count*n", groups, gemv.out_dim) : 0;
 
   const ScalarType activation = gemv.activation;
   const bool f32_activations = activation == ScalarType::F32;

@@ -16,7 +16,7 @@
 namespace quantc::ir::ops {
 
 /// Raised by op constructors for invalid parameters; the message names the offending
-/// value and how to fix it (seed style: "Fix: linear_4bit in_dim=7 is not divisible by 8; ...").
+/// value and how to fix it (seed style: "Fix: linear_4bit k=7 is not divisible by 8; ...").
 class OpError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
@@ -32,9 +32,10 @@ struct ParamSpec {
   std::string default_value;
   std::string constraint;            // human-readable, e.g. "> 0, multiple of 8"
   std::vector<std::string> choices;  // for ParamType::Choice
-  /// Other keys a spec may give this parameter by: the matrix names every linear and
-  /// matmul op accepts (m activation rows, n outputs, k reduction) where the seed names it
-  /// otherwise. The canonical spec (and the kernel cache key) uses `name`.
+  /// Other keys a spec may give this parameter by. Every linear and matmul op names its
+  /// dimensions m (activation rows), n (outputs) and k (reduction); where its seed names
+  /// them otherwise (in_dim/out_dim, batch/rows/cols, lane_count) those are the aliases.
+  /// The canonical spec (and the kernel cache key) uses `name`.
   std::vector<std::string> aliases = {};
 };
 
@@ -44,7 +45,7 @@ struct BufferSpec {
   ScalarType element = ScalarType::F32;
   std::string count_formula;  // e.g. "in_dim/8 * out_dim"
   /// The logical row-major shape, one formula per dimension over the op's parameters,
-  /// e.g. {"in_dim/8", "out_dim"}; empty for a 1-D buffer. Evaluated by logical_shape
+  /// e.g. {"k/8", "n"}; empty for a 1-D buffer. Evaluated by logical_shape
   /// (ir/ops/BufferShape.h): the one definition `quantc run` checks input files against.
   std::vector<std::string> shape = {};
   /// The element is the op's "activation" parameter (f32, f16 or bf16; ir/ops/Activation.h);
@@ -57,7 +58,7 @@ using ParamValue = std::variant<std::uint32_t, bool, std::string>;
 /// Parameter values by name, already type-checked against the op's ParamSpecs.
 class OpArgs {
  public:
-  /// Unsigned parameters by name, for test shapes: OpArgs::dims({{"in_dim", 8}, {"out_dim", 4}}).
+  /// Unsigned parameters by name, for test shapes: OpArgs::dims({{"k", 8}, {"n", 4}}).
   static OpArgs dims(std::initializer_list<std::pair<const char*, std::uint32_t>> values) {
     OpArgs args;
     for (const auto& [name, value] : values) args.set(name, value);

@@ -27,22 +27,23 @@ std::string known_keys(const OpInfo& op) {
   return keys;
 }
 
-ParamValue parse_value(const ParamSpec& param, const json& value, const std::string& where) {
+/// `value` for `param`, given under `key` (its name or an alias), which errors name.
+ParamValue parse_value(const ParamSpec& param, const std::string& key, const json& value, const std::string& where) {
   switch (param.type) {
     case ParamType::U32: {
       if (!value.is_number_integer()) {
-        throw SpecError(fmt::format("{}: \"{}\" must be a non-negative integer, got {}", where, param.name,
+        throw SpecError(fmt::format("{}: \"{}\" must be a non-negative integer, got {}", where, key,
                                     value.dump()));
       }
       if (value.is_number_unsigned() && value.get<std::uint64_t>() <= std::numeric_limits<std::uint32_t>::max()) {
         return value.get<std::uint32_t>();
       }
       throw SpecError(fmt::format("{}: \"{}\" = {} is outside 0..4294967295 (u32); use a smaller dimension", where,
-                                  param.name, value.dump()));
+                                  key, value.dump()));
     }
     case ParamType::Bool:
       if (!value.is_boolean()) {
-        throw SpecError(fmt::format("{}: \"{}\" must be true or false, got {}", where, param.name, value.dump()));
+        throw SpecError(fmt::format("{}: \"{}\" must be true or false, got {}", where, key, value.dump()));
       }
       return value.get<bool>();
     case ParamType::Choice: {
@@ -53,7 +54,7 @@ ParamValue parse_value(const ParamSpec& param, const json& value, const std::str
           if (choice == value.get<std::string>()) return choice;
         }
       }
-      throw SpecError(fmt::format("{}: \"{}\" must be one of {}, got {}", where, param.name, options, value.dump()));
+      throw SpecError(fmt::format("{}: \"{}\" must be one of {}, got {}", where, key, options, value.dump()));
     }
   }
   throw SpecError("unreachable parameter type");
@@ -116,14 +117,14 @@ OpSpec parse_spec(const std::string& text, const std::string& source, const OpRe
       throw SpecError(fmt::format("{}: \"{}\" and \"{}\" both give {}'s \"{}\"; keep one", source, at->second, key,
                                   name, param->name));
     }
-    spec.args.set(param->name, parse_value(*param, value, source));
+    spec.args.set(param->name, parse_value(*param, key, value, source));
   }
   for (const ParamSpec& param : spec.op->params) {
     if (spec.args.has(param.name)) continue;
     if (param.default_value.empty()) {
       throw SpecError(fmt::format("{}: op {} needs \"{}\" ({})", source, name, param.name, param.description));
     }
-    spec.args.set(param.name, parse_value(param, json::parse(param.default_value), source));
+    spec.args.set(param.name, parse_value(param, param.name, json::parse(param.default_value), source));
   }
   return spec;
 }

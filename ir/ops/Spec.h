@@ -1,5 +1,5 @@
 // JSON op specs: a flat object naming the op and its parameters, e.g.
-//   {"op": "linear_4bit_affine_grouped", "in_dim": 256, "out_dim": 4096,
+//   {"op": "linear_4bit_affine_grouped", "k": 256, "n": 4096,
 //    "group_size": 64, "target": "sm_90"}
 // Parsing checks the op name, every key and every value's type against the registry
 // and fills in defaults; it does not check dimension constraints (the op constructor

@@ -60,7 +60,7 @@ void check_batch(const ConvertOptions& options) {
 
 /// The affine op's spec.
 nlohmann::json affine_spec(std::uint32_t in, std::uint32_t out, std::uint32_t group_size) {
-  return {{"op", kOp}, {"in_dim", in}, {"out_dim", out}, {"group_size", group_size}, {"schedule", "auto"}};
+  return {{"op", kOp}, {"k", in}, {"n", out}, {"group_size", group_size}, {"schedule", "auto"}};
 }
 
 /// The buffers both formats share once the codes are in GPTQ's layout.

@@ -101,10 +101,10 @@ nlohmann::json spec_for(const ir::ops::pack::SchemeOptions& scheme, const Linear
   nlohmann::json spec = {{"op", ir::ops::pack::op_for_scheme(scheme.scheme)}};
   switch (scheme.scheme) {
     case Scheme::Int4AffineGrouped:
-      spec.update({{"in_dim", weight.in_dim}, {"out_dim", weight.out_dim}, {"group_size", scheme.group_size}});
+      spec.update({{"k", weight.in_dim}, {"n", weight.out_dim}, {"group_size", scheme.group_size}});
       break;
     case Scheme::Nf4: spec.update({{"m", batch}, {"n", weight.out_dim}, {"k", weight.in_dim}}); break;
-    case Scheme::Int4Symmetric: spec.update({{"rows", weight.out_dim}, {"cols", weight.in_dim}}); break;
+    case Scheme::Int4Symmetric: spec.update({{"n", weight.out_dim}, {"k", weight.in_dim}}); break;
   }
   spec["schedule"] = "auto";
   if (activation != ir::ScalarType::F32) spec["activation"] = ir::to_string(activation);  // f32: the default, left out

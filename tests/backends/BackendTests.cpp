@@ -38,7 +38,7 @@ std::string launch_kernels() {
 
 ir::Program grouped_program() {
   return ir::ops::build_program(
-      ir::ops::parse_spec(R"({"op": "linear_4bit_affine_grouped", "in_dim": 128, "out_dim": 96, "group_size": 32})"));
+      ir::ops::parse_spec(R"({"op": "linear_4bit_affine_grouped", "k": 128, "n": 96, "group_size": 32})"));
 }
 
 NamedBuffer floats(const std::string& name, const std::vector<float>& values) {

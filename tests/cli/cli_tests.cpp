@@ -14,7 +14,8 @@ TEST_CASE("quantc ops lists every registered op, as text and as JSON", "[cli]") 
   Result text = run_quantc("ops");
   CHECK(text.exit_code == 0);
   CHECK_THAT(text.output, Catch::Contains("linear_4bit_affine_grouped") && Catch::Contains("group_size") &&
-                              Catch::Contains("input features (reduction length) (> 0, multiple of 8) [also \"k\"]"));
+                              Catch::Contains("input features, the reduction length (the seed's in_dim) (> 0, multiple of 8) "
+                                             "[also \"in_dim\"]"));
   Result json = run_quantc("ops --json");
   REQUIRE(json.exit_code == 0);
   nlohmann::json ops = nlohmann::json::parse(json.output);
@@ -22,9 +23,11 @@ TEST_CASE("quantc ops lists every registered op, as text and as JSON", "[cli]") 
   for (const auto& op : ops) {
     if (op["name"] == "linear_4bit_affine_grouped") {
       found = true;
-      CHECK(op["params"].size() == 6);  // in_dim, out_dim, group_size, act_order, schedule, activation
-      CHECK(op["params"][0]["aliases"] == nlohmann::json::array({"k"}));  // in_dim
-      CHECK(op["params"][1]["aliases"] == nlohmann::json::array({"n"}));  // out_dim
+      CHECK(op["params"].size() == 6);  // k, n, group_size, act_order, schedule, activation
+      CHECK(op["params"][0]["name"] == "k");
+      CHECK(op["params"][0]["aliases"] == nlohmann::json::array({"in_dim"}));
+      CHECK(op["params"][1]["name"] == "n");
+      CHECK(op["params"][1]["aliases"] == nlohmann::json::array({"out_dim"}));
       CHECK(op["params"][2]["aliases"] == nlohmann::json::array());       // group_size
       CHECK(op["params"][3]["name"] == "act_order");
       CHECK(op["params"][3]["default"] == false);
@@ -36,10 +39,10 @@ TEST_CASE("quantc ops lists every registered op, as text and as JSON", "[cli]") 
       CHECK(op["buffers"][6]["element_from"] == "activation");
       CHECK(op["buffers"][0]["element_from"] == "activation");  // x
       CHECK(op["buffers"][1]["name"] == "perm");                // act_order only: x's gather order
-      CHECK(op["buffers"][1]["shape"] == nlohmann::json{"in_dim"});
+      CHECK(op["buffers"][1]["shape"] == nlohmann::json{"k"});
       CHECK_FALSE(op["buffers"][2].contains("element_from"));     // w: u32 words whatever the activations
-      CHECK(op["buffers"][2]["shape"] == nlohmann::json{"in_dim/8", "out_dim"});  // w's logical shape
-      CHECK(op["buffers"][0]["shape"] == nlohmann::json{"in_dim"});
+      CHECK(op["buffers"][2]["shape"] == nlohmann::json{"k/8", "n"});  // w's logical shape
+      CHECK(op["buffers"][0]["shape"] == nlohmann::json{"k"});
     }
   }
   CHECK(found);
@@ -125,12 +128,12 @@ TEST_CASE("bad specs and options exit 1 with 'error:' naming the problem", "[cli
   std::vector<Case> cases = {
       {"{\"op\": ", "malformed JSON"},
       {R"({"op": "linear_5bit"})", "unknown op \"linear_5bit\""},
-      {R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4, "bias": 1})", "unknown key \"bias\""},
-      {R"({"op": "linear_4bit", "in_dim": 8.5, "out_dim": 4})", "\"in_dim\" must be a non-negative integer"},
-      {R"({"op": "linear_4bit", "in_dim": 12, "out_dim": 4})", "in_dim=12 is not divisible by 8"},
-      {R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 0})", "out_dim=0 is invalid"},
-      {R"({"op": "linear_4bit_affine_grouped", "in_dim": 8, "out_dim": 4, "group_size": 0})", "group_size=0"},
-      {R"({"op": "linear_4bit", "in_dim": 4294967288, "out_dim": 4096})", "overflows the u32 element count"},
+      {R"({"op": "linear_4bit", "k": 8, "n": 4, "bias": 1})", "unknown key \"bias\""},
+      {R"({"op": "linear_4bit", "k": 8.5, "n": 4})", "\"k\" must be a non-negative integer"},
+      {R"({"op": "linear_4bit", "k": 12, "n": 4})", "k=12 is not divisible by 8"},
+      {R"({"op": "linear_4bit", "k": 8, "n": 0})", "n=0 is invalid"},
+      {R"({"op": "linear_4bit_affine_grouped", "k": 8, "n": 4, "group_size": 0})", "group_size=0"},
+      {R"({"op": "linear_4bit", "k": 4294967288, "n": 4096})", "overflows the u32 element count"},
   };
   for (const Case& test : cases) {
     Result result = run_quantc("ir " + write_text(dir / "bad.json", test.spec));
@@ -148,7 +151,7 @@ TEST_CASE("bad specs and options exit 1 with 'error:' naming the problem", "[cli
 TEST_CASE("quantc run reproduces the seed fixture from .npy inputs and writes .npy outputs", "[cli]") {
   fs::path dir = scratch_dir();
   using quantc::ir::ScalarType;
-  std::string spec = write_text(dir / "fixture.json", R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4})");
+  std::string spec = write_text(dir / "fixture.json", R"({"op": "linear_4bit", "k": 8, "n": 4})");
   std::string x = write_npy<float>(dir / "x.npy", ScalarType::F32, {0, 1, 2, 3, 4, 5, 6, 7});
   std::string w = write_npy<std::uint32_t>(dir / "w.npy", ScalarType::U32, {0x76543210, 0xFEDCBA98, 0x11111111, 0});
   std::string b = write_npy<float>(dir / "b.npy", ScalarType::F32, {0, 0, 0, 0});
@@ -176,7 +179,7 @@ TEST_CASE("quantc run takes f16 activations from .npy files and writes an f16 .n
   fs::path dir = scratch_dir();
   using quantc::ir::ScalarType;
   std::string spec =
-      write_text(dir / "f16.json", R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4, "activation": "f16"})");
+      write_text(dir / "f16.json", R"({"op": "linear_4bit", "k": 8, "n": 4, "activation": "f16"})");
   std::string x = write_npy<std::uint16_t>(dir / "x16.npy", ScalarType::F16,
                                            {0x0000, 0x3c00, 0x4000, 0x4200, 0x4400, 0x4500, 0x4600, 0x4700});
   std::string w = write_npy<std::uint32_t>(dir / "w.npy", ScalarType::U32, {0x76543210, 0xFEDCBA98, 0x11111111, 0});
@@ -192,7 +195,7 @@ TEST_CASE("quantc run takes f16 activations from .npy files and writes an f16 .n
   CHECK(array.buffer.element == ScalarType::F16);
   CHECK(array.buffer.as<std::uint16_t>() == std::vector<std::uint16_t>{0x5860, 0x5db0, 0x4f00, 0x0000});
   // The output file feeds the next layer as is: the round trip through .npy keeps every bit.
-  Result again = run_quantc("run " + write_text(dir / "f16_4.json", R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 8,
+  Result again = run_quantc("run " + write_text(dir / "f16_4.json", R"({"op": "linear_4bit", "k": 8, "n": 8,
                                 "activation": "f16"})") + " --random-inputs 5 --input x=" + x +
                             " --output out=" + (dir / "out16_8.npy").string());
   REQUIRE(again.exit_code == 0);
@@ -219,7 +222,7 @@ TEST_CASE("quantc run takes bf16 activations as ml_dtypes' '<V2' or raw uint16 a
   fs::path dir = scratch_dir();
   using quantc::ir::ScalarType;
   std::string spec =
-      write_text(dir / "bf16.json", R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4, "activation": "bf16"})");
+      write_text(dir / "bf16.json", R"({"op": "linear_4bit", "k": 8, "n": 4, "activation": "bf16"})");
   // numpy.save of numpy.arange(8).astype(ml_dtypes.bfloat16), byte for byte (NumPy 2.4, ml_dtypes 0.6).
   std::string header = "{'descr': '<V2', 'fortran_order': False, 'shape': (8,), }";
   header.append(117 - header.size(), ' ');
@@ -256,7 +259,7 @@ TEST_CASE("quantc run takes bf16 activations as ml_dtypes' '<V2' or raw uint16 a
 TEST_CASE("quantc run names missing and mismatched inputs and never clobbers outputs on failure", "[cli]") {
   fs::path dir = scratch_dir();
   using quantc::ir::ScalarType;
-  std::string spec = write_text(dir / "fixture.json", R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4})");
+  std::string spec = write_text(dir / "fixture.json", R"({"op": "linear_4bit", "k": 8, "n": 4})");
   std::string keep = write_text(dir / "keep.npy", "precious");
   Result missing = run_quantc("run " + spec + " --output out=" + keep);
   CHECK(missing.exit_code == 1);
@@ -341,14 +344,14 @@ TEST_CASE("the spec's fp_contract and --fp-contract choose whether -O2 fuses a*b
   CHECK_THAT(run_quantc("emit " + spec + " --fp-contract=on").output, Catch::Contains("fma.rn.f32"));
 
   fs::path dir = scratch_dir();
-  write_text(dir / "off.json", R"({"op": "linear_4bit_affine_grouped", "in_dim": 256, "out_dim": 16,
+  write_text(dir / "off.json", R"({"op": "linear_4bit_affine_grouped", "k": 256, "n": 16,
                                   "group_size": 64, "schedule": "seed", "fp_contract": "off"})");
   Result from_spec = run_quantc("emit " + (dir / "off.json").string());
   REQUIRE(from_spec.exit_code == 0);
   CHECK_THAT(from_spec.output, !Catch::Contains("fma.rn.f32"));
   CHECK_THAT(run_quantc("emit " + (dir / "off.json").string() + " --fp-contract=on").output,
              Catch::Contains("fma.rn.f32"));  // the flag overrides the spec
-  write_text(dir / "bad.json", R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 8, "fp_contract": "fast"})");
+  write_text(dir / "bad.json", R"({"op": "linear_4bit", "k": 8, "n": 8, "fp_contract": "fast"})");
   Result bad_spec = run_quantc("emit " + (dir / "bad.json").string());
   CHECK(bad_spec.exit_code == 1);
   CHECK_THAT(bad_spec.output, Catch::Contains("\"fp_contract\" must be \"on\" or \"off\", got \"fast\""));

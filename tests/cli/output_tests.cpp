@@ -38,7 +38,7 @@ SplitResult run_split(const std::string& arguments, const std::string& environme
 
 // The seed schedule: the PTX launch below uses its 256-thread block.
 std::string fixture_spec(const fs::path& dir) {
-  return write_text(dir / "fixture.json", R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4, "schedule": "seed"})");
+  return write_text(dir / "fixture.json", R"({"op": "linear_4bit", "k": 8, "n": 4, "schedule": "seed"})");
 }
 
 mode_t mode_of(const fs::path& path) {
@@ -268,17 +268,17 @@ TEST_CASE("quantc run PTX --output and quantc profile --output follow the same r
 TEST_CASE("spec input checks: NUL bytes and unknown targets and seeds and repeated inputs", "[cli][inputs]") {
   fs::path dir = scratch_dir() / "spec_inputs";
   fs::create_directories(dir);
-  const std::string nul = write_text(dir / "nul.json", std::string("{\"op\": \"linear_4bit\", \"in_dim\": 8, \"out_dim\": 4}\0"
+  const std::string nul = write_text(dir / "nul.json", std::string("{\"op\": \"linear_4bit\", \"k\": 8, \"n\": 4}\0"
                                                                    "{\"garbage\"",
                                                                    60));
   for (const std::string& command : {"ir " + nul, "emit " + nul, "run " + nul + " --random-inputs 1"}) {
     Result result = run_quantc(command);
     INFO(command << "\n" << result.output);
     CHECK(result.exit_code == 1);
-    CHECK_THAT(result.output, Catch::StartsWith("error: ") && Catch::Contains("NUL byte at offset 48"));
+    CHECK_THAT(result.output, Catch::StartsWith("error: ") && Catch::Contains("NUL byte at offset 37"));
   }
 
-  const std::string sm81 = write_text(dir / "sm81.json", R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4, "target": "sm_81"})");
+  const std::string sm81 = write_text(dir / "sm81.json", R"({"op": "linear_4bit", "k": 8, "n": 4, "target": "sm_81"})");
   for (const std::string& command :
        {"ir " + sm81, "emit " + sm81, "run " + sm81 + " --random-inputs 1", "run " + sm81 + " --backend reference --random-inputs 1",
         "run " + sm81 + " --backend emulator --random-inputs 1", "profile " + sm81, "check " + sm81,

@@ -136,7 +136,7 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
   }
   SECTION("each warp's chain: quantc's seed linear_4bit_affine_grouped at 1024x4096") {
     fs::path spec = scratch_dir() / "affine_1024x4096.json";
-    write_text(spec, R"({"op": "linear_4bit_affine_grouped", "in_dim": 1024, "out_dim": 4096, "group_size": 128,
+    write_text(spec, R"({"op": "linear_4bit_affine_grouped", "k": 1024, "n": 4096, "group_size": 128,
                        "schedule": "seed", "target": "sm_80"})");
     const json document = profile_json(spec.string() + " --device h100_sxm --device a100");
     const json& kernel = document["kernels"][0];
@@ -156,7 +156,7 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
   }
   SECTION("the fast linear_4bit_affine_grouped at 4096x4096: whole sectors, K split across 8 warps, L1-bound") {
     fs::path spec = scratch_dir() / "affine_fast.json";
-    write_text(spec, R"({"op": "linear_4bit_affine_grouped", "in_dim": 4096, "out_dim": 4096, "group_size": 128,
+    write_text(spec, R"({"op": "linear_4bit_affine_grouped", "k": 4096, "n": 4096, "group_size": 128,
                        "schedule": "fast", "target": "sm_90"})");
     const json document = profile_json(spec.string() + " --device h100_sxm");
     const json& kernel = document["kernels"][0];
@@ -211,8 +211,8 @@ TEST_CASE("quantc profile --json: the fast int4 row GEMVs at 4096x4096 read whol
   for (const char* op : {"int4_matvec_f32_scaled", "int4_batched_matvec_f32_scaled"}) {
     DYNAMIC_SECTION(op) {
       fs::path spec = scratch_dir() / (std::string(op) + "_fast.json");
-      write_text(spec, std::string(R"({"op": ")") + op + R"(", "rows": 4096, "cols": 4096, "schedule": "fast", )" +
-                           (std::string(op) == "int4_matvec_f32_scaled" ? "" : R"("batch": 1, )") +
+      write_text(spec, std::string(R"({"op": ")") + op + R"(", "n": 4096, "k": 4096, "schedule": "fast", )" +
+                           (std::string(op) == "int4_matvec_f32_scaled" ? "" : R"("m": 1, )") +
                            R"("target": "sm_90"})");
       const json document = profile_json(spec.string() + " --device h100_sxm");
       const json& kernel = document["kernels"][0];
@@ -360,13 +360,13 @@ TEST_CASE("quantc profile --schedules: auto builds the schedule the cost model f
     const char* expected;
   };
   for (const Case& c :
-       {Case{R"("op": "linear_4bit_affine_grouped", "in_dim": 1024, "out_dim": 1024, "group_size": 128)", "fast"},
+       {Case{R"("op": "linear_4bit_affine_grouped", "k": 1024, "n": 1024, "group_size": 128)", "fast"},
         // 3 groups for 16 k-lanes: the fast GEMV slices the groups so every lane streams rows
-        Case{R"("op": "linear_4bit_affine_grouped", "in_dim": 384, "out_dim": 384, "group_size": 128)", "fast"},
+        Case{R"("op": "linear_4bit_affine_grouped", "k": 384, "n": 384, "group_size": 128)", "fast"},
         Case{R"("op": "nf4_gemm", "m": 1, "k": 1024, "n": 1024)", "fast"},
         Case{R"("op": "dequant_matmul_int8", "m": 1, "k": 1024, "n": 1024, "block_size": 64, "asymmetric": true)",
              "fast"},
-        Case{R"("op": "int4_matvec_f32_scaled", "rows": 1024, "cols": 1024)", "fast"},
+        Case{R"("op": "int4_matvec_f32_scaled", "n": 1024, "k": 1024)", "fast"},
         Case{R"("op": "dequantize_nf4", "n": 1048576, "group_size": 64)", "fast"},
         Case{R"("op": "nf4_gemm", "m": 4, "k": 1024, "n": 1024)", "seed"}}) {
     DYNAMIC_SECTION(c.spec) {

@@ -150,7 +150,7 @@ inline Dequantized dequantize_op(const nlohmann::json& spec, const std::map<std:
   Dequantized result;
   auto at = [&](const char* name) -> const HostBuffer& { return buffers.at(name).buffer; };
   if (op == "linear_4bit_affine_grouped") {
-    const std::size_t in = spec["in_dim"], out = spec["out_dim"], group = spec["group_size"];
+    const std::size_t in = spec["k"], out = spec["n"], group = spec["group_size"];
     const bool act_order = spec.value("act_order", false);
     REQUIRE(buffers.count("perm") == (act_order ? 1u : 0u));
     std::vector<std::size_t> row(in);

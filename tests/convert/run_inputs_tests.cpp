@@ -95,7 +95,7 @@ TEST_CASE("pack writes a bundle that run reads from the folder and from a safete
   REQUIRE(packed.exit_code == 0);
   CHECK_THAT(packed.output, Catch::Contains("run: quantc run "));
   const nlohmann::json spec = read_json(dir / "affine" / "spec.json");
-  CHECK(spec == nlohmann::json{{"op", "linear_4bit_affine_grouped"}, {"in_dim", 64}, {"out_dim", 16},
+  CHECK(spec == nlohmann::json{{"op", "linear_4bit_affine_grouped"}, {"k", 64}, {"n", 16},
                                {"group_size", 32}, {"schedule", "auto"}});
   for (const char* name : {"w", "scale", "zero_point", "b", "bias"}) CHECK(fs::exists(dir / "affine" / (std::string(name) + ".npy")));
   CHECK(read_npy((dir / "affine" / "w.npy").string()).shape == std::vector<std::uint64_t>{8, 16});
@@ -137,7 +137,7 @@ TEST_CASE("pack writes a bundle that run reads from the folder and from a safete
   Result symmetric = run_quantc(pack + " --scheme int4-symmetric -o " + quoted(dir / "sym"));
   REQUIRE(symmetric.exit_code == 0);
   CHECK(read_json(dir / "sym" / "spec.json") ==
-        nlohmann::json{{"op", "int4_matvec_f32_scaled"}, {"rows", 16}, {"cols", 64}, {"schedule", "auto"}});
+        nlohmann::json{{"op", "int4_matvec_f32_scaled"}, {"n", 16}, {"k", 64}, {"schedule", "auto"}});
   CHECK(run_quantc("run " + quoted(dir / "sym" / "spec.json") + " --inputs " + quoted(dir / "sym") + " --input x=" + quoted(x))
             .exit_code == 0);
 
@@ -174,7 +174,7 @@ TEST_CASE("pack rejects flags its scheme ignores and contradicting layouts", "[p
   CHECK_FALSE(fs::exists(dir / "npy"));
   // --transpose alone is the default layout, kept for old scripts.
   CHECK(run_quantc(pack + " --transpose").exit_code == 0);
-  CHECK(read_json(dir / "out" / "spec.json")["in_dim"] == 64);
+  CHECK(read_json(dir / "out" / "spec.json")["k"] == 64);
   // The layout names the fix when the tensor cannot be packed as given.
   Result wrong = run_quantc("pack " + quoted(model) + " --tensor fc.weight --scheme nf4 --layout in,out -o " +
                         quoted(dir / "nf4"));
@@ -214,10 +214,10 @@ TEST_CASE("run checks input shapes and names the layout when a file looks transp
   Result transposed = run_quantc(explicit_run + " --input w=" + write_w({16, 8}, true));
   CHECK(transposed.exit_code == 1);
   CHECK_THAT(transposed.output,
-             Catch::Contains("buffer 'w' of linear_4bit_affine_grouped has the logical shape [in_dim/8, out_dim] = [8, "
+             Catch::Contains("buffer 'w' of linear_4bit_affine_grouped has the logical shape [k/8, n] = [8, "
                              "16]") &&
-                 Catch::Contains("the file's shape is [16, 8]: looks transposed: [out_dim, in_dim/8] given, "
-                                 "[in_dim/8, out_dim] expected"));
+                 Catch::Contains("the file's shape is [16, 8]: looks transposed: [n, k/8] given, "
+                                 "[k/8, n] expected"));
   Result reshaped = run_quantc(explicit_run + " --input w=" + write_w({4, 32}, false));
   CHECK(reshaped.exit_code == 1);
   CHECK_THAT(reshaped.output, Catch::Contains("same element count, other dimensions"));
@@ -238,7 +238,7 @@ TEST_CASE("run checks input shapes and names the layout when a file looks transp
   write_bytes(dir / "x_square.npy", to_npy_bytes(x_row));
   Result square = run_quantc(with_x + quoted(dir / "x_square.npy"));
   CHECK(square.exit_code == 1);
-  CHECK_THAT(square.output, Catch::Contains("buffer 'x' of linear_4bit_affine_grouped has the logical shape [in_dim] = "
+  CHECK_THAT(square.output, Catch::Contains("buffer 'x' of linear_4bit_affine_grouped has the logical shape [k] = "
                                             "[64]") &&
                                 Catch::Contains("the file's shape is [8, 8]: the buffer is 1-D"));
   // Bad --inputs sources.

@@ -54,7 +54,7 @@ struct Diagnostics {
   }
 };
 
-CacheKey sample_key() { return CacheKey{R"({"in_dim":256,"op":"linear_4bit","out_dim":64})", "sm_90", "O2"}; }
+CacheKey sample_key() { return CacheKey{R"({"k":256,"op":"linear_4bit","n":64})", "sm_90", "O2"}; }
 
 std::string read_all(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -92,7 +92,7 @@ TEST_CASE("the key changes with spec, target, optimisation level and compiler ve
   changed.compiler_version = "0.0.0-other";
   CHECK(changed.digest() != digest);
   changed = base;
-  changed.canonical_spec = R"({"in_dim":512,"op":"linear_4bit","out_dim":64})";
+  changed.canonical_spec = R"({"k":512,"op":"linear_4bit","n":64})";
   CHECK(changed.digest() != digest);
   CHECK(base.compiler_version == std::string(quantc_version()));
   CHECK_FALSE(quantc_version().empty());

@@ -50,7 +50,7 @@ KernelRun check(const std::string& op, const ir::ops::OpArgs& args) {
 }
 
 ir::ops::OpArgs affine(std::uint32_t in, std::uint32_t out, std::uint32_t group) {
-  return ir::ops::OpArgs::dims({{"in_dim", in}, {"out_dim", out}, {"group_size", group}});
+  return ir::ops::OpArgs::dims({{"k", in}, {"n", out}, {"group_size", group}});
 }
 
 ir::ops::OpArgs nf4(std::uint32_t n, std::uint32_t k, const char* accumulate) {

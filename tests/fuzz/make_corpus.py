@@ -159,7 +159,7 @@ def npy_cases():
 def spec_cases():
     cases = {}
     # Every shipped example, at a small size (the fuzzer compiles each input to PTX).
-    small = {"in_dim": 64, "out_dim": 32, "m": 2, "n": 16, "k": 64, "batch": 2, "rows": 4, "cols": 64, "count": 64,
+    small = {"k": 64, "n": 16, "m": 2, "count": 64,
              "group_size": 32, "block_size": 32, "dim": 64}
     for path in sorted((ROOT / "examples" / "specs").glob("*.json")):
         spec = json.loads(path.read_text())
@@ -168,37 +168,39 @@ def spec_cases():
                 spec[key] = min(spec[key], value)
         cases[f"valid_{path.stem}"] = json.dumps(spec)
     cases.update({
-        "valid_linear_4bit_options": json.dumps({"op": "linear_4bit", "in_dim": 64, "out_dim": 8, "target": "sm_75",
+        "valid_linear_4bit_options": json.dumps({"op": "linear_4bit", "k": 64, "n": 8, "target": "sm_75",
                                                  "opt_level": "O1", "fp_contract": "off"}),
-        "valid_linear_4bit_o0": json.dumps({"op": "linear_4bit", "in_dim": 64, "out_dim": 8, "opt_level": "O0",
+        "valid_linear_4bit_o0": json.dumps({"op": "linear_4bit", "k": 64, "n": 8, "opt_level": "O0",
                                             "target": "sm_120"}),
+        # The seed's parameter names are documented aliases of k and n.
+        "valid_linear_4bit_seed_names": json.dumps({"op": "linear_4bit", "in_dim": 64, "out_dim": 8}),
         "invalid_empty": "",
         "invalid_not_json": "{\"op\": ",
         "invalid_array": "[1, 2]",
         # Found by spec_fuzzer: a number nlohmann cannot hold escaped as json::out_of_range.
         "invalid_number_overflow": "42949e7296",
-        "invalid_dimension_1e999": "{\"op\": \"linear_4bit\", \"in_dim\": 1e999, \"out_dim\": 8}",
-        "invalid_missing_op": "{\"in_dim\": 8}",
+        "invalid_dimension_1e999": "{\"op\": \"linear_4bit\", \"k\": 1e999, \"n\": 8}",
+        "invalid_missing_op": "{\"k\": 8}",
         "invalid_op_not_string": "{\"op\": 7}",
         "invalid_unknown_op": "{\"op\": \"linear_5bit\"}",
-        "invalid_unknown_key": json.dumps({"op": "linear_4bit", "in_dim": 64, "out_dim": 8, "inn_dim": 3}),
-        "invalid_negative_dim": json.dumps({"op": "linear_4bit", "in_dim": -64, "out_dim": 8}),
-        "invalid_float_dim": json.dumps({"op": "linear_4bit", "in_dim": 64.5, "out_dim": 8}),
-        "invalid_u32_overflow": json.dumps({"op": "linear_4bit", "in_dim": 1 << 32, "out_dim": 8}),
-        "invalid_zero_dim": json.dumps({"op": "linear_4bit", "in_dim": 0, "out_dim": 8}),
-        "invalid_indivisible_dim": json.dumps({"op": "linear_4bit", "in_dim": 7, "out_dim": 8}),
-        "invalid_huge_dims": json.dumps({"op": "linear_4bit", "in_dim": 4294967288, "out_dim": 4294967295}),
-        "invalid_missing_param": json.dumps({"op": "linear_4bit", "in_dim": 64}),
-        "invalid_target": json.dumps({"op": "linear_4bit", "in_dim": 64, "out_dim": 8, "target": "sm_42"}),
-        "invalid_target_type": json.dumps({"op": "linear_4bit", "in_dim": 64, "out_dim": 8, "target": 90}),
-        "invalid_opt_level": json.dumps({"op": "linear_4bit", "in_dim": 64, "out_dim": 8, "opt_level": "O3"}),
-        "invalid_fp_contract": json.dumps({"op": "linear_4bit", "in_dim": 64, "out_dim": 8, "fp_contract": "fast"}),
+        "invalid_unknown_key": json.dumps({"op": "linear_4bit", "k": 64, "n": 8, "inn_dim": 3}),
+        "invalid_negative_dim": json.dumps({"op": "linear_4bit", "k": -64, "n": 8}),
+        "invalid_float_dim": json.dumps({"op": "linear_4bit", "k": 64.5, "n": 8}),
+        "invalid_u32_overflow": json.dumps({"op": "linear_4bit", "k": 1 << 32, "n": 8}),
+        "invalid_zero_dim": json.dumps({"op": "linear_4bit", "k": 0, "n": 8}),
+        "invalid_indivisible_dim": json.dumps({"op": "linear_4bit", "k": 7, "n": 8}),
+        "invalid_huge_dims": json.dumps({"op": "linear_4bit", "k": 4294967288, "n": 4294967295}),
+        "invalid_missing_param": json.dumps({"op": "linear_4bit", "k": 64}),
+        "invalid_target": json.dumps({"op": "linear_4bit", "k": 64, "n": 8, "target": "sm_42"}),
+        "invalid_target_type": json.dumps({"op": "linear_4bit", "k": 64, "n": 8, "target": 90}),
+        "invalid_opt_level": json.dumps({"op": "linear_4bit", "k": 64, "n": 8, "opt_level": "O3"}),
+        "invalid_fp_contract": json.dumps({"op": "linear_4bit", "k": 64, "n": 8, "fp_contract": "fast"}),
         "invalid_choice": json.dumps({"op": "dequant_matmul_fp8", "m": 1, "n": 4, "k": 8, "format": "e3m4"}),
         "invalid_bool_type": json.dumps({"op": "dequant_matmul_int4", "m": 1, "n": 4, "k": 8, "block_size": 4,
                                          "asymmetric": 1}),
-        "invalid_activation": json.dumps({"op": "linear_4bit", "in_dim": 64, "out_dim": 8, "activation": "f8"}),
-        "invalid_activation_on_packed_op": json.dumps({"op": "int4_dot_i32", "lane_count": 64, "activation": "f16"}),
-        "valid_int4_matvec_bf16_fast": json.dumps({"op": "int4_matvec_f32_scaled", "rows": 4, "cols": 64,
+        "invalid_activation": json.dumps({"op": "linear_4bit", "k": 64, "n": 8, "activation": "f8"}),
+        "invalid_activation_on_packed_op": json.dumps({"op": "int4_dot_i32", "k": 64, "activation": "f16"}),
+        "valid_int4_matvec_bf16_fast": json.dumps({"op": "int4_matvec_f32_scaled", "n": 4, "k": 64,
                                                    "schedule": "fast", "activation": "bf16"}),
     })
     return cases

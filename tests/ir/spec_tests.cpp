@@ -6,67 +6,70 @@
 using namespace quantc::ir::ops;
 
 TEST_CASE("a valid spec fills defaults and keeps the target", "[spec]") {
-  OpSpec spec = parse_spec(R"({"op": "linear_4bit_affine_grouped", "in_dim": 256, "out_dim": 4096,
+  OpSpec spec = parse_spec(R"({"op": "linear_4bit_affine_grouped", "k": 256, "n": 4096,
                                "group_size": 64, "target": "sm_90"})");
   CHECK(spec.op->name == "linear_4bit_affine_grouped");
   CHECK(spec.args.u32("group_size") == 64);
   CHECK(spec.target == "sm_90");
   CHECK(spec.canonical_json() ==
-        R"({"act_order":false,"activation":"f32","group_size":64,"in_dim":256,"op":"linear_4bit_affine_grouped",)"
-        R"("out_dim":4096,"schedule":"auto","target":"sm_90"})");
+        R"({"act_order":false,"activation":"f32","group_size":64,"k":256,"n":4096,"op":"linear_4bit_affine_grouped",)"
+        R"("schedule":"auto","target":"sm_90"})");
 }
 
-TEST_CASE("every linear and matmul op takes m, n, k for its dimensions, canonically under the seed's names",
+TEST_CASE("every linear and matmul op names its dimensions m, n, k and takes the seed's names as aliases",
           "[spec]") {
-  // m activation rows, n outputs, k the reduction, on the ops whose seeds name them otherwise.
-  OpSpec linear = parse_spec(R"({"op": "linear_4bit_affine_grouped", "k": 256, "n": 4096, "group_size": 64})");
-  CHECK(linear.args.u32("in_dim") == 256);
-  CHECK(linear.args.u32("out_dim") == 4096);
+  // m activation rows, n outputs, k the reduction; the seeds' in_dim/out_dim, batch/rows/cols
+  // and lane_count give the same spec, canonically under m, n, k.
+  OpSpec linear = parse_spec(R"({"op": "linear_4bit_affine_grouped", "in_dim": 256, "out_dim": 4096, "group_size": 64})");
+  CHECK(linear.args.u32("k") == 256);
+  CHECK(linear.args.u32("n") == 4096);
+  CHECK_FALSE(linear.args.has("in_dim"));
   CHECK(linear.canonical_json() ==
-        parse_spec(R"({"op": "linear_4bit_affine_grouped", "in_dim": 256, "out_dim": 4096, "group_size": 64})")
-            .canonical_json());
-  OpSpec batched = parse_spec(R"({"op": "int4_batched_matvec_f32_scaled", "m": 3, "n": 8, "k": 64})");
-  CHECK(batched.args.u32("batch") == 3);
-  CHECK(batched.args.u32("rows") == 8);
-  CHECK(batched.args.u32("cols") == 64);
-  CHECK(parse_spec(R"({"op": "int4_dot_i32", "k": 16})").args.u32("lane_count") == 16);
-  // The ops already named m, n, k keep them.
+        parse_spec(R"({"op": "linear_4bit_affine_grouped", "k": 256, "n": 4096, "group_size": 64})").canonical_json());
+  OpSpec batched = parse_spec(R"({"op": "int4_batched_matvec_f32_scaled", "batch": 3, "rows": 8, "cols": 64})");
+  CHECK(batched.args.u32("m") == 3);
+  CHECK(batched.args.u32("n") == 8);
+  CHECK(batched.args.u32("k") == 64);
+  CHECK(parse_spec(R"({"op": "int4_dot_i32", "lane_count": 16})").args.u32("k") == 16);
   CHECK(parse_spec(R"({"op": "dequant_matmul_int8", "m": 1, "n": 32, "k": 64, "block_size": 32})").args.u32("n") == 32);
   // One parameter given twice is an error naming both keys.
   CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "in_dim": 8, "k": 8, "n": 4})", "twice.json"),
-                    Catch::Contains("twice.json: \"in_dim\" and \"k\" both give linear_4bit's \"in_dim\"; keep one"));
+                    Catch::Contains("twice.json: \"in_dim\" and \"k\" both give linear_4bit's \"k\"; keep one"));
   // An unknown key lists the aliases with the names.
   CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "k": 8, "n": 4, "j": 1})"),
-                    Catch::Contains("in_dim (or k), out_dim (or n)"));
+                    Catch::Contains("k (or in_dim), n (or out_dim)"));
+  // A bad value is reported under the key the spec used.
+  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "in_dim": "8", "n": 4})"),
+                    Catch::Contains("\"in_dim\" must be a non-negative integer, got \"8\""));
 }
 
 TEST_CASE("malformed specs are rejected with the problem named", "[spec]") {
   CHECK_THROWS_WITH(parse_spec("{", "bad.json"), Catch::Contains("bad.json: malformed JSON"));
   CHECK_THROWS_WITH(parse_spec("[]"), Catch::Contains("must be a JSON object"));
-  CHECK_THROWS_WITH(parse_spec(R"({"in_dim": 8})"), Catch::Contains("missing string key \"op\""));
+  CHECK_THROWS_WITH(parse_spec(R"({"k": 8})"), Catch::Contains("missing string key \"op\""));
   CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_8bit"})"),
                     Catch::Contains("unknown op \"linear_8bit\"") && Catch::Contains("linear_4bit"));
-  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4, "outdim": 4})"),
+  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "k": 8, "n": 4, "outdim": 4})"),
                     Catch::Contains("unknown key \"outdim\""));
-  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "in_dim": "8", "out_dim": 4})"),
-                    Catch::Contains("\"in_dim\" must be a non-negative integer, got \"8\""));
-  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "in_dim": -8, "out_dim": 4})"),
-                    Catch::Contains("\"in_dim\" = -8 is outside 0..4294967295"));
-  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "in_dim": 8589934592, "out_dim": 4})"),
+  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "k": "8", "n": 4})"),
+                    Catch::Contains("\"k\" must be a non-negative integer, got \"8\""));
+  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "k": -8, "n": 4})"),
+                    Catch::Contains("\"k\" = -8 is outside 0..4294967295"));
+  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "k": 8589934592, "n": 4})"),
                     Catch::Contains("outside 0..4294967295"));
-  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "in_dim": 8})"), Catch::Contains("needs \"out_dim\""));
-  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4, "target": 90})"),
+  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "k": 8})"), Catch::Contains("needs \"n\""));
+  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "k": 8, "n": 4, "target": 90})"),
                     Catch::Contains("\"target\" must be a string"));
 }
 
 TEST_CASE("dimension errors come from the op constructor with the seed's message", "[spec]") {
-  OpSpec spec = parse_spec(R"({"op": "linear_4bit", "in_dim": 7, "out_dim": 4})");
-  CHECK_THROWS_WITH(build_program(spec), Catch::Contains("in_dim=7 is not divisible by 8"));
+  OpSpec spec = parse_spec(R"({"op": "linear_4bit", "k": 7, "n": 4})");
+  CHECK_THROWS_WITH(build_program(spec), Catch::Contains("k=7 is not divisible by 8"));
 }
 
 TEST_CASE("the activation parameter types x, the bias and the output and is part of the canonical spec", "[spec]") {
-  OpSpec f16 = parse_spec(R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4, "activation": "f16"})");
-  OpSpec f32 = parse_spec(R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4})");
+  OpSpec f16 = parse_spec(R"({"op": "linear_4bit", "k": 8, "n": 4, "activation": "f16"})");
+  OpSpec f32 = parse_spec(R"({"op": "linear_4bit", "k": 8, "n": 4})");
   CHECK(f16.args.choice("activation") == "f16");
   CHECK(f32.args.choice("activation") == "f32");  // the default, filled in
   CHECK(f16.canonical_json() != f32.canonical_json());  // so the kernel cache keeps them apart
@@ -76,10 +79,10 @@ TEST_CASE("the activation parameter types x, the bias and the output and is part
   CHECK(program.find_buffer("b")->element == quantc::ir::ScalarType::F16);
   CHECK(program.find_buffer("out")->element == quantc::ir::ScalarType::F16);
   CHECK(program.find_buffer("w")->element == quantc::ir::ScalarType::U32);
-  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "in_dim": 8, "out_dim": 4, "activation": "fp16"})"),
+  CHECK_THROWS_WITH(parse_spec(R"({"op": "linear_4bit", "k": 8, "n": 4, "activation": "fp16"})"),
                     Catch::Contains("\"activation\" must be one of f32, f16, bf16, got \"fp16\""));
   // Packed-INT4 activations are codes: those ops have no such parameter.
-  CHECK_THROWS_WITH(parse_spec(R"({"op": "int4_dot_i32", "lane_count": 8, "activation": "f16"})"),
+  CHECK_THROWS_WITH(parse_spec(R"({"op": "int4_dot_i32", "k": 8, "activation": "f16"})"),
                     Catch::Contains("unknown key \"activation\""));
   // Every linear and matmul op with float activations takes it.
   for (const char* name : {"linear_4bit", "linear_4bit_affine_grouped", "int4_matvec_f32_scaled",

@@ -148,16 +148,16 @@ TEST_CASE("buffer counts follow the documented layouts", "[ops_int4_dequant][lay
 }
 
 TEST_CASE("invalid parameters are rejected with the value and the fix", "[ops_int4_dequant][errors]") {
-  require_op_error([] { int4_dot_i32(0); }, {"int4_dot_i32", "lane_count=0"});
-  require_op_error([] { int4_dot_f32_scaled(0); }, {"lane_count=0"});
-  require_op_error([] { int4_matvec_f32_scaled(0, 8); }, {"rows=0"});
-  require_op_error([] { int4_matvec_f32_scaled(8, 0); }, {"cols=0"});
-  require_op_error([] { int4_batched_matvec_f32_scaled(0, 8, 8); }, {"batch=0"});
-  require_op_error([] { int4_batched_matvec_f32_scaled(1u << 20, 8, 1u << 13); }, {"batch*cols", "overflows"});
+  require_op_error([] { int4_dot_i32(0); }, {"int4_dot_i32", "k=0"});
+  require_op_error([] { int4_dot_f32_scaled(0); }, {"k=0"});
+  require_op_error([] { int4_matvec_f32_scaled(0, 8); }, {"n=0"});
+  require_op_error([] { int4_matvec_f32_scaled(8, 0); }, {"k=0"});
+  require_op_error([] { int4_batched_matvec_f32_scaled(0, 8, 8); }, {"m=0"});
+  require_op_error([] { int4_batched_matvec_f32_scaled(1u << 20, 8, 1u << 13); }, {"m*k", "overflows"});
   require_op_error([] { int4_batched_matvec_f32_scaled(300000, 1, 1); }, {"65535", "split the batch"});
-  require_op_error([] { int4_batched_matmul_f32_scaled(2, 1u << 30, 64); }, {"rows*ceil(cols/8)", "overflows"});
-  require_op_error([] { int4_batched_matmul_top1_f32_scaled(2, (1u << 24) + 1, 8); }, {"rows=16777217", "f32"});
-  require_op_error([] { int4_batched_matmul_top1_f32_scaled(2, 8, 0); }, {"cols=0"});
+  require_op_error([] { int4_batched_matmul_f32_scaled(2, 1u << 30, 64); }, {"n*ceil(k/8)", "overflows"});
+  require_op_error([] { int4_batched_matmul_top1_f32_scaled(2, (1u << 24) + 1, 8); }, {"n=16777217", "f32"});
+  require_op_error([] { int4_batched_matmul_top1_f32_scaled(2, 8, 0); }, {"k=0"});
   require_op_error([] { dequant_matmul_int8(0, 8, 8, 4, false); }, {"dequant_matmul_int8", "m=0"});
   require_op_error([] { dequant_matmul_int8(1, 0, 8, 4, false); }, {"k=0"});
   require_op_error([] { dequant_matmul_int4(1, 8, 0, 4, true); }, {"n=0"});

@@ -108,7 +108,7 @@ std::vector<float> fast_order_oracle(const Inputs& in) {
 }
 
 void check_fast_schedule(const Inputs& in) {
-  INFO("batch " << in.batch << " rows " << in.rows << " cols " << in.cols);
+  INFO("m " << in.batch << " n " << in.rows << " k " << in.cols);
   const ir::Program fast = build(in, KernelSchedule::Fast), seed = build(in, KernelSchedule::Seed);
   REQUIRE(fast.caller_buffers() == seed.caller_buffers());  // the same files feed either schedule
   REQUIRE(build(in, KernelSchedule::Auto).workgroup_size == fast.workgroup_size);
@@ -179,7 +179,7 @@ TEST_CASE("fast int4 matvec equals the seed bit for bit when every partial sum i
     const ExactMatvec exact = int4_batched_matvec_exact(in.weights, in.x, in.row_scales, in.batch, in.rows, in.cols);
     REQUIRE(fast.size() == seed.size());
     for (std::size_t i = 0; i < fast.size(); ++i) {
-      INFO("batch " << batch << " output " << i);
+      INFO("m " << batch << " output " << i);
       CHECK(same_bits(fast[i], seed[i]));
       CHECK(double(fast[i]) == double(static_cast<float>(exact.value[i])));
     }
@@ -192,18 +192,18 @@ TEST_CASE("schedule fast names the int4 matvec shape it cannot run and auto fall
   using ir::ops::int4_matvec_f32_scaled;
   CHECK_THROWS_WITH(int4_matvec_f32_scaled(8, 100, KernelSchedule::Fast),
                     Catch::Contains("int4_matvec_f32_scaled has no fast schedule") &&
-                        Catch::Contains("cols=100 is not a multiple of 32") &&
+                        Catch::Contains("k=100 is not a multiple of 32") &&
                         Catch::Contains("\"schedule\": \"seed\""));
   CHECK_THROWS_WITH(int4_batched_matvec_f32_scaled(2, 8, 264, KernelSchedule::Fast),
-                    Catch::Contains("cols=264 is not a multiple of 32"));
+                    Catch::Contains("k=264 is not a multiple of 32"));
   // Within the seed's grid limit (ceil(200000/4) = 50000) but not the fast tile's.
   CHECK_THROWS_WITH(int4_batched_matvec_f32_scaled(200000, 4, 32, KernelSchedule::Fast),
-                    Catch::Contains("batch=200000 needs ceil(batch/2)=100000 workgroups along y"));
+                    Catch::Contains("m=200000 needs ceil(m/2)=100000 workgroups along y"));
   CHECK(int4_batched_matvec_f32_scaled(200000, 4, 32, KernelSchedule::Auto).workgroup_count[1] == 50000);  // seed
   CHECK(int4_matvec_f32_scaled(8, 100, KernelSchedule::Auto).workgroup_size[0] == 256);  // the seed's launch
   CHECK(int4_matvec_f32_scaled(8, 128, KernelSchedule::Auto).workgroup_size[0] == 128);  // the fast launch
   // The seed's errors come first for every schedule.
-  CHECK_THROWS_WITH(int4_matvec_f32_scaled(0, 100, KernelSchedule::Fast), Catch::Contains("rows=0"));
+  CHECK_THROWS_WITH(int4_matvec_f32_scaled(0, 100, KernelSchedule::Fast), Catch::Contains("n=0"));
   CHECK_THROWS_WITH(int4_batched_matvec_f32_scaled(300000, 1, 32, KernelSchedule::Fast),
                     Catch::Contains("65535") && Catch::Contains("split the batch"));
 }

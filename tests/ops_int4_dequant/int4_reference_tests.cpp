@@ -79,7 +79,7 @@ void require_same_bits(const std::vector<float>& actual, const std::vector<float
 void check_matvec(std::uint32_t batch, std::uint32_t rows, std::uint32_t cols,
                   const std::vector<std::uint32_t>& weights, const std::vector<float>& x,
                   const std::vector<float>& row_scales) {
-  INFO("batch " << batch << " rows " << rows << " cols " << cols);
+  INFO("m " << batch << " n " << rows << " k " << cols);
   std::vector<float> actual = run_batched_matvec(batch, rows, cols, weights, x, row_scales);
   require_same_bits(actual, int4_batched_matvec(weights, x, row_scales, batch, rows, cols));
   ExactMatvec exact = int4_batched_matvec_exact(weights, x, row_scales, batch, rows, cols);
@@ -114,7 +114,7 @@ TEST_CASE("int4 dot products match the oracle on odd lengths, extremes and paddi
           "[ops_int4_dequant][int4][reference]") {
   std::mt19937 engine(11);
   for (std::uint32_t lane_count : {1u, 7u, 8u, 9u, 255u, 256u, 257u, 300u, 4095u, 4096u}) {
-    INFO("lane_count " << lane_count);
+    INFO("k " << lane_count);
     const std::size_t words = ir::ceil_div(lane_count, 8);
     std::vector<std::pair<std::vector<std::uint32_t>, std::vector<std::uint32_t>>> cases = {
         {random_words(engine, words), random_words(engine, words)},
@@ -208,7 +208,7 @@ TEST_CASE("int4_batched_matmul_f32_scaled: seed matrices, odd shapes and extreme
   };
   for (Shape shape : {Shape{1, 1, 1}, Shape{2, 3, 7}, Shape{3, 3, 8}, Shape{4, 3, 9}, Shape{5, 3, 4095},
                       Shape{2, 2, 4096}, Shape{2, 4096, 8}, Shape{9, 10, 300}}) {
-    INFO("batch " << shape.batch << " rows " << shape.rows << " cols " << shape.cols);
+    INFO("m " << shape.batch << " n " << shape.rows << " k " << shape.cols);
     const std::uint32_t words = ir::ceil_div(shape.cols, 8);
     std::vector<std::uint32_t> w = random_words(engine, std::size_t{shape.rows} * words);
     std::vector<std::uint32_t> a = random_words(engine, std::size_t{shape.batch} * words);
@@ -278,7 +278,7 @@ TEST_CASE("int4_batched_matmul_top1_f32_scaled: seed matrices, ties, NaN and odd
   };
   for (Shape shape : {Shape{1, 1, 1}, Shape{3, 3, 7}, Shape{9, 70, 17}, Shape{2, 4096, 8}, Shape{2, 3, 4095},
                       Shape{1, 33, 4096}}) {
-    INFO("batch " << shape.batch << " rows " << shape.rows << " cols " << shape.cols);
+    INFO("m " << shape.batch << " n " << shape.rows << " k " << shape.cols);
     const std::uint32_t words = ir::ceil_div(shape.cols, 8);
     run_top1(shape.batch, shape.rows, shape.cols, random_words(engine, std::size_t{shape.rows} * words),
              random_words(engine, std::size_t{shape.batch} * words), random_floats(engine, shape.rows),

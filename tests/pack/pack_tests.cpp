@@ -218,8 +218,8 @@ TEST_CASE("pack_file writes the op's buffer names, metadata and .npy files, --la
   pack_file(options);
   auto file = SafetensorsFile::open(options.output_path);
   CHECK(file.metadata().at("op") == "linear_4bit_affine_grouped");
-  CHECK(file.metadata().at("in_dim") == "64");
-  CHECK(file.metadata().at("out_dim") == "4");
+  CHECK(file.metadata().at("k") == "64");
+  CHECK(file.metadata().at("n") == "4");
   CHECK(file.tensor("w").shape == std::vector<std::uint64_t>{8, 4});
   CHECK(file.tensor("scale").shape == std::vector<std::uint64_t>{2, 4});
   CHECK(file.tensor("zero_point").dtype == SafetensorsDtype::U32);

@@ -60,8 +60,8 @@ TEST_CASE("passes and pipelines preserve every op's results bit for bit", "[equi
        {std::tuple{256u, 20u, 64u}, std::tuple{512u, 9u, 128u}, std::tuple{96u, 3u, 64u}, std::tuple{192u, 5u, 96u},
         std::tuple{64u, 3u, 1u}, std::tuple{128u, 17u, 256u}}) {
     ops::OpArgs args;
-    args.set("in_dim", in_dim);
-    args.set("out_dim", out_dim);
+    args.set("k", in_dim);
+    args.set("n", out_dim);
     args.set("group_size", group_size);
     extra_grouped.push_back(args);
   }

@@ -199,7 +199,7 @@ TEST_CASE("act_order: the program declares perm u32[in_dim] after x, only when a
   // The registry: "act_order" defaults to false, and a spec with it builds the perm buffer.
   const OpInfo* op = OpRegistry::builtin().find("linear_4bit_affine_grouped");
   REQUIRE(op != nullptr);
-  OpArgs args = OpArgs::dims({{"in_dim", 64}, {"out_dim", 8}, {"group_size", 32}});
+  OpArgs args = OpArgs::dims({{"k", 64}, {"n", 8}, {"group_size", 32}});
   CHECK(op->build(args).find_buffer("perm") == nullptr);
   args.set("act_order", true);
   CHECK(op->build(args).find_buffer("perm") != nullptr);

@@ -325,7 +325,7 @@ Oracle oracle(const std::string& op, const OpArgs& args, const BufferSet& in) {
     e.magnitude += std::fabs(term);
   };
   if (op == "linear_4bit" || op == "linear_4bit_affine_grouped") {
-    const std::uint32_t in_dim = args.u32("in_dim"), out_dim = args.u32("out_dim");
+    const std::uint32_t in_dim = args.u32("k"), out_dim = args.u32("n");
     const bool grouped = op == "linear_4bit_affine_grouped";
     const std::uint32_t group = grouped ? args.u32("group_size") : 1;
     auto x = values_of<float>(in, "x"), b = values_of<float>(in, "b");
@@ -354,8 +354,8 @@ Oracle oracle(const std::string& op, const OpArgs& args, const BufferSet& in) {
       result.outputs.push_back(e);
     }
   } else if (op == "int4_matvec_f32_scaled" || op == "int4_batched_matvec_f32_scaled") {
-    const std::uint32_t batch = args.has("batch") ? args.u32("batch") : 1, rows = args.u32("rows"),
-                        cols = args.u32("cols"), words_per_row = (cols + 7) / 8;
+    const std::uint32_t batch = args.has("m") ? args.u32("m") : 1, rows = args.u32("n"),
+                        cols = args.u32("k"), words_per_row = (cols + 7) / 8;
     auto x = values_of<float>(in, "x"), scales = values_of<float>(in, "row_scales");
     auto w = values_of<std::uint32_t>(in, "weights");
     result.reduction = cols;
@@ -520,21 +520,21 @@ std::vector<Shape> accuracy_shapes() {
   using D = std::initializer_list<std::pair<const char*, std::uint32_t>>;
   auto dims = [](D values) { return OpArgs::dims(values); };
   return {
-      {"linear_4bit", scheduled(dims({{"in_dim", 136}, {"out_dim", 16}}), "fast")},
-      {"linear_4bit", scheduled(dims({{"in_dim", 1024}, {"out_dim", 64}}), "fast")},
-      {"linear_4bit", scheduled(dims({{"in_dim", 64}, {"out_dim", 300}}), "seed")},
-      {"linear_4bit_affine_grouped", scheduled(dims({{"in_dim", 200}, {"out_dim", 8}, {"group_size", 64}}), "fast")},
-      {"linear_4bit_affine_grouped", scheduled(dims({{"in_dim", 1024}, {"out_dim", 32}, {"group_size", 128}}), "fast")},
-      {"linear_4bit_affine_grouped", scheduled(dims({{"in_dim", 72}, {"out_dim", 9}, {"group_size", 24}}), "seed")},
+      {"linear_4bit", scheduled(dims({{"k", 136}, {"n", 16}}), "fast")},
+      {"linear_4bit", scheduled(dims({{"k", 1024}, {"n", 64}}), "fast")},
+      {"linear_4bit", scheduled(dims({{"k", 64}, {"n", 300}}), "seed")},
+      {"linear_4bit_affine_grouped", scheduled(dims({{"k", 200}, {"n", 8}, {"group_size", 64}}), "fast")},
+      {"linear_4bit_affine_grouped", scheduled(dims({{"k", 1024}, {"n", 32}, {"group_size", 128}}), "fast")},
+      {"linear_4bit_affine_grouped", scheduled(dims({{"k", 72}, {"n", 9}, {"group_size", 24}}), "seed")},
       {"linear_4bit_affine_grouped",
-       with_flag(scheduled(dims({{"in_dim", 1024}, {"out_dim", 32}, {"group_size", 128}}), "fast"), "act_order")},
+       with_flag(scheduled(dims({{"k", 1024}, {"n", 32}, {"group_size", 128}}), "fast"), "act_order")},
       {"linear_4bit_affine_grouped",
-       with_flag(scheduled(dims({{"in_dim", 72}, {"out_dim", 9}, {"group_size", 24}}), "seed"), "act_order")},
-      {"int4_matvec_f32_scaled", scheduled(dims({{"rows", 5}, {"cols", 1056}}), "fast")},
-      {"int4_matvec_f32_scaled", scheduled(dims({{"rows", 9}, {"cols", 263}}), "seed")},
-      {"int4_batched_matvec_f32_scaled", scheduled(dims({{"batch", 3}, {"rows", 6}, {"cols", 256}}), "fast")},
-      {"int4_batched_matvec_f32_scaled", scheduled(dims({{"batch", 1}, {"rows", 8}, {"cols", 512}}), "fast")},
-      {"int4_batched_matvec_f32_scaled", scheduled(dims({{"batch", 5}, {"rows", 9}, {"cols", 71}}), "seed")},
+       with_flag(scheduled(dims({{"k", 72}, {"n", 9}, {"group_size", 24}}), "seed"), "act_order")},
+      {"int4_matvec_f32_scaled", scheduled(dims({{"n", 5}, {"k", 1056}}), "fast")},
+      {"int4_matvec_f32_scaled", scheduled(dims({{"n", 9}, {"k", 263}}), "seed")},
+      {"int4_batched_matvec_f32_scaled", scheduled(dims({{"m", 3}, {"n", 6}, {"k", 256}}), "fast")},
+      {"int4_batched_matvec_f32_scaled", scheduled(dims({{"m", 1}, {"n", 8}, {"k", 512}}), "fast")},
+      {"int4_batched_matvec_f32_scaled", scheduled(dims({{"m", 5}, {"n", 9}, {"k", 71}}), "seed")},
       {"dequant_matmul_int8", block(1, 1024, 32, 16, true, "fast")},   // split-K over 2
       {"dequant_matmul_int8", block(1, 37, 48, 16, false, "fast")},    // scalar x loads
       {"dequant_matmul_int8", block(4, 7, 130, 3, false, "seed")},
@@ -661,7 +661,7 @@ TEST_CASE("rounding at the top of the range: the largest finite stays, the tie a
       std::vector<std::uint16_t> x_bits(8, 0), b_bits;
       x_bits[0] = encode(top);
       for (long double v : b) b_bits.push_back(encode(v));
-      OpArgs args = activated(scheduled(OpArgs::dims({{"in_dim", 8}, {"out_dim", 8}}), schedule), name_of(type));
+      OpArgs args = activated(scheduled(OpArgs::dims({{"k", 8}, {"n", 8}}), schedule), name_of(type));
       Program program = op_named("linear_4bit").build(args);
       BufferSet buffers = runtime::allocate_buffers(program);
       buffers["x"] = HostBuffer::from(type, x_bits);
@@ -700,8 +700,8 @@ TEST_CASE("the fast schedules stream f16/bf16 activations as u32 words", "[activ
     unsigned lanes;
   };
   const std::vector<Expectation> expectations = {
-      {"linear_4bit", scheduled(OpArgs::dims({{"in_dim", 136}, {"out_dim", 16}}), "fast"), "x", 4},
-      {"int4_matvec_f32_scaled", scheduled(OpArgs::dims({{"rows", 5}, {"cols", 1056}}), "fast"), "x", 4},
+      {"linear_4bit", scheduled(OpArgs::dims({{"k", 136}, {"n", 16}}), "fast"), "x", 4},
+      {"int4_matvec_f32_scaled", scheduled(OpArgs::dims({{"n", 5}, {"k", 1056}}), "fast"), "x", 4},
       {"dequant_matmul_int8", block(1, 64, 32, 32, true, "fast"), "x", 2},
       {"nf4_gemm", scheduled(OpArgs::dims({{"m", 1}, {"n", 12}, {"k", 192}}), "fast"), "a", 4},
   };

@@ -210,7 +210,7 @@ TEST_CASE("fast affine grouped with zero scales and extreme nibbles is exact on 
 
 TEST_CASE("schedule fast names the shape it cannot run and auto falls back to the seed", "[gemv][linear4bit]") {
   CHECK_THROWS_WITH(linear_4bit(64, 302, KernelSchedule::Fast),
-                    Catch::Contains("out_dim=302 is not a multiple of 4 (the columns one subgroup loads)") && Catch::Contains("\"schedule\": \"seed\""));
+                    Catch::Contains("n=302 is not a multiple of 4 (the columns one subgroup loads)") && Catch::Contains("\"schedule\": \"seed\""));
   CHECK_THROWS_WITH(linear_4bit_affine_grouped(64, 16, 4, KernelSchedule::Fast),
                     Catch::Contains("group_size=4 is not a multiple of 8"));
   CHECK(linear_4bit(64, 302, KernelSchedule::Auto).workgroup_size[0] == 256);           // the seed's launch

@@ -232,18 +232,18 @@ TEST_CASE("interpreter statistics count the grouped kernel's traffic per output"
 
 TEST_CASE("seed rejection cases", "[linear4bit][errors]") {
   CHECK_THAT(op_error([] { linear_4bit(7, 4); }), Catch::Contains("divisible by 8"));
-  CHECK_THAT(op_error([] { linear_4bit(7, 4); }), Catch::Contains("in_dim=7"));
-  CHECK_THAT(op_error([] { linear_4bit(0, 4); }), Catch::Contains("in_dim=0"));
-  CHECK_THAT(op_error([] { linear_4bit(8, 0); }), Catch::Contains("out_dim=0"));
+  CHECK_THAT(op_error([] { linear_4bit(7, 4); }), Catch::Contains("k=7"));
+  CHECK_THAT(op_error([] { linear_4bit(0, 4); }), Catch::Contains("k=0"));
+  CHECK_THAT(op_error([] { linear_4bit(8, 0); }), Catch::Contains("n=0"));
   CHECK_THAT(op_error([] { linear_4bit(0x80000000u, 16); }), Catch::Contains("overflows the u32 element count"));
   CHECK_THAT(op_error([] { linear_4bit_affine_grouped(8, 4, 0); }), Catch::Contains("group_size=0"));
   CHECK_THAT(op_error([] { linear_4bit_affine_grouped(12, 4, 4); }), Catch::Contains("divisible by 8"));
-  CHECK_THAT(op_error([] { linear_4bit_affine_grouped(0, 4, 4); }), Catch::Contains("in_dim=0"));
-  CHECK_THAT(op_error([] { linear_4bit_affine_grouped(8, 0, 4); }), Catch::Contains("out_dim=0"));
+  CHECK_THAT(op_error([] { linear_4bit_affine_grouped(0, 4, 4); }), Catch::Contains("k=0"));
+  CHECK_THAT(op_error([] { linear_4bit_affine_grouped(8, 0, 4); }), Catch::Contains("n=0"));
   CHECK_THAT(op_error([] { linear_4bit_affine_grouped(0x80000000u, 16, 64); }),
-             Catch::Contains("in_dim/8 * out_dim = 268435456 * 16") && Catch::Contains("overflows"));
+             Catch::Contains("k/8 * n = 268435456 * 16") && Catch::Contains("overflows"));
   CHECK_THAT(op_error([] { linear_4bit_affine_grouped(1u << 19, 1u << 13, 1); }),
-             Catch::Contains("group_count*out_dim") && Catch::Contains("overflows"));
+             Catch::Contains("group_count*n") && Catch::Contains("overflows"));
   CHECK_THAT(op_error([] { linear_4bit_affine_grouped(8, 0xFFFFFFF0u, 8); }),
              Catch::Contains("(padded outputs)") && Catch::Contains("overflows"));
 }
@@ -261,7 +261,7 @@ TEST_CASE("generated shapes build or reject by divisibility", "[linear4bit][buff
   for (std::uint32_t in_dim : {8u, 10u, 16u, 18u, 24u, 32u, 64u, 128u}) {
     for (std::uint32_t out_dim : {1u, 2u, 3u, 7u, 16u, 31u}) {
       for (std::uint32_t group_size : {1u, 2u, 4u, 8u, 16u, 32u}) {
-        INFO("in_dim " << in_dim << " out_dim " << out_dim << " group_size " << group_size);
+        INFO("k " << in_dim << " n " << out_dim << " group_size " << group_size);
         if (in_dim % 8 == 0) {
           Program program = linear_4bit_affine_grouped(in_dim, out_dim, group_size);
           const BufferDecl& out = program.buffers.at(5);

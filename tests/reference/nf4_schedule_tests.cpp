@@ -222,7 +222,7 @@ TEST_CASE("fast nf4_gemm_transpose matches a double oracle and the seed within t
   }
   Inputs in = random_inputs(200, 200, 256, 23);
   for (Nf4GemvTransposeSchedule split : {Nf4GemvTransposeSchedule{2, 4, 8, 2}, Nf4GemvTransposeSchedule{1, 3, 6, 1}}) {
-    DYNAMIC_SECTION("output_lanes " << split.output_lanes << " batch " << split.columns_per_batch) {
+    DYNAMIC_SECTION("output_lanes " << split.output_lanes << " m " << split.columns_per_batch) {
       check_transpose(200, 256, in, split);
     }
   }
