@@ -269,9 +269,11 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
           if (!interleaved) {
             unit = round_body.let(slices == 1 ? "group" : "unit", round * k_lanes + k_lane);
             group = slices == 1 ? unit : round_body.let("group", unit / slices);
+            // The slices of a group interleave its rows (slice s takes rows s, s + S, ... of
+            // the group, S = slices), so the k-lanes sharing a group read consecutive rows
+            // and their x values share 128-byte lines.
             slice_first_row = slices == 1 ? group * group_rows
-                                          : round_body.let("slice_first_row", group * group_rows +
-                                                                                  (unit % slices) * slice_rows);
+                                          : round_body.let("slice_first_row", group * group_rows + unit % slices);
           }
           auto round_work = [&](Body& in_group) {
             // Per group: sum x*q per column and sum x, then the sidecars once.
@@ -288,10 +290,10 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
               zero_points = in_group.let("zero_points", zero_point.load(sidecar, columns));
             }
             in_group.loop("batch", u32(0), u32(lane_rows / batch), [&](Body& batch_body, Expr batch_index) {
-              // Rows first_row + r (a unit's), or first_row + r * K (interleaved).
+              // Rows first_row + r * S (a unit's, S = slices per group), or first_row + r * K (interleaved).
+              const std::uint32_t row_stride = interleaved ? k_lanes : slices;
               Expr first_row = interleaved ? batch_body.let("first_row", batch_index * (batch * k_lanes) + k_lane)
-                                           : batch_body.let("first_row", slice_first_row + batch_index * batch);
-              const std::uint32_t row_stride = interleaved ? k_lanes : 1;
+                                           : batch_body.let("first_row", slice_first_row + batch_index * (batch * slices));
               // Every load of the batch first (bytes in flight), then the arithmetic.
               std::vector<Expr> words, x_low, x_high, valid;
               std::vector<HalfWords> x_halves;  // f16/bf16: a row's 8 x values in one u32x4

@@ -17,7 +17,9 @@
 //    k-lanes split the reduction by work unit: k-lane j takes units j, j + K, ...; a unit
 //    is a group's slice: S slices per group, S the divisor of the group's packed rows
 //    (>= 2 rows per slice) that gives the busiest k-lane the fewest rows (unit u = group
-//    u/S, rows (u%S)*rows/S ...); inside a unit a lane walks its rows in batches of up to
+//    u/S, the group's rows u%S, u%S + S, u%S + 2S, ...: the slices interleave, so the
+//    k-lanes sharing a group read consecutive rows and a 128-byte line of x serves four
+//    of them instead of one); inside a unit a lane walks its rows in batches of up to
 //    `rows_per_batch` whose loads are issued before any use (loads in flight). Without
 //    sidecars (linear_4bit) the k-lanes interleave rows instead: k-lane j takes packed
 //    rows j, j + K, j + 2K, ... (ceil(rows/K) of them, rounded up to whole batches of up

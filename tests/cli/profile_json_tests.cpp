@@ -102,18 +102,12 @@ void check_serial_chain_bound(const json& devices, const json& device, const cha
   CHECK(device["latency_bound_us"].get<double>() >= device["instructions_per_warp"].get<double>() * cycles / clock_mhz);
 }
 
-/// A fast GEMV bound by the L1 wavefronts of its loads (the memory pipe, issue_memory),
-/// which Nsight Compute found the busiest unit of these kernels on an H200
-/// (bench/results/gpu-nvidia-h200.md, "Splitting K across the subgroups of a workgroup"):
-/// beyond the DRAM time and each warp's chain, so the 87%-of-HBM target is not met.
-void check_l1_bound(const json& device) {
+/// Modeled within 1.15x of the memory-bound time (>= 87% of HBM), DRAM the limit.
+void check_at_hbm_target(const json& device) {
   INFO(device.dump());
-  CHECK(device["limit"] == "issue_memory");
-  // Within the partial last wave of the limit spread evenly over the SMs.
-  CHECK(device["modeled_us"].get<double>() == Approx(device["limits_us"]["issue_memory"].get<double>()).epsilon(0.05));
-  CHECK(device["limits_us"]["dram_bandwidth"].get<double>() < device["modeled_us"].get<double>());
-  CHECK(device["limits_us"]["latency"].get<double>() < device["modeled_us"].get<double>());
-  CHECK(device["hbm_fraction"].get<double>() < 0.87);
+  CHECK(device["limit"] == "dram_bandwidth");
+  CHECK(device["hbm_fraction"].get<double>() >= 0.87);
+  CHECK(device["modeled_us"].get<double>() <= 1.15 * device["memory_bound_us"].get<double>());
 }
 
 TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed affine GEMV too, the fast one is not",
@@ -154,17 +148,23 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
             Approx(device["limits_us"][device["limit"].get<std::string>()].get<double>()).epsilon(0.2));
     }
   }
-  SECTION("the fast linear_4bit_affine_grouped at 4096x4096: whole sectors, K split across 8 warps, L1-bound") {
+  SECTION("the fast linear_4bit_affine_grouped at 4096x4096: whole sectors, K split across 8 warps, at the HBM target") {
     fs::path spec = scratch_dir() / "affine_fast.json";
     write_text(spec, R"({"op": "linear_4bit_affine_grouped", "k": 4096, "n": 4096, "group_size": 128,
                        "schedule": "fast", "target": "sm_90"})");
     const json document = profile_json(spec.string() + " --device h100_sxm");
     const json& kernel = document["kernels"][0];
-    check_l1_bound(kernel["devices"]["h100_sxm"]);
+    check_at_hbm_target(kernel["devices"]["h100_sxm"]);
     CHECK(kernel["threads_per_cta"] == 512);  // 2 column subgroups x 8 k-subgroups
-    // Each k-lane pair reads its own rows: a weight request touches 16 lines (16 rows),
-    // its two x requests 16 lines each.
-    CHECK(kernel["load_wavefronts"].get<double>() / kernel["load_requests"].get<double>() >= 14.0);
+    // Each k-lane pair reads its own rows: a weight request touches 16 lines (16 rows). The
+    // 4 slices of a group interleave its rows, so the 4 k-lanes of a group read 4
+    // consecutive rows and each of the two x requests touches 4 lines, not 16: with the
+    // sidecars' 2 lines, (16 + 2 * 4 + ...) / 3 < 8 lines per request. Contiguous slices
+    // took 48 of the memory pipe's line slots per row, more than the DRAM time.
+    CHECK(kernel["load_wavefronts"].get<double>() / kernel["load_requests"].get<double>() < 8.0);
+    const json x = buffer_traffic(kernel, "x");
+    // Two per packed row of each warp's 8 columns, 16 rows (k-lanes) a request.
+    CHECK(x["load_requests"] == 2 * (4096 / 8) * (4096 / 8) / 16);
     // 16-byte loads, two column lanes: each packed row of a warp's 8 columns is one whole
     // 32-byte sector.
     const json w = buffer_traffic(kernel, "w");
