@@ -207,6 +207,8 @@ std::vector<OpInfo> linear_4bit_ops() {
                       scheduled(OpArgs::dims({{"k", 1024}, {"n", 16}}), "fast"),
                       // interleaved rows with a partial last batch (389 rows over the k-lanes)
                       scheduled(OpArgs::dims({{"k", 3112}, {"n", 8}}), "fast"),
+                      // batches of 6 rows: 11 rows per k-lane rounded to 12, the last clamped
+                      scheduled(OpArgs::dims({{"k", 11264}, {"n", 8}}), "fast"),
                       activated(scheduled(OpArgs::dims({{"k", 512}, {"n", 8}}), "fast"), "bf16"),
                       activated(scheduled(OpArgs::dims({{"k", 16}, {"n", 5}}), "seed"), "f16"),
                       activated(scheduled(OpArgs::dims({{"k", 16}, {"n", 5}}), "seed"), "bf16"),

@@ -137,6 +137,15 @@ GemvSchedule resolve_gemv_schedule(const NibbleGemv& gemv, GemvSchedule schedule
     const bool gathered = gemv.permuted_input && std::uint64_t{gemv.in_dim} * 4 > kMaxStagedXBytes;
     const std::uint32_t most = gathered ? kMaxGemvKSubgroups / 2 : kMaxGemvKSubgroups;
     schedule.k_subgroups = choose_k_subgroups(rows, schedule.k_lanes(), kMinSliceRows, most);
+    // Without sidecars ptxas gives the program 32-40 registers: 48 of its warps per SM
+    // (4096x11008: one wave of 4 k-subgroups instead of 1.3 of 8). The grouped program's
+    // 36-52 registers allow 32-48, and its fewer k-subgroups would wait on loads twice
+    // (two rounds of units per k-lane), so it keeps its split.
+    if (gemv.group_size == 0 && !gemv.permuted_input) {
+      constexpr std::uint32_t kUngroupedWarpsPerSm = 48;
+      schedule.k_subgroups = fit_k_subgroups_to_one_wave(
+          schedule.k_subgroups, gemv.out_dim / schedule.columns_per_subgroup(), kUngroupedWarpsPerSm);
+    }
   }
   return schedule;
 }

@@ -138,6 +138,15 @@ std::uint32_t choose_k_subgroups(std::uint64_t chunks, std::uint32_t lanes_per_s
   return k_subgroups;
 }
 
+std::uint32_t fit_k_subgroups_to_one_wave(std::uint32_t k_subgroups, std::uint64_t warps_per_k_subgroup,
+                                          std::uint32_t resident_warps_per_sm) {
+  const std::uint64_t wave = std::uint64_t{kTargetSms} * resident_warps_per_sm;
+  if (warps_per_k_subgroup > wave) return k_subgroups;
+  std::uint32_t fitted = k_subgroups;
+  while (fitted > 1 && warps_per_k_subgroup * fitted > wave) fitted /= 2;
+  return fitted;
+}
+
 std::uint32_t choose_splits(std::uint32_t units, std::uint32_t chunks, std::uint32_t lanes_per_split) {
   std::uint32_t splits = 1;
   while (std::uint64_t{units} * splits < kSplitKTargetWorkgroups &&

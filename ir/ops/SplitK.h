@@ -125,4 +125,17 @@ std::uint32_t choose_k_subgroups(std::uint64_t chunks, std::uint32_t lanes_per_s
 /// more splits cost more partial sums than they save (nf4_gemm_transpose at 100000: 4-7x slower).
 inline constexpr std::uint32_t kSplitKTargetWorkgroups = 2048;
 
+/// SMs of an H100 SXM / H200, the devices the fast schedules are tuned for.
+inline constexpr std::uint32_t kTargetSms = 132;
+
+/// `k_subgroups` halved while the grid's warps, `warps_per_k_subgroup` times the
+/// k-subgroups, exceed one wave (kTargetSms x `resident_warps_per_sm`, the warps an SM
+/// holds of this program) and halving brings them within it: one wave of longer warps
+/// instead of a full wave and a short one, which costs each of its warps' whole serial
+/// chain of loads while most SMs idle (the cost model charges every wave the longest of
+/// its issue, DRAM and chain times: CostModel.h). Unchanged where even one k-subgroup
+/// per workgroup would not fit one wave (the waves are then many and even).
+std::uint32_t fit_k_subgroups_to_one_wave(std::uint32_t k_subgroups, std::uint64_t warps_per_k_subgroup,
+                                          std::uint32_t resident_warps_per_sm);
+
 }  // namespace quantc::ir::ops

@@ -1,6 +1,7 @@
 // `quantc profile --json`: the documented keys (README, "quantc profile") hold the numbers
 // the cost model must give for kernels whose answer is known by hand, and bad --device /
 // --registers values fail naming the value.
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <map>
@@ -200,6 +201,28 @@ TEST_CASE("quantc profile --json: one warp of 8 loads is latency-bound, the seed
     CHECK_FALSE(kernel["devices"]["a100"].contains("modeled_us"));
     CHECK(kernel["devices"]["a100"]["error"] == "the PTX targets sm_90; a100 is sm_80 and cannot run it");
     CHECK(kernel["devices"]["l40s"]["error"] == "the PTX targets sm_90; l40s is sm_89 and cannot run it");
+  }
+}
+
+TEST_CASE("quantc profile --json: the fast linear_4bit at the Llama shapes reaches the HBM target in one wave",
+          "[cli][profile]") {
+  struct Shape {
+    std::uint32_t k, n, threads_per_cta;
+  };
+  // 4096x11008: 8 k-subgroups would make 688 workgroups of 16 warps, 1.3 waves of 48
+  // warps per SM; 4 (256 invocations) fit one. 11008x4096: 11 interleaved rows per
+  // k-lane load in batches of 6 (two waits on loads, not three).
+  for (const Shape& shape : {Shape{4096, 4096, 512}, Shape{4096, 11008, 256}, Shape{11008, 4096, 512}}) {
+    DYNAMIC_SECTION(shape.k << "x" << shape.n) {
+      fs::path spec = scratch_dir() / "linear_4bit_llama.json";
+      write_text(spec, fmt::format(R"({{"op": "linear_4bit", "k": {}, "n": {}, "schedule": "fast", "target": "sm_90"}})",
+                                   shape.k, shape.n));
+      const json kernel = profile_json(spec.string() + " --device h100_sxm")["kernels"][0];
+      CHECK(kernel["threads_per_cta"] == shape.threads_per_cta);
+      const json& device = kernel["devices"]["h100_sxm"];
+      CHECK(device["waves"] == 1);
+      check_at_hbm_target(device);
+    }
   }
 }
 
