@@ -268,9 +268,9 @@ TEST_CASE("quantc run PTX --output and quantc profile --output follow the same r
 TEST_CASE("spec input checks: NUL bytes and unknown targets and seeds and repeated inputs", "[cli][inputs]") {
   fs::path dir = scratch_dir() / "spec_inputs";
   fs::create_directories(dir);
-  const std::string nul = write_text(dir / "nul.json", std::string("{\"op\": \"linear_4bit\", \"k\": 8, \"n\": 4}\0"
-                                                                   "{\"garbage\"",
-                                                                   60));
+  // A spec, a NUL byte, then garbage; the length comes from the literal, NUL included.
+  static constexpr char kNulSpec[] = "{\"op\": \"linear_4bit\", \"k\": 8, \"n\": 4}\0{\"garbage\"";
+  const std::string nul = write_text(dir / "nul.json", std::string(kNulSpec, sizeof(kNulSpec) - 1));
   for (const std::string& command : {"ir " + nul, "emit " + nul, "run " + nul + " --random-inputs 1"}) {
     Result result = run_quantc(command);
     INFO(command << "\n" << result.output);
