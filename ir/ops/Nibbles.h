@@ -30,4 +30,15 @@ Expr signed_nibble(const Expr& word, std::uint32_t position);
 /// `(byte >> ((element & 1) << 2)) & 0xF` with byte = u32(bytes[element >> 1]).
 Expr byte_buffer_nibble(Body& body, const BufferRef& bytes, const Expr& element);
 
+/// The bias nibble_plus_bias adds at `position` (0..4): 2^(23 - 4*position).
+float nibble_bias(std::uint32_t position);
+
+/// Nibble `position` (0..4) of `source` (q at bits 4p..4p+3) as the exact f32
+/// nibble_bias(p) + q: bitcast((source & (0xF << 4p)) | bits(2^(23-4p))), one lop3 and no
+/// shift, because at exponent 23 - 4p the mantissa bit 4p weighs 1 (Marlin's and
+/// TensorRT-LLM's lop3 dequantization, at five exponents). Subtracting nibble_bias(p) (+ an
+/// offset such as 8) is exact. Nibbles 5..7 of a word decode the same from word >> 16 at
+/// positions 1..3.
+Expr nibble_plus_bias(const Expr& source, std::uint32_t position);
+
 }  // namespace quantc::ir::ops

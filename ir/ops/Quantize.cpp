@@ -310,6 +310,8 @@ Program build_dequantizer(const std::string& name, Scheme scheme, std::uint32_t 
 
 constexpr std::uint32_t kFastDequantSlots = 4;  // bytes per invocation (j = 0..3)
 constexpr std::uint32_t kFastDequantSubgroupBytes = kFastDequantSlots * kSubgroupLanes;
+constexpr std::uint32_t kNibblesPerWord = 8;
+constexpr std::uint32_t kFastDequantSubgroupWords = kFastDequantSlots * kSubgroupLanes;  // 512 bytes
 constexpr std::uint32_t kFastQuantizeMaxGroup = 512;
 constexpr std::uint32_t kFastQuantizeTargetSlots = 4;  // byte slots a lane aims to hold
 constexpr std::uint32_t kMagicBits = 0x4B000000u;     // 2^23 as f32 bits: OR-ing q gives 2^23 + q
@@ -327,9 +329,97 @@ Expr magic_nibble(const Expr& code, float offset) {
   return bitcast(ScalarType::F32, code | u32(kMagicBits)) - f32(kMagic + offset);
 }
 
+/// The fast dequantizer where n and group_size are multiples of 8 (see the header): lane l
+/// of subgroup s takes u32 words 128s + 32j + l (j = 0..3) of `packed`, eight codes of one
+/// group each, and stores their eight values with two f32x4 stores.
+Program build_word_dequantizer(const std::string& name, Scheme scheme, std::uint32_t n, std::uint32_t group_size) {
+  const std::uint32_t words = n / kNibblesPerWord;
+  const std::uint32_t subgroups = ceil_div(words, kFastDequantSubgroupWords);
+  const bool exact_cover = words % kFastDequantSubgroupWords == 0;  // no clamps, no guards
+  const std::uint32_t words_per_group = group_size / kNibblesPerWord;
+  // Slot j's group is slot 0's plus 32j / words_per_group when that divides evenly.
+  const bool group_steps = exact_cover && kSubgroupLanes % words_per_group == 0;
+  ProgramBuilder program(name);
+  BufferRef packed = program.input("packed", ScalarType::U8, n / 2);
+  BufferRef scale = program.input("scale", ScalarType::F32, ceil_div(n, group_size));
+  BufferRef zero_point;
+  if (scheme == Scheme::Int4Asymmetric) zero_point = program.input("zero_point", ScalarType::F32, ceil_div(n, group_size));
+  BufferRef y = program.output("y", ScalarType::F32, n);
+  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(subgroups, kSubgroupsPerWorkgroup), 1, 1});
+  program.body([&](Body& body) {
+    body.region(kSeedId, [&](Body& region) {
+      Expr local = region.let("local", local_id(0));
+      Expr lane = region.let("lane", local % kSubgroupLanes);
+      Expr subgroup = region.let("subgroup", workgroup_id(0) * kSubgroupsPerWorkgroup + local / kSubgroupLanes);
+      // Subgroup-uniform guard: the NF4 shuffles below run with all 32 lanes.
+      region.if_then(subgroup < subgroups, [&](Body& sg) {
+        Expr book;
+        if (scheme == Scheme::Nf4) {
+          book = sg.let("code_book", Lookup::make(ScalarType::F32, nf4_lookup_table(), lane & 15u));
+        }
+        Expr first_word = sg.let("first_word", subgroup * kFastDequantSubgroupWords + lane);
+        Expr first_group = group_steps ? sg.let("first_group", first_word / words_per_group) : Expr();
+        // Loads first: every word, scale and zero point of the four slots. With exact cover
+        // the slots' indices are slot 0's plus a constant, which the PTX folds into the
+        // address ([addr+c]).
+        std::vector<Expr> word_index, codes, scales, zero_points;
+        for (std::uint32_t j = 0; j < kFastDequantSlots; ++j) {
+          const std::string suffix = fmt::format("{}", j);
+          const std::uint32_t step = j * kSubgroupLanes;  // words past slot 0
+          word_index.push_back(j == 0 || exact_cover ? first_word : sg.let("word" + suffix, first_word + step));
+          Expr at = exact_cover ? first_word : sg.let("load_word" + suffix, min(word_index[j], u32(words - 1)));
+          Expr byte_index = exact_cover && j > 0 ? at * 4u + u32(4 * step) : at * 4u;
+          codes.push_back(sg.let("codes" + suffix, packed.load_words(byte_index, 1)));
+          Expr slot_word = exact_cover && j > 0 ? first_word + u32(step) : at;
+          Expr group = group_steps ? (j == 0 ? first_group : first_group + u32(step / words_per_group))
+                                   : sg.let("group" + suffix, slot_word / words_per_group);
+          scales.push_back(sg.let("scale" + suffix, scale[group]));
+          if (scheme == Scheme::Int4Asymmetric) zero_points.push_back(sg.let("zero_point" + suffix, zero_point[group]));
+        }
+        for (std::uint32_t j = 0; j < kFastDequantSlots; ++j) {
+          const std::string suffix = fmt::format("{}", j);
+          // Codes 0..4 decode in place, 5..7 from the word shifted once (nibble_plus_bias).
+          Expr high = scheme == Scheme::Nf4 ? Expr() : sg.let("codes_high" + suffix, codes[j] >> 16u);
+          std::vector<Expr> values;
+          for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
+            Expr value;
+            if (scheme == Scheme::Nf4) {
+              Expr code = e == 0 ? (codes[j] & 0xFu) : e == 7 ? (codes[j] >> 28u) : ((codes[j] >> (4 * e)) & 0xFu);
+              value = subgroup_shuffle(book, code) * scales[j];
+            } else {
+              const std::uint32_t position = e < 5 ? e : e - 4;
+              Expr biased = nibble_plus_bias(e < 5 ? codes[j] : high, position);
+              const float bias = nibble_bias(position);
+              value = scheme == Scheme::Int4Symmetric ? (biased - f32(bias + 8.0f)) * scales[j]
+                                                      : ((biased - f32(bias)) - zero_points[j]) * scales[j];
+            }
+            values.push_back(sg.let(fmt::format("y{}_{}", j, e), value));
+          }
+          auto store = [&](Body& at) {
+            const std::uint32_t step = j * kSubgroupLanes * kNibblesPerWord;  // elements past slot 0
+            Expr first = exact_cover ? (j == 0 ? first_word * kNibblesPerWord : first_word * kNibblesPerWord + u32(step))
+                                     : at.let("first_element" + suffix, word_index[j] * kNibblesPerWord);
+            at.store(y, first, make_vector({values[0], values[1], values[2], values[3]}));
+            at.store(y, first + 4u, make_vector({values[4], values[5], values[6], values[7]}));
+          };
+          if (exact_cover) {
+            store(sg);
+          } else {
+            sg.if_then(word_index[j] < words, store);
+          }
+        }
+      });
+    });
+  });
+  return program.build();
+}
+
 Program build_fast_dequantizer(const std::string& name, Scheme scheme, std::uint32_t n, std::uint32_t group_size) {
   const char* op = scheme == Scheme::Nf4 ? "dequantize_nf4" : "dequantize_int4";
   check_common(op, n, group_size);
+  if (n % kNibblesPerWord == 0 && group_size % kNibblesPerWord == 0) {
+    return build_word_dequantizer(name, scheme, n, group_size);
+  }
   const std::uint32_t group_count = ceil_div(n, group_size);
   const std::uint32_t packed_bytes = ceil_div(n, 2);
   const std::uint32_t full_pairs = n / 2;  // bytes whose two elements are both < n
@@ -729,9 +819,13 @@ std::vector<OpInfo> quantize_ops() {
   std::vector<OpArgs> nf4_seed = {shape(1, 1), shape(7, 2), shape(65, 31), shape(300, 64), shape(129, 128)};
   // Fast shapes: exact cover (512 g64, 1024 g128), partial last group and odd n, small
   // and overhanging groups (g2, g10: S*P > gs/2), odd group sizes (dequantizers only).
+  // The dequantizers read whole words where n and group_size are multiples of 8 (1000
+  // g40: a partial last subgroup of words).
   std::vector<OpArgs> int4_fast = {shape(512, 64, true),   shape(1024, 128, false), shape(301, 64, false),
-                                   shape(7, 2, true),      shape(133, 10, false),   shape(4099, 256, true)};
-  std::vector<OpArgs> nf4_fast = {shape(512, 64), shape(1024, 128), shape(301, 64), shape(7, 2), shape(133, 10)};
+                                   shape(7, 2, true),      shape(133, 10, false),   shape(4099, 256, true),
+                                   shape(1000, 40, false), shape(1000, 40, true)};
+  std::vector<OpArgs> nf4_fast = {shape(512, 64), shape(1024, 128), shape(301, 64), shape(7, 2), shape(133, 10),
+                                  shape(1000, 40)};
   auto shapes = [&](const std::vector<OpArgs>& seed_shapes, const std::vector<OpArgs>& fast_shapes,
                     std::vector<OpArgs> dequant_only) {
     std::vector<OpArgs> all;
@@ -764,7 +858,8 @@ std::vector<OpInfo> quantize_ops() {
   ops.push_back(OpInfo{
       .name = "dequantize_int4",
       .summary = "y[i] = (q_i - 8) * scale[g] (symmetric) or (q_i - zero_point[g]) * scale[g], g = i / group_size",
-      .layout = packing + "; seed: one invocation per element; fast: 4 coalesced bytes per invocation, f32x2 stores",
+      .layout = packing + "; seed: one invocation per element; fast: 4 coalesced u32 words per invocation (n, "
+                          "group_size multiples of 8; else bytes), f32x4 stores",
       .seed = seed,
       .params = {n, group_size, symmetric, schedule_param()},
       .buffers = {{"packed", "input", ScalarType::U8, "ceil(n/2)"},
@@ -794,7 +889,8 @@ std::vector<OpInfo> quantize_ops() {
   ops.push_back(OpInfo{
       .name = "dequantize_nf4",
       .summary = "y[i] = NF4[q_i] * scale[i / group_size] (code book: seed a register select tree, fast a shuffle)",
-      .layout = packing + "; seed: one invocation per element; fast: 4 coalesced bytes per invocation, f32x2 stores",
+      .layout = packing + "; seed: one invocation per element; fast: 4 coalesced u32 words per invocation (n, "
+                          "group_size multiples of 8; else bytes), f32x4 stores",
       .seed = seed,
       .params = {n, group_size, schedule_param()},
       .buffers = {{"packed", "input", ScalarType::U8, "ceil(n/2)"},

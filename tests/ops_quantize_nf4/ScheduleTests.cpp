@@ -281,7 +281,11 @@ TEST_CASE("quantizer schedule fast names the shape it cannot run and auto falls 
         ir::print(ir::ops::quantize_nf4(8192, 64, KernelSchedule::Fast)));
   CHECK(ir::print(ir::ops::dequantize_nf4(8192, 31, KernelSchedule::Auto)) ==
         ir::print(ir::ops::dequantize_nf4(8192, 31, KernelSchedule::Fast)));
-  CHECK(ir::ops::dequantize_int4(1u << 24, 64, true, KernelSchedule::Fast).workgroup_count[0] == (1u << 24) / 2048);
+  // Fast: 8 subgroups of 4 u32 words per lane, 8192 elements per workgroup (2048 with the
+  // byte loads an odd group size or n falls back to).
+  CHECK(ir::ops::dequantize_int4(1u << 24, 64, true, KernelSchedule::Fast).workgroup_count[0] == (1u << 24) / 8192);
+  CHECK(ir::ops::dequantize_int4((1u << 24) + 2, 64, true, KernelSchedule::Fast).workgroup_count[0] ==
+        (1u << 24) / 2048 + 1);
   CHECK(ir::ops::dequantize_int4(1u << 24, 64, true, KernelSchedule::Seed).workgroup_count[0] == (1u << 24) / 256);
 }
 
