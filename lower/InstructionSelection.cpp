@@ -559,6 +559,15 @@ class Selector : public ir::IRVisitor {
     variables_.declare(node.name, variable);
     // Its range, for the addresses below (dropped at the end of the enclosing block).
     if (!ranges_.is_assigned(node.name)) ranges_.push_value(node.name, node.value);
+    // A never-assigned `x + c` of a never-assigned x: global_address looks through it (CSE
+    // binds an index used by two buffers' loads this way).
+    offset_lets_.erase(node.name);
+    if (const auto* sum = node.value.as<ir::Binary>(); sum && sum->op == ir::BinaryOp::Add &&
+                                                        sum->rhs.as<ir::Literal>() && !ranges_.is_assigned(node.name)) {
+      if (const auto* x = sum->lhs.as<ir::Var>(); x && !ranges_.is_assigned(x->name)) {
+        offset_lets_.emplace(node.name, node.value);
+      }
+    }
   }
 
   void visit_Assign(const ir::Assign& node) override {
@@ -1127,11 +1136,16 @@ class Selector : public ir::IRVisitor {
   }
 
   /// The address of global `buffer`'s element `index`: for `index = x + c` (c a u32
-  /// literal) whose sum the value ranges prove free of wrap-around, x's address plus the
+  /// literal; or a let bound to it, offset_lets_) whose sum the value ranges prove free of
+  /// wrap-around, x's address plus the
   /// immediate c * element size ("[%rd+imm]": the rows of a batch share one 64-bit
   /// address instead of a cvt/mul.wide and add.s64 each); else element_address.
   std::string global_address(const ir::BufferDecl& buffer, const ir::Expr& index) {
-    const auto* sum = index.as<ir::Binary>();
+    const ir::Expr* looked = &index;
+    if (const auto* var = index.as<ir::Var>()) {
+      if (auto bound = offset_lets_.find(var->name); bound != offset_lets_.end()) looked = &bound->second;
+    }
+    const auto* sum = looked->as<ir::Binary>();
     const auto* constant = sum && sum->op == ir::BinaryOp::Add ? sum->rhs.as<ir::Literal>() : nullptr;
     if (constant && constant->scalar() == ir::ScalarType::U32 && !sum->lhs.as<ir::Literal>()) {
       const std::uint64_t offset = constant->bits * ir::byte_size(buffer.element);
@@ -1213,6 +1227,7 @@ class Selector : public ir::IRVisitor {
   std::unordered_map<std::string, std::pair<std::string, std::string>> unpacked_;  // this statement's
   AvailableAddresses addresses_;
   ir::analysis::RangeEnvironment ranges_;  // facts of the Lets, loops and guards in scope
+  std::unordered_map<std::string, ir::Expr> offset_lets_;  // let name -> its `x + c` (visit_Let)
   Value result_;
   int depth_ = 0;
 };
