@@ -1142,11 +1142,21 @@ class Selector : public ir::IRVisitor {
   /// address instead of a cvt/mul.wide and add.s64 each); else element_address.
   std::string global_address(const ir::BufferDecl& buffer, const ir::Expr& index) {
     const ir::Expr* looked = &index;
+    bool through_let = false;
     if (const auto* var = index.as<ir::Var>()) {
       if (auto bound = offset_lets_.find(var->name); bound != offset_lets_.end()) looked = &bound->second;
+      through_let = looked != &index;
     }
     const auto* sum = looked->as<ir::Binary>();
     const auto* constant = sum && sum->op == ir::BinaryOp::Add ? sum->rhs.as<ir::Literal>() : nullptr;
+    // Through a let only for a read-only buffer (sidecars sharing a group's index) and onto
+    // an address already in a register. Elsewhere a longer-lived address register cost
+    // ptxas registers: a split-K scratch access of dequant_matmul_nvfp4 at 4096x11008
+    // went from 40 to 47 registers, one CTA fewer per SM and a second wave.
+    if (through_let && constant &&
+        (buffer.is_written() || !addresses_.find({buffer.name, in_register(lower(sum->lhs))}))) {
+      constant = nullptr;
+    }
     if (constant && constant->scalar() == ir::ScalarType::U32 && !sum->lhs.as<ir::Literal>()) {
       const std::uint64_t offset = constant->bits * ir::byte_size(buffer.element);
       if (offset <= kMaxAddressOffset &&
