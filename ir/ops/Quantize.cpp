@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <tuple>
 #include <limits>
 #include <string>
@@ -329,6 +330,42 @@ Expr magic_nibble(const Expr& code, float offset) {
   return bitcast(ScalarType::F32, code | u32(kMagicBits)) - f32(kMagic + offset);
 }
 
+/// The fast dequantizers' buffers and what each subgroup starts from.
+struct DequantFrame {
+  BufferRef packed, scale, zero_point, y;
+  Expr lane, subgroup, book;  // book: NF4's register code book (kNf4Table[lane & 15]), else undefined
+};
+
+/// A fast dequantizer's program: its buffers (packed u8[ceil(n/2)], scale, zero point when
+/// asymmetric, y f32[n]), `subgroups` subgroups of 8 per workgroup, and `per_subgroup`
+/// under a subgroup-uniform guard (the NF4 shuffles run with all 32 lanes).
+Program fast_dequantizer_program(const std::string& name, Scheme scheme, std::uint32_t n, std::uint32_t group_size,
+                                 std::uint32_t subgroups,
+                                 const std::function<void(Body&, const DequantFrame&)>& per_subgroup) {
+  const std::uint32_t group_count = ceil_div(n, group_size);
+  ProgramBuilder program(name);
+  DequantFrame frame;
+  frame.packed = program.input("packed", ScalarType::U8, ceil_div(n, 2));
+  frame.scale = program.input("scale", ScalarType::F32, group_count);
+  if (scheme == Scheme::Int4Asymmetric) frame.zero_point = program.input("zero_point", ScalarType::F32, group_count);
+  frame.y = program.output("y", ScalarType::F32, n);
+  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(subgroups, kSubgroupsPerWorkgroup), 1, 1});
+  program.body([&](Body& body) {
+    body.region(kSeedId, [&](Body& region) {
+      Expr local = region.let("local", local_id(0));
+      frame.lane = region.let("lane", local % kSubgroupLanes);
+      frame.subgroup = region.let("subgroup", workgroup_id(0) * kSubgroupsPerWorkgroup + local / kSubgroupLanes);
+      region.if_then(frame.subgroup < subgroups, [&](Body& sg) {
+        if (scheme == Scheme::Nf4) {
+          frame.book = sg.let("code_book", Lookup::make(ScalarType::F32, nf4_lookup_table(), frame.lane & 15u));
+        }
+        per_subgroup(sg, frame);
+      });
+    });
+  });
+  return program.build();
+}
+
 /// The fast dequantizer where n and group_size are multiples of 8 (see the header): lane l
 /// of subgroup s takes u32 words 128s + 32j + l (j = 0..3) of `packed`, eight codes of one
 /// group each, and stores their eight values with two f32x4 stores.
@@ -339,79 +376,61 @@ Program build_word_dequantizer(const std::string& name, Scheme scheme, std::uint
   const std::uint32_t words_per_group = group_size / kNibblesPerWord;
   // Slot j's group is slot 0's plus 32j / words_per_group when that divides evenly.
   const bool group_steps = exact_cover && kSubgroupLanes % words_per_group == 0;
-  ProgramBuilder program(name);
-  BufferRef packed = program.input("packed", ScalarType::U8, n / 2);
-  BufferRef scale = program.input("scale", ScalarType::F32, ceil_div(n, group_size));
-  BufferRef zero_point;
-  if (scheme == Scheme::Int4Asymmetric) zero_point = program.input("zero_point", ScalarType::F32, ceil_div(n, group_size));
-  BufferRef y = program.output("y", ScalarType::F32, n);
-  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(subgroups, kSubgroupsPerWorkgroup), 1, 1});
-  program.body([&](Body& body) {
-    body.region(kSeedId, [&](Body& region) {
-      Expr local = region.let("local", local_id(0));
-      Expr lane = region.let("lane", local % kSubgroupLanes);
-      Expr subgroup = region.let("subgroup", workgroup_id(0) * kSubgroupsPerWorkgroup + local / kSubgroupLanes);
-      // Subgroup-uniform guard: the NF4 shuffles below run with all 32 lanes.
-      region.if_then(subgroup < subgroups, [&](Body& sg) {
-        Expr book;
+  return fast_dequantizer_program(name, scheme, n, group_size, subgroups, [&](Body& sg, const DequantFrame& frame) {
+    const BufferRef &packed = frame.packed, &scale = frame.scale, &zero_point = frame.zero_point, &y = frame.y;
+    const Expr &lane = frame.lane, &subgroup = frame.subgroup, &book = frame.book;
+    Expr first_word = sg.let("first_word", subgroup * kFastDequantSubgroupWords + lane);
+    Expr first_group = group_steps ? sg.let("first_group", first_word / words_per_group) : Expr();
+    // Loads first: every word, scale and zero point of the four slots. With exact cover
+    // the slots' indices are slot 0's plus a constant, which the PTX folds into the
+    // address ([addr+c]).
+    std::vector<Expr> word_index, codes, scales, zero_points;
+    for (std::uint32_t j = 0; j < kFastDequantSlots; ++j) {
+      const std::string suffix = fmt::format("{}", j);
+      const std::uint32_t step = j * kSubgroupLanes;  // words past slot 0
+      word_index.push_back(j == 0 || exact_cover ? first_word : sg.let("word" + suffix, first_word + step));
+      Expr at = exact_cover ? first_word : sg.let("load_word" + suffix, min(word_index[j], u32(words - 1)));
+      Expr byte_index = exact_cover && j > 0 ? at * 4u + u32(4 * step) : at * 4u;
+      codes.push_back(sg.let("codes" + suffix, packed.load_words(byte_index, 1)));
+      Expr slot_word = exact_cover && j > 0 ? first_word + u32(step) : at;
+      Expr group = group_steps ? (j == 0 ? first_group : first_group + u32(step / words_per_group))
+                               : sg.let("group" + suffix, slot_word / words_per_group);
+      scales.push_back(sg.let("scale" + suffix, scale[group]));
+      if (scheme == Scheme::Int4Asymmetric) zero_points.push_back(sg.let("zero_point" + suffix, zero_point[group]));
+    }
+    for (std::uint32_t j = 0; j < kFastDequantSlots; ++j) {
+      const std::string suffix = fmt::format("{}", j);
+      // Codes 0..4 decode in place, 5..7 from the word shifted once (nibble_plus_bias).
+      Expr high = scheme == Scheme::Nf4 ? Expr() : sg.let("codes_high" + suffix, codes[j] >> 16u);
+      std::vector<Expr> values;
+      for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
+        Expr value;
         if (scheme == Scheme::Nf4) {
-          book = sg.let("code_book", Lookup::make(ScalarType::F32, nf4_lookup_table(), lane & 15u));
+          Expr code = e == 0 ? (codes[j] & 0xFu) : e == 7 ? (codes[j] >> 28u) : ((codes[j] >> (4 * e)) & 0xFu);
+          value = subgroup_shuffle(book, code) * scales[j];
+        } else {
+          const std::uint32_t position = e < 5 ? e : e - 4;
+          Expr biased = nibble_plus_bias(e < 5 ? codes[j] : high, position);
+          const float bias = nibble_bias(position);
+          value = scheme == Scheme::Int4Symmetric ? (biased - f32(bias + 8.0f)) * scales[j]
+                                                  : ((biased - f32(bias)) - zero_points[j]) * scales[j];
         }
-        Expr first_word = sg.let("first_word", subgroup * kFastDequantSubgroupWords + lane);
-        Expr first_group = group_steps ? sg.let("first_group", first_word / words_per_group) : Expr();
-        // Loads first: every word, scale and zero point of the four slots. With exact cover
-        // the slots' indices are slot 0's plus a constant, which the PTX folds into the
-        // address ([addr+c]).
-        std::vector<Expr> word_index, codes, scales, zero_points;
-        for (std::uint32_t j = 0; j < kFastDequantSlots; ++j) {
-          const std::string suffix = fmt::format("{}", j);
-          const std::uint32_t step = j * kSubgroupLanes;  // words past slot 0
-          word_index.push_back(j == 0 || exact_cover ? first_word : sg.let("word" + suffix, first_word + step));
-          Expr at = exact_cover ? first_word : sg.let("load_word" + suffix, min(word_index[j], u32(words - 1)));
-          Expr byte_index = exact_cover && j > 0 ? at * 4u + u32(4 * step) : at * 4u;
-          codes.push_back(sg.let("codes" + suffix, packed.load_words(byte_index, 1)));
-          Expr slot_word = exact_cover && j > 0 ? first_word + u32(step) : at;
-          Expr group = group_steps ? (j == 0 ? first_group : first_group + u32(step / words_per_group))
-                                   : sg.let("group" + suffix, slot_word / words_per_group);
-          scales.push_back(sg.let("scale" + suffix, scale[group]));
-          if (scheme == Scheme::Int4Asymmetric) zero_points.push_back(sg.let("zero_point" + suffix, zero_point[group]));
-        }
-        for (std::uint32_t j = 0; j < kFastDequantSlots; ++j) {
-          const std::string suffix = fmt::format("{}", j);
-          // Codes 0..4 decode in place, 5..7 from the word shifted once (nibble_plus_bias).
-          Expr high = scheme == Scheme::Nf4 ? Expr() : sg.let("codes_high" + suffix, codes[j] >> 16u);
-          std::vector<Expr> values;
-          for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
-            Expr value;
-            if (scheme == Scheme::Nf4) {
-              Expr code = e == 0 ? (codes[j] & 0xFu) : e == 7 ? (codes[j] >> 28u) : ((codes[j] >> (4 * e)) & 0xFu);
-              value = subgroup_shuffle(book, code) * scales[j];
-            } else {
-              const std::uint32_t position = e < 5 ? e : e - 4;
-              Expr biased = nibble_plus_bias(e < 5 ? codes[j] : high, position);
-              const float bias = nibble_bias(position);
-              value = scheme == Scheme::Int4Symmetric ? (biased - f32(bias + 8.0f)) * scales[j]
-                                                      : ((biased - f32(bias)) - zero_points[j]) * scales[j];
-            }
-            values.push_back(sg.let(fmt::format("y{}_{}", j, e), value));
-          }
-          auto store = [&](Body& at) {
-            const std::uint32_t step = j * kSubgroupLanes * kNibblesPerWord;  // elements past slot 0
-            Expr first = exact_cover ? (j == 0 ? first_word * kNibblesPerWord : first_word * kNibblesPerWord + u32(step))
-                                     : at.let("first_element" + suffix, word_index[j] * kNibblesPerWord);
-            at.store(y, first, make_vector({values[0], values[1], values[2], values[3]}));
-            at.store(y, first + 4u, make_vector({values[4], values[5], values[6], values[7]}));
-          };
-          if (exact_cover) {
-            store(sg);
-          } else {
-            sg.if_then(word_index[j] < words, store);
-          }
-        }
-      });
-    });
+        values.push_back(sg.let(fmt::format("y{}_{}", j, e), value));
+      }
+      auto store = [&](Body& at) {
+        const std::uint32_t step = j * kSubgroupLanes * kNibblesPerWord;  // elements past slot 0
+        Expr first = exact_cover ? (j == 0 ? first_word * kNibblesPerWord : first_word * kNibblesPerWord + u32(step))
+                                 : at.let("first_element" + suffix, word_index[j] * kNibblesPerWord);
+        at.store(y, first, make_vector({values[0], values[1], values[2], values[3]}));
+        at.store(y, first + 4u, make_vector({values[4], values[5], values[6], values[7]}));
+      };
+      if (exact_cover) {
+        store(sg);
+      } else {
+        sg.if_then(word_index[j] < words, store);
+      }
+    }
   });
-  return program.build();
 }
 
 Program build_fast_dequantizer(const std::string& name, Scheme scheme, std::uint32_t n, std::uint32_t group_size) {
@@ -430,102 +449,84 @@ Program build_fast_dequantizer(const std::string& name, Scheme scheme, std::uint
   // Subgroup-uniform groups: slot j of subgroup s covers elements [256s + 64j, +64).
   const bool uniform_groups = group_size % 64 == 0 && (256 % group_size == 0 || group_size % 256 == 0);
 
-  ProgramBuilder program(name);
-  BufferRef packed = program.input("packed", ScalarType::U8, packed_bytes);
-  BufferRef scale = program.input("scale", ScalarType::F32, group_count);
-  BufferRef zero_point;
-  if (scheme == Scheme::Int4Asymmetric) zero_point = program.input("zero_point", ScalarType::F32, group_count);
-  BufferRef y = program.output("y", ScalarType::F32, n);
-  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(subgroups, kSubgroupsPerWorkgroup), 1, 1});
-  program.body([&](Body& body) {
-    body.region(kSeedId, [&](Body& region) {
-      Expr local = region.let("local", local_id(0));
-      Expr lane = region.let("lane", local % kSubgroupLanes);
-      Expr subgroup = region.let("subgroup", workgroup_id(0) * kSubgroupsPerWorkgroup + local / kSubgroupLanes);
-      // Subgroup-uniform guard: the shuffles below run with all 32 lanes.
-      region.if_then(subgroup < subgroups, [&](Body& sg) {
-        Expr book;
-        if (scheme == Scheme::Nf4) {
-          book = sg.let("code_book", Lookup::make(ScalarType::F32, nf4_lookup_table(), lane & 15u));
+  return fast_dequantizer_program(name, scheme, n, group_size, subgroups, [&](Body& sg, const DequantFrame& frame) {
+    const BufferRef &packed = frame.packed, &scale = frame.scale, &zero_point = frame.zero_point, &y = frame.y;
+    const Expr &lane = frame.lane, &subgroup = frame.subgroup, &book = frame.book;
+    Expr first_byte = sg.let("first_byte", subgroup * kFastDequantSubgroupBytes + lane);
+    // Loads first: every code byte, scale and zero point of the four slots.
+    struct Slot {
+      Expr byte, raw, scale_low, scale_high, zero_low, zero_high;
+    };
+    std::vector<Slot> slots(kFastDequantSlots);
+    std::vector<std::pair<std::uint32_t, std::pair<Expr, Expr>>> uniform_sidecars;  // group offset -> loads
+    auto sidecars_of = [&](Body& at, const Expr& group, const std::string& suffix) {
+      Expr s = at.let("scale" + suffix, scale[group]);
+      Expr z = scheme == Scheme::Int4Asymmetric ? at.let("zero_point" + suffix, zero_point[group]) : Expr();
+      return std::pair{s, z};
+    };
+    for (std::uint32_t j = 0; j < kFastDequantSlots; ++j) {
+      Slot& slot = slots[j];
+      const std::string suffix = fmt::format("{}", j);
+      slot.byte = j == 0 ? first_byte : sg.let("byte" + suffix, first_byte + j * kSubgroupLanes);
+      Expr at = exact_cover ? slot.byte : sg.let("load_byte" + suffix, min(slot.byte, u32(packed_bytes - 1)));
+      slot.raw = sg.let("raw" + suffix, cast(ScalarType::U32, packed[at]));
+      if (uniform_groups) {
+        // Slot j's group: (256*subgroup + 64*j) / group_size, the same for all lanes.
+        const std::uint32_t offset = group_size >= 256 ? 0 : 64 * j / group_size;
+        auto found = std::find_if(uniform_sidecars.begin(), uniform_sidecars.end(),
+                                  [&](const auto& entry) { return entry.first == offset; });
+        if (found == uniform_sidecars.end()) {
+          Expr group = group_size >= 256 ? subgroup / (group_size / 256) : subgroup * (256 / group_size) + offset;
+          if (!exact_cover) group = min(group, u32(group_count - 1));
+          uniform_sidecars.push_back({offset, sidecars_of(sg, sg.let("group" + suffix, group), suffix)});
+          found = std::prev(uniform_sidecars.end());
         }
-        Expr first_byte = sg.let("first_byte", subgroup * kFastDequantSubgroupBytes + lane);
-        // Loads first: every code byte, scale and zero point of the four slots.
-        struct Slot {
-          Expr byte, raw, scale_low, scale_high, zero_low, zero_high;
-        };
-        std::vector<Slot> slots(kFastDequantSlots);
-        std::vector<std::pair<std::uint32_t, std::pair<Expr, Expr>>> uniform_sidecars;  // group offset -> loads
-        auto sidecars_of = [&](Body& at, const Expr& group, const std::string& suffix) {
-          Expr s = at.let("scale" + suffix, scale[group]);
-          Expr z = scheme == Scheme::Int4Asymmetric ? at.let("zero_point" + suffix, zero_point[group]) : Expr();
-          return std::pair{s, z};
-        };
-        for (std::uint32_t j = 0; j < kFastDequantSlots; ++j) {
-          Slot& slot = slots[j];
-          const std::string suffix = fmt::format("{}", j);
-          slot.byte = j == 0 ? first_byte : sg.let("byte" + suffix, first_byte + j * kSubgroupLanes);
-          Expr at = exact_cover ? slot.byte : sg.let("load_byte" + suffix, min(slot.byte, u32(packed_bytes - 1)));
-          slot.raw = sg.let("raw" + suffix, cast(ScalarType::U32, packed[at]));
-          if (uniform_groups) {
-            // Slot j's group: (256*subgroup + 64*j) / group_size, the same for all lanes.
-            const std::uint32_t offset = group_size >= 256 ? 0 : 64 * j / group_size;
-            auto found = std::find_if(uniform_sidecars.begin(), uniform_sidecars.end(),
-                                      [&](const auto& entry) { return entry.first == offset; });
-            if (found == uniform_sidecars.end()) {
-              Expr group = group_size >= 256 ? subgroup / (group_size / 256) : subgroup * (256 / group_size) + offset;
-              if (!exact_cover) group = min(group, u32(group_count - 1));
-              uniform_sidecars.push_back({offset, sidecars_of(sg, sg.let("group" + suffix, group), suffix)});
-              found = std::prev(uniform_sidecars.end());
-            }
-            slot.scale_low = slot.scale_high = found->second.first;
-            slot.zero_low = slot.zero_high = found->second.second;
-          } else if (even_groups) {
-            Expr group = sg.let("group" + suffix, at / (group_size / 2));
-            std::tie(slot.scale_low, slot.zero_low) = sidecars_of(sg, group, suffix);
-            slot.scale_high = slot.scale_low;
-            slot.zero_high = slot.zero_low;
-          } else {
-            Expr low_element = sg.let("low_element" + suffix, at * 2u);
-            Expr low_group = sg.let("low_group" + suffix, low_element / group_size);
-            // An odd n's last byte has no high element; its group index is clamped in range.
-            Expr high_group = (low_element + 1u) / group_size;
-            if (n % 2 == 1) high_group = min(high_group, u32(group_count - 1));
-            high_group = sg.let("high_group" + suffix, high_group);
-            std::tie(slot.scale_low, slot.zero_low) = sidecars_of(sg, low_group, "_low" + suffix);
-            std::tie(slot.scale_high, slot.zero_high) = sidecars_of(sg, high_group, "_high" + suffix);
-          }
+        slot.scale_low = slot.scale_high = found->second.first;
+        slot.zero_low = slot.zero_high = found->second.second;
+      } else if (even_groups) {
+        Expr group = sg.let("group" + suffix, at / (group_size / 2));
+        std::tie(slot.scale_low, slot.zero_low) = sidecars_of(sg, group, suffix);
+        slot.scale_high = slot.scale_low;
+        slot.zero_high = slot.zero_low;
+      } else {
+        Expr low_element = sg.let("low_element" + suffix, at * 2u);
+        Expr low_group = sg.let("low_group" + suffix, low_element / group_size);
+        // An odd n's last byte has no high element; its group index is clamped in range.
+        Expr high_group = (low_element + 1u) / group_size;
+        if (n % 2 == 1) high_group = min(high_group, u32(group_count - 1));
+        high_group = sg.let("high_group" + suffix, high_group);
+        std::tie(slot.scale_low, slot.zero_low) = sidecars_of(sg, low_group, "_low" + suffix);
+        std::tie(slot.scale_high, slot.zero_high) = sidecars_of(sg, high_group, "_high" + suffix);
+      }
+    }
+    for (std::uint32_t j = 0; j < kFastDequantSlots; ++j) {
+      const Slot& slot = slots[j];
+      const std::string suffix = fmt::format("{}", j);
+      Expr low_code = sg.let("low_code" + suffix, slot.raw & 0xFu);
+      Expr high_code = sg.let("high_code" + suffix, slot.raw >> 4u);
+      auto value_of = [&](const Expr& code, const Expr& s, const Expr& z) {
+        switch (scheme) {
+          case Scheme::Int4Symmetric: return magic_nibble(code, 8.0f) * s;
+          case Scheme::Int4Asymmetric: return (magic_nibble(code, 0.0f) - z) * s;
+          case Scheme::Nf4: return subgroup_shuffle(book, code) * s;
         }
-        for (std::uint32_t j = 0; j < kFastDequantSlots; ++j) {
-          const Slot& slot = slots[j];
-          const std::string suffix = fmt::format("{}", j);
-          Expr low_code = sg.let("low_code" + suffix, slot.raw & 0xFu);
-          Expr high_code = sg.let("high_code" + suffix, slot.raw >> 4u);
-          auto value_of = [&](const Expr& code, const Expr& s, const Expr& z) {
-            switch (scheme) {
-              case Scheme::Int4Symmetric: return magic_nibble(code, 8.0f) * s;
-              case Scheme::Int4Asymmetric: return (magic_nibble(code, 0.0f) - z) * s;
-              case Scheme::Nf4: return subgroup_shuffle(book, code) * s;
-            }
-            return Expr();
-          };
-          Expr low = sg.let("low" + suffix, value_of(low_code, slot.scale_low, slot.zero_low));
-          Expr high = sg.let("high" + suffix, value_of(high_code, slot.scale_high, slot.zero_high));
-          Expr pair = make_vector({low, high});
-          if (exact_cover) {
-            sg.store(y, slot.byte * 2u, pair);
-            continue;
-          }
-          if (full_pairs > 0) {
-            sg.if_then(slot.byte < full_pairs, [&](Body& whole) { whole.store(y, slot.byte * 2u, pair); });
-          }
-          if (n % 2 == 1) {
-            sg.if_then(eq(slot.byte, u32(full_pairs)), [&](Body& last) { last.store(y, u32(n - 1), low); });
-          }
-        }
-      });
-    });
+        return Expr();
+      };
+      Expr low = sg.let("low" + suffix, value_of(low_code, slot.scale_low, slot.zero_low));
+      Expr high = sg.let("high" + suffix, value_of(high_code, slot.scale_high, slot.zero_high));
+      Expr pair = make_vector({low, high});
+      if (exact_cover) {
+        sg.store(y, slot.byte * 2u, pair);
+        continue;
+      }
+      if (full_pairs > 0) {
+        sg.if_then(slot.byte < full_pairs, [&](Body& whole) { whole.store(y, slot.byte * 2u, pair); });
+      }
+      if (n % 2 == 1) {
+        sg.if_then(eq(slot.byte, u32(full_pairs)), [&](Body& last) { last.store(y, u32(n - 1), low); });
+      }
+    }
   });
-  return program.build();
 }
 
 /// How the fast quantizer splits groups over lanes (see the header).
