@@ -1137,9 +1137,9 @@ class Selector : public ir::IRVisitor {
 
   /// The address of global `buffer`'s element `index`: for `index = x + c` (c a u32
   /// literal; or a let bound to it, offset_lets_) whose sum the value ranges prove free of
-  /// wrap-around, x's address plus the
-  /// immediate c * element size ("[%rd+imm]": the rows of a batch share one 64-bit
-  /// address instead of a cvt/mul.wide and add.s64 each); else element_address.
+  /// wrap-around, x's address plus the immediate c * element size ("[%rd+imm]": the rows
+  /// of a batch share one 64-bit address instead of a cvt/mul.wide and add.s64 each);
+  /// else element_address.
   std::string global_address(const ir::BufferDecl& buffer, const ir::Expr& index) {
     const ir::Expr* looked = &index;
     bool through_let = false;

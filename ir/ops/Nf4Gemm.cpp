@@ -17,7 +17,6 @@ namespace {
 constexpr std::uint32_t kWorkgroupInvocations = 256;
 constexpr std::uint32_t kBlockSize = 64;       // NF4 values per scale block along k
 constexpr std::uint32_t kWordsPerBlock = 8;    // 64 nibbles = 32 bytes = 8 u32 words
-constexpr std::uint32_t kNibblesPerWord = 8;
 constexpr std::uint32_t kMaxGridY = 65535;
 constexpr char kSeedId[] = "aprender-gpu::nf4_gemm";
 

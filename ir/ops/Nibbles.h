@@ -12,6 +12,9 @@
 
 namespace quantc::ir::ops {
 
+/// 4-bit codes in a u32 word (code i at bits 4i..4i+3).
+inline constexpr std::uint32_t kNibblesPerWord = 8;
+
 /// Unsigned nibble at bit `shift` of `word`: `(word >> shift) & 0xF`, in word's type.
 Expr nibble_at_shift(const Expr& word, const Expr& shift);
 

@@ -311,7 +311,6 @@ Program build_dequantizer(const std::string& name, Scheme scheme, std::uint32_t 
 
 constexpr std::uint32_t kFastDequantSlots = 4;  // bytes per invocation (j = 0..3)
 constexpr std::uint32_t kFastDequantSubgroupBytes = kFastDequantSlots * kSubgroupLanes;
-constexpr std::uint32_t kNibblesPerWord = 8;
 constexpr std::uint32_t kFastDequantSubgroupWords = kFastDequantSlots * kSubgroupLanes;  // 512 bytes
 constexpr std::uint32_t kFastQuantizeMaxGroup = 512;
 constexpr std::uint32_t kFastQuantizeTargetSlots = 4;  // byte slots a lane aims to hold
@@ -406,8 +405,7 @@ Program build_word_dequantizer(const std::string& name, Scheme scheme, std::uint
       for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
         Expr value;
         if (scheme == Scheme::Nf4) {
-          Expr code = e == 0 ? (codes[j] & 0xFu) : e == 7 ? (codes[j] >> 28u) : ((codes[j] >> (4 * e)) & 0xFu);
-          value = subgroup_shuffle(book, code) * scales[j];
+          value = subgroup_shuffle(book, nibble(codes[j], u32(e))) * scales[j];
         } else {
           const std::uint32_t position = e < 5 ? e : e - 4;
           Expr biased = nibble_plus_bias(e < 5 ? codes[j] : high, position);

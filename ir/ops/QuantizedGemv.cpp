@@ -9,6 +9,7 @@
 #include "ir/Builder.h"
 #include "ir/ops/Activation.h"
 #include "ir/ops/Checks.h"
+#include "ir/ops/Nibbles.h"
 #include "ir/ops/Registry.h"
 #include "ir/ops/SplitK.h"
 
@@ -16,7 +17,6 @@ namespace quantc::ir::ops {
 namespace {
 
 constexpr std::uint32_t kSubgroupSize = 32;
-constexpr std::uint32_t kNibblesPerWord = 8;
 /// Packed rows per reduction block when the op has no groups (64 k).
 constexpr std::uint32_t kUngroupedRows = 8;
 /// Fewest packed rows in a group slice (see slices_per_group).
