@@ -15,7 +15,9 @@
 //   (f64) with round-to-nearest-even after every operation; Fma rounds once. Every
 //   arithmetic result that is NaN is the format's canonical NaN (sign clear, every
 //   exponent and fraction bit set: 0x7fff, 0x7fffffff, 0x7fffffffffffffff), as NVIDIA
-//   GPUs produce. Neg and Abs change the sign bit only (NaN payloads kept). Min/Max
+//   GPUs produce. Neg and Abs change the sign bit only (NaN payloads kept). Round (f32
+//   and f64 only) gives the nearest integral value, ties to even, keeping the sign of a
+//   zero result (-0.4 -> -0), as PTX cvt.rni.f32.f32 does. Min/Max
 //   return the non-NaN operand when exactly one is NaN, the canonical NaN for two, and
 //   order -0 below +0 (PTX min/max). Subnormals are kept (no flush to zero).
 //   Comparisons are false when an operand is NaN, except Ne, which is true.
@@ -323,6 +325,7 @@ auto binary(T a, T b) {
 template <UnaryOp OP, class T>
 constexpr bool unary_defined() {
   if constexpr (std::is_same_v<T, bool>) return OP == UnaryOp::Not;
+  else if constexpr (OP == UnaryOp::Round) return std::is_same_v<T, float> || std::is_same_v<T, double>;
   else if constexpr (kIsFloat<T>) return OP != UnaryOp::Not;
   else return true;
 }
@@ -333,6 +336,11 @@ T unary(T value) {
   if constexpr (OP == UnaryOp::Not) {
     if constexpr (std::is_same_v<T, bool>) return !value;
     else return static_cast<T>(~value);
+  } else if constexpr (OP == UnaryOp::Round) {
+    // The integral value nearest to `value`, ties to even (cvt.rni.f32.f32): std::rint in
+    // the default rounding mode, which quantc never changes; a NaN gives the canonical NaN.
+    if (std::isnan(value)) return from_bits<T>(std::is_same_v<T, float> ? 0x7fffffffu : 0x7fffffffffffffffull);
+    return std::rint(value);
   } else if constexpr (kIsFloat<T>) {
     return detail::float_sign_bit_op(value, OP == UnaryOp::Neg);
   } else {

@@ -44,6 +44,7 @@ Expr ne(Expr a, Expr b) { return Binary::make(BinaryOp::Ne, std::move(a), std::m
 Expr logical_and(Expr a, Expr b) { return Binary::make(BinaryOp::LogicalAnd, std::move(a), std::move(b)); }
 Expr logical_or(Expr a, Expr b) { return Binary::make(BinaryOp::LogicalOr, std::move(a), std::move(b)); }
 Expr abs(Expr value) { return Unary::make(UnaryOp::Abs, std::move(value)); }
+Expr round_even(Expr value) { return Unary::make(UnaryOp::Round, std::move(value)); }
 Expr subgroup_shuffle(Expr value, Expr lane) { return SubgroupShuffle::make(std::move(value), std::move(lane)); }
 Expr subgroup_add(Expr value) { return SubgroupReduce::make(SubgroupReduceOp::Add, std::move(value)); }
 Expr subgroup_max(Expr value) { return SubgroupReduce::make(SubgroupReduceOp::Max, std::move(value)); }
@@ -103,6 +104,10 @@ void Body::assign(const Expr& variable, Expr value) {
 
 void Body::store(const BufferRef& buffer, Expr index, Expr value, unsigned alignment) {
   stmts_.push_back(Store::make(buffer.name, std::move(index), std::move(value), alignment));
+}
+
+void Body::store_words(const BufferRef& buffer, Expr index, Expr value) {
+  stmts_.push_back(Store::make(buffer.name, std::move(index), std::move(value), 0, true));
 }
 
 void Body::if_then(Expr cond, const Builder& then_builder) {

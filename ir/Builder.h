@@ -66,6 +66,8 @@ Expr ne(Expr a, Expr b);
 Expr logical_and(Expr a, Expr b);
 Expr logical_or(Expr a, Expr b);
 Expr abs(Expr value);
+/// The nearest integral value of an f32/f64, ties to even (Unary round, cvt.rni).
+Expr round_even(Expr value);
 Expr subgroup_shuffle(Expr value, Expr lane);
 Expr subgroup_add(Expr value);
 Expr subgroup_max(Expr value);
@@ -123,6 +125,10 @@ class Body {
   void assign(const Expr& variable, Expr value);
   /// `value` (a scalar or vector of the element type) at `index`; `alignment` as for load.
   void store(const BufferRef& buffer, Expr index, Expr value, unsigned alignment = 0);
+  /// A reinterpreting store (ir::Store): `value` (u32, u32x2, u32x4) as little-endian
+  /// words over an 8- or 16-bit buffer from element `index`, whose byte offset the
+  /// verifier must prove a multiple of 4 * lanes.
+  void store_words(const BufferRef& buffer, Expr index, Expr value);
   void if_then(Expr cond, const Builder& then_builder);
   void if_then_else(Expr cond, const Builder& then_builder, const Builder& else_builder);
   /// `for var in [from, to)`; the loop body receives the loop variable.

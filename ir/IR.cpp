@@ -266,6 +266,21 @@ unsigned checked_alignment(Type type, unsigned alignment, std::string_view what)
   return alignment;
 }
 
+/// A reinterpreting access (`access`: "load" or "store") moves u32 words at their natural
+/// alignment; `what` names the node for the message.
+void check_reinterpret(Type type, unsigned alignment, bool reinterpret, std::string_view what,
+                       std::string_view access) {
+  if (!reinterpret) return;
+  if (type.element() != ScalarType::U32) {
+    throw IRError(fmt::format("{}: a reinterpreting {} {} u32 words (u32, u32x2, u32x4), not {}", what, access,
+                              access == "load" ? "reads" : "writes", to_string(type)));
+  }
+  if (alignment != natural_alignment(type)) {
+    throw IRError(fmt::format("{}: a reinterpreting {} {} needs its natural {}-byte alignment, not {}", what,
+                              to_string(type), access, natural_alignment(type), alignment));
+  }
+}
+
 }  // namespace
 
 Expr Literal::make(ScalarType type, std::uint64_t bits) {
@@ -350,23 +365,22 @@ Expr Load::make(Type type, std::string buffer, Expr index, unsigned alignment, b
   }
   require_value_type(type, "Load " + buffer);
   alignment = checked_alignment(type, alignment, "Load " + buffer);
-  if (reinterpret) {
-    if (type.element() != ScalarType::U32) {
-      throw IRError(fmt::format("Load {}: a reinterpreting load reads u32 words (u32, u32x2, u32x4), not {}", buffer,
-                                to_string(type)));
-    }
-    if (alignment != natural_alignment(type)) {
-      throw IRError(fmt::format("Load {}: a reinterpreting {} load needs its natural {}-byte alignment, not {}",
-                                buffer, to_string(type), natural_alignment(type), alignment));
-    }
-  }
+  check_reinterpret(type, alignment, reinterpret, "Load " + buffer, "load");
   return within_depth(Expr(std::make_shared<Load>(type, std::move(buffer), std::move(index), alignment, reinterpret)));
 }
 
-unsigned Load::elements_read(ScalarType buffer_element) const {
+unsigned elements_accessed(Type type, bool reinterpret, ScalarType buffer_element) {
   if (!reinterpret) return type.lanes();
   const unsigned element_bytes = buffer_element == ScalarType::Bool ? 1 : byte_size(buffer_element);
   return type.bytes() / element_bytes;
+}
+
+unsigned Load::elements_read(ScalarType buffer_element) const {
+  return elements_accessed(type, reinterpret, buffer_element);
+}
+
+unsigned Store::elements_written(ScalarType buffer_element) const {
+  return elements_accessed(value.type(), reinterpret, buffer_element);
 }
 
 Expr Binary::make(BinaryOp op, Expr lhs, Expr rhs) {
@@ -427,6 +441,10 @@ Expr Unary::make(UnaryOp op, Expr operand) {
   }
   if (op == UnaryOp::Not && is_float(type)) {
     throw IRError(fmt::format("Unary 'not': operand must be an integer or bool, got {}", to_string(type)));
+  }
+  if (op == UnaryOp::Round && type != ScalarType::F32 && type != ScalarType::F64) {
+    throw IRError(fmt::format("Unary 'round': operand must be f32 or f64, got {}; convert it first",
+                              to_string(type)));
   }
   return within_depth(Expr(std::make_shared<Unary>(type, op, std::move(operand))));
 }
@@ -617,14 +635,16 @@ Node Assign::make(std::string name, Expr value) {
   return within_depth(Node(std::make_shared<Assign>(std::move(name), std::move(value))));
 }
 
-Node Store::make(std::string buffer, Expr index, Expr value, unsigned alignment) {
+Node Store::make(std::string buffer, Expr index, Expr value, unsigned alignment, bool reinterpret) {
   require_defined(index, "Store " + buffer);
   require_defined(value, "Store " + buffer);
   if (index.type() != ScalarType::U32) {
     throw IRError(fmt::format("Store {}: index must be u32, got {}", buffer, to_string(index.type())));
   }
   alignment = checked_alignment(value.type(), alignment, "Store " + buffer);
-  return within_depth(Node(std::make_shared<Store>(std::move(buffer), std::move(index), std::move(value), alignment)));
+  check_reinterpret(value.type(), alignment, reinterpret, "Store " + buffer, "store");
+  return within_depth(
+      Node(std::make_shared<Store>(std::move(buffer), std::move(index), std::move(value), alignment, reinterpret)));
 }
 
 Node If::make(Expr cond, Node then_body, Node else_body) {

@@ -16,7 +16,8 @@
 //   (only `Fma` fuses, with one rounding). The -O2 pipeline's first pass,
 //   lower::contract_fma, rewrites f32/f64 `a*b + c` into Fma (--fp-contract=off
 //   keeps them apart), so an optimized program's rounding is that of its rewritten IR. A NaN result is the format's canonical NaN
-//   (0x7fff, 0x7fffffff, ...); Neg and Abs flip or clear the sign bit only. Min/Max
+//   (0x7fff, 0x7fffffff, ...); Neg and Abs flip or clear the sign bit only; Round (f32
+//   and f64 scalars) is the nearest integral value, ties to even (cvt.rni). Min/Max
 //   return the non-NaN operand when exactly one is NaN (PTX `min.f32`) and order -0
 //   below +0. Ne is true when either operand is NaN; the other comparisons are false then.
 // - Cast: float -> integer rounds toward zero and saturates (NaN -> 0), as `cvt.rzi.sat`
@@ -258,6 +259,10 @@ struct Var : ExprBase {
 /// interpreter reports an out-of-bounds load otherwise, and analysis::proven_safe asks
 /// for the whole span). It lets 16-byte `ld.global.v4.u32` stream u8/i8 weights and
 /// f16/bf16 activations while the buffer keeps the element type its users pass.
+/// Buffer elements an access of `type` touches in a buffer of `buffer_element`s: the
+/// lanes, or for a reinterpreting access (Load, Store) its 4 * lanes bytes.
+unsigned elements_accessed(Type type, bool reinterpret, ScalarType buffer_element);
+
 struct Load : ExprBase {
   static constexpr ExprKind kKind = ExprKind::Load;
   Load(Type type, std::string buffer, Expr index, unsigned alignment, bool reinterpret)
@@ -538,17 +543,29 @@ struct Assign : NodeBase {
 
 /// `buffer[index .. index + lanes) = value`; index is u32 in elements, value has the
 /// element type (or a vector of it); `alignment` as for Load (0 in make: natural).
+///
+/// A reinterpreting store (`reinterpret`, text `w[i].as<u32> = v`) is the mirror of a
+/// reinterpreting Load: `value` is u32, u32x2 or u32x4 and its 4 * lanes bytes, lane 0's
+/// little-endian word first, overwrite the buffer's 8- or 16-bit elements from element
+/// `index` (the index still counts the buffer's elements). Its alignment is the natural
+/// 4 * lanes bytes, which the verifier must prove; every byte of the span must lie in the
+/// buffer. It lets one `st.global.u32` write four packed u8 bytes (a quantizer's eight
+/// 4-bit codes) while the buffer keeps the element type its users read.
 struct Store : NodeBase {
   static constexpr NodeKind kKind = NodeKind::Store;
-  Store(std::string buffer, Expr index, Expr value, unsigned alignment)
+  Store(std::string buffer, Expr index, Expr value, unsigned alignment, bool reinterpret)
       : NodeBase(kKind), buffer(std::move(buffer)), index(std::move(index)), value(std::move(value)),
-        alignment(alignment) {
+        alignment(alignment), reinterpret(reinterpret) {
     nest({this->index.get(), this->value.get()});
   }
   const std::string buffer;
   const Expr index, value;
   const unsigned alignment;  // bytes
-  static Node make(std::string buffer, Expr index, Expr value, unsigned alignment = 0);
+  const bool reinterpret;    // u32 words written over an 8- or 16-bit buffer (see above)
+  /// Buffer elements the store writes, for a buffer of `buffer_element`s: the lanes, or
+  /// for a reinterpreting store the 4 * lanes bytes.
+  unsigned elements_written(ScalarType buffer_element) const;
+  static Node make(std::string buffer, Expr index, Expr value, unsigned alignment = 0, bool reinterpret = false);
 };
 
 /// Both bodies are Blocks (possibly empty). `cond` is bool and may differ per lane.

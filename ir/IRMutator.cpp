@@ -145,7 +145,7 @@ Node IRMutator::mutate_Store(const Store& node, const Node& self) {
   Expr index = mutate(node.index);
   Expr value = mutate(node.value);
   if (index.same_as(node.index) && value.same_as(node.value)) return self;
-  return Store::make(node.buffer, index, value, node.alignment);
+  return Store::make(node.buffer, index, value, node.alignment, node.reinterpret);
 }
 
 Node IRMutator::mutate_If(const If& node, const Node& self) {

@@ -41,7 +41,8 @@ enum class BinaryOp : std::uint8_t {
 #define QUANTC_UNARY_OPS(X) \
   X(Neg, "neg")             \
   X(Not, "not")             \
-  X(Abs, "abs")
+  X(Abs, "abs")              \
+  X(Round, "round")
 
 enum class UnaryOp : std::uint8_t {
 #define QUANTC_ENUM(name, text) name,

@@ -384,6 +384,18 @@ class Parser {
       buffer_element(name, start);
       Expr index = parse_expr();
       expect_symbol("]");
+      if (peek_symbol(".") && peek_identifier("as", 1) && peek_symbol("<", 2)) {  // w[i].as<u32> = v
+        take();
+        take();
+        Type type = parse_type_argument();
+        expect_symbol("=");
+        Expr value = parse_expr();
+        if (value.type() != type) {
+          fail(start, fmt::format("store to {}[...].as<{}> of a {} value; the value must be {}", name,
+                                  to_string(type), to_string(value.type()), to_string(type)));
+        }
+        return build(start, [&] { return Store::make(name, index, value, 0, true); });
+      }
       // Not a structured binding: clang before 16 cannot capture one in the lambda below
       // (the libFuzzer targets build this file with clang-14).
       const auto [lanes, alignment_value] = parse_access_suffix();
@@ -540,6 +552,7 @@ class Parser {
     if (name == "neg") return unary(UnaryOp::Neg);
     if (name == "not") return unary(UnaryOp::Not);
     if (name == "abs") return unary(UnaryOp::Abs);
+    if (name == "round") return unary(UnaryOp::Round);
     if (name == "subgroup_add") return reduce(SubgroupReduceOp::Add);
     if (name == "subgroup_max") return reduce(SubgroupReduceOp::Max);
     if (name == "subgroup_min") return reduce(SubgroupReduceOp::Min);

@@ -162,7 +162,9 @@ class NodePrinter : public IRVisitor {
   }
   void visit_Assign(const Assign& node) override { line(fmt::format("{} = {}", node.name, expr(node.value))); }
   void visit_Store(const Store& node) override {
-    line(fmt::format("{}[{}]{} = {}", node.buffer, expr(node.index), access_suffix(node.value.type(), node.alignment),
+    line(fmt::format("{}[{}]{} = {}", node.buffer, expr(node.index),
+                     node.reinterpret ? fmt::format(".as<{}>", to_string(node.value.type()))
+                                      : access_suffix(node.value.type(), node.alignment),
                      expr(node.value)));
   }
   void visit_If(const If& node) override {

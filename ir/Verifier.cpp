@@ -125,7 +125,11 @@ class StatementChecker : public IRVisitor {
   void visit_Store(const Store& node) override {
     IRVisitor::visit_Store(node);
     if (const SharedDecl* array = program_.find_shared(node.buffer)) {
-      if (array->element != node.value.type().element()) {
+      if (node.reinterpret) {
+        report("reinterpreting store of {} to workgroup array '{}': only global 8- or 16-bit buffers may be written "
+               "as u32 words; declare the array with the element type you store",
+               to_string(node.value.type()), node.buffer);
+      } else if (array->element != node.value.type().element()) {
         report("store of {} to workgroup array '{}' which holds {}", to_string(node.value.type()), node.buffer,
                to_string(array->element));
       } else {
@@ -136,7 +140,16 @@ class StatementChecker : public IRVisitor {
     const BufferDecl* buffer = find_buffer(node.buffer, "store to");
     if (buffer == nullptr) return;
     if (buffer->access == BufferAccess::ReadOnly) report("store to read-only buffer '{}'", node.buffer);
-    if (buffer->element != node.value.type().element()) {
+    if (node.reinterpret) {
+      const unsigned element_bytes = buffer->element == ScalarType::Bool ? 0 : byte_size(buffer->element);
+      if (element_bytes != 1 && element_bytes != 2) {
+        report("reinterpreting store of {} to '{}' needs a buffer of 8- or 16-bit elements (u8, i8, u16, f16, "
+               "bf16), but the buffer holds {}",
+               to_string(node.value.type()), node.buffer, to_string(buffer->element));
+      } else {
+        check_alignment("store to", node.buffer, node.index, node.value.type(), node.alignment, element_bytes);
+      }
+    } else if (buffer->element != node.value.type().element()) {
       report("store of {} to '{}' which holds {}", to_string(node.value.type()), node.buffer,
              to_string(buffer->element));
     } else {

@@ -340,6 +340,9 @@ class Selector : public ir::IRVisitor {
     Value value = fresh(type);
     if (type == ScalarType::Bool) {  // only Not is valid on bool
       emit(Mnemonic::of(Opcode::Not, ValueType::Pred), {value.text(), source});
+    } else if (node.op == ir::UnaryOp::Round) {  // f32/f64 only (Unary::make)
+      emit(Mnemonic::of(Opcode::Cvt, float_type(type), float_type(type)).round(Rounding::NearestInt),
+           {value.text(), source});
     } else if (ir::is_float(type)) {
       // Sign-bit operations, exact for every input including NaN payloads.
       std::uint64_t sign = std::uint64_t{1} << (bit_width(type.element()) - 1);
@@ -363,6 +366,8 @@ class Selector : public ir::IRVisitor {
           break;
         case ir::UnaryOp::Abs:
           emit(Mnemonic::of(Opcode::Abs, wide ? ValueType::S64 : ValueType::S32), {value.text(), source});
+          break;
+        case ir::UnaryOp::Round:  // floats only, selected above
           break;
       }
     }

@@ -117,7 +117,7 @@ class Legalizer : public analysis::RangeTrackingMutator {
       return Block::make(std::move(stmts));
     }
     if (index.same_as(node.index) && value.same_as(node.value)) return self;
-    return Store::make(node.buffer, index, value, node.alignment);
+    return Store::make(node.buffer, index, value, node.alignment, node.reinterpret);
   }
 
   // ---- operations ------------------------------------------------------------------------

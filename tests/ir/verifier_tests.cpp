@@ -181,6 +181,26 @@ TEST_CASE("a reinterpreting load reads u32 words of a 16-bit buffer at an index 
                                     Catch::Contains("the buffer holds u32"));
 }
 
+TEST_CASE("a reinterpreting store writes u32 words over a byte buffer at a proven 4*lanes-byte index", "[verifier]") {
+  Program program = base_program();
+  program.buffers[1].element = ScalarType::U8;
+  program.buffers[1].count = 64;
+  Expr i = Var::make(ScalarType::U32, "i");
+  Expr word = Var::make(ScalarType::U32, "word");
+  program.entry = Block::make({Let::make("i", local_id(0)), Let::make("word", u32(7)),
+                               Store::make("y", i * 4u, word, 0, true),
+                               Store::make("y", i * 2u, word, 0, true),
+                               Store::make("x", u32(0), word, 0, true)});
+  std::string problems = problems_of(program);
+  CHECK_THAT(problems, Catch::Contains("store to 'y' at index `(i * 2u32)` is a u32 access stating 4-byte "
+                                       "alignment, but the index is only known to be a multiple of 2 (2 bytes)"));
+  CHECK_THAT(problems, Catch::Contains("reinterpreting store of u32 to 'x' needs a buffer of 8- or 16-bit elements"));
+  CHECK_THAT(problems, !Catch::Contains("`(i * 4u32)`"));
+  CHECK_THROWS_WITH(Store::make("y", u32(0), f32(1.0f), 0, true), Catch::Contains("writes u32 words"));
+  CHECK_THROWS_WITH(Store::make("y", u32(0), MakeVector::make({word, word}), 4, true),
+                    Catch::Contains("a reinterpreting u32x2 store needs its natural 8-byte alignment, not 4"));
+}
+
 TEST_CASE("a vector access must match the buffer's element type", "[verifier]") {
   Program program = base_program();
   program.buffers[0].count = 64;

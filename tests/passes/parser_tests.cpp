@@ -64,6 +64,9 @@ TEST_CASE("vector and 16-bit float syntax errors name the line and the fix", "[p
   CHECK_THAT(error_of("let v: f32x4 = x[0u32].v4.align(3)"), Catch::Contains("alignment 3 is invalid for f32x4"));
   CHECK_THAT(error_of("let v: f32x2 = x[0u32].v4"), Catch::Contains("declared f32x2 but its value has type f32x4"));
   CHECK_THAT(error_of("y[0u32].v2 = 1u32"), Catch::Contains("store to y[...].v2 of a u32 value"));
+  CHECK_THAT(error_of("y[0u32].as<u32x2> = 1u32"),
+             Catch::Contains("store to y[...].as<u32x2> of a u32 value; the value must be u32x2"));
+  CHECK_THAT(error_of("y[0u32].as<f32> = 1.0f32"), Catch::Contains("a reinterpreting store writes u32 words"));
   CHECK_THAT(error_of("let v: u32 = extract_lane(x[0u32].v4, 4)"), Catch::Contains("lane 4 of f32x4"));
   CHECK_THAT(error_of("let v: u32 = bitcast<u32>(x[0u32].v2)"), Catch::Contains("same width"));
   CHECK_THAT(error_of("let v: f32x2 = cast<f32x2>(x[0u32].v4)"), Catch::Contains("changes the lane count"));

@@ -309,6 +309,29 @@ TEST_CASE("a reinterpreting load reads little-endian u32 words of a byte buffer 
                                                            "index 32 + 16 > count 36"));
 }
 
+TEST_CASE("a reinterpreting store writes little-endian u32 words over a byte buffer and checks its whole span",
+          "[reference][bounds]") {
+  ProgramBuilder builder("wide_store");
+  BufferRef bytes = builder.output("bytes", ScalarType::U8, 20);
+  BufferRef index_buffer = builder.input("indices", ScalarType::U32, 1);
+  builder.launch({1, 1, 1}, {1, 1, 1});
+  builder.body([&](Body& b) {
+    b.store_words(bytes, (index_buffer[0u] & 3u) * 8u, MakeVector::make({u32(0x04030201u), u32(0x08070605u)}));
+  });
+  Program program = builder.build();
+  auto inputs = [&](std::uint32_t block) {
+    return BufferSet{{"bytes", HostBuffer::from(ScalarType::U8, std::vector<std::uint8_t>(20, 0xEE))},
+                     {"indices", HostBuffer::from(ScalarType::U32, std::vector<std::uint32_t>{block})}};
+  };
+  std::vector<std::uint8_t> written = run_program(program, inputs(1)).at("bytes").as<std::uint8_t>();
+  for (unsigned i = 0; i < 20; ++i) {
+    INFO(i);
+    CHECK(written[i] == (i >= 8 && i < 16 ? i - 7 : 0xEE));  // bytes 8..15 hold 1..8, the rest is untouched
+  }
+  // Bytes 16..23 of a 20-byte buffer: the span, not just the first byte, must be in range.
+  CHECK_THAT(error_of(program, inputs(2)), Catch::Contains("out-of-bounds store to buffer 'bytes': index 16 + 7"));
+}
+
 TEST_CASE("undeclared buffers, missing variables and mismatched buffers are errors", "[reference][bounds]") {
   Program program;
   program.name = "undeclared";

@@ -261,22 +261,25 @@ arith::FloatFormat float_format(ValueType type) {
   }
 }
 
-/// Rounds to an integral value (cvt .rni/.rzi/.rmi/.rpi), exactly.
+/// Rounds to an integral value (cvt .rni/.rzi/.rmi/.rpi), exactly. A zero result has the
+/// operand's sign (IEEE 754 roundToIntegral, CUDA's rintf(-0.4f) == -0.0f).
 long double round_integral(long double value, Rounding rounding) {
   if (std::isnan(value) || std::isinf(value)) return value;
   long double floor_value = std::floor(value);
+  long double result = value;
   switch (rounding) {
-    case Rounding::ZeroInt: case Rounding::Zero: case Rounding::None: return std::trunc(value);
-    case Rounding::DownInt: case Rounding::Down: return floor_value;
-    case Rounding::UpInt: case Rounding::Up: return std::ceil(value);
+    case Rounding::ZeroInt: case Rounding::Zero: case Rounding::None: result = std::trunc(value); break;
+    case Rounding::DownInt: case Rounding::Down: result = floor_value; break;
+    case Rounding::UpInt: case Rounding::Up: result = std::ceil(value); break;
     case Rounding::NearestInt: case Rounding::Nearest: {
       long double fraction = value - floor_value;
-      if (fraction > 0.5L) return floor_value + 1;
-      if (fraction < 0.5L) return floor_value;
-      return std::fmod(floor_value, 2.0L) == 0 ? floor_value : floor_value + 1;
+      if (fraction > 0.5L) result = floor_value + 1;
+      else if (fraction < 0.5L) result = floor_value;
+      else result = std::fmod(floor_value, 2.0L) == 0 ? floor_value : floor_value + 1;
+      break;
     }
   }
-  return value;
+  return result == 0 ? std::copysign(0.0L, value) : result;
 }
 
 /// cvt .satfinite (PTX ISA cvt): a rounded result beyond the largest finite value,
