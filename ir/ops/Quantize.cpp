@@ -150,7 +150,15 @@ GroupStats reduce_group(Body& body, Scheme scheme, const BufferRef& x, std::uint
   return {body.let("group_absmax" + suffix, subgroup_max(local_absmax)), Expr(), Expr()};
 }
 
-GroupParams group_params(Body& body, Scheme scheme, const GroupStats& stats, const std::string& suffix) {
+/// How a program rounds half to even: the seed's magic-number expression (round_half_even)
+/// or one cvt.rni (round_with_cvt); the two give the same bits wherever the quantizers use
+/// them (see round_half_even).
+using RoundHalfEven = Expr (*)(Body&, const std::string&, const Expr&);
+
+Expr round_with_cvt(Body& body, const std::string& name, const Expr& value) { return body.let(name, round_even(value)); }
+
+GroupParams group_params(Body& body, Scheme scheme, const GroupStats& stats, const std::string& suffix,
+                         RoundHalfEven round = round_half_even) {
   switch (scheme) {
     case Scheme::Int4Symmetric:
       return {body.let("scale" + suffix, max(stats.absmax, f32(kQuantizeEpsilon)) / 7.0), Expr()};
@@ -166,7 +174,7 @@ GroupParams group_params(Body& body, Scheme scheme, const GroupStats& stats, con
       Expr range = body.let("range" + suffix,
                             min(max(high - low, epsilon), f32(std::numeric_limits<float>::max())));
       Expr scale = body.let("scale" + suffix, range / 15.0);
-      Expr rounded_zero = round_half_even(body, "rounded_zero_point" + suffix, -low / scale);
+      Expr rounded_zero = round(body, "rounded_zero_point" + suffix, -low / scale);
       // -0 (from a group whose minimum is +0) is stored as +0 so the zero point's bits
       // do not depend on the sign of zero the min reduction happened to keep.
       Expr zero = body.let("zero_point" + suffix, select(eq(rounded_zero, f32(0.0f)), f32(0.0f), rounded_zero));
@@ -178,15 +186,15 @@ GroupParams group_params(Body& body, Scheme scheme, const GroupStats& stats, con
 
 /// The 4-bit code (u32 in 0..15) of `value` under `params`.
 Expr encode(Body& body, Scheme scheme, const Expr& value, const Expr& scale, const Expr& zero_point,
-            const std::string& name) {
+            const std::string& name, RoundHalfEven round = round_half_even) {
   switch (scheme) {
     case Scheme::Int4Symmetric: {
-      Expr rounded = round_half_even(body, name + "_rounded", value / scale);
+      Expr rounded = round(body, name + "_rounded", value / scale);
       Expr code = cast(ScalarType::U32, min(max(rounded, f32(-8.0f)), f32(7.0f)) + 8.0);
       return body.let(name, select(is_nan(value), u32(8), code));
     }
     case Scheme::Int4Asymmetric: {
-      Expr rounded = round_half_even(body, name + "_rounded", value / scale);
+      Expr rounded = round(body, name + "_rounded", value / scale);
       Expr code = cast(ScalarType::U32, min(max(rounded + zero_point, f32(0.0f)), f32(15.0f)));
       Expr zero_code = cast(ScalarType::U32, min(max(zero_point, f32(0.0f)), f32(15.0f)));
       return body.let(name, select(is_nan(value), zero_code, code));
@@ -314,6 +322,8 @@ constexpr std::uint32_t kFastDequantSubgroupBytes = kFastDequantSlots * kSubgrou
 constexpr std::uint32_t kFastDequantSubgroupWords = kFastDequantSlots * kSubgroupLanes;  // 512 bytes
 constexpr std::uint32_t kFastQuantizeMaxGroup = 512;
 constexpr std::uint32_t kFastQuantizeTargetSlots = 4;  // byte slots a lane aims to hold
+constexpr std::uint32_t kFastQuantizeTargetWords = 2;  // word slots a lane aims to hold
+constexpr std::uint32_t kFastQuantizeSectorWords = 8;  // u32 words in a 32-byte sector
 constexpr std::uint32_t kMagicBits = 0x4B000000u;     // 2^23 as f32 bits: OR-ing q gives 2^23 + q
 constexpr float kMagic = 8388608.0f;
 
@@ -527,19 +537,34 @@ Program build_fast_dequantizer(const std::string& name, Scheme scheme, std::uint
   });
 }
 
-/// How the fast quantizer splits groups over lanes (see the header).
+/// How the fast quantizer splits groups over lanes (see the header). A unit is what one
+/// store writes: a byte (2 codes) or, where n and group_size are multiples of 8, a u32
+/// word (8 codes).
 struct QuantizeSplit {
-  std::uint32_t group_bytes = 0;    // gs / 2
+  std::uint32_t unit_elements = 0;  // 2 (byte units) or 8 (word units)
+  std::uint32_t group_units = 0;    // gs / unit_elements
   std::uint32_t group_lanes = 0;    // S: lanes per group (power of two, <= 32)
-  std::uint32_t slots = 0;          // P: byte slots per lane
+  std::uint32_t slots = 0;          // P: units per lane
   std::uint32_t groups_per_subgroup = 0;
+  bool words() const { return unit_elements == kNibblesPerWord; }
 };
 
-QuantizeSplit quantize_split(std::uint32_t group_size) {
+QuantizeSplit quantize_split(std::uint32_t n, std::uint32_t group_size) {
   QuantizeSplit split;
-  split.group_bytes = group_size / 2;
-  split.group_lanes = std::min(kSubgroupLanes, next_power_of_two(ceil_div(split.group_bytes, kFastQuantizeTargetSlots)));
-  split.slots = ceil_div(split.group_bytes, split.group_lanes);
+  const bool words = n % kNibblesPerWord == 0 && group_size % kNibblesPerWord == 0;
+  split.unit_elements = words ? kNibblesPerWord : 2;
+  split.group_units = group_size / split.unit_elements;
+  if (!words) {
+    split.group_lanes =
+        std::min(kSubgroupLanes, next_power_of_two(ceil_div(split.group_units, kFastQuantizeTargetSlots)));
+  } else if (split.group_units <= kFastQuantizeSectorWords) {
+    split.group_lanes = next_power_of_two(split.group_units);  // one word a lane; groups lie back to back
+  } else {
+    // At least a sector's 8 words per group, so each word store writes whole sectors.
+    split.group_lanes = std::clamp(next_power_of_two(ceil_div(split.group_units, kFastQuantizeTargetWords)),
+                                   kFastQuantizeSectorWords, kSubgroupLanes);
+  }
+  split.slots = ceil_div(split.group_units, split.group_lanes);
   split.groups_per_subgroup = kSubgroupLanes / split.group_lanes;
   return split;
 }
@@ -604,14 +629,17 @@ Program build_fast_quantizer(Scheme scheme, std::uint32_t n, std::uint32_t group
   if (auto reason = fast_quantizer_unsupported(n, group_size)) {
     throw OpError(fmt::format("Fix: {} has no fast schedule: {}; use \"schedule\": \"seed\".", op, *reason));
   }
-  const QuantizeSplit split = quantize_split(group_size);
+  const QuantizeSplit split = quantize_split(n, group_size);
   const std::uint32_t group_count = ceil_div(n, group_size);
   const std::uint32_t packed_bytes = ceil_div(n, 2);
   const std::uint32_t full_pairs = n / 2;
+  const std::uint32_t unit_count = split.words() ? n / kNibblesPerWord : packed_bytes;
   const std::uint32_t subgroups = ceil_div(group_count, split.groups_per_subgroup);
   const bool asymmetric = scheme == Scheme::Int4Asymmetric;
-  // Every group of every subgroup exists and every slot holds two elements < n.
+  // Every group of every subgroup exists and every unit holds unit_elements elements < n.
   const bool exact_cover = group_count % split.groups_per_subgroup == 0 && n % group_size == 0;
+  // The word program rounds with cvt.rni; the byte program keeps the seed's expression.
+  const RoundHalfEven round = split.words() ? round_with_cvt : round_half_even;
 
   std::string name = scheme == Scheme::Int4Symmetric    ? "quantize_int4_symmetric"
                      : scheme == Scheme::Int4Asymmetric ? "quantize_int4_asymmetric"
@@ -639,80 +667,91 @@ Program build_fast_quantizer(Scheme scheme, std::uint32_t n, std::uint32_t group
         }
         Expr lane_in_group = sg.let("lane_in_group", lane % split.group_lanes);
         Expr group = sg.let("group", subgroup * split.groups_per_subgroup + lane / split.group_lanes);
-        Expr group_first_byte = sg.let("group_first_byte", group * split.group_bytes);
+        Expr group_first_unit = sg.let("group_first_unit", group * split.group_units);
         Expr last_value;
         if (n % 2 == 1) last_value = sg.let("last_value", x[u32(n - 1)]);
         struct Slot {
-          Expr byte, low, high;
-          Expr low_valid, high_valid;  // undefined: always valid
-          Expr whole_pair;             // odd n only: byte < n/2, both elements exist
+          Expr unit;
+          std::vector<Expr> values;  // the unit's elements, lowest first
+          std::vector<Expr> valid;   // per value; undefined: always valid
+          Expr whole_pair;           // odd n only: unit < n/2, both elements exist
         };
         std::vector<Slot> slots(split.slots);
-        // Loads first: the lane's 2P values, all in flight together.
+        // Loads first: the lane's values, all in flight together.
         for (std::uint32_t p = 0; p < split.slots; ++p) {
           Slot& slot = slots[p];
           const std::string suffix = fmt::format("{}", p);
+          const bool overhang = (p + 1) * split.group_lanes > split.group_units;  // may reach the next group
           Expr in_group = lane_in_group + p * split.group_lanes;
-          slot.byte = sg.let("byte" + suffix, p == 0 ? group_first_byte + lane_in_group
-                                                      : group_first_byte + in_group);
-          if (n % 2 == 1) slot.whole_pair = sg.let("whole_pair" + suffix, slot.byte < full_pairs);
-          if (!exact_cover || (p + 1) * split.group_lanes > split.group_bytes) {
-            Expr valid = slot.byte < packed_bytes;
-            if ((p + 1) * split.group_lanes > split.group_bytes) {
-              valid = logical_and(in_group < split.group_bytes, valid);
-            }
-            slot.low_valid = sg.let("low_valid" + suffix, valid);
-            slot.high_valid = n % 2 == 1 ? sg.let("high_valid" + suffix, logical_and(slot.low_valid, slot.whole_pair))
-                                         : slot.low_valid;
+          slot.unit = sg.let("unit" + suffix, p == 0 ? group_first_unit + lane_in_group : group_first_unit + in_group);
+          if (n % 2 == 1) slot.whole_pair = sg.let("whole_pair" + suffix, slot.unit < full_pairs);
+          Expr low_valid, high_valid;
+          if (!exact_cover || overhang) {
+            Expr valid = slot.unit < unit_count;
+            if (overhang) valid = logical_and(in_group < split.group_units, valid);
+            low_valid = sg.let("valid" + suffix, valid);
+            high_valid = n % 2 == 1 ? sg.let("high_valid" + suffix, logical_and(low_valid, slot.whole_pair)) : low_valid;
           }
-          if (full_pairs == 0) {
-            slot.low = slot.high = last_value;
+          if (split.words()) {
+            // Eight consecutive values: two f32x4 loads (32 bytes, the lane's own sector).
+            Expr word = exact_cover && !overhang ? slot.unit : sg.let("word" + suffix, min(slot.unit, u32(unit_count - 1)));
+            for (std::uint32_t half = 0; half < 2; ++half) {
+              Expr quad = sg.let(fmt::format("quad{}_{}", p, half), x.load(word * kNibblesPerWord + half * 4u, 4));
+              for (std::uint32_t i = 0; i < 4; ++i) {
+                slot.values.push_back(sg.let(fmt::format("value{}_{}", p, 4 * half + i), extract_lane(quad, i)));
+              }
+            }
+            slot.valid.assign(kNibblesPerWord, low_valid);
             continue;
           }
-          const bool overhang = (p + 1) * split.group_lanes > split.group_bytes;  // may reach the next group
-          Expr pair_index = exact_cover && !overhang ? slot.byte
-                                                     : sg.let("pair" + suffix, min(slot.byte, u32(full_pairs - 1)));
+          slot.valid = {low_valid, high_valid};
+          if (full_pairs == 0) {
+            slot.values = {last_value, last_value};
+            continue;
+          }
+          Expr pair_index = exact_cover && !overhang ? slot.unit : sg.let("pair" + suffix, min(slot.unit, u32(full_pairs - 1)));
           Expr values = sg.let("values" + suffix, x.load(pair_index * 2u, 2));
-          slot.low = extract_lane(values, 0);
-          slot.high = extract_lane(values, 1);
-          if (n % 2 == 1) slot.low = select(slot.whole_pair, slot.low, last_value);
-          slot.low = sg.let("low_value" + suffix, slot.low);
-          slot.high = sg.let("high_value" + suffix, slot.high);
+          Expr low = extract_lane(values, 0);
+          if (n % 2 == 1) low = select(slot.whole_pair, low, last_value);
+          slot.values = {sg.let("low_value" + suffix, low), sg.let("high_value" + suffix, extract_lane(values, 1))};
         }
-        // The group's statistics: finite values only, as the seed's reduction.
+        // The group's statistics: finite values only, as the seed's reduction. A value left
+        // out becomes NaN, which min and max pass over (one select feeds both of them).
         GroupStats stats;
-        auto finite_or = [&](const Expr& value, const Expr& valid, const Expr& magnitude, const Expr& fallback) {
+        const Expr nan = Literal::make(ScalarType::F32, 0x7fffffffu);
+        auto finite_or_nan = [&](const Expr& value, const Expr& valid, const Expr& magnitude) {
           Expr keep = magnitude < kInfinity;
           if (valid.defined()) keep = logical_and(valid, keep);
-          return select(keep, asymmetric ? value : magnitude, fallback);
+          return select(keep, asymmetric ? value : magnitude, nan);
         };
+        Expr lane_min, lane_max, lane_absmax;
         if (asymmetric) {
-          Expr lane_min = sg.let("lane_min", f32(kInfinity));
-          Expr lane_max = sg.let("lane_max", f32(-kInfinity));
-          for (std::uint32_t p = 0; p < split.slots; ++p) {
-            for (std::uint32_t half = 0; half < 2; ++half) {
-              const Expr& value = half == 0 ? slots[p].low : slots[p].high;
-              const Expr& valid = half == 0 ? slots[p].low_valid : slots[p].high_valid;
-              Expr magnitude = sg.let(fmt::format("magnitude{}_{}", p, half), abs(value));
-              sg.assign(lane_min, min(lane_min, finite_or(value, valid, magnitude, f32(kInfinity))));
-              sg.assign(lane_max, max(lane_max, finite_or(value, valid, magnitude, f32(-kInfinity))));
+          lane_min = sg.let("lane_min", f32(kInfinity));
+          lane_max = sg.let("lane_max", f32(-kInfinity));
+        } else {
+          lane_absmax = sg.let("lane_absmax", f32(0.0f));
+        }
+        for (std::uint32_t p = 0; p < split.slots; ++p) {
+          for (std::size_t v = 0; v < slots[p].values.size(); ++v) {
+            const Expr& value = slots[p].values[v];
+            const Expr& valid = slots[p].valid[v];
+            Expr magnitude = sg.let(fmt::format("magnitude{}_{}", p, v), abs(value));
+            Expr kept = sg.let(fmt::format("kept{}_{}", p, v), finite_or_nan(value, valid, magnitude));
+            if (asymmetric) {
+              sg.assign(lane_min, min(lane_min, kept));
+              sg.assign(lane_max, max(lane_max, kept));
+            } else {
+              sg.assign(lane_absmax, max(lane_absmax, kept));
             }
           }
+        }
+        if (asymmetric) {
           stats.minimum = group_reduce(sg, lane_min, false, split.group_lanes, lane, "group_min");
           stats.maximum = group_reduce(sg, lane_max, true, split.group_lanes, lane, "group_max");
         } else {
-          Expr lane_absmax = sg.let("lane_absmax", f32(0.0f));
-          for (std::uint32_t p = 0; p < split.slots; ++p) {
-            for (std::uint32_t half = 0; half < 2; ++half) {
-              const Expr& value = half == 0 ? slots[p].low : slots[p].high;
-              const Expr& valid = half == 0 ? slots[p].low_valid : slots[p].high_valid;
-              Expr magnitude = sg.let(fmt::format("magnitude{}_{}", p, half), abs(value));
-              sg.assign(lane_absmax, max(lane_absmax, finite_or(value, valid, magnitude, f32(0.0f))));
-            }
-          }
           stats.absmax = group_reduce(sg, lane_absmax, true, split.group_lanes, lane, "group_absmax");
         }
-        GroupParams params = group_params(sg, scheme, stats, "");
+        GroupParams params = group_params(sg, scheme, stats, "", round);
         Expr leader = eq(lane_in_group, u32(0));
         if (!exact_cover) leader = logical_and(leader, group < group_count);
         sg.if_then(leader, [&](Body& store) {
@@ -721,22 +760,31 @@ Program build_fast_quantizer(Scheme scheme, std::uint32_t n, std::uint32_t group
         });
         Expr divisor;
         if (scheme == Scheme::Nf4) divisor = sg.let("divisor", select(params.scale > 0.0, params.scale, f32(1.0f)));
-        // Codes from registers, one byte store per slot.
+        // Codes from registers, one store per unit: code v at bits 4v.
         for (std::uint32_t p = 0; p < split.slots; ++p) {
           const Slot& slot = slots[p];
-          auto code_of = [&](const Expr& value, const std::string& code_name) {
-            if (scheme == Scheme::Nf4) return encode_nf4_search(sg, value, divisor, thresholds, code_name);
-            return encode(sg, scheme, value, params.scale, params.zero_point, code_name);
+          Expr packed_codes;
+          for (std::size_t v = 0; v < slot.values.size(); ++v) {
+            const std::string code_name = split.words() ? fmt::format("code{}_{}", p, v)
+                                                        : fmt::format("{}_code{}", v == 0 ? "low" : "high", p);
+            Expr code = scheme == Scheme::Nf4
+                            ? encode_nf4_search(sg, slot.values[v], divisor, thresholds, code_name)
+                            : encode(sg, scheme, slot.values[v], params.scale, params.zero_point, code_name, round);
+            // An odd n's last byte has no high element: its high nibble is 0.
+            if (v == 1 && n % 2 == 1) code = select(slot.whole_pair, code, u32(0));
+            packed_codes = v == 0 ? code : packed_codes | (code << u32(4 * v));
+          }
+          auto store_unit = [&](Body& to) {
+            if (split.words()) {
+              to.store_words(packed, slot.unit * 4u, packed_codes);
+            } else {
+              to.store(packed, slot.unit, cast(ScalarType::U8, packed_codes));
+            }
           };
-          Expr low_code = code_of(slot.low, fmt::format("low_code{}", p));
-          Expr high_code = code_of(slot.high, fmt::format("high_code{}", p));
-          // An odd n's last byte has no high element: its high nibble is 0.
-          if (n % 2 == 1) high_code = select(slot.whole_pair, high_code, u32(0));
-          Expr byte_value = cast(ScalarType::U8, low_code | (high_code << 4u));
-          if (slot.low_valid.defined()) {
-            sg.if_then(slot.low_valid, [&](Body& owned) { owned.store(packed, slot.byte, byte_value); });
+          if (slot.valid.front().defined()) {
+            sg.if_then(slot.valid.front(), store_unit);
           } else {
-            sg.store(packed, slot.byte, byte_value);
+            store_unit(sg);
           }
         }
       });
@@ -818,13 +866,14 @@ std::vector<OpInfo> quantize_ops() {
   std::vector<OpArgs> nf4_seed = {shape(1, 1), shape(7, 2), shape(65, 31), shape(300, 64), shape(129, 128)};
   // Fast shapes: exact cover (512 g64, 1024 g128), partial last group and odd n, small
   // and overhanging groups (g2, g10: S*P > gs/2), odd group sizes (dequantizers only).
-  // The dequantizers read whole words where n and group_size are multiples of 8 (1000
-  // g40: a partial last subgroup of words).
+  // Where n and group_size are multiples of 8 both read and write whole words: 512 g64 and
+  // 1024 g128 exactly, 1000 g40 (5 words a group, idle lanes, a partial last subgroup),
+  // 1000 g96 (a second word slot overhanging the group, a partial last group).
   std::vector<OpArgs> int4_fast = {shape(512, 64, true),   shape(1024, 128, false), shape(301, 64, false),
                                    shape(7, 2, true),      shape(133, 10, false),   shape(4099, 256, true),
-                                   shape(1000, 40, false), shape(1000, 40, true)};
+                                   shape(1000, 40, false), shape(1000, 40, true),   shape(1000, 96, false)};
   std::vector<OpArgs> nf4_fast = {shape(512, 64), shape(1024, 128), shape(301, 64), shape(7, 2), shape(133, 10),
-                                  shape(1000, 40)};
+                                  shape(1000, 40), shape(1000, 96)};
   auto shapes = [&](const std::vector<OpArgs>& seed_shapes, const std::vector<OpArgs>& fast_shapes,
                     std::vector<OpArgs> dequant_only) {
     std::vector<OpArgs> all;
@@ -842,7 +891,8 @@ std::vector<OpInfo> quantize_ops() {
       .summary = "group-wise INT4: symmetric q = clamp(round(v/scale), -8, 7) + 8 with scale = absmax/7, or asymmetric "
                  "q = clamp(round(v/scale) + zero, 0, 15) with scale = range/15",
       .layout = packing + "; scale/zero_point f32[ceil(n/group_size)]; seed: one subgroup per pair of groups; fast: a "
-                          "group in registers of up to 32 lanes (f32x2 loads, shuffle butterfly)",
+                          "group in registers of up to 32 lanes (f32x4 loads and u32 word stores where n and group_size are "
+                          "multiples of 8, else f32x2 loads and byte stores; shuffle butterfly)",
       .seed = seed,
       .params = {n, group_size, symmetric, schedule_param()},
       .buffers = {{"x", "input", ScalarType::F32, "n"},
@@ -874,7 +924,8 @@ std::vector<OpInfo> quantize_ops() {
       .name = "quantize_nf4",
       .summary = "group-wise NF4: scale = absmax, code = nearest NF4 value to v/scale (ties to the lower code)",
       .layout = packing + "; scale f32[ceil(n/group_size)]; seed: one subgroup per pair of groups; fast: a group in "
-                          "registers of up to 32 lanes (f32x2 loads, shuffle butterfly, threshold binary search)",
+                          "registers of up to 32 lanes (f32x4 loads and u32 word stores where n and group_size are multiples "
+                          "of 8, else f32x2 loads and byte stores; shuffle butterfly, threshold binary search)",
       .seed = seed,
       .params = {n, group_size, schedule_param()},
       .buffers = {{"x", "input", ScalarType::F32, "n"},

@@ -33,10 +33,13 @@
 // only under subgroup-uniform control flow (the pair bound and constant trip counts);
 // lane-dependent guards wrap the loads and stores only. Lane 0 stores the scales.
 //
-// Rounding: "round" is round-half-to-even (IEEE roundTiesToEven, PTX `cvt.rni`). The IR
-// has no rounding conversion, so the kernels compute it exactly as
+// Rounding: "round" is round-half-to-even (IEEE roundTiesToEven, PTX `cvt.rni`). The seed
+// programs compute it as the seed's kernels do,
 // |v| < 2^23 ? copysign((|v| + 2^23) - 2^23, v) : v (every f32 with |v| >= 2^23 is
-// already an integer; NaN and infinities pass through), bit-identical to cvt.rni.
+// already an integer; NaN and infinities pass through), bit-identical to cvt.rni except
+// for a NaN's payload, which no stored result depends on (a NaN input's code is chosen
+// from the input, and a scale or zero point is never NaN). The fast programs use the
+// IR's round (one cvt.rni).
 //
 // Special values (all quantizers): NaN and +-inf never enter a scale or zero point
 // (the reductions take finite values only). A NaN input gets the code that
@@ -160,15 +163,30 @@ Program dequantize_nf4(std::uint32_t n, std::uint32_t group_size);
 // loads clamp their byte to the last one, the stores are guarded (the last byte of an odd
 // n stores its low element alone).
 //
-// Fast quantizers (group_size even and at most 512; n any). A group's gs/2 bytes are
-// owned by S = min(32, pow2ceil(ceil(gs/8))) lanes, each holding P = ceil(gs/2 / S) byte
-// slots (lane-in-group k owns bytes k, k + S, ..., so each f32x2 load of a slot reads
-// 8*S contiguous bytes of x per group: whole sectors); a subgroup handles 32/S
-// consecutive groups. Each lane loads its 2P values once (all loads in flight together),
-// reduces them in registers, combines the S lanes of its group with a shuffle-xor
-// butterfly (subgroup_max / subgroup_min when S = 32), encodes from registers and stores
-// each byte with one u8 store (lane k of a group writes bytes k, k + S, ...). The INT4
-// code uses the seed's expression (encode() in Quantize.cpp); the NF4 code is the
+// Fast quantizers (group_size even and at most 512; n any). A unit is what one store
+// writes: a u32 word (8 codes, a reinterpreting st.global.u32) where n and group_size are
+// multiples of 8, else a byte (2 codes). A group's gs/8 words (gs/2 bytes) are owned by S
+// lanes, each holding P unit slots (lane-in-group k owns units k, k + S, ...); a subgroup
+// handles 32/S consecutive groups.
+// - Words: S = pow2ceil(gs/8) when gs <= 64 (one word a lane; the groups of a subgroup
+//   lie back to back), else S = clamp(pow2ceil(ceil(gs/16)), 8, 32) (about 2 words a lane,
+//   and at least a sector's 8 words of each group per store). A word's 8 values arrive by
+//   two f32x4 loads (its own 32 bytes of x); each store instruction writes whole 32-byte
+//   sectors of `packed` (100% store sector efficiency, against 25% for byte stores). The
+//   codes round with the IR's round (one cvt.rni; bit-identical to the seed's expression,
+//   see "Rounding"). At 4096x4096 g64 this is 1.1 (symmetric), 1.4 (asymmetric) and 1.75
+//   (NF4) warp instructions per packed byte, against 1.9-2.3 for the byte program: the
+//   seed's per-element division v / scale (div.rn.f32, which a reciprocal cannot replace
+//   bit for bit), rounding, clamp, NaN select and the finite-value reduction leave about
+//   14 instructions per element, so the quantizers stay above 0.35 per packed byte; they
+//   are bound by DRAM (they read 8 bytes of x per packed byte) at 90% of its bandwidth.
+// - Bytes: S = min(32, pow2ceil(ceil(gs/8))), P = ceil(gs/2 / S) (each f32x2 load of a
+//   slot reads 8*S contiguous bytes of x per group: whole sectors), one u8 store a byte.
+// Each lane loads its values once (all loads in flight together), reduces them in
+// registers (a value left out of the reduction, non-finite or past n, becomes NaN, which
+// min and max pass over), combines the S lanes of its group with a shuffle-xor butterfly
+// (subgroup_max / subgroup_min when S = 32), encodes from registers and stores each unit
+// once. The INT4 code uses the seed's expression (encode() in Quantize.cpp); the NF4 code is the
 // number of nf4_thresholds() that v/scale exceeds (v/scale computed as the seed does),
 // found by a 4-step binary search over a register table (lane holds threshold[lane & 15];
 // three shfl per code) instead of 15 compares: the thresholds ascend strictly, so
@@ -176,8 +194,8 @@ Program dequantize_nf4(std::uint32_t n, std::uint32_t group_size);
 // three steps test "v/scale <= t" and go up when it fails, so a NaN (every compare false)
 // lands on code 7, the seed's NaN code.
 // Tails: values past n are excluded from the reductions (as the seed's guards do), the
-// loads clamp to the last whole pair of x and an odd n's last value is a scalar load,
-// stores are guarded.
+// loads clamp to the last whole unit of x (byte program: pair) and an odd n's last value
+// is a scalar load, stores are guarded.
 // OpError (schedule fast): group_size odd (a packed byte would hold two groups' codes;
 // the seed pairs groups for that) or above 512 (a group no longer fits in registers);
 // the message names the value and says to use "schedule": "seed".

@@ -162,8 +162,12 @@ Quantized random_quantized(int scheme, std::uint32_t n, std::uint32_t group_size
   return q;
 }
 
-const std::vector<std::uint32_t> kEvenGroupSizes = {2, 4, 10, 32, 64, 128, 256, 512};
-const std::vector<std::uint32_t> kLengths = {1, 2, 7, 63, 64, 65, 300, 301, 1024, 4097};
+// Multiples of 8 (the word program where n is one too): 8, 24 and 40 (1, 3, 5 words: idle
+// lanes), 96 (12 words: a second slot that overhangs the group), 32..512.
+const std::vector<std::uint32_t> kEvenGroupSizes = {2, 4, 8, 10, 24, 32, 40, 64, 96, 128, 256, 512};
+// Multiples of 8 with a partial last group or subgroup (40, 1000, 4104) next to the byte
+// program's odd and unaligned lengths.
+const std::vector<std::uint32_t> kLengths = {1, 2, 7, 40, 63, 64, 65, 300, 301, 1000, 1024, 4097, 4104};
 
 TEST_CASE("fast quantizers equal the seed programs and the oracles bit for bit", "[quantize][schedule]") {
   for (int scheme : {kSymmetric, kAsymmetric, kNf4}) {
