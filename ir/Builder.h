@@ -73,6 +73,9 @@ Expr subgroup_add(Expr value);
 Expr subgroup_max(Expr value);
 Expr subgroup_min(Expr value);
 Expr subgroup_ballot(Expr cond);
+/// The subgroup's m16n8k16 tile D = C + A·B (ir::SubgroupMma, ir/Mma.h): `a` u32x4, `b`
+/// u32x2, `c` f32x4 fragments; `input` F16 or BF16.
+Expr subgroup_mma(ScalarType input, Expr a, Expr b, Expr c);
 
 // Binary operators. `double` operands become literals of the Expr operand's type
 // (broadcast for vectors).

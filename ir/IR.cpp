@@ -591,6 +591,22 @@ Expr SubgroupReduce::make(SubgroupReduceOp op, Expr value) {
   return within_depth(Expr(std::make_shared<SubgroupReduce>(type, op, std::move(value))));
 }
 
+Expr SubgroupMma::make(ScalarType input, Expr a, Expr b, Expr c) {
+  require_defined(a, "SubgroupMma");
+  require_defined(b, "SubgroupMma");
+  require_defined(c, "SubgroupMma");
+  if (input != ScalarType::F16 && input != ScalarType::BF16) {
+    throw IRError(fmt::format("subgroup_mma: inputs must be f16 or bf16, got {}", to_string(input)));
+  }
+  const Type a_type(ScalarType::U32, 4), b_type(ScalarType::U32, 2), c_type(ScalarType::F32, 4);
+  if (a.type() != a_type || b.type() != b_type || c.type() != c_type) {
+    throw IRError(fmt::format("subgroup_mma: operands must be a: u32x4, b: u32x2, c: f32x4 (the m16n8k16 fragments), "
+                              "got {}, {}, {}",
+                              to_string(a.type()), to_string(b.type()), to_string(c.type())));
+  }
+  return within_depth(Expr(std::make_shared<SubgroupMma>(input, std::move(a), std::move(b), std::move(c))));
+}
+
 Expr SubgroupBallot::make(Expr cond) {
   require_defined(cond, "SubgroupBallot");
   if (cond.type() != ScalarType::Bool) {

@@ -101,6 +101,7 @@ std::string nesting_error(std::uint32_t depth);
   X(SubgroupShuffle)         \
   X(SubgroupReduce)          \
   X(SubgroupBallot)          \
+  X(SubgroupMma)             \
   X(Lookup)                  \
   X(AtomicAdd)
 
@@ -454,6 +455,25 @@ struct SubgroupBallot : ExprBase {
   }
   const Expr cond;
   static Expr make(Expr cond);
+};
+
+/// The subgroup's 16x8 tile D = C + A·B of the tensor cores' m16n8k16 shape (ir/Mma.h
+/// defines which invocation holds which element and what the sum computes): `a` is u32x4,
+/// this invocation's 8 elements of the 16x16 A (two `input` values per word, low half
+/// first), `b` u32x2, its 4 elements of the 16x8 B, `c` f32x4, its 4 elements of the 16x8
+/// C; the result is f32x4, its 4 elements of D. `input` is F16 or BF16. Like every subgroup
+/// operation it needs the whole subgroup active. PTX: mma.sync.aligned.m16n8k16.row.col
+/// (sm_80+).
+struct SubgroupMma : ExprBase {
+  static constexpr ExprKind kKind = ExprKind::SubgroupMma;
+  SubgroupMma(ScalarType input, Expr a, Expr b, Expr c)
+      : ExprBase(kKind, Type(ScalarType::F32, 4)), input(input), a(std::move(a)), b(std::move(b)), c(std::move(c)) {
+    summarize(static_cast<std::uint64_t>(input), kMayTrap | kHasSubgroupOp,
+              {this->a.get(), this->b.get(), this->c.get()});
+  }
+  const ScalarType input;
+  const Expr a, b, c;
+  static Expr make(ScalarType input, Expr a, Expr b, Expr c);
 };
 
 /// `table[index]` for a constant table held in the program (not in memory): legalization

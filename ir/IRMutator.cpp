@@ -119,6 +119,13 @@ Expr IRMutator::mutate_SubgroupBallot(const SubgroupBallot& node, const Expr& se
   return cond.same_as(node.cond) ? self : SubgroupBallot::make(cond);
 }
 
+Expr IRMutator::mutate_SubgroupMma(const SubgroupMma& node, const Expr& self) {
+  Expr a = mutate(node.a);
+  Expr b = mutate(node.b);
+  Expr c = mutate(node.c);
+  return a.same_as(node.a) && b.same_as(node.b) && c.same_as(node.c) ? self : SubgroupMma::make(node.input, a, b, c);
+}
+
 Expr IRMutator::mutate_Lookup(const Lookup& node, const Expr& self) {
   Expr index = mutate(node.index);
   return index.same_as(node.index) ? self : Lookup::make(node.scalar(), node.table, index);

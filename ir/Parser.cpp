@@ -490,6 +490,14 @@ class Parser {
       if (name == "bitcast") return build(start, [&] { return Bitcast::make(type, args[0]); });
       return build(start, [&] { return Cast::make(type, args[0]); });
     }
+    if (name == "subgroup_mma" && peek_symbol("<", 1)) {  // subgroup_mma<f16>(a, b, c)
+      take();
+      const Token& type_token = peek();
+      const Type input = parse_type_argument();
+      if (input.is_vector()) fail(type_token, fmt::format("subgroup_mma<{}>: name the element type, f16 or bf16", to_string(input)));
+      std::vector<Expr> args = parse_arguments(3);
+      return build(start, [&] { return SubgroupMma::make(input.element(), args[0], args[1], args[2]); });
+    }
     if (name == "lookup" && peek_symbol("<", 1)) return parse_lookup();
     if (Expr builtin = parse_builtin(); builtin.defined()) return builtin;
     take();

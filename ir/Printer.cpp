@@ -114,6 +114,9 @@ class ExprPrinter : public IRVisitor {
     call(fmt::format("subgroup_{}", to_string(node.op)), {node.value});
   }
   void visit_SubgroupBallot(const SubgroupBallot& node) override { call("subgroup_ballot", {node.cond}); }
+  void visit_SubgroupMma(const SubgroupMma& node) override {
+    call(fmt::format("subgroup_mma<{}>", to_string(node.input)), {node.a, node.b, node.c});
+  }
   void visit_AtomicAdd(const AtomicAdd& node) override {
     text += fmt::format("atomic_add({}[", node.buffer);
     print(node.index);

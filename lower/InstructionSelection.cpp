@@ -511,6 +511,19 @@ class Selector : public ir::IRVisitor {
     result_ = result;
   }
 
+  void visit_SubgroupMma(const ir::SubgroupMma& node) override {
+    // mma.sync.aligned.m16n8k16.row.col.f32.<in>.<in>.f32 {d}, {a}, {b}, {c} (sm_80+; the
+    // table refuses older targets by name).
+    Value a = materialized(lower(node.a));
+    Value b = materialized(lower(node.b));
+    Value c = materialized(lower(node.c));
+    Value d = fresh(node.type);
+    const ValueType input = node.input == ScalarType::BF16 ? ValueType::BF16 : ValueType::F16;
+    emit(Mnemonic::of(Opcode::Mma, ValueType::F32, input).matrix(ptx::MmaShape::M16n8k16),
+         {d.operand(), a.operand(), b.operand(), c.operand()});
+    result_ = d;
+  }
+
   void visit_SubgroupReduce(const ir::SubgroupReduce& node) override {
     std::string accumulator = in_register(lower(node.value));
     Mnemonic combine;

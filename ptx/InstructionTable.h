@@ -41,14 +41,15 @@ namespace quantc::ptx {
   X(Move, "move")                     /* mov/cvta: usually removed by ptxas */ \
   X(Shuffle, "shuffle/vote")                                                 \
   X(Memory, "memory")                                                        \
-  X(Control, "control")
+  X(Control, "control")                                                      \
+  X(Tensor, "tensor")                 /* mma (tensor cores) */
 
 enum class Pipe : std::uint8_t {
 #define QUANTC_ENUM(name, text) name,
   QUANTC_PTX_PIPES(QUANTC_ENUM)
 #undef QUANTC_ENUM
 };
-inline constexpr unsigned kPipeCount = 12;
+inline constexpr unsigned kPipeCount = 13;
 std::string_view to_string(Pipe pipe);
 
 namespace types {
@@ -203,6 +204,9 @@ inline constexpr unsigned kScalarOrVector = (1u << 1) | (1u << 2) | (1u << 4);  
   X(Shfl, Shfl, types::kBits32, 0, kSync | kMode, "tuuuu", kScalar, Shfl, Shuffle, 6, 0, 30)                                  \
   X(Vote, Vote, types::kPred | types::kBits32, 0, kSync | kMode, "tpu", kScalar, Vote, Shuffle, 6, 0, 30)                     \
   X(Activemask, Activemask, types::kBits32, 0, 0, "t", kScalar, Activemask, Shuffle, 6, 2, 30)                               \
+  /* warp-level matrix multiply-accumulate (9.7.14.5.14): D {4 x f32}, A {4 x b32}, B {2 x b32}, C {4 x f32} */         \
+  X(Mma, Mma, types::kF32, types::of(ValueType::F16) | types::of(ValueType::BF16), kSync | kMode, "tuut", kScalar, Mma,     \
+    Tensor, 7, 0, 80)                                                                                                  \
   /* control flow and synchronisation (9.7.13) */                                                                      \
   X(Bra, Bra, 0, 0, kUniform, "l", kScalar, Control, Control, 1, 0, 20)                                                      \
   X(Ret, Ret, 0, 0, kUniform, "", kScalar, Control, Control, 1, 0, 20)                                                       \

@@ -85,6 +85,7 @@ constexpr std::array<Spelling<TestProperty>, 6> kTestProperties = {{{"finite", T
                                                                     {"subnormal", TestProperty::Subnormal}}};
 constexpr std::array<Spelling<ShiftDirection>, 2> kShiftDirections = {
     {{"l", ShiftDirection::Left}, {"r", ShiftDirection::Right}}};
+constexpr std::array<Spelling<MmaShape>, 1> kMmaShapes = {{{"m16n8k16", MmaShape::M16n8k16}}};
 
 /// Cache, eviction and memory-model qualifiers: they do not change what one thread
 /// computes, so they are accepted and not kept (except .nc, which selects the
@@ -150,6 +151,7 @@ std::optional<std::uint8_t> opcode_mode(Opcode opcode, std::string_view part) {
     case Opcode::Red: return as_mode(find(kAtomicOps, part));
     case Opcode::Testp: return as_mode(find(kTestProperties, part));
     case Opcode::Shf: return as_mode(find(kShiftDirections, part));
+    case Opcode::Mma: return as_mode(find(kMmaShapes, part));
     default: return std::nullopt;
   }
 }
@@ -163,6 +165,7 @@ std::string_view mode_spelling(const Mnemonic& mnemonic) {
     case Opcode::Red: return spell(kAtomicOps, static_cast<AtomicOp>(mnemonic.mode));
     case Opcode::Testp: return spell(kTestProperties, static_cast<TestProperty>(mnemonic.mode));
     case Opcode::Shf: return spell(kShiftDirections, static_cast<ShiftDirection>(mnemonic.mode));
+    case Opcode::Mma: return spell(kMmaShapes, static_cast<MmaShape>(mnemonic.mode));
     default: return "";
   }
 }
@@ -227,6 +230,7 @@ Mnemonic parse_mnemonic(std::string_view text) {
   }
   if (m.opcode == Opcode::Ldu) m.space = StateSpace::Global;
   unsigned type_count = 0;
+  unsigned layout_words = 0;  // mma: .row, then .col
   for (std::size_t i = first_modifier; i < parts.size(); ++i) {
     std::string_view part = parts[i];
     auto unknown = [&] {
@@ -241,8 +245,17 @@ Mnemonic parse_mnemonic(std::string_view text) {
     if (auto type = parse_value_type(part)) {
       if (type_count == 0) m.type = *type;
       else if (type_count == 1) m.source_type = *type;
-      else throw PtxSyntaxError(fmt::format("more than two types in '{}'", text));
+      else if (m.opcode != Opcode::Mma || type_count > 3) throw PtxSyntaxError(fmt::format("more than two types in '{}'", text));
+      else if (*type != (type_count == 2 ? m.source_type : m.type))
+        throw PtxSyntaxError(fmt::format("'{}': quantc takes mma with B's type equal to A's and C's to D's", text));
       ++type_count;
+      continue;
+    }
+    if (m.opcode == Opcode::Mma && (part == "row" || part == "col")) {
+      // .row.col, in that order: the one layout pair m16n8k16 with f16/bf16 inputs allows.
+      if (layout_words != (part == "row" ? 0u : 1u))
+        throw PtxSyntaxError(fmt::format("'{}': mma takes .row.col (A row-major, B column-major)", text));
+      ++layout_words;
       continue;
     }
     if (takes_comparison(m.opcode)) {
@@ -305,6 +318,11 @@ Mnemonic parse_mnemonic(std::string_view text) {
     else if (part == "shiftamt") m.clamp = true, m.present |= kClamp;
     else throw unknown();
   }
+  if (m.opcode == Opcode::Mma) {
+    if (layout_words != 2 || type_count != 4)
+      throw PtxSyntaxError(fmt::format("'{}': mma needs .row.col and four types (D, A, B, C)", text));
+    m.row_col = true;
+  }
   return m;
 }
 
@@ -356,6 +374,18 @@ std::string to_string(const Mnemonic& m) {
       add("sync");
       add(mode_spelling(m));
       types();
+      return text;
+    case Opcode::Mma:  // mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32: D, A, B, C
+      add("sync");
+      add("aligned");
+      add(mode_spelling(m));
+      if (m.row_col) {
+        add("row");
+        add("col");
+      }
+      types();
+      add(to_string(m.source_type));
+      add(to_string(m.type));
       return text;
     case Opcode::Prmt:
       types();

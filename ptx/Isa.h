@@ -75,7 +75,8 @@ constexpr bool contains(TypeSet set, ValueType type) { return (set & type_bit(ty
   X(Fma, "fma") X(Rcp, "rcp") X(Sqrt, "sqrt") X(Rsqrt, "rsqrt") X(Ex2, "ex2") X(Lg2, "lg2") X(Sin, "sin")       \
   X(Cos, "cos") X(Tanh, "tanh") X(Copysign, "copysign") X(Testp, "testp") X(Setp, "setp") X(Selp, "selp")       \
   X(Set, "set") X(Mov, "mov") X(Cvt, "cvt") X(Cvta, "cvta") X(Ld, "ld") X(Ldu, "ldu") X(St, "st")               \
-  X(Atom, "atom") X(Red, "red") X(Shfl, "shfl") X(Vote, "vote") X(Activemask, "activemask") X(Bra, "bra")      \
+  X(Atom, "atom") X(Red, "red") X(Shfl, "shfl") X(Vote, "vote") X(Activemask, "activemask") X(Mma, "mma")      \
+  X(Bra, "bra")                                                                                                 \
   X(Ret, "ret") X(Exit, "exit") X(Bar, "bar") X(BarWarp, "bar.warp") X(Barrier, "barrier") X(Membar, "membar") X(Fence, "fence")
 
 enum class Opcode : std::uint8_t {
@@ -106,6 +107,8 @@ enum class MemoryOrder : std::uint8_t { None, Relaxed, Acquire, Release, AcqRel,
 enum class MemoryScope : std::uint8_t { None, Cta, Cluster, Gpu, Sys };
 enum class TestProperty : std::uint8_t { Finite, Infinite, Number, NotANumber, Normal, Subnormal };
 enum class ShiftDirection : std::uint8_t { Left, Right };
+/// mma's matrix shape (PTX ISA 9.7.14.5.14, mma.sync); quantc emits and runs m16n8k16.
+enum class MmaShape : std::uint8_t { M16n8k16 };
 
 /// The modifier kinds an instruction form may take (the table's `modifiers` column).
 enum Modifier : std::uint32_t {
@@ -144,7 +147,7 @@ struct Mnemonic {
   Compare compare = Compare::Eq;
   BoolOp bool_op = BoolOp::None;
   MulMode mul_mode = MulMode::None;
-  std::uint8_t mode = 0;    // ShuffleMode, VoteMode, PermuteMode, AtomicOp, TestProperty or ShiftDirection
+  std::uint8_t mode = 0;    // ShuffleMode, VoteMode, PermuteMode, AtomicOp, TestProperty, ShiftDirection or MmaShape
   std::uint8_t vector = 1;  // .v2/.v4 element count
   bool ftz = false, saturate = false, approx = false, full = false, propagate_nan = false, relu = false;
   bool saturate_finite = false; // cvt .satfinite (not .sat's [0, 1] clamp)
@@ -152,6 +155,7 @@ struct Mnemonic {
   bool non_coherent = false;    // ld.global.nc (read-only data cache)
   bool to_generic = true;       // cvta (to generic) vs cvta.to (from generic)
   bool sync = false, aligned = false, uniform = false;
+  bool row_col = false;         // mma .row.col: A row-major, B column-major (the one layout of m16n8k16 f16/bf16)
   bool warp_barrier = false;    // bar.warp.sync
   MemoryOrder memory_order = MemoryOrder::None;  // fence/atom .relaxed .acq_rel .sc ...
   MemoryScope memory_scope = MemoryScope::None;  // fence/atom .cta .gpu .sys; membar .cta .gl .sys
@@ -207,6 +211,13 @@ struct Mnemonic {
     present |= kSync;
     return *this;
   }
+  /// mma.sync.aligned.<shape>.row.col: `type` is D's and C's type, `source_type` A's and B's.
+  Mnemonic& matrix(MmaShape shape) {
+    sync = aligned = row_col = true;
+    mode = static_cast<std::uint8_t>(shape);
+    present |= kSync | kMode;
+    return *this;
+  }
   Mnemonic& to_global() {  // cvta.to.global
     to_generic = false;
     space = StateSpace::Global;
@@ -231,7 +242,8 @@ struct Mnemonic {
 /// syntax lines give them; ignorable cache qualifiers other than .nc are not kept.
 std::string to_string(const Mnemonic& mnemonic);
 
-/// Parses "opcode.mod.mod.type[.type]" (any order of modifiers the PTX ISA allows).
+/// Parses "opcode.mod.mod.type[.type]" (any order of modifiers the PTX ISA allows); mma
+/// spells four types, D A B C, of which quantc takes those with B = A and C = D.
 /// Throws PtxSyntaxError naming the unknown part. Does not check that the form exists
 /// (InstructionTable's find_form does).
 Mnemonic parse_mnemonic(std::string_view text);

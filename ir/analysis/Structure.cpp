@@ -214,6 +214,10 @@ bool structurally_equal(const ExprBase* a, const ExprBase* b) {
     }
     case ExprKind::SubgroupBallot:
       return same(static_cast<const SubgroupBallot*>(a)->cond, static_cast<const SubgroupBallot*>(b)->cond);
+    case ExprKind::SubgroupMma: {
+      auto *x = static_cast<const SubgroupMma*>(a), *y = static_cast<const SubgroupMma*>(b);
+      return x->input == y->input && same(x->a, y->a) && same(x->b, y->b) && same(x->c, y->c);
+    }
     case ExprKind::Lookup: {
       auto *x = static_cast<const Lookup*>(a), *y = static_cast<const Lookup*>(b);
       return x->table == y->table && same(x->index, y->index);

@@ -163,6 +163,11 @@ void for_each_child(const ExprBase& expr, Visit&& visit) {
       break;
     case ExprKind::SubgroupReduce: visit(static_cast<const SubgroupReduce&>(expr).value); break;
     case ExprKind::SubgroupBallot: visit(static_cast<const SubgroupBallot&>(expr).cond); break;
+    case ExprKind::SubgroupMma:
+      visit(static_cast<const SubgroupMma&>(expr).a);
+      visit(static_cast<const SubgroupMma&>(expr).b);
+      visit(static_cast<const SubgroupMma&>(expr).c);
+      break;
     case ExprKind::Lookup: visit(static_cast<const Lookup&>(expr).index); break;
     case ExprKind::AtomicAdd:
       visit(static_cast<const AtomicAdd&>(expr).index);

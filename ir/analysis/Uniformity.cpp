@@ -96,6 +96,10 @@ class UniformityWalker : public IRVisitor {
         found.push_back(SubgroupBallot::make(node.cond));
         IRVisitor::visit_SubgroupBallot(node);
       }
+      void visit_SubgroupMma(const SubgroupMma& node) override {
+        found.push_back(SubgroupMma::make(node.input, node.a, node.b, node.c));
+        IRVisitor::visit_SubgroupMma(node);
+      }
     } finder;
     finder.visit(expr);
     for (const Expr& op : finder.found) divergent_ops.push_back({print(op), describe(control_.back())});
@@ -285,6 +289,8 @@ Uniformity::Shape Uniformity::shape_of(const Expr& expr, const std::map<std::str
       return all_uniform({expr.as<Lookup>()->index});
     case ExprKind::AtomicAdd:
       return Shape::Divergent;  // each invocation sees another old value
+    case ExprKind::SubgroupMma:
+      return Shape::Divergent;  // each invocation holds other elements of D
   }
   return Shape::Divergent;
 }

@@ -299,6 +299,7 @@ bool proven_safe(const Expr& expr, const RangeEnvironment& environment) {
     void visit_SubgroupShuffle(const SubgroupShuffle&) override { safe = false; }
     void visit_SubgroupReduce(const SubgroupReduce&) override { safe = false; }
     void visit_SubgroupBallot(const SubgroupBallot&) override { safe = false; }
+    void visit_SubgroupMma(const SubgroupMma&) override { safe = false; }
   } checker(environment);
   checker.visit(expr);
   return checker.safe;

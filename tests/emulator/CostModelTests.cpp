@@ -183,6 +183,11 @@ TEST_CASE("the device table: four devices, their key figures and per-pipe rates"
   CHECK(h.warp_instructions_per_clock(Pipe::Conversion) == 0.5);
   CHECK(h.warp_instructions_per_clock(Pipe::Shuffle) == 1);
   CHECK(h.warp_instructions_per_clock(Pipe::Move) == 0);
+  // Tensor cores: an m16n8k16 mma is 2048 multiply-adds; dense f16 1024 per SM and clock
+  // (A100, and Hopper through mma.sync), 512 on the L40S.
+  CHECK(h.warp_instructions_per_clock(Pipe::Tensor) == 0.5);
+  CHECK(find_device("a100").warp_instructions_per_clock(Pipe::Tensor) == 0.5);
+  CHECK(find_device("l40s").warp_instructions_per_clock(Pipe::Tensor) == 0.25);
   CHECK_THROWS_AS(find_device("b200"), CostModelError);
   CHECK_THROWS_WITH(find_device("b200"), Catch::Contains("'b200'") && Catch::Contains("h100_sxm, h200, a100, l40s"));
 }
@@ -270,6 +275,25 @@ TEST_CASE("per-pipe issue time: 1e6 FP32 warp instructions spread over every SM"
     CHECK(e.seconds == before);
     CHECK(e.pipe_seconds[static_cast<std::size_t>(Pipe::Move)] == 0);
   }
+}
+
+TEST_CASE("the tensor pipe: an mma.sync kernel issues one tensor instruction per warp and tile", "[emulator][cost]") {
+  const std::string ptx =
+      ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry tiles()\n{\n"
+      "  .reg .b32 %r<4>;\n  .reg .f32 %f<4>;\n"
+      "  mov.b32 %r0, 0x3c003c00;\n  mov.b32 %r1, 0x3c003c00;\n  mov.b32 %r2, 0x3c003c00;\n  mov.b32 %r3, 0x3c003c00;\n"
+      "  mov.f32 %f0, 0f00000000;\n  mov.f32 %f1, 0f00000000;\n  mov.f32 %f2, 0f00000000;\n  mov.f32 %f3, 0f00000000;\n"
+      "  mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, {%r0, %r1}, "
+      "{%f0, %f1, %f2, %f3};\n"
+      "  mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, {%r0, %r1}, "
+      "{%f0, %f1, %f2, %f3};\n"
+      "  ret;\n}\n";
+  LaunchCounters c = run_kernel(ptx, "tiles", 132 * 8, 256, {});
+  const std::uint64_t warps = 132 * 8 * 8;
+  CHECK(pipe_count(c, Pipe::Tensor) == 2 * warps);
+  LaunchEstimate e = estimate_launch(c, {256, c.ctas, 32, 0}, h100());
+  // 2 tiles x 2048 multiply-adds per warp at 1024 per SM and clock.
+  CHECK(e.pipe_seconds[static_cast<std::size_t>(Pipe::Tensor)] == Approx(2.0 * warps * 2048 / (1024 * 132 * 1.98e9)));
 }
 
 TEST_CASE("ld.param is free, moves alone cost nothing, subroutines are charged to the pipes they run on",

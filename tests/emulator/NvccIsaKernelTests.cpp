@@ -21,6 +21,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -762,5 +763,68 @@ TEST_CASE("nvcc marlin_dequant: lop3 0xea magic-number splice, sub.f16x2 and fma
     }
     CHECK(comparison.mismatches == 0);
     CHECK(comparison.compared == 12u * n);
+  }
+}
+
+// ---- Tensor cores: mma.sync m16n8k16 ------------------------------------------------------------
+
+TEST_CASE("nvcc mma_tile: mma.sync.aligned.m16n8k16 fragments loaded as the PTX ISA places them give the "
+          "matrix product",
+          "[emulator][nvcc][mma]") {
+  for (std::string arch : {"sm_80", "sm_90"}) {
+    std::string ptx = compile("mma_tile", arch);
+    if (ptx.empty()) return;
+    require_instructions(ptx, {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+                               "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"});
+    for (bool bf16 : {false, true}) {
+      for (bool integers : {true, false}) {
+        INFO(arch << (bf16 ? " bf16" : " f16") << (integers ? " small integers" : " reals"));
+        std::mt19937 random(bf16 * 2 + integers + 17);
+        std::uniform_int_distribution<int> integer(-8, 8);
+        std::uniform_real_distribution<float> real(-2.0f, 2.0f);
+        // Inputs through CUDA's own host conversions (cuda_fp16.h / cuda_bf16.h), kept as
+        // the values the tensor cores see.
+        auto input = [&](float& value) {
+          const float v = integers ? float(integer(random)) : real(random);
+          std::uint16_t bits;
+          if (bf16) {
+            const __nv_bfloat16 h = __float2bfloat16_rn(v);
+            std::memcpy(&bits, &h, 2);
+            value = __bfloat162float(h);
+          } else {
+            const __half h = __float2half_rn(v);
+            std::memcpy(&bits, &h, 2);
+            value = __half2float(h);
+          }
+          return bits;
+        };
+        std::vector<float> a_values(256), b_values(128), c(128);
+        std::vector<std::uint16_t> a(256), b(128);
+        for (unsigned i = 0; i < 256; ++i) a[i] = input(a_values[i]);
+        for (unsigned i = 0; i < 128; ++i) b[i] = input(b_values[i]);
+        for (float& v : c) v = integers ? float(integer(random)) : real(random);
+        std::vector<DeviceBuffer> buffers = {buffer_of("a", a), buffer_of("b", b), buffer_of("c", c),
+                                             buffer_of("d", std::vector<float>(128, -1.0f))};
+        LaunchConfig config;
+        config.grid = {1, 1, 1};
+        config.block = {32, 1, 1};
+        launch(parse_ptx(ptx), bf16 ? "mma_bf16" : "mma_f16", config, buffers,
+               {PointerArgument{0, 0}, PointerArgument{1, 0}, PointerArgument{2, 0}, PointerArgument{3, 0}});
+        auto d = values_of<float>(buffers[3]);
+        for (unsigned row = 0; row < 16; ++row) {
+          for (unsigned column = 0; column < 8; ++column) {
+            double exact = c[row * 8 + column], magnitude = std::fabs(exact);
+            for (unsigned k = 0; k < 16; ++k) {
+              const double product = double(a_values[row * 16 + k]) * double(b_values[k * 8 + column]);
+              exact += product;
+              magnitude += std::fabs(product);
+            }
+            INFO("D[" << row << "][" << column << "] = " << d[row * 8 + column] << ", f64 " << exact);
+            if (integers) REQUIRE(d[row * 8 + column] == float(exact));
+            else REQUIRE(std::fabs(d[row * 8 + column] - exact) <= 17 * std::ldexp(1.0, -24) * magnitude);
+          }
+        }
+      }
+    }
   }
 }

@@ -50,6 +50,7 @@ Mnemonic representative(const InstructionForm& row, ValueType type, ValueType so
     case Opcode::Vote: m.mode = static_cast<std::uint8_t>(VoteMode::Ballot); break;
     case Opcode::Testp: m.mode = static_cast<std::uint8_t>(TestProperty::Finite); break;
     case Opcode::Shf: m.mode = static_cast<std::uint8_t>(ShiftDirection::Right); break;
+    case Opcode::Mma: m.row_col = true; break;  // .m16n8k16 is mode 0
     default: break;
   }
   if (row.modifiers & kRounding) m.rounding = Rounding::Nearest;
@@ -253,6 +254,14 @@ TEST_CASE("unknown opcodes, modifiers and types and forms outside the table rais
   CHECK_THROWS_AS(parse_mnemonic("shfl.sync.ecl.b32"), PtxSyntaxError);
   CHECK_THROWS_AS(parse_mnemonic("add.and.s32"), PtxSyntaxError);
   CHECK_THROWS_WITH(parse_mnemonic("add.and.s32"), Catch::Contains("'.and'"));
+  // mma: .row.col in that order, and four types D A B C with B = A and C = D.
+  CHECK_THROWS_WITH(parse_mnemonic("mma.sync.aligned.m16n8k16.col.row.f32.f16.f16.f32"), Catch::Contains("takes .row.col"));
+  CHECK_THROWS_WITH(parse_mnemonic("mma.sync.aligned.m16n8k16.f32.f16.f16.f32"), Catch::Contains("needs .row.col"));
+  CHECK_THROWS_WITH(parse_mnemonic("mma.sync.aligned.m16n8k16.row.col.f32.f16.bf16.f32"),
+                    Catch::Contains("B's type equal to A's"));
+  CHECK_THROWS_WITH(parse_mnemonic("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f16"),
+                    Catch::Contains("C's to D's"));
+  CHECK_THROWS_WITH(parse_mnemonic("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32"), Catch::Contains("'.m8n8k4'"));
   // Parsed, but no row: the message names the whole spelling.
   for (std::string_view text : {"setp.lt.bf16", "lop3.b64", "fma.rn.s32", "add.pred", "shfl.sync.bfly.b64",
                                 "neg.ftz.bf16", "min.NaN.f64", "prmt.b16", "ld.global.v4.pred", "add.v4.f32",
@@ -320,6 +329,10 @@ TEST_CASE("the half and bf16 rows' min_sm and min PTX ISA agree with ptxas", "[p
       {"CvtFromBFloat16", "cvt.f32.bf16 %f1, %h1;"},
       {"CvtBFloat16Wide", "cvt.rn.bf16.f64 %h1, %fd1;"},
       {"CvtPackHalf", "cvt.rn.f16x2.f32 %r1, %f1, %f2;"},
+      {"Mma", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, "
+              "{%r0, %r1}, {%f0, %f1, %f2, %f3};"},
+      {"Mma", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, "
+              "{%r0, %r1}, {%f0, %f1, %f2, %f3};"},
   };
   auto assemble = [](int sm, PtxVersion version, std::string_view instruction) {
     std::string ptx = fmt::format(

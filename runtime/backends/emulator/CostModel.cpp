@@ -55,15 +55,23 @@ constexpr double kLoadedLatencyFactor = 1.5;
 /// of 32 bits per clock cycle" = 128 bytes per clock per SM, the unified L1/shared data
 /// path that global loads share. Dispatch: 4 warp schedulers per SM, one warp
 /// instruction per clock each [H100W], [A100W], [ADAW].
+/// Tensor cores, dense f16/bf16 inputs with f32 accumulation, multiply-adds per clock per
+/// SM: sm_80 1024 ([A100W]: 256 FP16 FMA per clock per Tensor Core, 4 per SM; 312 TFLOPS =
+/// 108 SMs x 1.41 GHz x 2 x 1024); sm_89 512 ([L40SD]: 362 TFLOPS FP16 with FP32
+/// accumulate = 142 SMs x 2.52 GHz x 2 x 506); sm_90 1024 for mma.sync: [H100D]'s 989
+/// TFLOPS (2048 per SM and clock) needs wgmma, and Luo et al. [LAT] measured mma.sync on
+/// Hopper well below wgmma, so this model keeps A100's per-SM rate until a GPU calibrates it.
 constexpr ArithmeticThroughput kCc80{
     .fp32 = 64, .fp16 = 256, .fp64 = 32, .integer = 64, .integer_multiply = 64, .special = 16,
-    .conversion = 16, .shuffle = 32, .load_store = 32, .l1_bytes_per_clock = 128, .dispatch = 4};
+    .conversion = 16, .shuffle = 32, .load_store = 32, .l1_bytes_per_clock = 128, .dispatch = 4, .tensor_fma = 1024};
 constexpr ArithmeticThroughput kCc89{
     .fp32 = 128, .fp16 = 128, .fp64 = 2, .integer = 64, .integer_multiply = 64, .special = 16,
-    .conversion = 16, .shuffle = 32, .load_store = 32, .l1_bytes_per_clock = 128, .dispatch = 4};
+    .conversion = 16, .shuffle = 32, .load_store = 32, .l1_bytes_per_clock = 128, .dispatch = 4, .tensor_fma = 512};
 constexpr ArithmeticThroughput kCc90{
     .fp32 = 128, .fp16 = 256, .fp64 = 64, .integer = 64, .integer_multiply = 64, .special = 16,
-    .conversion = 16, .shuffle = 32, .load_store = 32, .l1_bytes_per_clock = 128, .dispatch = 4};
+    .conversion = 16, .shuffle = 32, .load_store = 32, .l1_bytes_per_clock = 128, .dispatch = 4, .tensor_fma = 1024};
+/// Multiply-adds of one warp's mma.m16n8k16: 16 x 8 x 16.
+constexpr double kMmaM16n8k16Fma = 16 * 8 * 16;
 
 constexpr double kKiB = 1024;
 
@@ -248,6 +256,7 @@ double DeviceSpec::warp_instructions_per_clock(Pipe pipe) const {
     case Pipe::Conversion: return t.conversion / 32;
     case Pipe::Shuffle: return t.shuffle / 32;
     case Pipe::Control: return t.dispatch;
+    case Pipe::Tensor: return t.tensor_fma / kMmaM16n8k16Fma;
     case Pipe::Emulated:
     case Pipe::Move:
     case Pipe::Memory:
@@ -297,6 +306,7 @@ std::string_view pipe_key(Pipe pipe) {
     case Pipe::Shuffle: return "shuffle";
     case Pipe::Memory: return "memory";
     case Pipe::Control: return "control";
+    case Pipe::Tensor: return "tensor";
   }
   return "?";
 }

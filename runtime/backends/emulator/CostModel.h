@@ -97,6 +97,7 @@ struct ArithmeticThroughput {
   double load_store = 0;        // lanes of load/store per clock per SM (LD/ST units): 32 = one warp instruction
   double l1_bytes_per_clock = 0;  // L1/shared data path bytes per clock per SM: 32 banks x 4 bytes
   double dispatch = 0;          // warp instructions issued per clock per SM: one per warp scheduler
+  double tensor_fma = 0;        // dense f16/bf16 tensor-core multiply-adds (f32 accumulate) per clock per SM
 };
 
 /// Where the model's error against measured GPU times is recorded, per device: empty for

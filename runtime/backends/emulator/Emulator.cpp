@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/Mma.h"
 #include "runtime/backends/emulator/Launch.h"
 
 namespace quantc::runtime::emulator {
@@ -629,6 +630,32 @@ void Launch::shuffle(const Instruction& in, std::uint32_t active, Warp& warp) {
   });
 }
 
+/// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: the whole warp's fragments through
+/// the one definition the interpreter uses (ir/Mma.h).
+void Launch::mma(const Instruction& in, std::uint32_t active, Warp& warp) {
+  if (!active) return;
+  if (active != 0xffffffffu)
+    fail_warp(in, warp.index,
+              fmt::format("mma.sync.aligned needs all 32 threads of the warp, but only lanes {} execute it "
+                          "(undefined behaviour on hardware)",
+                          lane_list(active)));
+  ir::mma::AFragments a;
+  ir::mma::BFragments b;
+  ir::mma::CFragments c;
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    for (unsigned w = 0; w < ir::mma::kAWords; ++w) a[lane][w] = static_cast<std::uint32_t>(reg(warp, in.operands[1].regs[w])[lane]);
+    for (unsigned w = 0; w < ir::mma::kBWords; ++w) b[lane][w] = static_cast<std::uint32_t>(reg(warp, in.operands[2].regs[w])[lane]);
+    for (unsigned e = 0; e < ir::mma::kCElements; ++e)
+      c[lane][e] = static_cast<std::uint32_t>(reg(warp, in.operands[3].regs[e])[lane]);
+  }
+  const ir::ScalarType input = in.source_type == ValueType::BF16 ? ir::ScalarType::BF16 : ir::ScalarType::F16;
+  const ir::mma::CFragments d = ir::mma::multiply_accumulate(input, a, b, c);
+  for (unsigned e = 0; e < ir::mma::kCElements; ++e) {
+    std::uint64_t* destination = reg(warp, in.operands[0].regs[e]);
+    for (unsigned lane = 0; lane < 32; ++lane) destination[lane] = d[lane][e];
+  }
+}
+
 void Launch::vote(const Instruction& in, std::uint32_t active, Warp& warp) {
   if (!active) return;
   std::uint32_t members = uniform_mask(in, warp, active, in.operands[2]);
@@ -673,6 +700,9 @@ void execute_Shfl(Launch& launch, const Instruction& in, std::uint32_t active, W
 }
 void execute_Vote(Launch& launch, const Instruction& in, std::uint32_t active, Warp& warp) {
   launch.vote(in, active, warp);
+}
+void execute_Mma(Launch& launch, const Instruction& in, std::uint32_t active, Warp& warp) {
+  launch.mma(in, active, warp);
 }
 void execute_BarWarpSync(Launch& launch, const Instruction& in, std::uint32_t active, Warp& warp) {
   launch.warp_barrier(in, active, warp);

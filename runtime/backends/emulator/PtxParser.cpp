@@ -1,5 +1,6 @@
 // PTX text -> decoded Module (see PtxModule.h). A tokenizer, a recursive reader for
 // module-level directives and kernel bodies, and one decoder per instruction family.
+#include <array>
 #include <bit>
 #include <cctype>
 #include <charconv>
@@ -614,6 +615,15 @@ class KernelParser {
       in.operands[i] = resolve(raw[i], slot_type(letter, in));
     }
     in.operand_count = static_cast<std::uint8_t>(raw.size());
+    if (in.opcode == Opcode::Mma) {
+      // m16n8k16 with f16/bf16 inputs: D and C 4 f32 registers, A 4 and B 2 registers of packed halves.
+      constexpr std::array<std::uint8_t, 4> kCounts = {4, 4, 2, 4};
+      for (std::size_t i = 0; i < kCounts.size(); ++i) {
+        if (in.operands[i].kind != Operand::Kind::Vector || in.operands[i].count != kCounts[i])
+          unsupported(fmt::format("mma.m16n8k16 operand {} must be a {{...}} of {} registers (D, A, B, C: 4, 4, 2, 4)",
+                                  i + 1, kCounts[i]));
+      }
+    }
     if ((in.opcode == Opcode::Ld || in.opcode == Opcode::Ldu || in.opcode == Opcode::St) && in.vector > 1) {
       const Operand& value = in.operands[in.opcode == Opcode::St ? 1 : 0];
       if (value.kind != Operand::Kind::Vector || value.count != in.vector)

@@ -306,6 +306,12 @@ class Compiler {
         node->operands[0] = compile_expr(expr.as<ir::SubgroupBallot>()->cond);
         node->result = new_register();
         break;
+      case ExprKind::SubgroupMma: {
+        const auto* mma = expr.as<ir::SubgroupMma>();
+        node->operands = {compile_expr(mma->a), compile_expr(mma->b), compile_expr(mma->c)};
+        node->result = new_register(words_of(expr.type()));
+        break;
+      }
       case ExprKind::AtomicAdd: {
         const auto* atomic = expr.as<ir::AtomicAdd>();
         node->buffer = buffer_index(atomic->buffer, &expr, nullptr);

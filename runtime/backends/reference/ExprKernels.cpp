@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/Mma.h"
 #include "ir/Printer.h"
 #include "runtime/backends/reference/Machine.h"
 
@@ -375,6 +376,38 @@ const Word* ballot_kernel(const ExprNode& node, Machine& machine, const LaneSpan
   return out;
 }
 
+/// ir::SubgroupMma: each full subgroup's fragments through the one definition (ir/Mma.h).
+const Word* mma_kernel(const ExprNode& node, Machine& machine, const LaneSpan& lanes) {
+  const Word* a = node.operands[0]->run(machine, lanes);
+  const Word* b = node.operands[1]->run(machine, lanes);
+  const Word* c = node.operands[2]->run(machine, lanes);
+  machine.require_full_subgroups(lanes, node.source);
+  Word* out = machine.reg(node.result);
+  const ScalarType input = node.source.as<ir::SubgroupMma>()->input;
+  for (std::uint32_t position = 0; position < lanes.size; position += kSubgroupSize) {
+    const std::uint32_t base = lane_at(lanes, position);  // full subgroups: base..base+31
+    ir::mma::AFragments a_fragments;
+    ir::mma::BFragments b_fragments;
+    ir::mma::CFragments c_fragments;
+    for (std::uint32_t i = 0; i < kSubgroupSize; ++i) {
+      const VectorValue a_value = VectorValue::read(a, machine.lanes, base + i, 2);
+      const VectorValue b_value = VectorValue::read(b, machine.lanes, base + i, 1);
+      const VectorValue c_value = VectorValue::read(c, machine.lanes, base + i, 2);
+      for (unsigned w = 0; w < ir::mma::kAWords; ++w) a_fragments[i][w] = a_value.lane<std::uint32_t>(w);
+      for (unsigned w = 0; w < ir::mma::kBWords; ++w) b_fragments[i][w] = b_value.lane<std::uint32_t>(w);
+      for (unsigned e = 0; e < ir::mma::kCElements; ++e) c_fragments[i][e] = c_value.lane<std::uint32_t>(e);
+    }
+    const ir::mma::CFragments d = ir::mma::multiply_accumulate(input, a_fragments, b_fragments, c_fragments);
+    for (std::uint32_t i = 0; i < kSubgroupSize; ++i) {
+      VectorValue d_value;
+      for (unsigned e = 0; e < ir::mma::kCElements; ++e) d_value.set_lane<std::uint32_t>(e, d[i][e]);
+      d_value.write(out, machine.lanes, base + i, 2);
+    }
+  }
+  machine.counters.subgroup_mmas += lanes.size;
+  return out;
+}
+
 [[noreturn]] void unsupported(const ir::Expr& source, const std::string& why) {
   throw RuntimeError(fmt::format("reference interpreter: cannot execute `{}`: {}", ir::print(source), why));
 }
@@ -486,6 +519,8 @@ EvalFn select_kernel(const ir::Expr& source) {
       return reduce_kernel_for(*source.as<ir::SubgroupReduce>(), source);
     case ir::ExprKind::SubgroupBallot:
       return &ballot_kernel;
+    case ir::ExprKind::SubgroupMma:
+      return &mma_kernel;
     case ir::ExprKind::Lookup:
       return &lookup_kernel;
     case ir::ExprKind::AtomicAdd:

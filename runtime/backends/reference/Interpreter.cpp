@@ -132,6 +132,7 @@ void report(const ir::Program& program, const std::vector<Worker>& workers, RunS
     out.subgroup_shuffles += counters.subgroup_shuffles;
     out.subgroup_reductions += counters.subgroup_reductions;
     out.subgroup_ballots += counters.subgroup_ballots;
+    out.subgroup_mmas += counters.subgroup_mmas;
     out.arithmetic_ops += counters.arithmetic_ops;
     for (std::size_t i = 0; i < program.buffers.size(); ++i) {
       out.loads_per_buffer[program.buffers[i].name] += counters.loads_per_buffer[i];

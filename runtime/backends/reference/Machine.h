@@ -38,6 +38,7 @@ struct Counters {
   std::uint64_t subgroup_shuffles = 0;
   std::uint64_t subgroup_reductions = 0;
   std::uint64_t subgroup_ballots = 0;
+  std::uint64_t subgroup_mmas = 0;
   std::uint64_t arithmetic_ops = 0;
   std::vector<std::uint64_t> loads_per_buffer;   // indexed like Machine::buffers (arrays included)
   std::vector<std::uint64_t> stores_per_buffer;

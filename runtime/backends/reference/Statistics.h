@@ -24,6 +24,7 @@ struct RunStatistics {
   std::uint64_t subgroup_shuffles = 0;    // SubgroupShuffle, per invocation
   std::uint64_t subgroup_reductions = 0;  // SubgroupReduce (one 5-step butterfly each), per invocation
   std::uint64_t subgroup_ballots = 0;     // SubgroupBallot, per invocation
+  std::uint64_t subgroup_mmas = 0;        // SubgroupMma (one m16n8k16 tile per subgroup), per invocation
   std::uint64_t arithmetic_ops = 0;       // Binary, Unary, Cast, Select, Fma and Lookup evaluations
   std::map<std::string, std::uint64_t> loads_per_buffer;   // by buffer name (every declared buffer)
   std::map<std::string, std::uint64_t> stores_per_buffer;  // likewise

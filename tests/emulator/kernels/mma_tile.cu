@@ -1,0 +1,46 @@
+// One warp's tensor-core tile, D = C + A·B, with mma.sync.aligned.m16n8k16.row.col (f32
+// accumulate, f16 or bf16 inputs). Each lane loads its fragments from row-major matrices
+// in global memory as the PTX ISA's figures for mma.m16n8k16 place them (g = lane / 4,
+// t = lane % 4): a0 = A[g][2t..2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..], a3 =
+// A[g+8][2t+8..]; b0 = B[2t..2t+1][g], b1 = B[2t+8..2t+9][g]; c0, c1 = C[g][2t..2t+1], c2, c3 =
+// C[g+8][2t..]; D comes back in C's layout. A is 16x16, B 16x8 (K x N), C and D 16x8, all
+// row-major; A and B hold raw f16 or bf16 bits.
+#include <cstdint>
+
+__device__ __forceinline__ uint32_t pack(uint16_t low, uint16_t high) { return uint32_t(low) | (uint32_t(high) << 16); }
+
+template <bool kBf16>
+__device__ __forceinline__ void mma_tile(const uint16_t* a, const uint16_t* b, const float* c, float* d) {
+  const unsigned lane = threadIdx.x, g = lane / 4, t = lane % 4;
+  const uint32_t a0 = pack(a[g * 16 + 2 * t], a[g * 16 + 2 * t + 1]);
+  const uint32_t a1 = pack(a[(g + 8) * 16 + 2 * t], a[(g + 8) * 16 + 2 * t + 1]);
+  const uint32_t a2 = pack(a[g * 16 + 2 * t + 8], a[g * 16 + 2 * t + 9]);
+  const uint32_t a3 = pack(a[(g + 8) * 16 + 2 * t + 8], a[(g + 8) * 16 + 2 * t + 9]);
+  const uint32_t b0 = pack(b[(2 * t) * 8 + g], b[(2 * t + 1) * 8 + g]);
+  const uint32_t b1 = pack(b[(2 * t + 8) * 8 + g], b[(2 * t + 9) * 8 + g]);
+  float d0 = c[g * 8 + 2 * t], d1 = c[g * 8 + 2 * t + 1], d2 = c[(g + 8) * 8 + 2 * t], d3 = c[(g + 8) * 8 + 2 * t + 1];
+  if (kBf16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+  d[g * 8 + 2 * t] = d0;
+  d[g * 8 + 2 * t + 1] = d1;
+  d[(g + 8) * 8 + 2 * t] = d2;
+  d[(g + 8) * 8 + 2 * t + 1] = d3;
+}
+
+extern "C" __global__ void mma_f16(const uint16_t* a, const uint16_t* b, const float* c, float* d) {
+  mma_tile<false>(a, b, c, d);
+}
+extern "C" __global__ void mma_bf16(const uint16_t* a, const uint16_t* b, const float* c, float* d) {
+  mma_tile<true>(a, b, c, d);
+}
