@@ -50,6 +50,9 @@ Expr subgroup_add(Expr value) { return SubgroupReduce::make(SubgroupReduceOp::Ad
 Expr subgroup_max(Expr value) { return SubgroupReduce::make(SubgroupReduceOp::Max, std::move(value)); }
 Expr subgroup_min(Expr value) { return SubgroupReduce::make(SubgroupReduceOp::Min, std::move(value)); }
 Expr subgroup_ballot(Expr cond) { return SubgroupBallot::make(std::move(cond)); }
+Expr subgroup_load_matrix(const BufferRef& array, Expr index, unsigned matrices, bool transpose) {
+  return SubgroupLoadMatrix::make(array.name, std::move(index), matrices, transpose);
+}
 Expr subgroup_mma(ScalarType input, Expr a, Expr b, Expr c) {
   return SubgroupMma::make(input, std::move(a), std::move(b), std::move(c));
 }

@@ -116,6 +116,10 @@ struct BufferRef {
   Expr load_words(Expr index, unsigned lanes) const;
 };
 
+/// ldmatrix: `matrices` (1, 2, 4) 8x8 tiles of the 16-bit workgroup array `array`, this
+/// invocation's row start at `index` (ir::SubgroupLoadMatrix).
+Expr subgroup_load_matrix(const BufferRef& array, Expr index, unsigned matrices, bool transpose = false);
+
 /// Collects the statements of one block.
 class Body {
  public:

@@ -607,6 +607,19 @@ Expr SubgroupMma::make(ScalarType input, Expr a, Expr b, Expr c) {
   return within_depth(Expr(std::make_shared<SubgroupMma>(input, std::move(a), std::move(b), std::move(c))));
 }
 
+Expr SubgroupLoadMatrix::make(std::string array, Expr index, unsigned matrices, bool transpose) {
+  require_defined(index, "SubgroupLoadMatrix " + array);
+  if (index.type() != ScalarType::U32) {
+    throw IRError(fmt::format("subgroup_load_matrix({}): index must be u32, got {}", array, to_string(index.type())));
+  }
+  if (matrices != 1 && matrices != 2 && matrices != 4) {
+    throw IRError(fmt::format("subgroup_load_matrix({}): {} matrices; ldmatrix loads 1, 2 or 4", array, matrices));
+  }
+  const Type type(ScalarType::U32, matrices);
+  return within_depth(
+      Expr(std::make_shared<SubgroupLoadMatrix>(type, std::move(array), std::move(index), matrices, transpose)));
+}
+
 Expr SubgroupBallot::make(Expr cond) {
   require_defined(cond, "SubgroupBallot");
   if (cond.type() != ScalarType::Bool) {

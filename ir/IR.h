@@ -102,6 +102,7 @@ std::string nesting_error(std::uint32_t depth);
   X(SubgroupReduce)          \
   X(SubgroupBallot)          \
   X(SubgroupMma)             \
+  X(SubgroupLoadMatrix)      \
   X(Lookup)                  \
   X(AtomicAdd)
 
@@ -474,6 +475,29 @@ struct SubgroupMma : ExprBase {
   const ScalarType input;
   const Expr a, b, c;
   static Expr make(ScalarType input, Expr a, Expr b, Expr c);
+};
+
+/// Loads `matrices` (1, 2 or 4) 8x8 matrices of 16-bit elements from workgroup array
+/// `array` across the subgroup, in the fragment layout mma reads (ir/Mma.h,
+/// load_matrix_source): invocation 8i + r gives in `index` (u32, in elements) where row r
+/// of matrix i starts (8 contiguous elements, 16-byte aligned: the verifier must prove
+/// index a multiple of 8); invocations 8 * matrices and up give an index that is not used.
+/// The result is u32 (one matrix), u32x2 or u32x4: word i holds two elements of matrix i,
+/// low half first; `transpose` takes them down a column instead of along a row. Needs the
+/// whole subgroup active. PTX: ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16 (sm_75+).
+struct SubgroupLoadMatrix : ExprBase {
+  static constexpr ExprKind kKind = ExprKind::SubgroupLoadMatrix;
+  SubgroupLoadMatrix(Type type, std::string array, Expr index, unsigned matrices, bool transpose)
+      : ExprBase(kKind, type), array(std::move(array)), index(std::move(index)), matrices(matrices),
+        transpose(transpose) {
+    summarize(name_hash(this->array) ^ (matrices << 1) ^ (transpose ? 1 : 0), kMayTrap | kHasSubgroupOp | kHasLoad,
+              {this->index.get()});
+  }
+  const std::string array;
+  const Expr index;
+  const unsigned matrices;
+  const bool transpose;
+  static Expr make(std::string array, Expr index, unsigned matrices, bool transpose = false);
 };
 
 /// `table[index]` for a constant table held in the program (not in memory): legalization

@@ -119,6 +119,11 @@ Expr IRMutator::mutate_SubgroupBallot(const SubgroupBallot& node, const Expr& se
   return cond.same_as(node.cond) ? self : SubgroupBallot::make(cond);
 }
 
+Expr IRMutator::mutate_SubgroupLoadMatrix(const SubgroupLoadMatrix& node, const Expr& self) {
+  Expr index = mutate(node.index);
+  return index.same_as(node.index) ? self : SubgroupLoadMatrix::make(node.array, index, node.matrices, node.transpose);
+}
+
 Expr IRMutator::mutate_SubgroupMma(const SubgroupMma& node, const Expr& self) {
   Expr a = mutate(node.a);
   Expr b = mutate(node.b);

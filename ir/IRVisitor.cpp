@@ -70,6 +70,7 @@ void IRVisitor::visit_SubgroupShuffle(const SubgroupShuffle& node) {
 }
 void IRVisitor::visit_SubgroupReduce(const SubgroupReduce& node) { visit(node.value); }
 void IRVisitor::visit_SubgroupBallot(const SubgroupBallot& node) { visit(node.cond); }
+void IRVisitor::visit_SubgroupLoadMatrix(const SubgroupLoadMatrix& node) { visit(node.index); }
 void IRVisitor::visit_SubgroupMma(const SubgroupMma& node) {
   visit(node.a);
   visit(node.b);

@@ -48,6 +48,18 @@ constexpr std::pair<unsigned, unsigned> c_element(unsigned lane, unsigned elemen
   return {lane / 4 + 8 * (element >> 1), 2 * (lane % 4) + (element & 1)};
 }
 
+/// ldmatrix.m8n8 (PTX ISA 9.7.14.5.15): each of `matrices` (1, 2, 4) 8x8 matrices of 16-bit
+/// elements has its 8 rows at the addresses lanes 8i..8i+7 give (row r of matrix i at lane
+/// 8i + r, 16 contiguous bytes). Word i of lane l holds two elements, half h from
+/// {row-address lane, element within that row}: row l/4, elements 2(l%4) + h; transposed,
+/// row 2(l%4) + h, element l/4. Composed, these are the A and B fragments of mma above.
+constexpr std::pair<unsigned, unsigned> load_matrix_source(unsigned lane, unsigned matrix, unsigned half,
+                                                           bool transpose) {
+  return transpose ? std::pair{8 * matrix + 2 * (lane % 4) + half, lane / 4}
+                   : std::pair{8 * matrix + lane / 4, 2 * (lane % 4) + half};
+}
+inline constexpr unsigned kMatrixRows = 8, kMatrixRowElements = 8;
+
 /// One warp's fragments: index [lane][word or element]; f32 values as their bits.
 using AFragments = std::array<std::array<std::uint32_t, kAWords>, kLanes>;
 using BFragments = std::array<std::array<std::uint32_t, kBWords>, kLanes>;

@@ -490,6 +490,29 @@ class Parser {
       if (name == "bitcast") return build(start, [&] { return Bitcast::make(type, args[0]); });
       return build(start, [&] { return Cast::make(type, args[0]); });
     }
+    if (name == "subgroup_load_matrix" && peek_symbol("<", 1)) {  // subgroup_load_matrix<4, trans>(tile[i])
+      take();
+      expect_symbol("<");
+      const Token& count_token = expect(TokenKind::Number, "the number of 8x8 matrices, 1, 2 or 4");
+      const unsigned matrices = count_token.text == "1" ? 1 : count_token.text == "2" ? 2 : count_token.text == "4" ? 4 : 0;
+      if (matrices == 0) fail(count_token, fmt::format("subgroup_load_matrix<{}>: ldmatrix loads 1, 2 or 4 matrices", count_token.text));
+      bool transpose = false;
+      if (peek_symbol(",")) {
+        take();
+        const Token& word = expect(TokenKind::Identifier, "trans");
+        if (word.text != "trans") fail(word, fmt::format("expected 'trans' after the matrix count, found '{}'", word.text));
+        transpose = true;
+      }
+      expect_symbol(">");
+      expect_symbol("(");
+      const Token& array_token = expect(TokenKind::Identifier, "a workgroup array");
+      const std::string array = array_token.text;
+      expect_symbol("[");
+      Expr index = parse_expr();
+      expect_symbol("]");
+      expect_symbol(")");
+      return build(start, [&] { return SubgroupLoadMatrix::make(array, index, matrices, transpose); });
+    }
     if (name == "subgroup_mma" && peek_symbol("<", 1)) {  // subgroup_mma<f16>(a, b, c)
       take();
       const Token& type_token = peek();

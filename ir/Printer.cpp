@@ -114,6 +114,11 @@ class ExprPrinter : public IRVisitor {
     call(fmt::format("subgroup_{}", to_string(node.op)), {node.value});
   }
   void visit_SubgroupBallot(const SubgroupBallot& node) override { call("subgroup_ballot", {node.cond}); }
+  void visit_SubgroupLoadMatrix(const SubgroupLoadMatrix& node) override {
+    text += fmt::format("subgroup_load_matrix<{}{}>({}[", node.matrices, node.transpose ? ", trans" : "", node.array);
+    print(node.index);
+    text += "])";
+  }
   void visit_SubgroupMma(const SubgroupMma& node) override {
     call(fmt::format("subgroup_mma<{}>", to_string(node.input)), {node.a, node.b, node.c});
   }

@@ -70,6 +70,21 @@ class StatementChecker : public IRVisitor {
     IRVisitor::visit_Load(node);
   }
 
+  void visit_SubgroupLoadMatrix(const SubgroupLoadMatrix& node) override {
+    const SharedDecl* array = program_.find_shared(node.array);
+    if (array == nullptr) {
+      report("subgroup_load_matrix reads workgroup array '{}', which is not declared{}", node.array,
+             program_.find_buffer(node.array) ? " as one (ldmatrix reads shared memory; stage the buffer there)" : "");
+    } else if (bit_width(array->element) != 16) {
+      report("subgroup_load_matrix reads 16-bit elements (f16, bf16, u16, i16), but workgroup array '{}' holds {}",
+             node.array, to_string(array->element));
+    } else {
+      // Each row is 8 elements at a 16-byte aligned address.
+      check_alignment("ldmatrix row of", node.array, node.index, array->element, 16, 2);
+    }
+    IRVisitor::visit_SubgroupLoadMatrix(node);
+  }
+
   void visit_BufferLength(const BufferLength& node) override {
     if (const SharedDecl* array = program_.find_shared(node.buffer)) {
       report("len({}) of a workgroup array: its size is static ({} elements); use that constant", node.buffer,

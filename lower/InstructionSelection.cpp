@@ -511,6 +511,20 @@ class Selector : public ir::IRVisitor {
     result_ = result;
   }
 
+  void visit_SubgroupLoadMatrix(const ir::SubgroupLoadMatrix& node) override {
+    // ldmatrix.sync.aligned.m8n8.x<n>[.trans].shared.b16 {d...}, [row address] (sm_75+).
+    const ir::SharedDecl* array = program_.find_shared(node.array);
+    if (array == nullptr) not_lowerable(fmt::format("ldmatrix from '{}', which is not a workgroup array", node.array));
+    Value index = lower(node.index);
+    std::string address = shared_address(*array, index);
+    Value d = fresh(node.type);
+    std::string registers = "{";
+    for (unsigned i = 0; i < d.count; ++i) registers += (i ? ", " : "") + d.registers[i];
+    emit(Mnemonic::of(Opcode::Ldmatrix, ValueType::B16).load_matrix(node.matrices, node.transpose),
+         {registers + "}", address});
+    result_ = d;
+  }
+
   void visit_SubgroupMma(const ir::SubgroupMma& node) override {
     // mma.sync.aligned.m16n8k16.row.col.f32.<in>.<in>.f32 {d}, {a}, {b}, {c} (sm_80+; the
     // table refuses older targets by name).

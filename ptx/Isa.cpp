@@ -86,6 +86,7 @@ constexpr std::array<Spelling<TestProperty>, 6> kTestProperties = {{{"finite", T
 constexpr std::array<Spelling<ShiftDirection>, 2> kShiftDirections = {
     {{"l", ShiftDirection::Left}, {"r", ShiftDirection::Right}}};
 constexpr std::array<Spelling<MmaShape>, 1> kMmaShapes = {{{"m16n8k16", MmaShape::M16n8k16}}};
+constexpr std::array<Spelling<LoadMatrixShape>, 1> kLoadMatrixShapes = {{{"m8n8", LoadMatrixShape::M8n8}}};
 
 /// Cache, eviction and memory-model qualifiers: they do not change what one thread
 /// computes, so they are accepted and not kept (except .nc, which selects the
@@ -152,6 +153,7 @@ std::optional<std::uint8_t> opcode_mode(Opcode opcode, std::string_view part) {
     case Opcode::Testp: return as_mode(find(kTestProperties, part));
     case Opcode::Shf: return as_mode(find(kShiftDirections, part));
     case Opcode::Mma: return as_mode(find(kMmaShapes, part));
+    case Opcode::Ldmatrix: return as_mode(find(kLoadMatrixShapes, part));
     default: return std::nullopt;
   }
 }
@@ -166,6 +168,7 @@ std::string_view mode_spelling(const Mnemonic& mnemonic) {
     case Opcode::Testp: return spell(kTestProperties, static_cast<TestProperty>(mnemonic.mode));
     case Opcode::Shf: return spell(kShiftDirections, static_cast<ShiftDirection>(mnemonic.mode));
     case Opcode::Mma: return spell(kMmaShapes, static_cast<MmaShape>(mnemonic.mode));
+    case Opcode::Ldmatrix: return spell(kLoadMatrixShapes, static_cast<LoadMatrixShape>(mnemonic.mode));
     default: return "";
   }
 }
@@ -251,6 +254,12 @@ Mnemonic parse_mnemonic(std::string_view text) {
       ++type_count;
       continue;
     }
+    if (m.opcode == Opcode::Ldmatrix && (part == "x1" || part == "x2" || part == "x4" || part == "trans")) {
+      if (part == "trans") m.transpose = true;
+      else m.matrices = static_cast<std::uint8_t>(part[1] - '0');
+      m.present |= kMode;
+      continue;
+    }
     if (m.opcode == Opcode::Mma && (part == "row" || part == "col")) {
       // .row.col, in that order: the one layout pair m16n8k16 with f16/bf16 inputs allows.
       if (layout_words != (part == "row" ? 0u : 1u))
@@ -323,6 +332,8 @@ Mnemonic parse_mnemonic(std::string_view text) {
       throw PtxSyntaxError(fmt::format("'{}': mma needs .row.col and four types (D, A, B, C)", text));
     m.row_col = true;
   }
+  if (m.opcode == Opcode::Ldmatrix && m.matrices == 0)
+    throw PtxSyntaxError(fmt::format("'{}': ldmatrix needs .x1, .x2 or .x4", text));
   return m;
 }
 
@@ -373,6 +384,15 @@ std::string to_string(const Mnemonic& m) {
     case Opcode::Vote:
       add("sync");
       add(mode_spelling(m));
+      types();
+      return text;
+    case Opcode::Ldmatrix:  // ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+      add("sync");
+      add("aligned");
+      add(mode_spelling(m));
+      add(fmt::format("x{}", m.matrices));
+      if (m.transpose) add("trans");
+      if (m.space != StateSpace::Generic) add(spell(kSpaces, m.space));
       types();
       return text;
     case Opcode::Mma:  // mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32: D, A, B, C

@@ -76,6 +76,7 @@ constexpr bool contains(TypeSet set, ValueType type) { return (set & type_bit(ty
   X(Cos, "cos") X(Tanh, "tanh") X(Copysign, "copysign") X(Testp, "testp") X(Setp, "setp") X(Selp, "selp")       \
   X(Set, "set") X(Mov, "mov") X(Cvt, "cvt") X(Cvta, "cvta") X(Ld, "ld") X(Ldu, "ldu") X(St, "st")               \
   X(Atom, "atom") X(Red, "red") X(Shfl, "shfl") X(Vote, "vote") X(Activemask, "activemask") X(Mma, "mma")      \
+  X(Ldmatrix, "ldmatrix")                                                                                       \
   X(Bra, "bra")                                                                                                 \
   X(Ret, "ret") X(Exit, "exit") X(Bar, "bar") X(BarWarp, "bar.warp") X(Barrier, "barrier") X(Membar, "membar") X(Fence, "fence")
 
@@ -109,6 +110,8 @@ enum class TestProperty : std::uint8_t { Finite, Infinite, Number, NotANumber, N
 enum class ShiftDirection : std::uint8_t { Left, Right };
 /// mma's matrix shape (PTX ISA 9.7.14.5.14, mma.sync); quantc emits and runs m16n8k16.
 enum class MmaShape : std::uint8_t { M16n8k16 };
+/// ldmatrix's matrix shape (PTX ISA 9.7.14.5.15): m8n8 of 16-bit elements.
+enum class LoadMatrixShape : std::uint8_t { M8n8 };
 
 /// The modifier kinds an instruction form may take (the table's `modifiers` column).
 enum Modifier : std::uint32_t {
@@ -156,6 +159,8 @@ struct Mnemonic {
   bool to_generic = true;       // cvta (to generic) vs cvta.to (from generic)
   bool sync = false, aligned = false, uniform = false;
   bool row_col = false;         // mma .row.col: A row-major, B column-major (the one layout of m16n8k16 f16/bf16)
+  std::uint8_t matrices = 0;    // ldmatrix .x1 .x2 .x4
+  bool transpose = false;       // ldmatrix .trans
   bool warp_barrier = false;    // bar.warp.sync
   MemoryOrder memory_order = MemoryOrder::None;  // fence/atom .relaxed .acq_rel .sc ...
   MemoryScope memory_scope = MemoryScope::None;  // fence/atom .cta .gpu .sys; membar .cta .gl .sys
@@ -209,6 +214,16 @@ struct Mnemonic {
   Mnemonic& synchronized() {  // shfl.sync, vote.sync, bar.sync
     sync = true;
     present |= kSync;
+    return *this;
+  }
+  /// ldmatrix.sync.aligned.m8n8.x<count>[.trans].shared.b16.
+  Mnemonic& load_matrix(unsigned count, bool transposed) {
+    sync = aligned = true;
+    mode = static_cast<std::uint8_t>(LoadMatrixShape::M8n8);
+    matrices = static_cast<std::uint8_t>(count);
+    transpose = transposed;
+    space = StateSpace::Shared;
+    present |= kSync | kMode | kSpace;
     return *this;
   }
   /// mma.sync.aligned.<shape>.row.col: `type` is D's and C's type, `source_type` A's and B's.

@@ -214,6 +214,11 @@ bool structurally_equal(const ExprBase* a, const ExprBase* b) {
     }
     case ExprKind::SubgroupBallot:
       return same(static_cast<const SubgroupBallot*>(a)->cond, static_cast<const SubgroupBallot*>(b)->cond);
+    case ExprKind::SubgroupLoadMatrix: {
+      auto *x = static_cast<const SubgroupLoadMatrix*>(a), *y = static_cast<const SubgroupLoadMatrix*>(b);
+      return x->array == y->array && x->matrices == y->matrices && x->transpose == y->transpose &&
+             same(x->index, y->index);
+    }
     case ExprKind::SubgroupMma: {
       auto *x = static_cast<const SubgroupMma*>(a), *y = static_cast<const SubgroupMma*>(b);
       return x->input == y->input && same(x->a, y->a) && same(x->b, y->b) && same(x->c, y->c);

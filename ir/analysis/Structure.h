@@ -163,6 +163,7 @@ void for_each_child(const ExprBase& expr, Visit&& visit) {
       break;
     case ExprKind::SubgroupReduce: visit(static_cast<const SubgroupReduce&>(expr).value); break;
     case ExprKind::SubgroupBallot: visit(static_cast<const SubgroupBallot&>(expr).cond); break;
+    case ExprKind::SubgroupLoadMatrix: visit(static_cast<const SubgroupLoadMatrix&>(expr).index); break;
     case ExprKind::SubgroupMma:
       visit(static_cast<const SubgroupMma&>(expr).a);
       visit(static_cast<const SubgroupMma&>(expr).b);

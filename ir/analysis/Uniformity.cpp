@@ -96,6 +96,10 @@ class UniformityWalker : public IRVisitor {
         found.push_back(SubgroupBallot::make(node.cond));
         IRVisitor::visit_SubgroupBallot(node);
       }
+      void visit_SubgroupLoadMatrix(const SubgroupLoadMatrix& node) override {
+        found.push_back(SubgroupLoadMatrix::make(node.array, node.index, node.matrices, node.transpose));
+        IRVisitor::visit_SubgroupLoadMatrix(node);
+      }
       void visit_SubgroupMma(const SubgroupMma& node) override {
         found.push_back(SubgroupMma::make(node.input, node.a, node.b, node.c));
         IRVisitor::visit_SubgroupMma(node);
@@ -290,7 +294,8 @@ Uniformity::Shape Uniformity::shape_of(const Expr& expr, const std::map<std::str
     case ExprKind::AtomicAdd:
       return Shape::Divergent;  // each invocation sees another old value
     case ExprKind::SubgroupMma:
-      return Shape::Divergent;  // each invocation holds other elements of D
+    case ExprKind::SubgroupLoadMatrix:
+      return Shape::Divergent;  // each invocation holds other elements of the tile
   }
   return Shape::Divergent;
 }

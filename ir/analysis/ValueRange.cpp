@@ -300,6 +300,7 @@ bool proven_safe(const Expr& expr, const RangeEnvironment& environment) {
     void visit_SubgroupReduce(const SubgroupReduce&) override { safe = false; }
     void visit_SubgroupBallot(const SubgroupBallot&) override { safe = false; }
     void visit_SubgroupMma(const SubgroupMma&) override { safe = false; }
+    void visit_SubgroupLoadMatrix(const SubgroupLoadMatrix&) override { safe = false; }
   } checker(environment);
   checker.visit(expr);
   return checker.safe;

@@ -10,6 +10,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -18,6 +19,9 @@
 #include "ir/Arithmetic.h"
 #include "ir/Mma.h"
 #include "ir/Parser.h"
+#include "ir/Verifier.h"
+#include "lower/LowerToPtx.h"
+#include "ptx/Ptxas.h"
 #include "runtime/backends/emulator/EmulatorBackend.h"
 #include "runtime/backends/reference/ReferenceBackend.h"
 
@@ -186,4 +190,127 @@ TEST_CASE("subgroup_mma is refused for sm_75 by name and needs a whole warp", "[
   buffers["d"] = HostBuffer::from(ir::ScalarType::F32, std::vector<float>(128, 0.0f));
   CHECK_THROWS_WITH(emulator_backend.run(emulator_backend.compile(half, options), buffers),
                     Catch::Contains("needs all 32 threads of the warp"));
+}
+
+namespace {
+
+/// A in a 16x16 and B in a 16x8 workgroup array (row-major f16), the fragments by
+/// subgroup_load_matrix: A as four 8x8 matrices (rows 0-7 / 8-15 by columns 0-7 / 8-15,
+/// matrix i's row r named by invocation 8i + r), B as two transposed ones (k rows 0-7 and
+/// 8-15); then one subgroup_mma. ldmatrix's layout composed with mma's must give A·B.
+ir::Program staged_mma_program(ir::ScalarType input) {
+  return ir::parse_program(fmt::format(
+      "program \"staged_mma\" workgroup_size(32, 1, 1) workgroup_count(1, 1, 1)\n"
+      "buffer @0 a_rows: read_only {0}[256]\nbuffer @1 b_rows: read_only {0}[128]\nbuffer @2 c: read_only f32[128]\n"
+      "buffer @3 d: read_write f32[128]\nshared a_tile: {0}[256]\nshared b_tile: {0}[128]\n{{\n"
+      "  let lane: u32 = invocation_id.x\n"
+      "  for i: u32 in 0u32 .. 8u32 {{\n"
+      "    a_tile[((i * 32u32) + lane)] = a_rows[((i * 32u32) + lane)]\n"
+      "  }}\n"
+      "  for i: u32 in 0u32 .. 4u32 {{\n"
+      "    b_tile[((i * 32u32) + lane)] = b_rows[((i * 32u32) + lane)]\n"
+      "  }}\n"
+      "  barrier\n"
+      "  let matrix: u32 = (lane / 8u32)\n"
+      "  let a_row: u32 = ((((matrix & 1u32) * 8u32) + (lane % 8u32)) * 16u32)\n"
+      "  let a: u32x4 = subgroup_load_matrix<4>(a_tile[(a_row + ((matrix / 2u32) * 8u32))])\n"
+      "  let b: u32x2 = subgroup_load_matrix<2, trans>(b_tile[((lane % 16u32) * 8u32)])\n"
+      "  d[(lane * 4u32)].v4 = subgroup_mma<{0}>(a, b, c[(lane * 4u32)].v4)\n"
+      "}}\n",
+      ir::to_string(input)), "staged_mma.qir");
+}
+
+}  // namespace
+
+TEST_CASE("subgroup_load_matrix stages A and B for subgroup_mma: the composition is the matrix product",
+          "[backends][mma][ldmatrix]") {
+  for (ir::ScalarType input : {ir::ScalarType::F16, ir::ScalarType::BF16}) {
+    const Tile tile = random_tile(input, 23, true);
+    std::vector<std::uint16_t> a_rows(256), b_rows(128);
+    for (unsigned i = 0; i < 16; ++i) {
+      for (unsigned k = 0; k < 16; ++k) a_rows[i * 16 + k] = to_half(input, tile.a[i][k]);
+    }
+    for (unsigned k = 0; k < 16; ++k) {
+      for (unsigned n = 0; n < 8; ++n) b_rows[k * 8 + n] = to_half(input, tile.b[k][n]);
+    }
+    const ir::Program program = staged_mma_program(input);
+    reference::ReferenceBackend reference_backend;
+    emulator::EmulatorBackend emulator_backend;
+    std::vector<std::pair<std::string, std::vector<float>>> results;
+    for (int backend = 0; backend < 3; ++backend) {
+      BufferSet buffers = fragments(input, tile);  // c as fragments
+      buffers["a_rows"] = HostBuffer::from(input, a_rows);
+      buffers["b_rows"] = HostBuffer::from(input, b_rows);
+      buffers.erase("a");
+      buffers.erase("b");
+      buffers["d"] = HostBuffer::from(ir::ScalarType::F32, std::vector<float>(128, -1.0f));
+      CompileOptions options;
+      if (backend == 0) {
+        reference_backend.run(reference_backend.compile(program, options), buffers);
+      } else {
+        options.target = ptx::parse_target(backend == 1 ? "sm_80" : "sm_90");
+        emulator_backend.run(emulator_backend.compile(program, options), buffers);
+      }
+      results.emplace_back(backend == 0 ? "reference" : backend == 1 ? "emulator sm_80" : "emulator sm_90",
+                           buffers.at("d").as<float>());
+    }
+    for (const auto& [name, d] : results) {
+      INFO(ir::to_string(input) << " " << name);
+      CHECK(d == results.front().second);
+      for (unsigned row = 0; row < 16; ++row) {
+        for (unsigned column = 0; column < 8; ++column) {
+          double exact = tile.c[row][column];
+          for (unsigned k = 0; k < 16; ++k) exact += double(tile.a[row][k]) * double(tile.b[k][column]);
+          INFO("D[" << row << "][" << column << "]");
+          CHECK(d_at(d, row, column) == float(exact));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("subgroup_load_matrix: the verifier wants a 16-bit workgroup array and 16-byte aligned rows",
+          "[backends][mma][ldmatrix]") {
+  auto problems = [](const std::string& body) {
+    try {
+      const ir::Program program = ir::parse_program(
+          "program \"p\" workgroup_size(32, 1, 1) workgroup_count(1, 1, 1)\n"
+          "buffer @0 out: read_write u32[32]\nshared halves: f16[256]\nshared words: f32[64]\n{\n"
+          "  let lane: u32 = invocation_id.x\n" + body + "\n}\n",
+          "p.qir");
+      std::string all;
+      for (const std::string& problem : ir::verify(program)) all += problem + "\n";
+      return all.empty() ? std::string("no error") : all;
+    } catch (const std::exception& error) {
+      return std::string(error.what());
+    }
+  };
+  CHECK(problems("  out[lane] = subgroup_load_matrix<1>(halves[(lane * 8u32)])") == "no error");
+  CHECK_THAT(problems("  out[lane] = subgroup_load_matrix<1>(halves[(lane * 4u32)])"),
+             Catch::Contains("ldmatrix row of 'halves'") && Catch::Contains("multiple of 4 (8 bytes)"));
+  CHECK_THAT(problems("  out[lane] = subgroup_load_matrix<1>(words[lane])"),
+             Catch::Contains("reads 16-bit elements") && Catch::Contains("'words' holds f32"));
+  CHECK_THAT(problems("  out[lane] = subgroup_load_matrix<1>(out[lane])"),
+             Catch::Contains("not declared as one (ldmatrix reads shared memory"));
+  CHECK_THAT(problems("  out[lane] = subgroup_load_matrix<3>(halves[0u32])"), Catch::Contains("1, 2 or 4 matrices"));
+}
+
+TEST_CASE("the mma and ldmatrix programs' PTX assembles with ptxas for sm_80 and sm_90", "[backends][mma][ptxas]") {
+  if (!ptx::ptxas_available()) {
+    const char* require = std::getenv("QUANTC_REQUIRE_PTXAS");
+    if (require != nullptr && std::string(require) == "1") FAIL("ptxas not found and QUANTC_REQUIRE_PTXAS=1");
+    WARN("ptxas not found: the mma PTX is not assembled");
+    return;
+  }
+  for (const ir::Program& program : {mma_program(ir::ScalarType::F16), mma_program(ir::ScalarType::BF16),
+                                     staged_mma_program(ir::ScalarType::F16), staged_mma_program(ir::ScalarType::BF16)}) {
+    for (const char* name : {"sm_80", "sm_90"}) {
+      const ptx::Target target = ptx::parse_target(name);
+      const std::string text = lower::lower_to_ptx(program, target);
+      const ptx::PtxasResult result = ptx::run_ptxas(text, target);
+      INFO(program.name << " " << name << "\n" << result.log);
+      CHECK(result.success);
+      CHECK(result.spill_bytes() == 0);
+    }
+  }
 }

@@ -775,10 +775,16 @@ TEST_CASE("nvcc mma_tile: mma.sync.aligned.m16n8k16 fragments loaded as the PTX 
     std::string ptx = compile("mma_tile", arch);
     if (ptx.empty()) return;
     require_instructions(ptx, {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
-                               "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"});
-    for (bool bf16 : {false, true}) {
+                               "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+                               "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+                               "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"});
+    // mma_f16 / mma_bf16 load their fragments from global memory; mma_ldmatrix_f16 stages
+    // the tile in shared memory and loads them with ldmatrix (f16 only: the layout is the same).
+    for (int kernel = 0; kernel < 3; ++kernel) {
+      const bool bf16 = kernel == 1;
+      const char* entry = kernel == 0 ? "mma_f16" : kernel == 1 ? "mma_bf16" : "mma_ldmatrix_f16";
       for (bool integers : {true, false}) {
-        INFO(arch << (bf16 ? " bf16" : " f16") << (integers ? " small integers" : " reals"));
+        INFO(arch << " " << entry << (integers ? " small integers" : " reals"));
         std::mt19937 random(bf16 * 2 + integers + 17);
         std::uniform_int_distribution<int> integer(-8, 8);
         std::uniform_real_distribution<float> real(-2.0f, 2.0f);
@@ -808,7 +814,7 @@ TEST_CASE("nvcc mma_tile: mma.sync.aligned.m16n8k16 fragments loaded as the PTX 
         LaunchConfig config;
         config.grid = {1, 1, 1};
         config.block = {32, 1, 1};
-        launch(parse_ptx(ptx), bf16 ? "mma_bf16" : "mma_f16", config, buffers,
+        launch(parse_ptx(ptx), entry, config, buffers,
                {PointerArgument{0, 0}, PointerArgument{1, 0}, PointerArgument{2, 0}, PointerArgument{3, 0}});
         auto d = values_of<float>(buffers[3]);
         for (unsigned row = 0; row < 16; ++row) {

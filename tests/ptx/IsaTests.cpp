@@ -51,6 +51,7 @@ Mnemonic representative(const InstructionForm& row, ValueType type, ValueType so
     case Opcode::Testp: m.mode = static_cast<std::uint8_t>(TestProperty::Finite); break;
     case Opcode::Shf: m.mode = static_cast<std::uint8_t>(ShiftDirection::Right); break;
     case Opcode::Mma: m.row_col = true; break;  // .m16n8k16 is mode 0
+    case Opcode::Ldmatrix: m.matrices = 4; m.space = StateSpace::Shared; break;  // .m8n8 is mode 0
     default: break;
   }
   if (row.modifiers & kRounding) m.rounding = Rounding::Nearest;
@@ -262,6 +263,7 @@ TEST_CASE("unknown opcodes, modifiers and types and forms outside the table rais
   CHECK_THROWS_WITH(parse_mnemonic("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f16"),
                     Catch::Contains("C's to D's"));
   CHECK_THROWS_WITH(parse_mnemonic("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32"), Catch::Contains("'.m8n8k4'"));
+  CHECK_THROWS_WITH(parse_mnemonic("ldmatrix.sync.aligned.m8n8.shared.b16"), Catch::Contains("needs .x1, .x2 or .x4"));
   // Parsed, but no row: the message names the whole spelling.
   for (std::string_view text : {"setp.lt.bf16", "lop3.b64", "fma.rn.s32", "add.pred", "shfl.sync.bfly.b64",
                                 "neg.ftz.bf16", "min.NaN.f64", "prmt.b16", "ld.global.v4.pred", "add.v4.f32",
@@ -329,6 +331,8 @@ TEST_CASE("the half and bf16 rows' min_sm and min PTX ISA agree with ptxas", "[p
       {"CvtFromBFloat16", "cvt.f32.bf16 %f1, %h1;"},
       {"CvtBFloat16Wide", "cvt.rn.bf16.f64 %h1, %fd1;"},
       {"CvtPackHalf", "cvt.rn.f16x2.f32 %r1, %f1, %f2;"},
+      {"Ldmatrix", "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%r0, %r1, %r2, %r3}, [%r0];"},
+      {"Ldmatrix", "ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r1}, [%r0];"},
       {"Mma", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, "
               "{%r0, %r1}, {%f0, %f1, %f2, %f3};"},
       {"Mma", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, "

@@ -630,6 +630,41 @@ void Launch::shuffle(const Instruction& in, std::uint32_t active, Warp& warp) {
   });
 }
 
+/// ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16: lanes 8i..8i+7 name the rows of
+/// matrix i (16 aligned bytes of shared memory each), distributed as the interpreter does
+/// (ir::mma::load_matrix_source).
+void Launch::load_matrix(const Instruction& in, std::uint32_t active, Warp& warp) {
+  if (!active) return;
+  if (active != 0xffffffffu)
+    fail_warp(in, warp.index,
+              fmt::format("ldmatrix.sync.aligned needs all 32 threads of the warp, but only lanes {} execute it "
+                          "(undefined behaviour on hardware)",
+                          lane_list(active)));
+  const Operand& destination = in.operands[0];
+  const Operand& address = in.operands[1];
+  const std::uint64_t* base = reg(warp, address.regs[0]);
+  std::array<const std::uint8_t*, 32> rows{};
+  for (unsigned r = 0; r < ir::mma::kMatrixRows * in.matrices; ++r) {
+    const std::uint64_t start = base[r] + static_cast<std::uint64_t>(address.offset);
+    rows[r] = resolve(in, warp, r, in.space, start, 2 * ir::mma::kMatrixRowElements, false).bytes;
+  }
+  for (unsigned m = 0; m < in.matrices; ++m) {
+    std::uint64_t* d = reg(warp, destination.regs[m]);
+    for (unsigned lane = 0; lane < 32; ++lane) {
+      std::uint32_t word = 0;
+      for (unsigned half = 0; half < 2; ++half) {
+        const auto [row_lane, element] = ir::mma::load_matrix_source(lane, m, half, in.transpose);
+        std::uint16_t bits;
+        std::memcpy(&bits, rows[row_lane] + 2 * element, 2);
+        word |= std::uint32_t{bits} << (16 * half);
+      }
+      d[lane] = word;
+    }
+  }
+  Request none;
+  finish_request(none, true, false, StateSpace::Shared);
+}
+
 /// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: the whole warp's fragments through
 /// the one definition the interpreter uses (ir/Mma.h).
 void Launch::mma(const Instruction& in, std::uint32_t active, Warp& warp) {
@@ -703,6 +738,9 @@ void execute_Vote(Launch& launch, const Instruction& in, std::uint32_t active, W
 }
 void execute_Mma(Launch& launch, const Instruction& in, std::uint32_t active, Warp& warp) {
   launch.mma(in, active, warp);
+}
+void execute_Ldmatrix(Launch& launch, const Instruction& in, std::uint32_t active, Warp& warp) {
+  launch.load_matrix(in, active, warp);
 }
 void execute_BarWarpSync(Launch& launch, const Instruction& in, std::uint32_t active, Warp& warp) {
   launch.warp_barrier(in, active, warp);

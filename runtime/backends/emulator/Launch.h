@@ -140,6 +140,7 @@ class Launch {
   void shuffle(const Instruction& in, std::uint32_t active, Warp& warp);
   void vote(const Instruction& in, std::uint32_t active, Warp& warp);
   void mma(const Instruction& in, std::uint32_t active, Warp& warp);
+  void load_matrix(const Instruction& in, std::uint32_t active, Warp& warp);
   void warp_barrier(const Instruction& in, std::uint32_t active, Warp& warp);
   /// cvta between the generic address space and .shared/.local.
   std::uint64_t generic_address(StateSpace space, std::uint64_t address, bool to_generic) const;

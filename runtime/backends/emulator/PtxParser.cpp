@@ -615,6 +615,13 @@ class KernelParser {
       in.operands[i] = resolve(raw[i], slot_type(letter, in));
     }
     in.operand_count = static_cast<std::uint8_t>(raw.size());
+    if (in.opcode == Opcode::Ldmatrix) {
+      // ldmatrix reads shared memory only; one b32 register per matrix.
+      if (in.space != StateSpace::Shared) unsupported("ldmatrix reads .shared memory only");
+      const Operand& d = in.operands[0];
+      if (d.count != in.matrices)
+        unsupported(fmt::format("ldmatrix .x{} needs {} destination registers, found {}", in.matrices, in.matrices, d.count));
+    }
     if (in.opcode == Opcode::Mma) {
       // m16n8k16 with f16/bf16 inputs: D and C 4 f32 registers, A 4 and B 2 registers of packed halves.
       constexpr std::array<std::uint8_t, 4> kCounts = {4, 4, 2, 4};

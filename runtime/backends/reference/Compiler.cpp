@@ -306,6 +306,13 @@ class Compiler {
         node->operands[0] = compile_expr(expr.as<ir::SubgroupBallot>()->cond);
         node->result = new_register();
         break;
+      case ExprKind::SubgroupLoadMatrix: {
+        const auto* load = expr.as<ir::SubgroupLoadMatrix>();
+        node->buffer = buffer_index(load->array, &expr, nullptr);
+        node->operands[0] = compile_expr(load->index);
+        node->result = new_register(words_of(expr.type()));
+        break;
+      }
       case ExprKind::SubgroupMma: {
         const auto* mma = expr.as<ir::SubgroupMma>();
         node->operands = {compile_expr(mma->a), compile_expr(mma->b), compile_expr(mma->c)};

@@ -376,6 +376,45 @@ const Word* ballot_kernel(const ExprNode& node, Machine& machine, const LaneSpan
   return out;
 }
 
+/// ir::SubgroupLoadMatrix: each full subgroup's rows distributed as ldmatrix does
+/// (ir::mma::load_matrix_source); a row that leaves the array is an error.
+const Word* load_matrix_kernel(const ExprNode& node, Machine& machine, const LaneSpan& lanes) {
+  const Word* index = node.operands[0]->run(machine, lanes);
+  machine.require_full_subgroups(lanes, node.source);
+  const auto& load = *node.source.as<ir::SubgroupLoadMatrix>();
+  const BufferView& array = machine.buffers[node.buffer];
+  const unsigned words = words_of(node.source.type());
+  Word* out = machine.reg(node.result);
+  for (std::uint32_t position = 0; position < lanes.size; position += kSubgroupSize) {
+    const std::uint32_t base = lane_at(lanes, position);  // full subgroups: base..base+31
+    std::uint32_t rows[kSubgroupSize] = {};
+    for (std::uint32_t r = 0; r < ir::mma::kMatrixRows * load.matrices; ++r) {
+      rows[r] = get<std::uint32_t>(index[base + r]);
+      if (std::uint64_t{rows[r]} + ir::mma::kMatrixRowElements > array.count) {
+        throw_at(machine, base + r, node.source,
+                 fmt::format("out-of-bounds ldmatrix row of workgroup array '{}': index {} + 8 > count {}", array.name,
+                             rows[r], array.count));
+      }
+    }
+    for (std::uint32_t i = 0; i < kSubgroupSize; ++i) {
+      VectorValue value;
+      for (unsigned m = 0; m < load.matrices; ++m) {
+        std::uint32_t word = 0;
+        for (unsigned half = 0; half < 2; ++half) {
+          const auto [row_lane, element] = ir::mma::load_matrix_source(i, m, half, load.transpose);
+          std::uint16_t bits;
+          std::memcpy(&bits, array.bytes + (std::size_t{rows[row_lane]} + element) * 2, 2);
+          word |= std::uint32_t{bits} << (16 * half);
+        }
+        value.set_lane<std::uint32_t>(m, word);
+      }
+      value.write(out, machine.lanes, base + i, words);
+    }
+  }
+  machine.counters.shared_loads += lanes.size;
+  return out;
+}
+
 /// ir::SubgroupMma: each full subgroup's fragments through the one definition (ir/Mma.h).
 const Word* mma_kernel(const ExprNode& node, Machine& machine, const LaneSpan& lanes) {
   const Word* a = node.operands[0]->run(machine, lanes);
@@ -521,6 +560,8 @@ EvalFn select_kernel(const ir::Expr& source) {
       return &ballot_kernel;
     case ir::ExprKind::SubgroupMma:
       return &mma_kernel;
+    case ir::ExprKind::SubgroupLoadMatrix:
+      return &load_matrix_kernel;
     case ir::ExprKind::Lookup:
       return &lookup_kernel;
     case ir::ExprKind::AtomicAdd:

@@ -44,3 +44,35 @@ extern "C" __global__ void mma_f16(const uint16_t* a, const uint16_t* b, const f
 extern "C" __global__ void mma_bf16(const uint16_t* a, const uint16_t* b, const float* c, float* d) {
   mma_tile<true>(a, b, c, d);
 }
+
+// The same tile through shared memory: A (16x16) and B (16x8) copied to shared arrays,
+// then the fragments by ldmatrix.x4 (A: lane 8i + r names row r of matrix i, matrices
+// rows 0-7 / 8-15 by columns 0-7 / 8-15) and ldmatrix.x2.trans (B: rows k 0-7 and 8-15).
+extern "C" __global__ void mma_ldmatrix_f16(const uint16_t* a, const uint16_t* b, const float* c, float* d) {
+  __shared__ __align__(16) uint16_t a_tile[256];
+  __shared__ __align__(16) uint16_t b_tile[128];
+  const unsigned lane = threadIdx.x, g = lane / 4, t = lane % 4;
+  for (unsigned i = lane; i < 256; i += 32) a_tile[i] = a[i];
+  for (unsigned i = lane; i < 128; i += 32) b_tile[i] = b[i];
+  __syncthreads();
+  const unsigned matrix = lane / 8;
+  const uint16_t* a_row = a_tile + ((matrix & 1) * 8 + lane % 8) * 16 + (matrix / 2) * 8;
+  const uint16_t* b_row = b_tile + (lane % 16) * 8;
+  const unsigned a_address = static_cast<unsigned>(__cvta_generic_to_shared(a_row));
+  const unsigned b_address = static_cast<unsigned>(__cvta_generic_to_shared(b_row));
+  uint32_t a0, a1, a2, a3, b0, b1;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3)
+               : "r"(a_address));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(b0), "=r"(b1) : "r"(b_address));
+  float d0 = c[g * 8 + 2 * t], d1 = c[g * 8 + 2 * t + 1], d2 = c[(g + 8) * 8 + 2 * t], d3 = c[(g + 8) * 8 + 2 * t + 1];
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  d[g * 8 + 2 * t] = d0;
+  d[g * 8 + 2 * t + 1] = d1;
+  d[(g + 8) * 8 + 2 * t] = d2;
+  d[(g + 8) * 8 + 2 * t + 1] = d3;
+}
