@@ -144,6 +144,12 @@ void Body::region(const std::string& op_id, const Builder& body_builder) {
 
 void Body::barrier() { stmts_.push_back(Barrier::make()); }
 void Body::fence() { stmts_.push_back(Fence::make()); }
+void Body::async_copy(const BufferRef& array, Expr array_index, const BufferRef& buffer, Expr buffer_index,
+                      unsigned bytes) {
+  stmts_.push_back(AsyncCopy::make(array.name, std::move(array_index), buffer.name, std::move(buffer_index), bytes));
+}
+void Body::async_commit() { stmts_.push_back(AsyncCommit::make()); }
+void Body::async_wait(unsigned pending) { stmts_.push_back(AsyncWait::make(pending)); }
 
 Expr Body::atomic_add(const std::string& name, const BufferRef& buffer, Expr index, Expr value) {
   return let(name, AtomicAdd::make(buffer.name, std::move(index), std::move(value)));

@@ -144,6 +144,12 @@ class Body {
   void barrier();
   /// A device-scope fence (ir::Fence).
   void fence();
+  /// cp.async of `bytes` (4, 8, 16) from `buffer`[buffer_index] to workgroup array
+  /// `array`[array_index] (ir::AsyncCopy); async_commit closes the group, async_wait(n)
+  /// waits until at most n committed groups are in flight.
+  void async_copy(const BufferRef& array, Expr array_index, const BufferRef& buffer, Expr buffer_index, unsigned bytes);
+  void async_commit();
+  void async_wait(unsigned pending);
   /// Binds `name` to the old value of an atomic `buffer[index] += value` (ir::AtomicAdd;
   /// u32/i32 buffers); returns the variable. The add happens even if `name` is unused.
   Expr atomic_add(const std::string& name, const BufferRef& buffer, Expr index, Expr value);

@@ -707,6 +707,27 @@ Node Region::make(std::string op_id, Node body) {
 
 Node Fence::make() { return within_depth(Node(std::make_shared<Fence>())); }
 
+Node AsyncCopy::make(std::string array, Expr array_index, std::string buffer, Expr buffer_index, unsigned bytes) {
+  require_defined(array_index, "AsyncCopy " + array);
+  require_defined(buffer_index, "AsyncCopy " + array);
+  if (array_index.type() != ScalarType::U32 || buffer_index.type() != ScalarType::U32) {
+    throw IRError(fmt::format("async_copy({}[...], {}[...]): indices must be u32, got {} and {}", array, buffer,
+                              to_string(array_index.type()), to_string(buffer_index.type())));
+  }
+  if (bytes != 4 && bytes != 8 && bytes != 16) {
+    throw IRError(fmt::format("async_copy({}[...], {}[...], {}): cp.async copies 4, 8 or 16 bytes", array, buffer, bytes));
+  }
+  return within_depth(Node(std::make_shared<AsyncCopy>(std::move(array), std::move(array_index), std::move(buffer),
+                                                      std::move(buffer_index), bytes)));
+}
+
+Node AsyncCommit::make() { return within_depth(Node(std::make_shared<AsyncCommit>())); }
+
+Node AsyncWait::make(unsigned pending) {
+  if (pending > 255) throw IRError(fmt::format("async_wait({}): at most 255 groups may stay in flight", pending));
+  return within_depth(Node(std::make_shared<AsyncWait>(pending)));
+}
+
 Node Barrier::make() { return within_depth(Node(std::make_shared<Barrier>())); }
 
 Node Return::make() { return within_depth(Node(std::make_shared<Return>())); }

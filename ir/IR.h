@@ -116,6 +116,9 @@ std::string nesting_error(std::uint32_t depth);
   X(Region)                  \
   X(Barrier)                 \
   X(Fence)                   \
+  X(AsyncCopy)               \
+  X(AsyncCommit)             \
+  X(AsyncWait)               \
   X(Return)
 
 enum class ExprKind : std::uint8_t {
@@ -673,6 +676,46 @@ struct Fence : NodeBase {
   static constexpr NodeKind kKind = NodeKind::Fence;
   Fence() : NodeBase(kKind) {}
   static Node make();
+};
+
+/// Starts an asynchronous copy of `bytes` (4, 8 or 16) bytes from global buffer `buffer`
+/// at element `buffer_index` to workgroup array `array` at element `array_index` (same
+/// element type; both addresses aligned to `bytes`, which the verifier must prove). The
+/// copy belongs to the invocation's open group, which AsyncCommit closes; the data is in
+/// the array only after an AsyncWait that covers its group, and visible to the other
+/// invocations only after a Barrier that follows it. Reading the destination (or writing
+/// the source) before then is a race: the reference interpreter copies at once, the
+/// emulator at the wait, so such a program does not give the same bits on both. PTX
+/// cp.async.{ca,cg}.shared.global (sm_80+; .cg for 16 bytes: L2 only, as Marlin streams).
+struct AsyncCopy : NodeBase {
+  static constexpr NodeKind kKind = NodeKind::AsyncCopy;
+  AsyncCopy(std::string array, Expr array_index, std::string buffer, Expr buffer_index, unsigned bytes)
+      : NodeBase(kKind), array(std::move(array)), array_index(std::move(array_index)), buffer(std::move(buffer)),
+        buffer_index(std::move(buffer_index)), bytes(bytes) {
+    nest({this->array_index.get(), this->buffer_index.get()});
+  }
+  const std::string array;
+  const Expr array_index;
+  const std::string buffer;
+  const Expr buffer_index;
+  const unsigned bytes;
+  static Node make(std::string array, Expr array_index, std::string buffer, Expr buffer_index, unsigned bytes);
+};
+
+/// Closes the invocation's open group of AsyncCopy (PTX cp.async.commit_group).
+struct AsyncCommit : NodeBase {
+  static constexpr NodeKind kKind = NodeKind::AsyncCommit;
+  AsyncCommit() : NodeBase(kKind) {}
+  static Node make();
+};
+
+/// Waits until at most `pending` of the invocation's most recently committed groups are
+/// still in flight: every older group's copies are in the array (PTX cp.async.wait_group).
+struct AsyncWait : NodeBase {
+  static constexpr NodeKind kKind = NodeKind::AsyncWait;
+  explicit AsyncWait(unsigned pending) : NodeBase(kKind), pending(pending) {}
+  const unsigned pending;
+  static Node make(unsigned pending);
 };
 
 /// Ends the invocation (PTX `ret`); it takes no further part in subgroup operations.

@@ -198,6 +198,14 @@ Node IRMutator::mutate_Region(const Region& node, const Node& self) {
 
 Node IRMutator::mutate_Barrier(const Barrier&, const Node& self) { return self; }
 Node IRMutator::mutate_Fence(const Fence&, const Node& self) { return self; }
+Node IRMutator::mutate_AsyncCopy(const AsyncCopy& node, const Node& self) {
+  Expr array_index = mutate(node.array_index);
+  Expr buffer_index = mutate(node.buffer_index);
+  if (array_index.same_as(node.array_index) && buffer_index.same_as(node.buffer_index)) return self;
+  return AsyncCopy::make(node.array, array_index, node.buffer, buffer_index, node.bytes);
+}
+Node IRMutator::mutate_AsyncCommit(const AsyncCommit&, const Node& self) { return self; }
+Node IRMutator::mutate_AsyncWait(const AsyncWait&, const Node& self) { return self; }
 Node IRMutator::mutate_Return(const Return&, const Node& self) { return self; }
 
 }  // namespace quantc::ir

@@ -104,6 +104,12 @@ void IRVisitor::visit_Block(const Block& node) {
 void IRVisitor::visit_Region(const Region& node) { visit(node.body); }
 void IRVisitor::visit_Barrier(const Barrier&) {}
 void IRVisitor::visit_Fence(const Fence&) {}
+void IRVisitor::visit_AsyncCopy(const AsyncCopy& node) {
+  visit(node.array_index);
+  visit(node.buffer_index);
+}
+void IRVisitor::visit_AsyncCommit(const AsyncCommit&) {}
+void IRVisitor::visit_AsyncWait(const AsyncWait&) {}
 void IRVisitor::visit_Return(const Return&) {}
 
 }  // namespace quantc::ir

@@ -373,6 +373,40 @@ class Parser {
         take();
         return Fence::make();
       }
+      if (start.text == "async_commit") {
+        take();
+        return AsyncCommit::make();
+      }
+      if (start.text == "async_wait") {  // async_wait(0)
+        take();
+        expect_symbol("(");
+        const Token& count = expect(TokenKind::Number, "how many committed groups may stay in flight");
+        unsigned pending = 0;
+        auto [stop, error] = std::from_chars(count.text.data(), count.text.data() + count.text.size(), pending);
+        if (error != std::errc() || stop != count.text.data() + count.text.size() || pending > 255)
+          fail(count, fmt::format("async_wait({}): give a count of groups from 0 to 255", count.text));
+        expect_symbol(")");
+        return AsyncWait::make(pending);
+      }
+      if (start.text == "async_copy") {  // async_copy(tile[i], x[j], 16)
+        take();
+        expect_symbol("(");
+        const std::string array = expect(TokenKind::Identifier, "a workgroup array").text;
+        expect_symbol("[");
+        Expr array_index = parse_expr();
+        expect_symbol("]");
+        expect_symbol(",");
+        const std::string buffer = expect(TokenKind::Identifier, "a buffer").text;
+        expect_symbol("[");
+        Expr buffer_index = parse_expr();
+        expect_symbol("]");
+        expect_symbol(",");
+        const Token& size = expect(TokenKind::Number, "the bytes to copy: 4, 8 or 16");
+        const unsigned bytes = size.text == "4" ? 4 : size.text == "8" ? 8 : size.text == "16" ? 16 : 0;
+        if (bytes == 0) fail(size, fmt::format("async_copy copies 4, 8 or 16 bytes, not {}", size.text));
+        expect_symbol(")");
+        return build(start, [&] { return AsyncCopy::make(array, array_index, buffer, buffer_index, bytes); });
+      }
       if (start.text == "return") {
         take();
         return Return::make();

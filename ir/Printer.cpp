@@ -197,6 +197,12 @@ class NodePrinter : public IRVisitor {
   }
   void visit_Barrier(const Barrier&) override { line("barrier"); }
   void visit_Fence(const Fence&) override { line("fence"); }
+  void visit_AsyncCopy(const AsyncCopy& node) override {
+    line(fmt::format("async_copy({}[{}], {}[{}], {})", node.array, expr(node.array_index), node.buffer,
+                     expr(node.buffer_index), node.bytes));
+  }
+  void visit_AsyncCommit(const AsyncCommit&) override { line("async_commit"); }
+  void visit_AsyncWait(const AsyncWait& node) override { line(fmt::format("async_wait({})", node.pending)); }
   void visit_Return(const Return&) override { line("return"); }
 
  private:

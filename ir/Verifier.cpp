@@ -70,6 +70,33 @@ class StatementChecker : public IRVisitor {
     IRVisitor::visit_Load(node);
   }
 
+  void visit_AsyncCopy(const AsyncCopy& node) override {
+    IRVisitor::visit_AsyncCopy(node);
+    const SharedDecl* array = program_.find_shared(node.array);
+    const BufferDecl* buffer = program_.find_buffer(node.buffer);
+    if (array == nullptr) {
+      report("async_copy writes workgroup array '{}', which is not declared{}", node.array,
+             program_.find_buffer(node.array) ? " as one (cp.async copies global memory into shared memory)" : "");
+    }
+    if (buffer == nullptr) {
+      report("async_copy reads buffer '{}', which is not declared{}", node.buffer,
+             program_.find_shared(node.buffer) ? " as a global buffer (cp.async reads global memory)" : "");
+    }
+    if (array == nullptr || buffer == nullptr) return;
+    if (array->element != buffer->element) {
+      report("async_copy from '{}' ({}) to '{}' ({}): the element types must match", node.buffer,
+             to_string(buffer->element), node.array, to_string(array->element));
+      return;
+    }
+    const unsigned element_bytes = buffer->element == ScalarType::Bool ? 1 : byte_size(buffer->element);
+    if (node.bytes % element_bytes != 0) {
+      report("async_copy of {} bytes does not hold whole {} elements", node.bytes, to_string(buffer->element));
+      return;
+    }
+    check_alignment("async_copy to", node.array, node.array_index, array->element, node.bytes, element_bytes);
+    check_alignment("async_copy from", node.buffer, node.buffer_index, buffer->element, node.bytes, element_bytes);
+  }
+
   void visit_SubgroupLoadMatrix(const SubgroupLoadMatrix& node) override {
     const SharedDecl* array = program_.find_shared(node.array);
     if (array == nullptr) {

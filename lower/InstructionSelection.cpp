@@ -632,6 +632,27 @@ class Selector : public ir::IRVisitor {
          {address, source.operand()});
   }
 
+  void visit_AsyncCopy(const ir::AsyncCopy& node) override {
+    begin_statement(node);
+    const ir::SharedDecl* array = program_.find_shared(node.array);
+    if (array == nullptr) not_lowerable(fmt::format("async_copy to '{}', which is not a workgroup array", node.array));
+    const ir::BufferDecl& buffer = find_buffer(node.buffer);
+    std::string source = global_address(buffer, node.buffer_index);
+    std::string destination = shared_address(*array, lower(node.array_index));
+    // .cg (L2 only) for whole 16-byte chunks, as Marlin streams its weights; .ca otherwise.
+    emit(Mnemonic::of(Opcode::CpAsync).async_copy(node.bytes == 16), {destination, source, std::to_string(node.bytes)});
+  }
+
+  void visit_AsyncCommit(const ir::AsyncCommit& node) override {
+    begin_statement(node);
+    emit(Mnemonic::of(Opcode::CpAsyncCommit), {});
+  }
+
+  void visit_AsyncWait(const ir::AsyncWait& node) override {
+    begin_statement(node);
+    emit(Mnemonic::of(Opcode::CpAsyncWait), {std::to_string(node.pending)});
+  }
+
   void visit_If(const ir::If& node) override {
     begin_statement(node);
     std::string condition = in_register(lower(node.cond));

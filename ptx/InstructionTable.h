@@ -206,6 +206,10 @@ inline constexpr unsigned kScalarOrVector = (1u << 1) | (1u << 2) | (1u << 4);  
   X(Activemask, Activemask, types::kBits32, 0, 0, "t", kScalar, Activemask, Shuffle, 6, 2, 30)                               \
   /* warp-level matrix load from shared memory (9.7.14.5.15): {x1/x2/x4 b32 registers}, [row address] */             \
   X(Ldmatrix, Ldmatrix, types::of(ValueType::B16), 0, kSync | kMode | kSpace, "ua", kScalar, Ldmatrix, Memory, 6, 5, 75) \
+  /* asynchronous copy global -> shared (9.7.9.25): [dst], [src], 4/8/16 bytes; groups */                            \
+  X(CpAsync, CpAsync, 0, 0, kCache | kSpace, "aau", kScalar, CpAsync, Memory, 7, 0, 80)                                      \
+  X(CpAsyncCommit, CpAsyncCommit, 0, 0, 0, "", kScalar, CpAsyncCommit, Control, 7, 0, 80)                                    \
+  X(CpAsyncWait, CpAsyncWait, 0, 0, 0, "u", kScalar, CpAsyncWait, Control, 7, 0, 80)                                         \
   /* warp-level matrix multiply-accumulate (9.7.14.5.14): D {4 x f32}, A {4 x b32}, B {2 x b32}, C {4 x f32} */         \
   X(Mma, Mma, types::kF32, types::of(ValueType::F16) | types::of(ValueType::BF16), kSync | kMode, "tuut", kScalar, Mma,     \
     Tensor, 7, 0, 80)                                                                                                  \

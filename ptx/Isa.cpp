@@ -221,10 +221,17 @@ Mnemonic parse_mnemonic(std::string_view text) {
   if (parts[0] == "bar" && parts.size() > 1 && parts[1] == "warp") {
     m.opcode = Opcode::BarWarp;
     first_modifier = 2;
+  } else if (parts[0] == "cp" && parts.size() > 1 && parts[1] == "async") {
+    // cp.async, cp.async.commit_group, cp.async.wait_group: the opcode spans the words.
+    const bool group_word = parts.size() > 2 && (parts[2] == "commit_group" || parts[2] == "wait_group");
+    m.opcode = !group_word ? Opcode::CpAsync : parts[2] == "commit_group" ? Opcode::CpAsyncCommit : Opcode::CpAsyncWait;
+    first_modifier = group_word ? 3 : 2;
   } else {
     bool known = false;
     for (std::size_t i = 0; i < kOpcodeNames.size(); ++i) {
-      if (kOpcodeNames[i] == parts[0] && static_cast<Opcode>(i) != Opcode::BarWarp) {
+      if (kOpcodeNames[i] == parts[0] && static_cast<Opcode>(i) != Opcode::BarWarp &&
+          static_cast<Opcode>(i) != Opcode::CpAsync && static_cast<Opcode>(i) != Opcode::CpAsyncCommit &&
+          static_cast<Opcode>(i) != Opcode::CpAsyncWait) {
         m.opcode = static_cast<Opcode>(i);
         known = true;
       }
@@ -252,6 +259,15 @@ Mnemonic parse_mnemonic(std::string_view text) {
       else if (*type != (type_count == 2 ? m.source_type : m.type))
         throw PtxSyntaxError(fmt::format("'{}': quantc takes mma with B's type equal to A's and C's to D's", text));
       ++type_count;
+      continue;
+    }
+    if (m.opcode == Opcode::CpAsync && (part == "ca" || part == "cg")) {
+      m.cache_global = part == "cg";
+      m.present |= kCache;
+      continue;
+    }
+    if (m.opcode == Opcode::CpAsync && part == "global" && m.space == StateSpace::Shared) {
+      m.global_source = true;  // .shared.global: destination, then source
       continue;
     }
     if (m.opcode == Opcode::Ldmatrix && (part == "x1" || part == "x2" || part == "x4" || part == "trans")) {
@@ -334,6 +350,8 @@ Mnemonic parse_mnemonic(std::string_view text) {
   }
   if (m.opcode == Opcode::Ldmatrix && m.matrices == 0)
     throw PtxSyntaxError(fmt::format("'{}': ldmatrix needs .x1, .x2 or .x4", text));
+  if (m.opcode == Opcode::CpAsync && (m.space != StateSpace::Shared || !m.global_source))
+    throw PtxSyntaxError(fmt::format("'{}': quantc takes cp.async from .global to .shared (.shared.global)", text));
   return m;
 }
 
@@ -385,6 +403,14 @@ std::string to_string(const Mnemonic& m) {
       add("sync");
       add(mode_spelling(m));
       types();
+      return text;
+    case Opcode::CpAsync:  // cp.async.cg.shared.global
+      add(m.cache_global ? "cg" : "ca");
+      add(spell(kSpaces, m.space));
+      if (m.global_source) add("global");
+      return text;
+    case Opcode::CpAsyncCommit:
+    case Opcode::CpAsyncWait:
       return text;
     case Opcode::Ldmatrix:  // ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
       add("sync");

@@ -76,7 +76,8 @@ constexpr bool contains(TypeSet set, ValueType type) { return (set & type_bit(ty
   X(Cos, "cos") X(Tanh, "tanh") X(Copysign, "copysign") X(Testp, "testp") X(Setp, "setp") X(Selp, "selp")       \
   X(Set, "set") X(Mov, "mov") X(Cvt, "cvt") X(Cvta, "cvta") X(Ld, "ld") X(Ldu, "ldu") X(St, "st")               \
   X(Atom, "atom") X(Red, "red") X(Shfl, "shfl") X(Vote, "vote") X(Activemask, "activemask") X(Mma, "mma")      \
-  X(Ldmatrix, "ldmatrix")                                                                                       \
+  X(Ldmatrix, "ldmatrix") X(CpAsync, "cp.async") X(CpAsyncCommit, "cp.async.commit_group")                     \
+  X(CpAsyncWait, "cp.async.wait_group")                                                                         \
   X(Bra, "bra")                                                                                                 \
   X(Ret, "ret") X(Exit, "exit") X(Bar, "bar") X(BarWarp, "bar.warp") X(Barrier, "barrier") X(Membar, "membar") X(Fence, "fence")
 
@@ -161,6 +162,8 @@ struct Mnemonic {
   bool row_col = false;         // mma .row.col: A row-major, B column-major (the one layout of m16n8k16 f16/bf16)
   std::uint8_t matrices = 0;    // ldmatrix .x1 .x2 .x4
   bool transpose = false;       // ldmatrix .trans
+  bool cache_global = false;    // cp.async .cg (L2 only) rather than .ca
+  bool global_source = false;   // cp.async .shared.global: the source's state space
   bool warp_barrier = false;    // bar.warp.sync
   MemoryOrder memory_order = MemoryOrder::None;  // fence/atom .relaxed .acq_rel .sc ...
   MemoryScope memory_scope = MemoryScope::None;  // fence/atom .cta .gpu .sys; membar .cta .gl .sys
@@ -224,6 +227,14 @@ struct Mnemonic {
     transpose = transposed;
     space = StateSpace::Shared;
     present |= kSync | kMode | kSpace;
+    return *this;
+  }
+  /// cp.async.{ca,cg}.shared.global [dst], [src], bytes.
+  Mnemonic& async_copy(bool l2_only) {
+    cache_global = l2_only;
+    space = StateSpace::Shared;
+    global_source = true;
+    present |= kCache | kSpace;
     return *this;
   }
   /// mma.sync.aligned.<shape>.row.col: `type` is D's and C's type, `source_type` A's and B's.

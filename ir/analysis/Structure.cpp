@@ -36,6 +36,10 @@ class WritableLoadFinder : public IRVisitor {
     found = true;  // it reads (and writes) a written buffer
     IRVisitor::visit_AtomicAdd(node);
   }
+  void visit_SubgroupLoadMatrix(const SubgroupLoadMatrix& node) override {
+    found = true;  // workgroup arrays are written by the workgroup's stores
+    IRVisitor::visit_SubgroupLoadMatrix(node);
+  }
 
  private:
   const Program& program_;

@@ -108,6 +108,10 @@ void for_each_operand(const NodeBase& node, Visit&& visit) {
       visit(static_cast<const Store&>(node).value);
       break;
     case NodeKind::If: visit(static_cast<const If&>(node).cond); break;
+    case NodeKind::AsyncCopy:
+      visit(static_cast<const AsyncCopy&>(node).array_index);
+      visit(static_cast<const AsyncCopy&>(node).buffer_index);
+      break;
     case NodeKind::Loop:
       visit(static_cast<const Loop&>(node).from);
       visit(static_cast<const Loop&>(node).to);

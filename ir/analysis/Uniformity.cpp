@@ -37,6 +37,10 @@ class UniformityWalker : public IRVisitor {
     check_subgroup_ops(node.index);
     check_subgroup_ops(node.value);
   }
+  void visit_AsyncCopy(const AsyncCopy& node) override {
+    check_subgroup_ops(node.array_index);
+    check_subgroup_ops(node.buffer_index);
+  }
   void visit_If(const If& node) override {
     check_subgroup_ops(node.cond);
     bool divergent = shape_of(node.cond) != Shape::Uniform;

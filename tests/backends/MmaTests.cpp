@@ -295,7 +295,155 @@ TEST_CASE("subgroup_load_matrix: the verifier wants a 16-bit workgroup array and
   CHECK_THAT(problems("  out[lane] = subgroup_load_matrix<3>(halves[0u32])"), Catch::Contains("1, 2 or 4 matrices"));
 }
 
-TEST_CASE("the mma and ldmatrix programs' PTX assembles with ptxas for sm_80 and sm_90", "[backends][mma][ptxas]") {
+
+namespace {
+
+/// A and B staged by async_copy (16 bytes = 8 halves per copy), one group, then
+/// async_wait(0), a barrier, ldmatrix and mma: the Marlin-style pipeline's building blocks.
+ir::Program async_staged_mma_program() {
+  return ir::parse_program(
+      "program \"async_staged_mma\" workgroup_size(32, 1, 1) workgroup_count(1, 1, 1)\n"
+      "buffer @0 a_rows: read_only f16[256]\nbuffer @1 b_rows: read_only f16[128]\nbuffer @2 c: read_only f32[128]\n"
+      "buffer @3 d: read_write f32[128]\nshared a_tile: f16[256]\nshared b_tile: f16[128]\n{\n"
+      "  let lane: u32 = invocation_id.x\n"
+      "  async_copy(a_tile[(lane * 8u32)], a_rows[(lane * 8u32)], 16)\n"
+      "  if (lane < 16u32) {\n"
+      "    async_copy(b_tile[(lane * 8u32)], b_rows[(lane * 8u32)], 16)\n"
+      "  }\n"
+      "  async_commit\n"
+      "  async_wait(0)\n"
+      "  barrier\n"
+      "  let matrix: u32 = (lane / 8u32)\n"
+      "  let a_row: u32 = ((((matrix & 1u32) * 8u32) + (lane % 8u32)) * 16u32)\n"
+      "  let a: u32x4 = subgroup_load_matrix<4>(a_tile[(a_row + ((matrix / 2u32) * 8u32))])\n"
+      "  let b: u32x2 = subgroup_load_matrix<2, trans>(b_tile[((lane % 16u32) * 8u32)])\n"
+      "  d[(lane * 4u32)].v4 = subgroup_mma<f16>(a, b, c[(lane * 4u32)].v4)\n"
+      "}\n",
+      "async_staged_mma.qir");
+}
+
+/// Two groups in flight: chunk 0 to `first`, chunk 1 to `second`; async_wait(1) lands only
+/// the first group, async_wait(0) the second. `early` reads `second` after async_wait(1).
+ir::Program two_stage_program(bool early) {
+  return ir::parse_program(fmt::format(
+      "program \"two_stage\" workgroup_size(32, 1, 1) workgroup_count(1, 1, 1)\n"
+      "buffer @0 x: read_only u32[256]\nbuffer @1 out: read_write u32[256]\n"
+      "shared first: u32[128]\nshared second: u32[128]\n{{\n"
+      "  let lane: u32 = invocation_id.x\n"
+      "  async_copy(first[(lane * 4u32)], x[(lane * 4u32)], 16)\n"
+      "  async_commit\n"
+      "  async_copy(second[(lane * 4u32)], x[((lane * 4u32) + 128u32)], 16)\n"
+      "  async_commit\n"
+      "  async_wait(1)\n"
+      "  barrier\n"
+      "  out[(lane * 4u32)].v4 = first[(lane * 4u32)].v4\n"
+      "{}"
+      "  out[((lane * 4u32) + 128u32)].v4 = second[(lane * 4u32)].v4\n"
+      "}}\n",
+      early ? "" : "  async_wait(0)\n  barrier\n"),
+      "two_stage.qir");
+}
+
+std::vector<std::uint32_t> run_two_stage(bool early, bool emulated, const std::vector<std::uint32_t>& x) {
+  const ir::Program program = two_stage_program(early);
+  BufferSet buffers{{"x", HostBuffer::from(ir::ScalarType::U32, x)},
+                    {"out", HostBuffer::from(ir::ScalarType::U32, std::vector<std::uint32_t>(256, 7))}};
+  CompileOptions options;
+  if (emulated) {
+    emulator::EmulatorBackend backend;
+    options.target = ptx::parse_target("sm_80");
+    backend.run(backend.compile(program, options), buffers);
+  } else {
+    reference::ReferenceBackend backend;
+    backend.run(backend.compile(program, options), buffers);
+  }
+  return buffers.at("out").as<std::uint32_t>();
+}
+
+}  // namespace
+
+TEST_CASE("async_copy stages the tile for ldmatrix and mma: the product, on the interpreter and emulated sm_80/sm_90",
+          "[backends][mma][async]") {
+  const Tile tile = random_tile(ir::ScalarType::F16, 29, true);
+  std::vector<std::uint16_t> a_rows(256), b_rows(128);
+  for (unsigned i = 0; i < 16; ++i)
+    for (unsigned k = 0; k < 16; ++k) a_rows[i * 16 + k] = to_half(ir::ScalarType::F16, tile.a[i][k]);
+  for (unsigned k = 0; k < 16; ++k)
+    for (unsigned n = 0; n < 8; ++n) b_rows[k * 8 + n] = to_half(ir::ScalarType::F16, tile.b[k][n]);
+  const ir::Program program = async_staged_mma_program();
+  for (const char* backend_name : {"reference", "sm_80", "sm_90"}) {
+    BufferSet buffers = fragments(ir::ScalarType::F16, tile);
+    buffers.erase("a");
+    buffers.erase("b");
+    buffers["a_rows"] = HostBuffer::from(ir::ScalarType::F16, a_rows);
+    buffers["b_rows"] = HostBuffer::from(ir::ScalarType::F16, b_rows);
+    buffers["d"] = HostBuffer::from(ir::ScalarType::F32, std::vector<float>(128, -1.0f));
+    CompileOptions options;
+    if (std::string(backend_name) == "reference") {
+      reference::ReferenceBackend backend;
+      backend.run(backend.compile(program, options), buffers);
+    } else {
+      emulator::EmulatorBackend backend;
+      options.target = ptx::parse_target(backend_name);
+      backend.run(backend.compile(program, options), buffers);
+    }
+    const std::vector<float> d = buffers.at("d").as<float>();
+    for (unsigned row = 0; row < 16; ++row) {
+      for (unsigned column = 0; column < 8; ++column) {
+        double exact = tile.c[row][column];
+        for (unsigned k = 0; k < 16; ++k) exact += double(tile.a[row][k]) * double(tile.b[k][column]);
+        INFO(backend_name << " D[" << row << "][" << column << "]");
+        CHECK(d_at(d, row, column) == float(exact));
+      }
+    }
+  }
+}
+
+TEST_CASE("async_wait(n) lands all but the n newest groups, and an early read is a race the emulator exposes",
+          "[backends][async]") {
+  std::vector<std::uint32_t> x(256);
+  for (std::uint32_t i = 0; i < 256; ++i) x[i] = 1000 + i;
+  // Waited for: both backends read the copied data.
+  CHECK(run_two_stage(false, false, x) == x);
+  CHECK(run_two_stage(false, true, x) == x);
+  // Read after async_wait(1): the first group has landed on both; the second is still in
+  // flight on the emulator (which copies at the wait covering it), so it reads the zeroed
+  // shared memory, while the interpreter (which copies at once) reads the data.
+  const std::vector<std::uint32_t> reference = run_two_stage(true, false, x);
+  const std::vector<std::uint32_t> emulated = run_two_stage(true, true, x);
+  CHECK(reference == x);
+  CHECK(std::vector<std::uint32_t>(emulated.begin(), emulated.begin() + 128) ==
+        std::vector<std::uint32_t>(x.begin(), x.begin() + 128));
+  CHECK(std::vector<std::uint32_t>(emulated.begin() + 128, emulated.end()) == std::vector<std::uint32_t>(128, 0));
+}
+
+TEST_CASE("async_copy: the verifier wants a workgroup array, a global buffer, one element type and aligned indices",
+          "[backends][async]") {
+  auto problems = [](const std::string& body) {
+    try {
+      const ir::Program program = ir::parse_program(
+          "program \"p\" workgroup_size(32, 1, 1) workgroup_count(1, 1, 1)\n"
+          "buffer @0 x: read_only f16[512]\nbuffer @1 out: read_write f32[32]\nshared tile: f16[256]\n{\n"
+          "  let lane: u32 = invocation_id.x\n" + body + "\n}\n",
+          "p.qir");
+      std::string all;
+      for (const std::string& problem : ir::verify(program)) all += problem + "\n";
+      return all.empty() ? std::string("no error") : all;
+    } catch (const std::exception& error) {
+      return std::string(error.what());
+    }
+  };
+  CHECK(problems("  async_copy(tile[(lane * 8u32)], x[(lane * 8u32)], 16)") == "no error");
+  CHECK_THAT(problems("  async_copy(tile[(lane * 4u32)], x[(lane * 8u32)], 16)"),
+             Catch::Contains("async_copy to 'tile'") && Catch::Contains("multiple of 4 (8 bytes)"));
+  CHECK_THAT(problems("  async_copy(tile[(lane * 8u32)], x[(lane * 2u32)], 16)"),
+             Catch::Contains("async_copy from 'x'") && Catch::Contains("multiple of 2 (4 bytes)"));
+  CHECK_THAT(problems("  async_copy(out[lane], x[lane], 4)"), Catch::Contains("not declared as one"));
+  CHECK_THAT(problems("  async_copy(tile[lane], tile[lane], 4)"), Catch::Contains("as a global buffer"));
+  CHECK_THAT(problems("  async_copy(tile[lane], x[lane], 12)"), Catch::Contains("4, 8 or 16 bytes, not 12"));
+}
+
+TEST_CASE("the mma, ldmatrix and cp.async programs' PTX assembles with ptxas for sm_80 and sm_90", "[backends][mma][ptxas]") {
   if (!ptx::ptxas_available()) {
     const char* require = std::getenv("QUANTC_REQUIRE_PTXAS");
     if (require != nullptr && std::string(require) == "1") FAIL("ptxas not found and QUANTC_REQUIRE_PTXAS=1");
@@ -303,7 +451,8 @@ TEST_CASE("the mma and ldmatrix programs' PTX assembles with ptxas for sm_80 and
     return;
   }
   for (const ir::Program& program : {mma_program(ir::ScalarType::F16), mma_program(ir::ScalarType::BF16),
-                                     staged_mma_program(ir::ScalarType::F16), staged_mma_program(ir::ScalarType::BF16)}) {
+                                     staged_mma_program(ir::ScalarType::F16), staged_mma_program(ir::ScalarType::BF16),
+                                     async_staged_mma_program(), two_stage_program(false)}) {
     for (const char* name : {"sm_80", "sm_90"}) {
       const ptx::Target target = ptx::parse_target(name);
       const std::string text = lower::lower_to_ptx(program, target);

@@ -777,12 +777,15 @@ TEST_CASE("nvcc mma_tile: mma.sync.aligned.m16n8k16 fragments loaded as the PTX 
     require_instructions(ptx, {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
                                "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
                                "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
-                               "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"});
+                               "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16", "cp.async.cg.shared.global",
+                               "cp.async.ca.shared.global", "cp.async.commit_group", "cp.async.wait_group 1"});
     // mma_f16 / mma_bf16 load their fragments from global memory; mma_ldmatrix_f16 stages
-    // the tile in shared memory and loads them with ldmatrix (f16 only: the layout is the same).
-    for (int kernel = 0; kernel < 3; ++kernel) {
+    // the tile in shared memory and loads them with ldmatrix (f16 only: the layout is the
+    // same); mma_async_f16 stages it with two cp.async groups.
+    for (int kernel = 0; kernel < 4; ++kernel) {
       const bool bf16 = kernel == 1;
-      const char* entry = kernel == 0 ? "mma_f16" : kernel == 1 ? "mma_bf16" : "mma_ldmatrix_f16";
+      const char* entries[] = {"mma_f16", "mma_bf16", "mma_ldmatrix_f16", "mma_async_f16"};
+      const char* entry = entries[kernel];
       for (bool integers : {true, false}) {
         INFO(arch << " " << entry << (integers ? " small integers" : " reals"));
         std::mt19937 random(bf16 * 2 + integers + 17);
@@ -810,12 +813,20 @@ TEST_CASE("nvcc mma_tile: mma.sync.aligned.m16n8k16 fragments loaded as the PTX 
         for (unsigned i = 0; i < 128; ++i) b[i] = input(b_values[i]);
         for (float& v : c) v = integers ? float(integer(random)) : real(random);
         std::vector<DeviceBuffer> buffers = {buffer_of("a", a), buffer_of("b", b), buffer_of("c", c),
-                                             buffer_of("d", std::vector<float>(128, -1.0f))};
+                                             buffer_of("d", std::vector<float>(128, -1.0f)),
+                                             buffer_of("staged", std::vector<std::uint32_t>(32, 0))};
         LaunchConfig config;
         config.grid = {1, 1, 1};
         config.block = {32, 1, 1};
         launch(parse_ptx(ptx), entry, config, buffers,
-               {PointerArgument{0, 0}, PointerArgument{1, 0}, PointerArgument{2, 0}, PointerArgument{3, 0}});
+               kernel == 3 ? std::vector<KernelArgument>{PointerArgument{0, 0}, PointerArgument{1, 0}, PointerArgument{2, 0},
+                                                         PointerArgument{3, 0}, PointerArgument{4, 0}}
+                           : std::vector<KernelArgument>{PointerArgument{0, 0}, PointerArgument{1, 0}, PointerArgument{2, 0},
+                                                         PointerArgument{3, 0}});
+        if (kernel == 3) {  // after cp.async.wait_group 1 the first group (A's rows) had landed
+          auto staged = values_of<std::uint32_t>(buffers[4]);
+          for (unsigned lane = 0; lane < 32; ++lane) REQUIRE(staged[lane] == (a[lane * 8] | (std::uint32_t{a[lane * 8 + 7]} << 16)));
+        }
         auto d = values_of<float>(buffers[3]);
         for (unsigned row = 0; row < 16; ++row) {
           for (unsigned column = 0; column < 8; ++column) {

@@ -52,6 +52,7 @@ Mnemonic representative(const InstructionForm& row, ValueType type, ValueType so
     case Opcode::Shf: m.mode = static_cast<std::uint8_t>(ShiftDirection::Right); break;
     case Opcode::Mma: m.row_col = true; break;  // .m16n8k16 is mode 0
     case Opcode::Ldmatrix: m.matrices = 4; m.space = StateSpace::Shared; break;  // .m8n8 is mode 0
+    case Opcode::CpAsync: m.space = StateSpace::Shared; m.global_source = true; break;
     default: break;
   }
   if (row.modifiers & kRounding) m.rounding = Rounding::Nearest;
@@ -264,6 +265,9 @@ TEST_CASE("unknown opcodes, modifiers and types and forms outside the table rais
                     Catch::Contains("C's to D's"));
   CHECK_THROWS_WITH(parse_mnemonic("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32"), Catch::Contains("'.m8n8k4'"));
   CHECK_THROWS_WITH(parse_mnemonic("ldmatrix.sync.aligned.m8n8.shared.b16"), Catch::Contains("needs .x1, .x2 or .x4"));
+  CHECK_THROWS_WITH(parse_mnemonic("cp.async.ca.global.shared"), Catch::Contains("from .global to .shared"));
+  CHECK(to_string(parse_mnemonic("cp.async.cg.shared.global")) == "cp.async.cg.shared.global");
+  CHECK(to_string(parse_mnemonic("cp.async.wait_group")) == "cp.async.wait_group");
   // Parsed, but no row: the message names the whole spelling.
   for (std::string_view text : {"setp.lt.bf16", "lop3.b64", "fma.rn.s32", "add.pred", "shfl.sync.bfly.b64",
                                 "neg.ftz.bf16", "min.NaN.f64", "prmt.b16", "ld.global.v4.pred", "add.v4.f32",
@@ -332,6 +336,10 @@ TEST_CASE("the half and bf16 rows' min_sm and min PTX ISA agree with ptxas", "[p
       {"CvtBFloat16Wide", "cvt.rn.bf16.f64 %h1, %fd1;"},
       {"CvtPackHalf", "cvt.rn.f16x2.f32 %r1, %f1, %f2;"},
       {"Ldmatrix", "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%r0, %r1, %r2, %r3}, [%r0];"},
+      {"CpAsync", "cp.async.cg.shared.global [%r0], [%rd0], 16;"},
+      {"CpAsync", "cp.async.ca.shared.global [%r0], [%rd0], 4;"},
+      {"CpAsyncCommit", "cp.async.commit_group;"},
+      {"CpAsyncWait", "cp.async.wait_group 1;"},
       {"Ldmatrix", "ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r1}, [%r0];"},
       {"Mma", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, "
               "{%r0, %r1}, {%f0, %f1, %f2, %f3};"},
@@ -341,7 +349,8 @@ TEST_CASE("the half and bf16 rows' min_sm and min PTX ISA agree with ptxas", "[p
   auto assemble = [](int sm, PtxVersion version, std::string_view instruction) {
     std::string ptx = fmt::format(
         ".version {}\n.target sm_{}\n.address_size 64\n.visible .entry probe()\n{{\n"
-        "  .reg .b16 %h<4>;\n  .reg .b32 %r<4>;\n  .reg .f32 %f<4>;\n  .reg .f64 %fd<4>;\n  {}\n  ret;\n}}\n",
+        "  .reg .b16 %h<4>;\n  .reg .b32 %r<4>;\n  .reg .b64 %rd<4>;\n  .reg .f32 %f<4>;\n  .reg .f64 %fd<4>;\n  {}\n"
+        "  ret;\n}}\n",
         version.to_string(), sm, instruction);
     return run_ptxas(ptx, Target{sm});
   };
@@ -349,7 +358,7 @@ TEST_CASE("the half and bf16 rows' min_sm and min PTX ISA agree with ptxas", "[p
   for (const Probe& probe : probes) {
     const InstructionForm& row = row_named(probe.row);
     INFO(probe.instruction);
-    std::string mnemonic(probe.instruction.substr(0, probe.instruction.find(' ')));
+    std::string mnemonic(probe.instruction.substr(0, probe.instruction.find_first_of(" ;")));
     REQUIRE(find_form(parse_mnemonic(mnemonic)).name == probe.row);
     // The lowest supported target at or above the row's sm_, with the higher of the
     // row's and the target's PTX ISA versions.

@@ -288,13 +288,17 @@ bool Launch::touches_pending(const Instruction& in, const Warp& warp) const {
   return false;
 }
 
-void Launch::end_load_batch(Warp& warp) {
+void Launch::count_load_batch(CacheLevel level) {
   ++counters_.global_load_batches;
-  switch (static_cast<CacheLevel>(warp.pending_level)) {
+  switch (level) {
     case CacheLevel::Dram: ++counters_.global_load_batches_dram; break;
     case CacheLevel::L2: ++counters_.global_load_batches_l2; break;
     case CacheLevel::L1: ++counters_.global_load_batches_l1; break;
   }
+}
+
+void Launch::end_load_batch(Warp& warp) {
+  count_load_batch(static_cast<CacheLevel>(warp.pending_level));
   warp.pending_level = 0;
   for (std::uint32_t slot : warp.pending_slots) warp.pending[slot] = 0;
   warp.pending_slots.clear();
@@ -630,6 +634,61 @@ void Launch::shuffle(const Instruction& in, std::uint32_t active, Warp& warp) {
   });
 }
 
+/// cp.async.{ca,cg}.shared.global: checks both addresses now, counts the global read as a
+/// load request now, and copies at the cp.async.wait_group that covers its group (so a
+/// program that reads the destination early sees the old bytes, unlike the interpreter).
+void Launch::async_copy(const Instruction& in, std::uint32_t active, Warp& warp) {
+  const Operand& destination = in.operands[0];
+  const Operand& source = in.operands[1];
+  const std::uint64_t* to = reg(warp, destination.regs[0]);
+  const std::uint64_t* from = reg(warp, source.regs[0]);
+  const std::uint64_t* sizes = reg(warp, in.operands[2].regs[0]);
+  Request request;
+  for_each_lane(active, [&](unsigned lane) {
+    const auto bytes = static_cast<unsigned>(sizes[lane]);
+    if (bytes != 4 && bytes != 8 && bytes != 16) fail(in, warp.index, lane, fmt::format("cp.async copies 4, 8 or 16 bytes, not {}", bytes));
+    if (in.cache_global && bytes != 16) fail(in, warp.index, lane, fmt::format("cp.async.cg copies 16 bytes, not {}", bytes));
+    const std::uint64_t to_address = to[lane] + static_cast<std::uint64_t>(destination.offset);
+    const std::uint64_t from_address = from[lane] + static_cast<std::uint64_t>(source.offset);
+    Access target = resolve(in, warp, lane, StateSpace::Shared, to_address, bytes, true);
+    Access origin = resolve(in, warp, lane, StateSpace::Global, from_address, bytes, false);
+    mark(origin, bytes, 1);
+    add_to_request(request, from_address, bytes);
+    warp.async_open.push_back({target.bytes, origin.bytes, bytes});
+  });
+  const CacheLevel level = finish_request(request, true, false, StateSpace::Global);
+  if (request.global) warp.async_level = std::max(warp.async_level, static_cast<std::uint8_t>(level));
+}
+
+void Launch::async_commit(const Instruction& in, std::uint32_t active, Warp& warp) {
+  if (!active) return;
+  if (const std::uint32_t live = warp.existing & ~warp.exited; active != live)
+    fail_warp(in, warp.index, fmt::format("cp.async.commit_group by lanes {} of live lanes {}: the emulator keeps the "
+                                          "groups per warp, so every live thread of the warp must commit together",
+                                          lane_list(active), lane_list(live)));
+  warp.async_committed.push_back(std::move(warp.async_open));
+  warp.async_open.clear();
+}
+
+void Launch::async_wait(const Instruction& in, std::uint32_t active, Warp& warp) {
+  if (!active) return;
+  if (const std::uint32_t live = warp.existing & ~warp.exited; active != live)
+    fail_warp(in, warp.index, fmt::format("cp.async.wait_group by lanes {} of live lanes {}: the emulator keeps the "
+                                          "groups per warp, so every live thread of the warp must wait together",
+                                          lane_list(active), lane_list(live)));
+  const auto allowed = static_cast<std::size_t>(reg(warp, in.operands[0].regs[0])[std::countr_zero(active)]);
+  bool copied = false;
+  while (warp.async_committed.size() > allowed) {
+    for (const Warp::AsyncCopy& copy : warp.async_committed.front()) std::memcpy(copy.destination, copy.source, copy.bytes);
+    copied = copied || !warp.async_committed.front().empty();
+    warp.async_committed.erase(warp.async_committed.begin());
+  }
+  if (copied) {  // the warp waited on its copies: one load batch at their slowest level
+    count_load_batch(static_cast<CacheLevel>(warp.async_level));
+    if (warp.async_committed.empty() && warp.async_open.empty()) warp.async_level = 0;
+  }
+}
+
 /// ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16: lanes 8i..8i+7 name the rows of
 /// matrix i (16 aligned bytes of shared memory each), distributed as the interpreter does
 /// (ir::mma::load_matrix_source).
@@ -741,6 +800,15 @@ void execute_Mma(Launch& launch, const Instruction& in, std::uint32_t active, Wa
 }
 void execute_Ldmatrix(Launch& launch, const Instruction& in, std::uint32_t active, Warp& warp) {
   launch.load_matrix(in, active, warp);
+}
+void execute_CpAsync(Launch& launch, const Instruction& in, std::uint32_t active, Warp& warp) {
+  launch.async_copy(in, active, warp);
+}
+void execute_CpAsyncCommit(Launch& launch, const Instruction& in, std::uint32_t active, Warp& warp) {
+  launch.async_commit(in, active, warp);
+}
+void execute_CpAsyncWait(Launch& launch, const Instruction& in, std::uint32_t active, Warp& warp) {
+  launch.async_wait(in, active, warp);
 }
 void execute_BarWarpSync(Launch& launch, const Instruction& in, std::uint32_t active, Warp& warp) {
   launch.warp_barrier(in, active, warp);

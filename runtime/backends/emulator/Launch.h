@@ -57,6 +57,17 @@ struct Warp {
   std::uint8_t* pending = nullptr;
   std::vector<std::uint32_t> pending_slots;
   std::uint8_t pending_level = 0;  // CacheLevel: the slowest of the loads in flight
+  /// cp.async copies not yet in shared memory: the open group, then the committed groups,
+  /// oldest first; they land at the cp.async.wait_group that covers them. Groups are kept
+  /// per warp, so commit_group and wait_group must run on all of the warp's live threads.
+  struct AsyncCopy {
+    std::uint8_t* destination;
+    const std::uint8_t* source;
+    unsigned bytes;
+  };
+  std::vector<AsyncCopy> async_open;
+  std::vector<std::vector<AsyncCopy>> async_committed;
+  std::uint8_t async_level = 0;  // CacheLevel: the slowest source of the copies in flight
 };
 
 /// Where a global load finds its data (LaunchCounters::global_load_batches_*), slowest last.
@@ -141,6 +152,9 @@ class Launch {
   void vote(const Instruction& in, std::uint32_t active, Warp& warp);
   void mma(const Instruction& in, std::uint32_t active, Warp& warp);
   void load_matrix(const Instruction& in, std::uint32_t active, Warp& warp);
+  void async_copy(const Instruction& in, std::uint32_t active, Warp& warp);
+  void async_commit(const Instruction& in, std::uint32_t active, Warp& warp);
+  void async_wait(const Instruction& in, std::uint32_t active, Warp& warp);
   void warp_barrier(const Instruction& in, std::uint32_t active, Warp& warp);
   /// cvta between the generic address space and .shared/.local.
   std::uint64_t generic_address(StateSpace space, std::uint64_t address, bool to_generic) const;
@@ -173,6 +187,7 @@ class Launch {
   bool touches_pending(const Instruction& in, const Warp& warp) const;
   /// The warp waits for its loads in flight: one load batch ends.
   void end_load_batch(Warp& warp);
+  void count_load_batch(CacheLevel level);
   const std::string& text(const Instruction& in) const;
   [[noreturn]] void fail(const Instruction& in, std::uint32_t warp, unsigned lane, const std::string& message) const;
   [[noreturn]] void fail_warp(const Instruction& in, std::uint32_t warp, const std::string& message) const;

@@ -156,6 +156,48 @@ class FenceStmt : public StmtNode {
   void exec(Machine&, Lanes&) const override { std::atomic_thread_fence(std::memory_order_seq_cst); }
 };
 
+/// ir::AsyncCopy, copied at once (one legal schedule of an asynchronous copy; the
+/// emulator copies at the wait, so a program that reads early differs between the two).
+class AsyncCopyStmt : public StmtNode {
+ public:
+  std::uint32_t array = 0, buffer = 0;
+  const ExprNode* array_index = nullptr;
+  const ExprNode* buffer_index = nullptr;
+  unsigned bytes = 0;
+  ir::Node source;
+  void exec(Machine& machine, Lanes& active) const override {
+    const LaneSpan lanes = span_of(active);
+    const Word* to = array_index->run(machine, lanes);
+    const Word* from = buffer_index->run(machine, lanes);
+    const BufferView& destination = machine.buffers[array];
+    const BufferView& origin = machine.buffers[buffer];
+    const std::uint32_t elements = bytes / destination.element_size;
+    for_each_lane(lanes, [&](std::uint32_t lane) {
+      const auto to_element = get<std::uint32_t>(to[lane]);
+      const auto from_element = get<std::uint32_t>(from[lane]);
+      for (const auto& [view, element] : {std::pair{&destination, to_element}, std::pair{&origin, from_element}}) {
+        if (std::uint64_t{element} + elements > view->count) {
+          std::string statement = ir::print(source);
+          while (!statement.empty() && statement.back() == '\n') statement.pop_back();
+          throw RuntimeError(fmt::format("out-of-bounds async_copy of {} elements at '{}' index {} (count {}) in `{}` at {}",
+                                         elements, view->name, element, view->count, statement,
+                                         machine.describe_lane(lane)));
+        }
+      }
+      std::memcpy(destination.bytes + std::size_t{to_element} * destination.element_size,
+                  origin.bytes + std::size_t{from_element} * origin.element_size, bytes);
+    });
+    machine.counters.global_loads += lanes.size;
+    machine.counters.shared_stores += lanes.size;
+  }
+};
+
+/// AsyncCommit and AsyncWait: nothing left to wait for once AsyncCopyStmt has copied.
+class NoOpStmt : public StmtNode {
+ public:
+  void exec(Machine&, Lanes&) const override {}
+};
+
 class ReturnStmt : public StmtNode {
  public:
   ReturnStmt() { may_return = true; }
@@ -428,6 +470,20 @@ class Compiler {
         return std::make_unique<BarrierStmt>();
       case NodeKind::Fence:
         return std::make_unique<FenceStmt>();
+      case NodeKind::AsyncCopy: {
+        const auto* copy = node.as<ir::AsyncCopy>();
+        auto stmt = std::make_unique<AsyncCopyStmt>();
+        stmt->array = buffer_index(copy->array, nullptr, &node);
+        stmt->buffer = buffer_index(copy->buffer, nullptr, &node);
+        stmt->array_index = compile_expr(copy->array_index);
+        stmt->buffer_index = compile_expr(copy->buffer_index);
+        stmt->bytes = copy->bytes;
+        stmt->source = node;
+        return stmt;
+      }
+      case NodeKind::AsyncCommit:
+      case NodeKind::AsyncWait:
+        return std::make_unique<NoOpStmt>();
       case NodeKind::Return:
         return std::make_unique<ReturnStmt>();
     }

@@ -76,3 +76,46 @@ extern "C" __global__ void mma_ldmatrix_f16(const uint16_t* a, const uint16_t* b
   d[(g + 8) * 8 + 2 * t] = d2;
   d[(g + 8) * 8 + 2 * t + 1] = d3;
 }
+
+// Two cp.async groups in flight (16-byte .cg copies of A's rows, then 8-byte .ca copies
+// of B's), cp.async.wait_group 1 then 0: the A rows land first, B's with the last wait.
+// Then the ldmatrix + mma tile as above, and sums of the staged rows checked per stage.
+extern "C" __global__ void mma_async_f16(const uint16_t* a, const uint16_t* b, const float* c, float* d,
+                                         unsigned* staged_after_first_wait) {
+  __shared__ __align__(16) uint16_t a_tile[256];
+  __shared__ __align__(16) uint16_t b_tile[128];
+  const unsigned lane = threadIdx.x, g = lane / 4, t = lane % 4;
+  const unsigned a_copy = static_cast<unsigned>(__cvta_generic_to_shared(a_tile + lane * 8));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a_copy), "l"(a + lane * 8));
+  asm volatile("cp.async.commit_group;");
+  for (unsigned i = lane; i < 32; i += 32) {
+    const unsigned b_copy = static_cast<unsigned>(__cvta_generic_to_shared(b_tile + i * 4));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(b_copy), "l"(b + i * 4));
+  }
+  asm volatile("cp.async.commit_group;");
+  asm volatile("cp.async.wait_group 1;");
+  __syncthreads();
+  // The first group (A) has landed; B's group may still be in flight.
+  staged_after_first_wait[lane] = a_tile[lane * 8] | (unsigned(a_tile[lane * 8 + 7]) << 16);
+  asm volatile("cp.async.wait_group 0;");
+  __syncthreads();
+  const unsigned matrix = lane / 8;
+  const unsigned a_address = static_cast<unsigned>(
+      __cvta_generic_to_shared(a_tile + ((matrix & 1) * 8 + lane % 8) * 16 + (matrix / 2) * 8));
+  const unsigned b_address = static_cast<unsigned>(__cvta_generic_to_shared(b_tile + (lane % 16) * 8));
+  uint32_t a0, a1, a2, a3, b0, b1;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3)
+               : "r"(a_address));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(b0), "=r"(b1) : "r"(b_address));
+  float d0 = c[g * 8 + 2 * t], d1 = c[g * 8 + 2 * t + 1], d2 = c[(g + 8) * 8 + 2 * t], d3 = c[(g + 8) * 8 + 2 * t + 1];
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  d[g * 8 + 2 * t] = d0;
+  d[g * 8 + 2 * t + 1] = d1;
+  d[(g + 8) * 8 + 2 * t] = d2;
+  d[(g + 8) * 8 + 2 * t + 1] = d3;
+}
