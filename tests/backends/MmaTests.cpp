@@ -194,6 +194,22 @@ TEST_CASE("subgroup_mma is refused for sm_75 by name and needs a whole warp", "[
 
 namespace {
 
+/// The verifier's problems (or the parse error) for `body` in a one-subgroup program with
+/// the declarations `declarations`, "no error" when there are none.
+std::string verify_problems(const std::string& declarations, const std::string& body) {
+  try {
+    const ir::Program program = ir::parse_program(
+        "program \"p\" workgroup_size(32, 1, 1) workgroup_count(1, 1, 1)\n" + declarations +
+            "{\n  let lane: u32 = invocation_id.x\n" + body + "\n}\n",
+        "p.qir");
+    std::string all;
+    for (const std::string& problem : ir::verify(program)) all += problem + "\n";
+    return all.empty() ? std::string("no error") : all;
+  } catch (const std::exception& error) {
+    return std::string(error.what());
+  }
+}
+
 /// A in a 16x16 and B in a 16x8 workgroup array (row-major f16), the fragments by
 /// subgroup_load_matrix: A as four 8x8 matrices (rows 0-7 / 8-15 by columns 0-7 / 8-15,
 /// matrix i's row r named by invocation 8i + r), B as two transposed ones (k rows 0-7 and
@@ -272,18 +288,7 @@ TEST_CASE("subgroup_load_matrix stages A and B for subgroup_mma: the composition
 TEST_CASE("subgroup_load_matrix: the verifier wants a 16-bit workgroup array and 16-byte aligned rows",
           "[backends][mma][ldmatrix]") {
   auto problems = [](const std::string& body) {
-    try {
-      const ir::Program program = ir::parse_program(
-          "program \"p\" workgroup_size(32, 1, 1) workgroup_count(1, 1, 1)\n"
-          "buffer @0 out: read_write u32[32]\nshared halves: f16[256]\nshared words: f32[64]\n{\n"
-          "  let lane: u32 = invocation_id.x\n" + body + "\n}\n",
-          "p.qir");
-      std::string all;
-      for (const std::string& problem : ir::verify(program)) all += problem + "\n";
-      return all.empty() ? std::string("no error") : all;
-    } catch (const std::exception& error) {
-      return std::string(error.what());
-    }
+    return verify_problems("buffer @0 out: read_write u32[32]\nshared halves: f16[256]\nshared words: f32[64]\n", body);
   };
   CHECK(problems("  out[lane] = subgroup_load_matrix<1>(halves[(lane * 8u32)])") == "no error");
   CHECK_THAT(problems("  out[lane] = subgroup_load_matrix<1>(halves[(lane * 4u32)])"),
@@ -420,18 +425,8 @@ TEST_CASE("async_wait(n) lands all but the n newest groups, and an early read is
 TEST_CASE("async_copy: the verifier wants a workgroup array, a global buffer, one element type and aligned indices",
           "[backends][async]") {
   auto problems = [](const std::string& body) {
-    try {
-      const ir::Program program = ir::parse_program(
-          "program \"p\" workgroup_size(32, 1, 1) workgroup_count(1, 1, 1)\n"
-          "buffer @0 x: read_only f16[512]\nbuffer @1 out: read_write f32[32]\nshared tile: f16[256]\n{\n"
-          "  let lane: u32 = invocation_id.x\n" + body + "\n}\n",
-          "p.qir");
-      std::string all;
-      for (const std::string& problem : ir::verify(program)) all += problem + "\n";
-      return all.empty() ? std::string("no error") : all;
-    } catch (const std::exception& error) {
-      return std::string(error.what());
-    }
+    return verify_problems("buffer @0 x: read_only f16[512]\nbuffer @1 out: read_write f32[32]\nshared tile: f16[256]\n",
+                           body);
   };
   CHECK(problems("  async_copy(tile[(lane * 8u32)], x[(lane * 8u32)], 16)") == "no error");
   CHECK_THAT(problems("  async_copy(tile[(lane * 4u32)], x[(lane * 8u32)], 16)"),
