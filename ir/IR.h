@@ -679,8 +679,9 @@ struct Fence : NodeBase {
 };
 
 /// Starts an asynchronous copy of `bytes` (4, 8 or 16) bytes from global buffer `buffer`
-/// at element `buffer_index` to workgroup array `array` at element `array_index` (same
-/// element type; both addresses aligned to `bytes`, which the verifier must prove). The
+/// at element `buffer_index` to workgroup array `array` at element `array_index` (each
+/// index in its own side's elements, which may differ in type: the bytes move as they are;
+/// both addresses aligned to `bytes`, which the verifier must prove). The
 /// copy belongs to the invocation's open group, which AsyncCommit closes; the data is in
 /// the array only after an AsyncWait that covers its group, and visible to the other
 /// invocations only after a Barrier that follows it. Reading the destination (or writing

@@ -83,18 +83,21 @@ class StatementChecker : public IRVisitor {
              program_.find_shared(node.buffer) ? " as a global buffer (cp.async reads global memory)" : "");
     }
     if (array == nullptr || buffer == nullptr) return;
-    if (array->element != buffer->element) {
-      report("async_copy from '{}' ({}) to '{}' ({}): the element types must match", node.buffer,
-             to_string(buffer->element), node.array, to_string(array->element));
-      return;
+    // Bytes move as they are: the two element types may differ (u8 weights into a u32
+    // array), but each side's index must land on whole elements at `bytes` alignment.
+    bool whole = true;
+    for (ScalarType element : {array->element, buffer->element}) {
+      const unsigned element_bytes = element == ScalarType::Bool ? 1 : byte_size(element);
+      if (node.bytes % element_bytes != 0) {
+        report("async_copy of {} bytes does not hold whole {} elements", node.bytes, to_string(element));
+        whole = false;
+      }
     }
-    const unsigned element_bytes = buffer->element == ScalarType::Bool ? 1 : byte_size(buffer->element);
-    if (node.bytes % element_bytes != 0) {
-      report("async_copy of {} bytes does not hold whole {} elements", node.bytes, to_string(buffer->element));
-      return;
-    }
-    check_alignment("async_copy to", node.array, node.array_index, array->element, node.bytes, element_bytes);
-    check_alignment("async_copy from", node.buffer, node.buffer_index, buffer->element, node.bytes, element_bytes);
+    if (!whole) return;
+    check_alignment("async_copy to", node.array, node.array_index, array->element, node.bytes,
+                    byte_size(array->element));
+    check_alignment("async_copy from", node.buffer, node.buffer_index, buffer->element, node.bytes,
+                    buffer->element == ScalarType::Bool ? 1 : byte_size(buffer->element));
   }
 
   void visit_SubgroupLoadMatrix(const SubgroupLoadMatrix& node) override {

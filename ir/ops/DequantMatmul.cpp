@@ -13,6 +13,7 @@
 #include "ir/ops/Checks.h"
 #include "ir/ops/Nibbles.h"
 #include "ir/ops/SplitK.h"
+#include "ir/ops/TensorGemm.h"
 
 namespace quantc::ir::ops {
 namespace {
@@ -122,15 +123,6 @@ void emit_tiled_matmul(ProgramBuilder& program, const char* op_id, const MatmulD
   });
 }
 
-/// The second per-block sidecar of a mode: zero_points (ZeroPoint), offsets (Offset), none.
-const char* second_sidecar(BlockAffineMode mode) {
-  switch (mode) {
-    case BlockAffineMode::ZeroPoint: return "zero_points";
-    case BlockAffineMode::Offset: return "offsets";
-    case BlockAffineMode::Symmetric: break;
-  }
-  return nullptr;
-}
 
 /// The shared INT8/INT4 block-affine program; `code` reads the integer code as f32.
 /// Callers have run check_matmul_dims (which yields `tile`) and check_block_size.
@@ -820,6 +812,15 @@ Program int4_seed(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32
 }
 }  // namespace
 
+const char* second_sidecar(BlockAffineMode mode) {
+  switch (mode) {
+    case BlockAffineMode::ZeroPoint: return "zero_points";
+    case BlockAffineMode::Offset: return "offsets";
+    case BlockAffineMode::Symmetric: break;
+  }
+  return nullptr;
+}
+
 std::string_view to_string(BlockAffineMode mode) {
   switch (mode) {
     case BlockAffineMode::ZeroPoint: return "asymmetric";
@@ -913,6 +914,15 @@ Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, s
   check_block_size(name, block_size);
   check_matmul_dims(name, {m, k, n});
   checked_count(name, "ceil(k/block_size)*n (sidecar elements)", ceil_div(k, block_size), n);
+  if (m > 1) {
+    // Batches: "fast" is the tensor-core GEMM (ir/ops/TensorGemm.h, sm_80+). "auto" keeps the
+    // seed, which every target runs: op constructors do not know the target.
+    if (schedule == KernelSchedule::Auto) return int4_seed(m, k, n, block_size, mode, activation);
+    if (auto reason = int4_tensor_gemm_unsupported(m, k, n, block_size, activation)) {
+      throw_fast_unsupported(name, fmt::format("m={} > 1 runs on the tensor cores, but {}", m, *reason));
+    }
+    return int4_tensor_gemm(m, k, n, block_size, mode, activation);
+  }
   auto reason = fast_unsupported(name, m, n, 2);
   if (reason && schedule == KernelSchedule::Auto) return int4_seed(m, k, n, block_size, mode, activation);
   if (reason) throw_fast_unsupported(name, *reason);
@@ -999,8 +1009,9 @@ Fp8Format fp8_format_arg(const OpArgs& args) {
 namespace {
 /// `buffers` followed by the fast GEMV's split-K scratch entries (SplitK.h): f32
 /// partials for `splits * n` outputs, one counter per warp of columns.
-std::vector<BufferSpec> with_split_k(std::vector<BufferSpec> buffers, const std::string& units) {
-  for (BufferSpec& scratch : split_k_buffer_specs(ScalarType::F32, "splits * n", units)) buffers.push_back(std::move(scratch));
+std::vector<BufferSpec> with_split_k(std::vector<BufferSpec> buffers, const std::string& units,
+                                     const std::string& partials = "splits * n") {
+  for (BufferSpec& scratch : split_k_buffer_specs(ScalarType::F32, partials, units)) buffers.push_back(std::move(scratch));
   return buffers;
 }
 }  // namespace
@@ -1074,7 +1085,8 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .params = {m, k, n, block_size, asymmetric, offset, schedule_param(), activation_param()},
       .buffers = with_split_k(
           {x, {"w", "weight", ScalarType::U8, "ceil(k*n / 2)", {"k", "n/2"}}, scales, zero_points, offsets, out},
-          "ceil(n/64)"),
+          "ceil(n/64) (m == 1), n/32 * ceil(m/16) (m > 1: the tensor-core GEMM)",
+          "splits * n (m == 1), splits * 16 * n * ceil(m/16) (m > 1)"),
       .build = build_block("dequant_matmul_int4", dequant_matmul_int4),
       .test_shapes = {scheduled(block_shape(1, 8, 4, 4, false), "seed"), scheduled(block_shape(3, 20, 9, 8, true), "seed"),
                       scheduled(block_shape(5, 64, 33, 32, true), "seed"),

@@ -171,11 +171,11 @@ class AsyncCopyStmt : public StmtNode {
     const Word* from = buffer_index->run(machine, lanes);
     const BufferView& destination = machine.buffers[array];
     const BufferView& origin = machine.buffers[buffer];
-    const std::uint32_t elements = bytes / destination.element_size;
     for_each_lane(lanes, [&](std::uint32_t lane) {
       const auto to_element = get<std::uint32_t>(to[lane]);
       const auto from_element = get<std::uint32_t>(from[lane]);
       for (const auto& [view, element] : {std::pair{&destination, to_element}, std::pair{&origin, from_element}}) {
+        const std::uint32_t elements = bytes / view->element_size;  // each side in its own elements
         if (std::uint64_t{element} + elements > view->count) {
           std::string statement = ir::print(source);
           while (!statement.empty() && statement.back() == '\n') statement.pop_back();

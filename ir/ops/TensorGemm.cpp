@@ -1,0 +1,253 @@
+#include "ir/ops/TensorGemm.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <vector>
+
+#include "ir/Builder.h"
+#include "ir/ops/Checks.h"
+#include "ir/ops/SplitK.h"
+
+namespace quantc::ir::ops {
+
+namespace {
+
+constexpr std::uint32_t kSubgroupSize = 32;
+constexpr std::uint32_t kTileRows = 16;     // an m-tile: mma's M
+constexpr std::uint32_t kStepRows = 16;     // a k-step: mma's K
+constexpr std::uint32_t kMmaColumns = 8;    // mma's N
+constexpr std::uint32_t kTiles = 4;         // mma tiles per subgroup: 32 columns, 16 bytes of a weight row
+constexpr std::uint32_t kTileColumns = kTiles * kMmaColumns;
+/// Shared memory a split stages per weight row: 16 bytes of W and 16 x 2 bytes of x.
+constexpr std::uint32_t kStagedBytesPerRow = 16 + kTileRows * 2 + 2;  // + sidecars (at most 2 x 128 B per 16+ rows)
+/// The staging limit: the IR's 48 KiB of static shared memory per workgroup.
+constexpr std::uint32_t kMaxStagedBytes = 48 * 1024;
+constexpr char kInt4Id[] = "rlx::dequant_matmul_int4";
+
+/// The 16-bit pattern whose low 4 mantissa bits are free: 1024 (f16 0x6400, ulp 1) or
+/// 128 (bf16 0x4300, ulp 1); OR-ing a code q gives 1024 + q or 128 + q exactly.
+std::uint32_t half_magic(ScalarType input) { return input == ScalarType::F16 ? 0x6400u : 0x4300u; }
+/// One in both halves: the all-ones B that makes mma sum A's rows.
+std::uint32_t half_ones(ScalarType input) { return input == ScalarType::F16 ? 0x3c003c00u : 0x3f803f80u; }
+
+/// The nibbles at bits 0..3 of `low` and of `high` as the exact pair (low, high) of
+/// `input` values: one prmt puts their low bytes under the two halves, one lop3 masks the
+/// nibbles and ORs in the exponent (1024 + q, or 128 + q), one f16x2/bf16x2 subtraction
+/// removes the bias exactly (Marlin's lop3 dequantization).
+Expr code_pair(ScalarType input, const Expr& low, const Expr& high) {
+  const Type pair(input, 2);
+  const std::uint32_t magic = half_magic(input) * 0x10001u;
+  Expr bytes = permute(low, high, u32(0x5410u));  // (low.byte0, low.byte1, high.byte0, high.byte1)
+  Expr biased = bitcast(pair, (bytes & u32(0x000F000Fu)) | u32(magic));
+  return bitcast(ScalarType::U32, biased - bitcast(pair, u32(magic)));
+}
+
+/// How K is split across workgroups: `splits` workgroups per output tile, each
+/// `blocks_per_split` whole blocks of block_size rows staged in shared memory.
+struct TensorGemmSplit {
+  std::uint32_t splits = 1, blocks_per_split = 1, block_size = 16;
+  std::uint32_t rows() const { return blocks_per_split * block_size; }
+};
+
+/// The fewest splits (a power of two) that give kSplitKTargetWorkgroups workgroups while
+/// every split keeps two blocks (SplitK.h's rule), then more while a split's staged rows
+/// (16 bytes of W and 32 of x each) would overflow the workgroup's shared memory.
+TensorGemmSplit tensor_gemm_split(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size) {
+  const std::uint32_t blocks = ceil_div(k, block_size);
+  const std::uint32_t units = (n / kTileColumns) * ceil_div(m, kTileRows);
+  TensorGemmSplit split;
+  split.block_size = block_size;
+  split.splits = choose_splits(units, blocks, 1);
+  split.blocks_per_split = ceil_div(blocks, split.splits);
+  while (split.rows() * kStagedBytesPerRow > kMaxStagedBytes && split.blocks_per_split > 1) {
+    split.splits *= 2;
+    split.blocks_per_split = ceil_div(blocks, split.splits);
+  }
+  split.splits = ceil_div(blocks, split.blocks_per_split);  // no empty splits
+  return split;
+}
+
+}  // namespace
+
+std::optional<std::string> int4_tensor_gemm_unsupported(std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                                                        std::uint32_t block_size, ScalarType activation) {
+  (void)m;
+  if (activation != ScalarType::F16 && activation != ScalarType::BF16) {
+    return fmt::format("activation {} is not f16 or bf16 (the tensor cores take 16-bit inputs; rounding f32 "
+                       "activations would leave the f32 bound)",
+                       to_string(activation));
+  }
+  if (n % kTileColumns != 0) return fmt::format("n={} is not a multiple of {} (a subgroup's columns)", n, kTileColumns);
+  if (k % kStepRows != 0) return fmt::format("k={} is not a multiple of {} (mma's K)", k, kStepRows);
+  if (block_size % kStepRows != 0) {
+    return fmt::format("block_size={} is not a multiple of {} (a block folds whole mma steps)", block_size, kStepRows);
+  }
+  if (block_size * kStagedBytesPerRow > kMaxStagedBytes) {
+    return fmt::format("block_size={} is above {} (a block's rows are staged in 48 KiB of shared memory)", block_size,
+                       kMaxStagedBytes / kStagedBytesPerRow);
+  }
+  return std::nullopt;
+}
+
+Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
+                         BlockAffineMode mode, ScalarType activation) {
+  const char* name = "dequant_matmul_int4";
+  if (auto reason = int4_tensor_gemm_unsupported(m, k, n, block_size, activation)) {
+    throw OpError(fmt::format("Fix: {} has no tensor-core schedule: {}", name, *reason));
+  }
+  const TensorGemmSplit split = tensor_gemm_split(m, k, n, block_size);
+  const std::uint32_t blocks = ceil_div(k, block_size);
+  const std::uint32_t block_steps = block_size / kStepRows;
+  const std::uint32_t sidecar_count = checked_count(name, "ceil(k/block_size)*n (sidecar elements)", blocks, n);
+  const std::uint32_t rows = split.rows();  // weight rows of a split (the last may have fewer)
+  const std::uint32_t row_bytes = n / 2;
+  const std::uint32_t column_tiles = n / kTileColumns, row_tiles = ceil_div(m, kTileRows);
+  const bool with_sums = mode != BlockAffineMode::Symmetric;
+  const ScalarType input = activation;
+  constexpr std::uint32_t kSums = kTiles * 4;  // a lane's sums: 4 tiles x 4 elements
+
+  ProgramBuilder program(name);
+  BufferRef x = program.input("x", activation, m * k);
+  BufferRef w = program.input("w", ScalarType::U8, ceil_div(k * n, 2));
+  BufferRef scales = program.input("scales", ScalarType::F32, sidecar_count);
+  BufferRef second;
+  if (const char* sidecar = second_sidecar(mode)) second = program.input(sidecar, ScalarType::F32, sidecar_count);
+  BufferRef out = program.output("out", activation, m * n);
+  const std::uint32_t units = column_tiles * row_tiles;
+  const SplitK split_k = declare_split_k(program, split.splits, checked_count(name, "units*512", units, kSubgroupSize * kSums),
+                                         units);
+  // The split's rows of W (16 bytes each: the subgroup's 32 columns) and of x (16 rows).
+  BufferRef w_tile = program.shared("w_tile", ScalarType::U32, rows * 4);
+  BufferRef x_tile = program.shared("x_tile", activation, kTileRows * rows);
+  // The split's block sidecars of the 32 columns (128 bytes a block each).
+  BufferRef scale_tile = program.shared("scale_tile", ScalarType::F32, split.blocks_per_split * kTileColumns);
+  BufferRef second_tile;
+  if (with_sums) second_tile = program.shared("second_tile", ScalarType::F32, split.blocks_per_split * kTileColumns);
+  program.launch({kSubgroupSize, 1, 1}, {column_tiles, row_tiles, split.splits});
+  program.body([&](Body& body) {
+    body.region(kInt4Id, [&](Body& region) {
+      Expr lane = region.let("lane", local_id(0));
+      Expr group = region.let("group", lane / 4u);   // mma's groupID
+      Expr thread = region.let("thread", lane % 4u);  // threadID_in_group
+      Expr first_column = region.let("first_column", workgroup_id(0) * kTileColumns);
+      Expr first_row = region.let("first_row", workgroup_id(1) * kTileRows);
+      Expr split_index = split.splits > 1 ? region.let("split", workgroup_id(2)) : u32(0);
+      Expr first_block = region.let("first_block", split_index * split.blocks_per_split);
+      Expr k_start = region.let("k_start", first_block * block_size);
+      // Rows of this split: `rows` but in the last split what remains of k.
+      const bool ragged = split.splits * rows != k;
+      Expr split_rows = ragged ? region.let("split_rows", min(u32(rows), u32(k) - k_start)) : u32(rows);
+      // Stage the split's weights and activations with cp.async (16 bytes each), one group.
+      region.loop("w_copy", u32(0), u32(ceil_div(rows, kSubgroupSize)), [&](Body& loop, Expr c) {
+        Expr row = loop.let("copy_row", c * kSubgroupSize + lane);
+        loop.if_then(row < split_rows, [&](Body& copy) {
+          copy.async_copy(w_tile, row * 4u, w, (k_start + row) * row_bytes + first_column / 2u, 16);
+        });
+      });
+      const std::uint32_t row_chunks = rows / 8;  // 16-byte chunks of one x row
+      region.loop("x_copy", u32(0), u32(ceil_div(kTileRows * row_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
+        Expr chunk = loop.let("chunk", c * kSubgroupSize + lane);
+        Expr tile_row = loop.let("tile_row", chunk / row_chunks);
+        Expr column = loop.let("chunk_column", (chunk % row_chunks) * 8u);
+        // Rows past m copy row m - 1: their sums are computed and never stored.
+        Expr source_row = m % kTileRows == 0 ? first_row + tile_row : min(first_row + tile_row, u32(m - 1));
+        loop.if_then(logical_and(tile_row < kTileRows, column < split_rows), [&](Body& copy) {
+          copy.async_copy(x_tile, tile_row * rows + column, x, source_row * k + k_start + column, 16);
+        });
+      });
+      // Sidecars: 8 chunks of 16 bytes a block (32 columns of f32), blocks past the last skipped.
+      const std::uint32_t sidecar_chunks = split.blocks_per_split * kTileColumns / 4;
+      region.loop("sidecar_copy", u32(0), u32(ceil_div(sidecar_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
+        Expr chunk = loop.let("sidecar_chunk", c * kSubgroupSize + lane);
+        Expr chunk_block = loop.let("chunk_block", first_block + chunk / (kTileColumns / 4));
+        loop.if_then(logical_and(chunk < sidecar_chunks, chunk_block < blocks), [&](Body& copy) {
+          Expr from = copy.let("sidecar_from", chunk_block * n + first_column + (chunk % (kTileColumns / 4)) * 4u);
+          copy.async_copy(scale_tile, chunk * 4u, scales, from, 16);
+          if (with_sums) copy.async_copy(second_tile, chunk * 4u, second, from, 16);
+        });
+      });
+      region.async_commit();
+      region.async_wait(0);
+      region.barrier();  // every lane's copies are in the tiles
+
+      Expr nibble_shift = region.let("nibble_shift", group * 4u);
+      Expr matrix = region.let("matrix", lane / 8u);
+      // ldmatrix rows of A: lane 8i + r names row r of matrix i (rows 0-7 / 8-15, k 0-7 / 8-15).
+      Expr a_row_start = region.let("a_row_start", ((matrix & 1u) * 8u + lane % 8u) * rows + (matrix / 2u) * 8u);
+      std::vector<Expr> acc;
+      for (std::uint32_t v = 0; v < kSums; ++v) acc.push_back(region.let(fmt::format("acc{}", v), f32(0.0f)));
+      const Expr zero4 = make_vector({f32(0.0f), f32(0.0f), f32(0.0f), f32(0.0f)});
+      region.loop("local_block", u32(0), u32(split.blocks_per_split), [&](Body& loop, Expr local_block) {
+        Expr block = loop.let("block", first_block + local_block);
+        loop.if_then(block < blocks, [&](Body& owned) {  // subgroup-uniform
+          std::vector<Expr> sums;
+          for (std::uint32_t j = 0; j < kTiles; ++j) sums.push_back(owned.let(fmt::format("block_sum{}", j), zero4));
+          Expr x_sum = with_sums ? owned.let("x_sum", zero4) : Expr();
+          Expr steps = k % block_size == 0 ? u32(block_steps)
+                                           : owned.let("steps", min(u32(block_steps), u32(k / kStepRows) - block * block_steps));
+          owned.loop("step", u32(0), steps, [&](Body& step_body, Expr step) {
+            Expr k_local = step_body.let("k_local", (local_block * block_steps + step) * kStepRows);
+            Expr a = step_body.let("a", subgroup_load_matrix(x_tile, a_row_start + k_local, 4));
+            // B: the lane's weight rows k_local + 2t, 2t+1, 2t+8, 2t+9 (the 4 tiles' words each).
+            std::array<Expr, 4> weight_rows;
+            for (std::uint32_t r = 0; r < 4; ++r) {
+              Expr row = k_local + thread * 2u + (r & 1u) + 8u * (r >> 1);
+              weight_rows[r] = step_body.let(fmt::format("w{}", r), w_tile.load(row * 4u, 4));
+            }
+            for (std::uint32_t j = 0; j < kTiles; ++j) {
+              // Nibble g of tile j's word of each row, at bits 0..3.
+              auto code = [&](std::uint32_t r) { return extract_lane(weight_rows[r], j) >> nibble_shift; };
+              Expr b = step_body.let(fmt::format("b{}", j), make_vector({code_pair(input, code(0), code(1)),
+                                                                         code_pair(input, code(2), code(3))}));
+              step_body.assign(sums[j], subgroup_mma(input, a, b, sums[j]));
+            }
+            if (with_sums) {
+              const Expr ones = u32(half_ones(input));
+              step_body.assign(x_sum, subgroup_mma(input, a, make_vector({ones, ones}), x_sum));
+            }
+          });
+          // Fold the block: element e of tile j is (row g + 8 (e >> 1), column 8j + 2t + (e & 1)),
+          // its sidecars staged with the tiles.
+          for (std::uint32_t j = 0; j < kTiles; ++j) {
+            Expr sidecar = owned.let(fmt::format("sidecar{}", j), local_block * kTileColumns + (thread * 2u + 8u * j));
+            Expr s = owned.let(fmt::format("s{}", j), scale_tile.load(sidecar, 2));
+            Expr second_pair = with_sums ? owned.let(fmt::format("second{}", j), second_tile.load(sidecar, 2)) : Expr();
+            for (std::uint32_t e = 0; e < 4; ++e) {
+              Expr& total = acc[4 * j + e];
+              Expr d = extract_lane(sums[j], e);
+              Expr scale = extract_lane(s, e & 1);
+              switch (mode) {
+                case BlockAffineMode::Symmetric: owned.assign(total, fma(scale, d, total)); break;
+                case BlockAffineMode::ZeroPoint:
+                  owned.assign(total, fma(scale, fma(-extract_lane(second_pair, e & 1), extract_lane(x_sum, e), d), total));
+                  break;
+                case BlockAffineMode::Offset:
+                  owned.assign(total, fma(extract_lane(second_pair, e & 1), extract_lane(x_sum, e), fma(scale, d, total)));
+                  break;
+              }
+            }
+          }
+        });
+      });
+      // The splits meet (SplitK.h); the last of the unit stores its rows below m.
+      Expr unit = region.let("unit", workgroup_id(1) * column_tiles + workgroup_id(0));
+      emit_split_k_meeting(region, split_k, boolean(true), unit * (kSubgroupSize * kSums) + lane * kSums, acc, unit,
+                           split_index, [&](Body& store_body, const std::vector<Expr>& totals) {
+        for (std::uint32_t j = 0; j < kTiles; ++j) {
+          Expr column = store_body.let(fmt::format("column{}", j), first_column + (thread * 2u + 8u * j));
+          for (std::uint32_t h = 0; h < 2; ++h) {
+            Expr row = store_body.let(fmt::format("out_row{}_{}", j, h), first_row + group + 8u * h);
+            Expr pair = cast(Type(activation, 2), make_vector({totals[4 * j + 2 * h], totals[4 * j + 2 * h + 1]}));
+            auto put = [&](Body& b) { b.store(out, row * n + column, pair); };
+            if (m % kTileRows != 0) store_body.if_then(row < m, put);
+            else put(store_body);
+          }
+        }
+      });
+    });
+  });
+  return program.build();
+}
+
+}  // namespace quantc::ir::ops

@@ -1,0 +1,59 @@
+// The tensor-core GEMM of the small-batch linear layers (m = 2..64): 4-bit weights
+// dequantized in registers straight into mma.m16n8k16 B fragments, activations as A
+// fragments, f32 accumulators (ir::SubgroupMma, ir/Mma.h), the technique of Marlin
+// (Frantar et al., "MARLIN: Mixed-Precision Auto-Regressive Parallel Inference on Large
+// Language Models", 2024) and of TensorRT-LLM's weight-only GEMMs.
+//
+// First op: dequant_matmul_int4 (ir/ops/DequantMatmul.h: x A[m, k] row-major, W [k, n]
+// nibbles n fastest, block sidecars [ceil(k/block_size), n]) with f16 or bf16 activations.
+// - Work split: a workgroup is one subgroup; it owns a 16-row m-tile of x and a 32-column
+//   n-tile of W (four 8-column mma tiles) and a split of K: whole blocks, `splits`
+//   workgroups per tile (SplitK.h's rule: about kSplitKTargetWorkgroups workgroups, two
+//   blocks per split at least, more splits while a split's staging would pass 48 KiB).
+//   Grid: (n / 32, ceil(m / 16), splits). The splits meet through the split-K scratch
+//   (`partials` f32[splits * 16 * n * ceil(m/16)], `arrivals` u32[n/32 * ceil(m/16)]) in
+//   split order, as every split-K GEMV does.
+// - Staging, one cp.async group: the split's 16-byte weight rows, its 16 rows of x (rows
+//   past m copy row m-1, never stored) and its blocks' sidecars into shared memory, one
+//   wait and a barrier. Per 16-row k-step: A by one ldmatrix.x4 from the x tile; B from the
+//   lane's four weight rows (ld.shared.v4: the n-tile's 32 columns), its nibble of each
+//   8-column word shifted to bits 0..3, two rows' nibbles under the halves of one word by
+//   a prmt, masked and given the exponent of 1024 (f16, `0x6400 | q`) or 128 (bf16,
+//   `0x4300 | q`) by one lop3, the bias subtracted exactly in f16x2/bf16x2; then one mma
+//   per 8-column tile, and (zero points, offsets) one against all-ones B for X = sum x.
+// Modeled on an H100 SXM (4096x4096, block 128, zero points, f16): 8.8 us at m = 2 and 16
+// (chain-bound: about 1900 instructions per warp; the partial sums double the DRAM bytes),
+// 63 us at m = 64 (each m-tile decodes B again). Sharing B across m-tiles, fewer partial
+// sums and shorter chains are the next steps.
+// - Block factoring, in f32 after each block's mma sums D (exact products, f32 sums):
+//   acc = fma(s, D, acc) (symmetric), fma(s, fma(-z, X, D), acc) (zero point) or
+//   fma(o, X, fma(s, D, acc)) (offset); one rounding to the activation type at the store.
+// Numerics: the mma model (ir/Mma.h) sums a block's products in k order per 16-row step;
+// with u = 2^-24 and T_p the per-term magnitudes of DequantMatmul.h's bound, the longest
+// chain of f32 roundings of an output is L = block_size + 4 + blocks + splits, so
+// |tensor - exact| <= 2 u L sum_p T_p (f32 value before the store); where every product
+// and partial sum is exact (small integers, power-of-two scales) it equals the seed bit for bit.
+// Requirements (else OpError naming the value): activation f16 or bf16 (f32 x would need a
+// rounding the f32 bound does not allow), n % 32 == 0, k % 16 == 0, block_size % 16 == 0
+// and at most 983 (a block's rows and sidecars fit the 48 KiB staging).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ir/Program.h"
+#include "ir/ops/DequantMatmul.h"
+
+namespace quantc::ir::ops {
+
+/// Why the tensor-core GEMM cannot run dequant_matmul_int4 at this shape, or nullopt.
+std::optional<std::string> int4_tensor_gemm_unsupported(std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                                                        std::uint32_t block_size, ScalarType activation);
+
+/// The tensor-core program (file comment); the seed's buffers, names and types.
+/// Errors: OpError where int4_tensor_gemm_unsupported gives a reason.
+Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
+                         BlockAffineMode mode, ScalarType activation);
+
+}  // namespace quantc::ir::ops

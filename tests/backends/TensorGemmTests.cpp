@@ -1,0 +1,228 @@
+// The tensor-core GEMM (ir/ops/TensorGemm.h) of dequant_matmul_int4 for batches m >= 2
+// with f16 and bf16 activations: within the stated f32 bound of the seed program on random
+// inputs, equal to it bit for bit where every partial sum is exact (small integers and
+// power-of-two scales), the emulated mma/PTX equal to the interpreter bit for bit on sm_80
+// and sm_90, and every shape it cannot run named in the error.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ir/Arithmetic.h"
+#include "ir/Printer.h"
+#include "ir/ops/DequantMatmul.h"
+#include "ir/ops/Registry.h"
+#include "ir/ops/TensorGemm.h"
+#include "lower/LowerToPtx.h"
+#include "ptx/Ptxas.h"
+#include "runtime/backends/emulator/EmulatorBackend.h"
+#include "runtime/backends/reference/ReferenceBackend.h"
+
+using namespace quantc;
+using namespace quantc::runtime;
+using ir::ScalarType;
+using ir::ops::BlockAffineMode;
+using ir::ops::KernelSchedule;
+
+namespace {
+
+struct Shape {
+  std::uint32_t m, k, n, block_size;
+  BlockAffineMode mode;
+  ScalarType activation;
+};
+
+std::string describe(const Shape& s) {
+  return fmt::format("m={} k={} n={} block={} {} {}", s.m, s.k, s.n, s.block_size, ir::ops::to_string(s.mode),
+                     ir::to_string(s.activation));
+}
+
+float round_to(ScalarType type, float value) {
+  return type == ScalarType::F16 ? ir::arith::convert<float>(ir::arith::convert<ir::arith::Float16>(value))
+                                 : ir::arith::convert<float>(ir::arith::convert<ir::arith::BFloat16>(value));
+}
+
+/// 16-bit activation values as a buffer, and back.
+HostBuffer halves(ScalarType type, const std::vector<float>& values) {
+  std::vector<std::uint16_t> bits;
+  for (float v : values) {
+    bits.push_back(type == ScalarType::F16 ? ir::arith::convert<ir::arith::Float16>(v).bits
+                                           : ir::arith::convert<ir::arith::BFloat16>(v).bits);
+  }
+  return HostBuffer::from(type, bits);
+}
+std::vector<float> floats(ScalarType type, const HostBuffer& buffer) {
+  std::vector<float> values;
+  for (std::uint16_t bits : buffer.as<std::uint16_t>()) {
+    values.push_back(type == ScalarType::F16 ? ir::arith::convert<float>(ir::arith::Float16{bits})
+                                             : ir::arith::convert<float>(ir::arith::BFloat16{bits}));
+  }
+  return values;
+}
+
+/// Inputs: `exact` picks small integers and power-of-two scales (every sum exact).
+struct Inputs {
+  std::vector<float> x, scales, second;
+  std::vector<std::uint8_t> w;
+  BufferSet buffers(const Shape& s) const {
+    BufferSet set{{"x", halves(s.activation, x)},
+                  {"w", HostBuffer::from(ScalarType::U8, w)},
+                  {"scales", HostBuffer::from(ScalarType::F32, scales)}};
+    if (const char* name = ir::ops::second_sidecar(s.mode)) set[name] = HostBuffer::from(ScalarType::F32, second);
+    set["out"] = halves(s.activation, std::vector<float>(std::size_t{s.m} * s.n, -7.0f));
+    return set;
+  }
+};
+
+Inputs make_inputs(const Shape& s, bool exact, std::uint64_t seed) {
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<float> real(-2.0f, 2.0f);
+  std::uniform_int_distribution<int> small(-3, 3);
+  Inputs in;
+  for (std::uint32_t i = 0; i < s.m * s.k; ++i) in.x.push_back(round_to(s.activation, exact ? float(small(engine)) : real(engine)));
+  for (std::uint32_t i = 0; i < (s.k * s.n + 1) / 2; ++i) in.w.push_back(static_cast<std::uint8_t>(engine()));
+  const std::uint32_t sidecars = (s.k + s.block_size - 1) / s.block_size * s.n;
+  for (std::uint32_t i = 0; i < sidecars; ++i) {
+    in.scales.push_back(exact ? std::ldexp(1.0f, int(engine() % 4) - 6) : 0.01f + std::abs(real(engine)) * 0.05f);
+    in.second.push_back(s.mode == BlockAffineMode::ZeroPoint ? (exact ? float(engine() % 16) : real(engine) * 4 + 8)
+                                                             : (exact ? std::ldexp(float(small(engine)), -4) : real(engine)));
+  }
+  return in;
+}
+
+std::vector<float> run(const ir::Program& program, const Shape& s, const Inputs& in, const char* target = nullptr) {
+  BufferSet buffers = allocate_buffers(program);  // the split-K scratch, zeroed
+  for (auto& [name, buffer] : in.buffers(s)) buffers[name] = buffer;
+  CompileOptions options;
+  if (target == nullptr) {
+    reference::ReferenceBackend backend;
+    backend.run(backend.compile(program, options), buffers);
+  } else {
+    emulator::EmulatorBackend backend;
+    options.target = ptx::parse_target(target);
+    backend.run(backend.compile(program, options), buffers);
+  }
+  return floats(s.activation, buffers.at("out"));
+}
+
+ir::Program tensor_program(const Shape& s) {
+  return ir::ops::dequant_matmul_int4(s.m, s.k, s.n, s.block_size, s.mode, KernelSchedule::Fast, s.activation);
+}
+ir::Program seed_program(const Shape& s) {
+  return ir::ops::dequant_matmul_int4(s.m, s.k, s.n, s.block_size, s.mode, KernelSchedule::Seed, s.activation);
+}
+
+}  // namespace
+
+TEST_CASE("tensor-core dequant_matmul_int4 agrees with the seed within the f32 bound, exactly on exact inputs",
+          "[backends][tensor_gemm]") {
+  std::vector<Shape> shapes;
+  for (ScalarType activation : {ScalarType::F16, ScalarType::BF16}) {
+    for (BlockAffineMode mode : {BlockAffineMode::Symmetric, BlockAffineMode::ZeroPoint, BlockAffineMode::Offset}) {
+      shapes.push_back({2, 64, 32, 16, mode, activation});
+      shapes.push_back({17, 160, 96, 64, mode, activation});   // a partial m-tile and a partial last block
+      shapes.push_back({64, 256, 64, 32, mode, activation});   // four m-tiles, 8 blocks over the k-subgroups
+    }
+  }
+  for (const Shape& s : shapes) {
+    INFO(describe(s));
+    const ir::Program tensor = tensor_program(s), seed = seed_program(s);
+    REQUIRE(tensor.caller_buffers() == seed.caller_buffers());
+    // Exact inputs: every product and partial sum is an exact f32, so both are exact.
+    const Inputs exact = make_inputs(s, true, s.m * 31 + s.k);
+    CHECK(run(tensor, s, exact) == run(seed, s, exact));
+    // Random inputs: |tensor - seed| within both bounds around the exact value (TensorGemm.h,
+    // DequantMatmul.h) plus the two roundings to the activation type.
+    const Inputs in = make_inputs(s, false, s.m * 17 + s.n);
+    const std::vector<float> t = run(tensor, s, in), reference = run(seed, s, in);
+    const std::uint32_t blocks = (s.k + s.block_size - 1) / s.block_size;
+    const double u = std::ldexp(1.0, -24), u_half = s.activation == ScalarType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+    const double chain = (s.block_size + 4 + blocks + 4) + (s.k + 2);
+    unsigned checked = 0;
+    for (std::uint32_t i = 0; i < s.m; ++i) {
+      for (std::uint32_t j = 0; j < s.n; ++j) {
+        double terms = 0;
+        for (std::uint32_t p = 0; p < s.k; ++p) {
+          const std::size_t e = std::size_t{p} * s.n + j, b = std::size_t{p / s.block_size} * s.n + j;
+          const double q = (in.w[e / 2] >> (4 * (e % 2))) & 15, x = std::fabs(in.x[i * s.k + p]);
+          switch (s.mode) {
+            case BlockAffineMode::Symmetric: terms += x * q * in.scales[b]; break;
+            case BlockAffineMode::ZeroPoint: terms += x * (q + std::fabs(in.second[b])) * in.scales[b]; break;
+            case BlockAffineMode::Offset: terms += x * (q * in.scales[b] + std::fabs(in.second[b])); break;
+          }
+        }
+        const float a = t[i * s.n + j], b = reference[i * s.n + j];
+        INFO("out[" << i << "][" << j << "]: tensor " << a << ", seed " << b);
+        CHECK(std::fabs(double(a) - b) <= 2 * u * chain * terms + u_half * (std::fabs(a) + std::fabs(b)) + 1e-30);
+        ++checked;
+      }
+    }
+    CHECK(checked == s.m * s.n);
+  }
+}
+
+TEST_CASE("tensor-core dequant_matmul_int4: the emulated PTX equals the interpreter bit for bit", "[backends][tensor_gemm]") {
+  for (const Shape& s : {Shape{5, 128, 64, 64, BlockAffineMode::ZeroPoint, ScalarType::F16},
+                         Shape{33, 96, 32, 32, BlockAffineMode::Offset, ScalarType::BF16},
+                         Shape{16, 64, 32, 16, BlockAffineMode::Symmetric, ScalarType::BF16}}) {
+    const ir::Program program = tensor_program(s);
+    const Inputs in = make_inputs(s, false, s.k + s.n);
+    const std::vector<float> reference = run(program, s, in);
+    for (const char* target : {"sm_80", "sm_90"}) {
+      INFO(describe(s) << " on " << target);
+      const std::vector<float> emulated = run(program, s, in, target);
+      CHECK(std::memcmp(emulated.data(), reference.data(), reference.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("tensor-core dequant_matmul_int4 names each shape it cannot run", "[backends][tensor_gemm]") {
+  auto error = [](std::uint32_t n, std::uint32_t k, std::uint32_t block, ScalarType activation) {
+    try {
+      ir::ops::dequant_matmul_int4(4, k, n, block, BlockAffineMode::Symmetric, KernelSchedule::Fast, activation);
+    } catch (const ir::ops::OpError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(error(64, 64, 64, ScalarType::F32), Catch::Contains("m=4 > 1 runs on the tensor cores") &&
+                                                     Catch::Contains("activation f32 is not f16 or bf16"));
+  CHECK_THAT(error(48, 64, 64, ScalarType::F16), Catch::Contains("n=48 is not a multiple of 32"));
+  CHECK_THAT(error(64, 40, 8, ScalarType::F16), Catch::Contains("k=40 is not a multiple of 16"));
+  CHECK_THAT(error(64, 64, 24, ScalarType::F16), Catch::Contains("block_size=24 is not a multiple of 16"));
+  // "auto" keeps the seed for batches (it runs on every target; the tensor cores need sm_80).
+  const ir::Program automatic =
+      ir::ops::dequant_matmul_int4(4, 64, 64, 64, BlockAffineMode::Symmetric, KernelSchedule::Auto, ScalarType::F16);
+  CHECK(automatic.shared.empty());
+  CHECK(ir::print(automatic).find("subgroup_mma") == std::string::npos);
+}
+
+TEST_CASE("tensor-core dequant_matmul_int4 assembles with ptxas for sm_80 and sm_90 without spills, and sm_75 refuses it",
+          "[backends][tensor_gemm][ptxas]") {
+  if (!ptx::ptxas_available()) {
+    const char* require = std::getenv("QUANTC_REQUIRE_PTXAS");
+    if (require != nullptr && std::string(require) == "1") FAIL("ptxas not found and QUANTC_REQUIRE_PTXAS=1");
+    WARN("ptxas not found: the tensor-core PTX is not assembled");
+    return;
+  }
+  for (const Shape& s : {Shape{16, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16},
+                         Shape{64, 4096, 11008, 64, BlockAffineMode::Offset, ScalarType::BF16},
+                         Shape{5, 11008, 4096, 32, BlockAffineMode::Symmetric, ScalarType::F16}}) {
+    const ir::Program program = tensor_program(s);
+    for (const char* name : {"sm_80", "sm_90"}) {
+      const ptx::Target target = ptx::parse_target(name);
+      const ptx::PtxasResult result = ptx::run_ptxas(lower::lower_to_ptx(program, target), target);
+      INFO(describe(s) << " " << name << "\n" << result.log);
+      CHECK(result.success);
+      CHECK(result.spill_bytes() == 0);
+    }
+    CHECK_THROWS_WITH(lower::lower_to_ptx(program, ptx::parse_target("sm_75")), Catch::Contains("needs sm_80"));
+  }
+}
