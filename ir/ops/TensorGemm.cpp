@@ -19,8 +19,9 @@ constexpr std::uint32_t kStepRows = 16;     // a k-step: mma's K
 constexpr std::uint32_t kMmaColumns = 8;    // mma's N
 constexpr std::uint32_t kTiles = 4;         // mma tiles per subgroup: 32 columns, 16 bytes of a weight row
 constexpr std::uint32_t kTileColumns = kTiles * kMmaColumns;
-/// Shared memory a split stages per weight row: 16 bytes of W and 16 x 2 bytes of x.
-constexpr std::uint32_t kStagedBytesPerRow = 16 + kTileRows * 2 + 2;  // + sidecars (at most 2 x 128 B per 16+ rows)
+/// Shared memory a split stages per weight row, at most: 16 bytes of W, 16 x 2 bytes of x
+/// and the sidecars (two 128-byte rows a block, blocks of at least 16 rows).
+constexpr std::uint32_t kStagedBytesPerRow = 16 + kTileRows * 2 + 16;  // + sidecars: 2 x 128 B per block of >= 16 rows
 /// The staging limit: the IR's 48 KiB of static shared memory per workgroup.
 constexpr std::uint32_t kMaxStagedBytes = 48 * 1024;
 constexpr char kInt4Id[] = "rlx::dequant_matmul_int4";

@@ -35,7 +35,7 @@
 // and partial sum is exact (small integers, power-of-two scales) it equals the seed bit for bit.
 // Requirements (else OpError naming the value): activation f16 or bf16 (f32 x would need a
 // rounding the f32 bound does not allow), n % 32 == 0, k % 16 == 0, block_size % 16 == 0
-// and at most 983 (a block's rows and sidecars fit the 48 KiB staging).
+// and at most 768 (a block's rows and sidecars fit the 48 KiB staging).
 #pragma once
 
 #include <cstdint>
