@@ -19,6 +19,13 @@ struct Binding {
   bool is_loop_variable;
 };
 
+/// Bytes one element occupies in memory: 1 for bool (stored as u8), 0 for the sub-byte
+/// storage types (u4, i4), which cannot be a buffer element (reported elsewhere).
+unsigned memory_bytes(ScalarType element) {
+  if (element == ScalarType::Bool) return 1;
+  return is_storage_only(element) ? 0 : byte_size(element);
+}
+
 class StatementChecker : public IRVisitor {
  public:
   StatementChecker(const Program& program, std::vector<std::string>& problems)
@@ -52,7 +59,7 @@ class StatementChecker : public IRVisitor {
     }
     if (const BufferDecl* buffer = find_buffer(node.buffer, "load from")) {
       if (node.reinterpret) {
-        const unsigned element_bytes = buffer->element == ScalarType::Bool ? 0 : byte_size(buffer->element);
+        const unsigned element_bytes = buffer->element == ScalarType::Bool ? 0 : memory_bytes(buffer->element);
         if (element_bytes != 1 && element_bytes != 2) {
           report("reinterpreting load of {} from '{}' needs a buffer of 8- or 16-bit elements (u8, i8, u16, f16, "
                  "bf16), but the buffer holds {}",
@@ -87,17 +94,17 @@ class StatementChecker : public IRVisitor {
     // array), but each side's index must land on whole elements at `bytes` alignment.
     bool whole = true;
     for (ScalarType element : {array->element, buffer->element}) {
-      const unsigned element_bytes = element == ScalarType::Bool ? 1 : byte_size(element);
-      if (node.bytes % element_bytes != 0) {
+      const unsigned element_bytes = memory_bytes(element);
+      if (element_bytes == 0 || node.bytes % element_bytes != 0) {
         report("async_copy of {} bytes does not hold whole {} elements", node.bytes, to_string(element));
         whole = false;
       }
     }
     if (!whole) return;
     check_alignment("async_copy to", node.array, node.array_index, array->element, node.bytes,
-                    byte_size(array->element));
+                    memory_bytes(array->element));
     check_alignment("async_copy from", node.buffer, node.buffer_index, buffer->element, node.bytes,
-                    buffer->element == ScalarType::Bool ? 1 : byte_size(buffer->element));
+                    memory_bytes(buffer->element));
   }
 
   void visit_SubgroupLoadMatrix(const SubgroupLoadMatrix& node) override {
@@ -186,7 +193,7 @@ class StatementChecker : public IRVisitor {
     if (buffer == nullptr) return;
     if (buffer->access == BufferAccess::ReadOnly) report("store to read-only buffer '{}'", node.buffer);
     if (node.reinterpret) {
-      const unsigned element_bytes = buffer->element == ScalarType::Bool ? 0 : byte_size(buffer->element);
+      const unsigned element_bytes = buffer->element == ScalarType::Bool ? 0 : memory_bytes(buffer->element);
       if (element_bytes != 1 && element_bytes != 2) {
         report("reinterpreting store of {} to '{}' needs a buffer of 8- or 16-bit elements (u8, i8, u16, f16, "
                "bf16), but the buffer holds {}",

@@ -197,6 +197,11 @@ TEST_CASE("a reinterpreting store writes u32 words over a byte buffer at a prove
   CHECK_THAT(problems, Catch::Contains("reinterpreting store of u32 to 'x' needs a buffer of 8- or 16-bit elements"));
   CHECK_THAT(problems, !Catch::Contains("`(i * 4u32)`"));
   CHECK_THROWS_WITH(Store::make("y", u32(0), f32(1.0f), 0, true), Catch::Contains("writes u32 words"));
+  // A sub-byte buffer (u4) is named, not a crash (found by the ir_text fuzzer).
+  Program nibbles = base_program();
+  nibbles.buffers[1].element = ScalarType::U4;
+  nibbles.entry = Block::make({Store::make("y", u32(0), u32(1), 0, true)});
+  CHECK_THAT(problems_of(nibbles), Catch::Contains("needs a buffer of 8- or 16-bit elements"));
   CHECK_THROWS_WITH(Store::make("y", u32(0), MakeVector::make({word, word}), 4, true),
                     Catch::Contains("a reinterpreting u32x2 store needs its natural 8-byte alignment, not 4"));
 }
