@@ -171,14 +171,19 @@ struct TargetRow {
   runtime::emulator::KernelProfile profile;
 };
 
-TargetRow profile_target(const TargetCase& c, const std::string& schedule) {
-  ir::ops::OpArgs args = c.args;
-  args.set("schedule", schedule);
-  const ir::Program program = ir::ops::OpRegistry::builtin().find(c.op)->build(args);
+/// Op `op` at `args`, compiled for sm_90 (-O2), emulated and modeled on the H100 SXM.
+runtime::emulator::KernelProfile profile_on_h100(const std::string& op, const ir::ops::OpArgs& args) {
+  const ir::Program program = ir::ops::OpRegistry::builtin().find(op)->build(args);
   const lower::CompiledKernel compiled = lower::compile(program, lower::CompileOptions(ptx::Target{90}));
   runtime::emulator::ProfileOptions options;
   options.devices = {"h100_sxm"};
-  return {c, schedule, runtime::emulator::profile_program(compiled.program, compiled.ptx, 1, options)};
+  return runtime::emulator::profile_program(compiled.program, compiled.ptx, 1, options);
+}
+
+TargetRow profile_target(const TargetCase& c, const std::string& schedule) {
+  ir::ops::OpArgs args = c.args;
+  args.set("schedule", schedule);
+  return {c, schedule, profile_on_h100(c.op, args)};
 }
 
 std::string target_table(const std::vector<TargetRow>& rows) {
@@ -236,11 +241,7 @@ BatchRow profile_batch(std::uint32_t in, std::uint32_t out, std::uint32_t m) {
   args.set("asymmetric", true);
   args.set("activation", std::string("f16"));
   args.set("schedule", std::string("fast"));
-  const ir::Program program = ir::ops::OpRegistry::builtin().find("dequant_matmul_int4")->build(args);
-  const lower::CompiledKernel compiled = lower::compile(program, lower::CompileOptions(ptx::Target{90}));
-  runtime::emulator::ProfileOptions options;
-  options.devices = {"h100_sxm"};
-  return {in, out, m, runtime::emulator::profile_program(compiled.program, compiled.ptx, 1, options)};
+  return {in, out, m, profile_on_h100("dequant_matmul_int4", args)};
 }
 
 std::string batch_table(const std::vector<BatchRow>& rows, const DeviceSpec& device) {

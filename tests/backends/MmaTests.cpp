@@ -22,6 +22,7 @@
 #include "ir/Verifier.h"
 #include "lower/LowerToPtx.h"
 #include "ptx/Ptxas.h"
+#include "RunOn.h"
 #include "runtime/backends/emulator/EmulatorBackend.h"
 #include "runtime/backends/reference/ReferenceBackend.h"
 
@@ -353,15 +354,7 @@ std::vector<std::uint32_t> run_two_stage(bool early, bool emulated, const std::v
   const ir::Program program = two_stage_program(early);
   BufferSet buffers{{"x", HostBuffer::from(ir::ScalarType::U32, x)},
                     {"out", HostBuffer::from(ir::ScalarType::U32, std::vector<std::uint32_t>(256, 7))}};
-  CompileOptions options;
-  if (emulated) {
-    emulator::EmulatorBackend backend;
-    options.target = ptx::parse_target("sm_80");
-    backend.run(backend.compile(program, options), buffers);
-  } else {
-    reference::ReferenceBackend backend;
-    backend.run(backend.compile(program, options), buffers);
-  }
+  tests::run_on(program, buffers, emulated ? "sm_80" : nullptr);
   return buffers.at("out").as<std::uint32_t>();
 }
 
@@ -383,15 +376,7 @@ TEST_CASE("async_copy stages the tile for ldmatrix and mma: the product, on the 
     buffers["a_rows"] = HostBuffer::from(ir::ScalarType::F16, a_rows);
     buffers["b_rows"] = HostBuffer::from(ir::ScalarType::F16, b_rows);
     buffers["d"] = HostBuffer::from(ir::ScalarType::F32, std::vector<float>(128, -1.0f));
-    CompileOptions options;
-    if (std::string(backend_name) == "reference") {
-      reference::ReferenceBackend backend;
-      backend.run(backend.compile(program, options), buffers);
-    } else {
-      emulator::EmulatorBackend backend;
-      options.target = ptx::parse_target(backend_name);
-      backend.run(backend.compile(program, options), buffers);
-    }
+    tests::run_on(program, buffers, backend_name);
     const std::vector<float> d = buffers.at("d").as<float>();
     for (unsigned row = 0; row < 16; ++row) {
       for (unsigned column = 0; column < 8; ++column) {

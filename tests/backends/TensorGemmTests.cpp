@@ -22,6 +22,7 @@
 #include "ir/ops/TensorGemm.h"
 #include "lower/LowerToPtx.h"
 #include "ptx/Ptxas.h"
+#include "RunOn.h"
 #include "runtime/backends/emulator/EmulatorBackend.h"
 #include "runtime/backends/reference/ReferenceBackend.h"
 
@@ -100,15 +101,7 @@ Inputs make_inputs(const Shape& s, bool exact, std::uint64_t seed) {
 std::vector<float> run(const ir::Program& program, const Shape& s, const Inputs& in, const char* target = nullptr) {
   BufferSet buffers = allocate_buffers(program);  // the split-K scratch, zeroed
   for (auto& [name, buffer] : in.buffers(s)) buffers[name] = buffer;
-  CompileOptions options;
-  if (target == nullptr) {
-    reference::ReferenceBackend backend;
-    backend.run(backend.compile(program, options), buffers);
-  } else {
-    emulator::EmulatorBackend backend;
-    options.target = ptx::parse_target(target);
-    backend.run(backend.compile(program, options), buffers);
-  }
+  tests::run_on(program, buffers, target);
   return floats(s.activation, buffers.at("out"));
 }
 
