@@ -1085,8 +1085,8 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .params = {m, k, n, block_size, asymmetric, offset, schedule_param(), activation_param()},
       .buffers = with_split_k(
           {x, {"w", "weight", ScalarType::U8, "ceil(k*n / 2)", {"k", "n/2"}}, scales, zero_points, offsets, out},
-          "ceil(n/64) (m == 1), n/32 * ceil(m/16) (m > 1: the tensor-core GEMM)",
-          "splits * n (m == 1), splits * 16 * n * ceil(m/16) (m > 1)"),
+          "ceil(n/64) (m == 1), n/32 * ceil(m/M) (m > 1: the tensor-core GEMM, M = 16 for m <= 16, else 32)",
+          "splits * n (m == 1), splits * 16 * n * M/16 * ceil(m/M) (m > 1)"),
       .build = build_block("dequant_matmul_int4", dequant_matmul_int4),
       .test_shapes = {scheduled(block_shape(1, 8, 4, 4, false), "seed"), scheduled(block_shape(3, 20, 9, 8, true), "seed"),
                       scheduled(block_shape(5, 64, 33, 32, true), "seed"),

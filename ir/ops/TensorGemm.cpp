@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -19,11 +20,17 @@ constexpr std::uint32_t kStepRows = 16;     // a k-step: mma's K
 constexpr std::uint32_t kMmaColumns = 8;    // mma's N
 constexpr std::uint32_t kTiles = 4;         // mma tiles per subgroup: 32 columns, 16 bytes of a weight row
 constexpr std::uint32_t kTileColumns = kTiles * kMmaColumns;
-/// Shared memory a split stages per weight row, at most: 16 bytes of W, 16 x 2 bytes of x
-/// and the sidecars (two 128-byte rows a block, blocks of at least 16 rows).
-constexpr std::uint32_t kStagedBytesPerRow = 16 + kTileRows * 2 + 16;  // + sidecars: 2 x 128 B per block of >= 16 rows
+/// m-tiles a subgroup multiplies with each decoded weight fragment (m > 16: two).
+constexpr std::uint32_t kMaxMTiles = 2;
+std::uint32_t m_tiles_of(std::uint32_t m) { return std::min(kMaxMTiles, ceil_div(m, kTileRows)); }
+/// Shared memory a split stages per weight row, at most: 16 bytes of W, 2 bytes of each of
+/// the x rows and the sidecars (two 128-byte rows a block, blocks of at least 16 rows).
+std::uint32_t staged_bytes_per_row(std::uint32_t m_tiles) { return 16 + m_tiles * kTileRows * 2 + 16; }
 /// The staging limit: the IR's 48 KiB of static shared memory per workgroup.
 constexpr std::uint32_t kMaxStagedBytes = 48 * 1024;
+/// The staging a split aims to stay within (more splits where blocks allow): 16 KiB keeps
+/// 14 one-warp workgroups per H100 SM, and each warp's chain short.
+constexpr std::uint32_t kPreferredStagedBytes = 16 * 1024;
 constexpr char kInt4Id[] = "rlx::dequant_matmul_int4";
 
 /// The 16-bit pattern whose low 4 mantissa bits are free: 1024 (f16 0x6400, ulp 1) or
@@ -56,12 +63,12 @@ struct TensorGemmSplit {
 /// (16 bytes of W and 32 of x each) would overflow the workgroup's shared memory.
 TensorGemmSplit tensor_gemm_split(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size) {
   const std::uint32_t blocks = ceil_div(k, block_size);
-  const std::uint32_t units = (n / kTileColumns) * ceil_div(m, kTileRows);
+  const std::uint32_t units = (n / kTileColumns) * ceil_div(m, kTileRows * m_tiles_of(m));
   TensorGemmSplit split;
   split.block_size = block_size;
   split.splits = choose_splits(units, blocks, 1);
   split.blocks_per_split = ceil_div(blocks, split.splits);
-  while (split.rows() * kStagedBytesPerRow > kMaxStagedBytes && split.blocks_per_split > 1) {
+  while (split.rows() * staged_bytes_per_row(m_tiles_of(m)) > kPreferredStagedBytes && split.blocks_per_split > 1) {
     split.splits *= 2;
     split.blocks_per_split = ceil_div(blocks, split.splits);
   }
@@ -73,7 +80,6 @@ TensorGemmSplit tensor_gemm_split(std::uint32_t m, std::uint32_t k, std::uint32_
 
 std::optional<std::string> int4_tensor_gemm_unsupported(std::uint32_t m, std::uint32_t k, std::uint32_t n,
                                                         std::uint32_t block_size, ScalarType activation) {
-  (void)m;
   if (activation != ScalarType::F16 && activation != ScalarType::BF16) {
     return fmt::format("activation {} is not f16 or bf16 (the tensor cores take 16-bit inputs; rounding f32 "
                        "activations would leave the f32 bound)",
@@ -84,9 +90,9 @@ std::optional<std::string> int4_tensor_gemm_unsupported(std::uint32_t m, std::ui
   if (block_size % kStepRows != 0) {
     return fmt::format("block_size={} is not a multiple of {} (a block folds whole mma steps)", block_size, kStepRows);
   }
-  if (block_size * kStagedBytesPerRow > kMaxStagedBytes) {
+  if (block_size * staged_bytes_per_row(m_tiles_of(m)) > kMaxStagedBytes) {
     return fmt::format("block_size={} is above {} (a block's rows are staged in 48 KiB of shared memory)", block_size,
-                       kMaxStagedBytes / kStagedBytesPerRow);
+                       kMaxStagedBytes / staged_bytes_per_row(m_tiles_of(m)));
   }
   return std::nullopt;
 }
@@ -103,10 +109,12 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
   const std::uint32_t sidecar_count = checked_count(name, "ceil(k/block_size)*n (sidecar elements)", blocks, n);
   const std::uint32_t rows = split.rows();  // weight rows of a split (the last may have fewer)
   const std::uint32_t row_bytes = n / 2;
-  const std::uint32_t column_tiles = n / kTileColumns, row_tiles = ceil_div(m, kTileRows);
+  const std::uint32_t m_tiles = m_tiles_of(m);  // per subgroup, sharing each decoded B
+  const std::uint32_t tile_rows = m_tiles * kTileRows;
+  const std::uint32_t column_tiles = n / kTileColumns, row_tiles = ceil_div(m, tile_rows);
   const bool with_sums = mode != BlockAffineMode::Symmetric;
   const ScalarType input = activation;
-  constexpr std::uint32_t kSums = kTiles * 4;  // a lane's sums: 4 tiles x 4 elements
+  const std::uint32_t sums_per_lane = m_tiles * kTiles * 4;  // m-tiles x 4 tiles x 4 elements
 
   ProgramBuilder program(name);
   BufferRef x = program.input("x", activation, m * k);
@@ -116,11 +124,11 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
   if (const char* sidecar = second_sidecar(mode)) second = program.input(sidecar, ScalarType::F32, sidecar_count);
   BufferRef out = program.output("out", activation, m * n);
   const std::uint32_t units = column_tiles * row_tiles;
-  const SplitK split_k = declare_split_k(program, split.splits, checked_count(name, "units*512", units, kSubgroupSize * kSums),
+  const SplitK split_k = declare_split_k(program, split.splits, checked_count(name, "units*32*sums", units, kSubgroupSize * sums_per_lane),
                                          units);
   // The split's rows of W (16 bytes each: the subgroup's 32 columns) and of x (16 rows).
   BufferRef w_tile = program.shared("w_tile", ScalarType::U32, rows * 4);
-  BufferRef x_tile = program.shared("x_tile", activation, kTileRows * rows);
+  BufferRef x_tile = program.shared("x_tile", activation, tile_rows * rows);
   // The split's block sidecars of the 32 columns (128 bytes a block each).
   BufferRef scale_tile = program.shared("scale_tile", ScalarType::F32, split.blocks_per_split * kTileColumns);
   BufferRef second_tile;
@@ -132,7 +140,7 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
       Expr group = region.let("group", lane / 4u);   // mma's groupID
       Expr thread = region.let("thread", lane % 4u);  // threadID_in_group
       Expr first_column = region.let("first_column", workgroup_id(0) * kTileColumns);
-      Expr first_row = region.let("first_row", workgroup_id(1) * kTileRows);
+      Expr first_row = region.let("first_row", workgroup_id(1) * tile_rows);
       Expr split_index = split.splits > 1 ? region.let("split", workgroup_id(2)) : u32(0);
       Expr first_block = region.let("first_block", split_index * split.blocks_per_split);
       Expr k_start = region.let("k_start", first_block * block_size);
@@ -147,13 +155,13 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
         });
       });
       const std::uint32_t row_chunks = rows / 8;  // 16-byte chunks of one x row
-      region.loop("x_copy", u32(0), u32(ceil_div(kTileRows * row_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
+      region.loop("x_copy", u32(0), u32(ceil_div(tile_rows * row_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
         Expr chunk = loop.let("chunk", c * kSubgroupSize + lane);
         Expr tile_row = loop.let("tile_row", chunk / row_chunks);
         Expr column = loop.let("chunk_column", (chunk % row_chunks) * 8u);
         // Rows past m copy row m - 1: their sums are computed and never stored.
-        Expr source_row = m % kTileRows == 0 ? first_row + tile_row : min(first_row + tile_row, u32(m - 1));
-        loop.if_then(logical_and(tile_row < kTileRows, column < split_rows), [&](Body& copy) {
+        Expr source_row = m % tile_rows == 0 ? first_row + tile_row : min(first_row + tile_row, u32(m - 1));
+        loop.if_then(logical_and(tile_row < tile_rows, column < split_rows), [&](Body& copy) {
           copy.async_copy(x_tile, tile_row * rows + column, x, source_row * k + k_start + column, 16);
         });
       });
@@ -177,19 +185,28 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
       // ldmatrix rows of A: lane 8i + r names row r of matrix i (rows 0-7 / 8-15, k 0-7 / 8-15).
       Expr a_row_start = region.let("a_row_start", ((matrix & 1u) * 8u + lane % 8u) * rows + (matrix / 2u) * 8u);
       std::vector<Expr> acc;
-      for (std::uint32_t v = 0; v < kSums; ++v) acc.push_back(region.let(fmt::format("acc{}", v), f32(0.0f)));
+      for (std::uint32_t v = 0; v < sums_per_lane; ++v) acc.push_back(region.let(fmt::format("acc{}", v), f32(0.0f)));
       const Expr zero4 = make_vector({f32(0.0f), f32(0.0f), f32(0.0f), f32(0.0f)});
       region.loop("local_block", u32(0), u32(split.blocks_per_split), [&](Body& loop, Expr local_block) {
         Expr block = loop.let("block", first_block + local_block);
         loop.if_then(block < blocks, [&](Body& owned) {  // subgroup-uniform
-          std::vector<Expr> sums;
-          for (std::uint32_t j = 0; j < kTiles; ++j) sums.push_back(owned.let(fmt::format("block_sum{}", j), zero4));
-          Expr x_sum = with_sums ? owned.let("x_sum", zero4) : Expr();
+          // sums[mt * kTiles + j]: m-tile mt, 8-column tile j; x_sums[mt].
+          std::vector<Expr> sums, x_sums;
+          for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
+            for (std::uint32_t j = 0; j < kTiles; ++j) {
+              sums.push_back(owned.let(fmt::format("block_sum{}_{}", mt, j), zero4));
+            }
+            if (with_sums) x_sums.push_back(owned.let(fmt::format("x_sum{}", mt), zero4));
+          }
           Expr steps = k % block_size == 0 ? u32(block_steps)
                                            : owned.let("steps", min(u32(block_steps), u32(k / kStepRows) - block * block_steps));
           owned.loop("step", u32(0), steps, [&](Body& step_body, Expr step) {
             Expr k_local = step_body.let("k_local", (local_block * block_steps + step) * kStepRows);
-            Expr a = step_body.let("a", subgroup_load_matrix(x_tile, a_row_start + k_local, 4));
+            std::vector<Expr> a;
+            for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
+              a.push_back(step_body.let(fmt::format("a{}", mt),
+                                        subgroup_load_matrix(x_tile, a_row_start + k_local + mt * kTileRows * rows, 4)));
+            }
             // B: the lane's weight rows k_local + 2t, 2t+1, 2t+8, 2t+9 (the 4 tiles' words each).
             std::array<Expr, 4> weight_rows;
             for (std::uint32_t r = 0; r < 4; ++r) {
@@ -201,11 +218,16 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
               auto code = [&](std::uint32_t r) { return extract_lane(weight_rows[r], j) >> nibble_shift; };
               Expr b = step_body.let(fmt::format("b{}", j), make_vector({code_pair(input, code(0), code(1)),
                                                                          code_pair(input, code(2), code(3))}));
-              step_body.assign(sums[j], subgroup_mma(input, a, b, sums[j]));
+              for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
+                Expr& sum = sums[mt * kTiles + j];
+                step_body.assign(sum, subgroup_mma(input, a[mt], b, sum));
+              }
             }
             if (with_sums) {
               const Expr ones = u32(half_ones(input));
-              step_body.assign(x_sum, subgroup_mma(input, a, make_vector({ones, ones}), x_sum));
+              for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
+                step_body.assign(x_sums[mt], subgroup_mma(input, a[mt], make_vector({ones, ones}), x_sums[mt]));
+              }
             }
           });
           // Fold the block: element e of tile j is (row g + 8 (e >> 1), column 8j + 2t + (e & 1)),
@@ -214,18 +236,20 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
             Expr sidecar = owned.let(fmt::format("sidecar{}", j), local_block * kTileColumns + (thread * 2u + 8u * j));
             Expr s = owned.let(fmt::format("s{}", j), scale_tile.load(sidecar, 2));
             Expr second_pair = with_sums ? owned.let(fmt::format("second{}", j), second_tile.load(sidecar, 2)) : Expr();
-            for (std::uint32_t e = 0; e < 4; ++e) {
-              Expr& total = acc[4 * j + e];
-              Expr d = extract_lane(sums[j], e);
-              Expr scale = extract_lane(s, e & 1);
-              switch (mode) {
-                case BlockAffineMode::Symmetric: owned.assign(total, fma(scale, d, total)); break;
-                case BlockAffineMode::ZeroPoint:
-                  owned.assign(total, fma(scale, fma(-extract_lane(second_pair, e & 1), extract_lane(x_sum, e), d), total));
-                  break;
-                case BlockAffineMode::Offset:
-                  owned.assign(total, fma(extract_lane(second_pair, e & 1), extract_lane(x_sum, e), fma(scale, d, total)));
-                  break;
+            for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
+              for (std::uint32_t e = 0; e < 4; ++e) {
+                Expr& total = acc[(mt * kTiles + j) * 4 + e];
+                Expr d = extract_lane(sums[mt * kTiles + j], e);
+                Expr scale = extract_lane(s, e & 1);
+                switch (mode) {
+                  case BlockAffineMode::Symmetric: owned.assign(total, fma(scale, d, total)); break;
+                  case BlockAffineMode::ZeroPoint:
+                    owned.assign(total, fma(scale, fma(-extract_lane(second_pair, e & 1), extract_lane(x_sums[mt], e), d), total));
+                    break;
+                  case BlockAffineMode::Offset:
+                    owned.assign(total, fma(extract_lane(second_pair, e & 1), extract_lane(x_sums[mt], e), fma(scale, d, total)));
+                    break;
+                }
               }
             }
           }
@@ -233,16 +257,19 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
       });
       // The splits meet (SplitK.h); the last of the unit stores its rows below m.
       Expr unit = region.let("unit", workgroup_id(1) * column_tiles + workgroup_id(0));
-      emit_split_k_meeting(region, split_k, boolean(true), unit * (kSubgroupSize * kSums) + lane * kSums, acc, unit,
+      emit_split_k_meeting(region, split_k, boolean(true), unit * (kSubgroupSize * sums_per_lane) + lane * sums_per_lane, acc, unit,
                            split_index, [&](Body& store_body, const std::vector<Expr>& totals) {
-        for (std::uint32_t j = 0; j < kTiles; ++j) {
-          Expr column = store_body.let(fmt::format("column{}", j), first_column + (thread * 2u + 8u * j));
-          for (std::uint32_t h = 0; h < 2; ++h) {
-            Expr row = store_body.let(fmt::format("out_row{}_{}", j, h), first_row + group + 8u * h);
-            Expr pair = cast(Type(activation, 2), make_vector({totals[4 * j + 2 * h], totals[4 * j + 2 * h + 1]}));
-            auto put = [&](Body& b) { b.store(out, row * n + column, pair); };
-            if (m % kTileRows != 0) store_body.if_then(row < m, put);
-            else put(store_body);
+        for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
+          for (std::uint32_t j = 0; j < kTiles; ++j) {
+            Expr column = store_body.let(fmt::format("column{}_{}", mt, j), first_column + (thread * 2u + 8u * j));
+            for (std::uint32_t h = 0; h < 2; ++h) {
+              Expr row = store_body.let(fmt::format("out_row{}_{}_{}", mt, j, h), first_row + group + (8u * h + kTileRows * mt));
+              const std::uint32_t v = (mt * kTiles + j) * 4 + 2 * h;
+              Expr pair = cast(Type(activation, 2), make_vector({totals[v], totals[v + 1]}));
+              auto put = [&](Body& b) { b.store(out, row * n + column, pair); };
+              if (m % tile_rows != 0) store_body.if_then(row < m, put);
+              else put(store_body);
+            }
           }
         }
       });

@@ -6,13 +6,14 @@
 //
 // First op: dequant_matmul_int4 (ir/ops/DequantMatmul.h: x A[m, k] row-major, W [k, n]
 // nibbles n fastest, block sidecars [ceil(k/block_size), n]) with f16 or bf16 activations.
-// - Work split: a workgroup is one subgroup; it owns a 16-row m-tile of x and a 32-column
-//   n-tile of W (four 8-column mma tiles) and a split of K: whole blocks, `splits`
-//   workgroups per tile (SplitK.h's rule: about kSplitKTargetWorkgroups workgroups, two
-//   blocks per split at least, more splits while a split's staging would pass 48 KiB).
-//   Grid: (n / 32, ceil(m / 16), splits). The splits meet through the split-K scratch
-//   (`partials` f32[splits * 16 * n * ceil(m/16)], `arrivals` u32[n/32 * ceil(m/16)]) in
-//   split order, as every split-K GEMV does.
+// - Work split: a workgroup is one subgroup; it owns an m-tile of M rows of x (16, or 32
+//   for m > 16: two 16-row mma tiles that share each decoded weight fragment), a
+//   32-column n-tile of W (four 8-column mma tiles) and a split of K: whole blocks,
+//   `splits` workgroups per tile (SplitK.h's rule: about kSplitKTargetWorkgroups
+//   workgroups with two blocks per split at least, then more splits while a split's
+//   staging would pass 16 KiB, where blocks allow). Grid: (n / 32, ceil(m / M), splits).
+//   The splits meet through the split-K scratch (`partials` f32[splits * 16 * n * M/16 *
+//   ceil(m/M)], `arrivals` u32[n/32 * ceil(m/M)]) in split order, as every split-K GEMV does.
 // - Staging, one cp.async group: the split's 16-byte weight rows, its 16 rows of x (rows
 //   past m copy row m-1, never stored) and its blocks' sidecars into shared memory, one
 //   wait and a barrier. Per 16-row k-step: A by one ldmatrix.x4 from the x tile; B from the
@@ -21,10 +22,11 @@
 //   a prmt, masked and given the exponent of 1024 (f16, `0x6400 | q`) or 128 (bf16,
 //   `0x4300 | q`) by one lop3, the bias subtracted exactly in f16x2/bf16x2; then one mma
 //   per 8-column tile, and (zero points, offsets) one against all-ones B for X = sum x.
-// Modeled on an H100 SXM (4096x4096, block 128, zero points, f16): 8.8 us at m = 2 and 16
-// (chain-bound: about 1900 instructions per warp; the partial sums double the DRAM bytes),
-// 63 us at m = 64 (each m-tile decodes B again). Sharing B across m-tiles, fewer partial
-// sums and shorter chains are the next steps.
+// Modeled on an H100 SXM (block 128, zero points, f16; bench/results/kernels.md, "Small
+// batches on the tensor cores"): 8.8 us at 4096x4096 for m = 2..16, 26 us at 4096x11008
+// and 11008x4096, 17 and 38 us at 4096x4096 for m = 32 and 64 (chain-bound at small m,
+// shared-memory-issue-bound at large m). Shorter chains (fewer instructions per 16-row
+// step, a multi-stage pipeline), fewer partial sums and the other formats are next.
 // - Block factoring, in f32 after each block's mma sums D (exact products, f32 sums):
 //   acc = fma(s, D, acc) (symmetric), fma(s, fma(-z, X, D), acc) (zero point) or
 //   fma(o, X, fma(s, D, acc)) (offset); one rounding to the activation type at the store.
@@ -35,7 +37,7 @@
 // and partial sum is exact (small integers, power-of-two scales) it equals the seed bit for bit.
 // Requirements (else OpError naming the value): activation f16 or bf16 (f32 x would need a
 // rounding the f32 bound does not allow), n % 32 == 0, k % 16 == 0, block_size % 16 == 0
-// and at most 768 (a block's rows and sidecars fit the 48 KiB staging).
+// and at most 768 (m <= 16) or 512 (m > 16): a block's rows and sidecars fit the 48 KiB staging.
 #pragma once
 
 #include <cstdint>
