@@ -23,7 +23,6 @@ constexpr std::uint32_t kMaxTileRows = 4;             // rows of out per invocat
 constexpr std::uint32_t kNvfp4BlockSize = 16;
 
 constexpr char kInt8Id[] = "rlx::dequant_matmul_int8";
-constexpr char kInt4Id[] = "rlx::dequant_matmul_int4";
 constexpr char kFp8Id[] = "rlx::dequant_matmul_fp8";
 constexpr char kNvfp4Id[] = "rlx::dequant_matmul_nvfp4";
 
@@ -805,7 +804,7 @@ Program int4_seed(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32
   check_block_size(name, block_size);
   const MatmulDims dims{m, k, n};
   const std::uint32_t tile = check_matmul_dims(name, dims);
-  return block_affine_program(name, kInt4Id, dims, tile, block_size, mode, ScalarType::U8, ceil_div(k * n, 2),
+  return block_affine_program(name, kDequantMatmulInt4Id, dims, tile, block_size, mode, ScalarType::U8, ceil_div(k * n, 2),
                               activation, [](Body& body, const BufferRef& w, const Expr& element) {
                                 return cast(ScalarType::F32, byte_buffer_nibble(body, w, element));
                               });
@@ -926,7 +925,7 @@ Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, s
   auto reason = fast_unsupported(name, m, n, 2);
   if (reason && schedule == KernelSchedule::Auto) return int4_seed(m, k, n, block_size, mode, activation);
   if (reason) throw_fast_unsupported(name, *reason);
-  return block_affine_fast(name, kInt4Id, k, n, block_size, mode, ScalarType::U8, ceil_div(k * n, 2), 2,
+  return block_affine_fast(name, kDequantMatmulInt4Id, k, n, block_size, mode, ScalarType::U8, ceil_div(k * n, 2), 2,
                            activation);
 }
 

@@ -204,6 +204,9 @@ std::vector<Expr> decode_fp4_e2m1_word_x2(const Expr& word);
 enum class BlockAffineMode : std::uint8_t { Symmetric, ZeroPoint, Offset };
 /// "symmetric", "asymmetric", "offset".
 std::string_view to_string(BlockAffineMode mode);
+/// The op id of dequant_matmul_int4's regions (the seed's, which every schedule keeps).
+inline constexpr char kDequantMatmulInt4Id[] = "rlx::dequant_matmul_int4";
+
 /// The second per-block sidecar buffer of a mode: "zero_points" (ZeroPoint), "offsets"
 /// (Offset), nullptr (Symmetric).
 const char* second_sidecar(BlockAffineMode mode);

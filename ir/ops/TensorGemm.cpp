@@ -31,7 +31,6 @@ constexpr std::uint32_t kMaxStagedBytes = 48 * 1024;
 /// The staging a split aims to stay within (more splits where blocks allow): 16 KiB keeps
 /// 14 one-warp workgroups per H100 SM, and each warp's chain short.
 constexpr std::uint32_t kPreferredStagedBytes = 16 * 1024;
-constexpr char kInt4Id[] = "rlx::dequant_matmul_int4";
 
 /// The 16-bit pattern whose low 4 mantissa bits are free: 1024 (f16 0x6400, ulp 1) or
 /// 128 (bf16 0x4300, ulp 1); OR-ing a code q gives 1024 + q or 128 + q exactly.
@@ -51,28 +50,34 @@ Expr code_pair(ScalarType input, const Expr& low, const Expr& high) {
   return bitcast(ScalarType::U32, biased - bitcast(pair, u32(magic)));
 }
 
-/// How K is split across workgroups: `splits` workgroups per output tile, each
-/// `blocks_per_split` whole blocks of block_size rows staged in shared memory.
+/// The work split (file comment): M = m_tiles * 16 rows by 32 columns per workgroup
+/// ("unit": column_tiles x row_tiles of them), and K in `splits` splits of
+/// `blocks_per_split` whole blocks staged in shared memory.
 struct TensorGemmSplit {
-  std::uint32_t splits = 1, blocks_per_split = 1, block_size = 16;
-  std::uint32_t rows() const { return blocks_per_split * block_size; }
+  std::uint32_t m_tiles = 1, column_tiles = 0, row_tiles = 0;
+  std::uint32_t blocks = 0, splits = 1, blocks_per_split = 1, block_size = 16;
+  std::uint32_t tile_rows() const { return m_tiles * kTileRows; }
+  std::uint32_t units() const { return column_tiles * row_tiles; }
+  std::uint32_t rows() const { return blocks_per_split * block_size; }  // weight rows of a split
 };
 
 /// The fewest splits (a power of two) that give kSplitKTargetWorkgroups workgroups while
-/// every split keeps two blocks (SplitK.h's rule), then more while a split's staged rows
-/// (16 bytes of W and 32 of x each) would overflow the workgroup's shared memory.
+/// every split keeps two blocks (SplitK.h's rule), then more while a split's staging
+/// passes kPreferredStagedBytes and blocks allow; no split is left empty.
 TensorGemmSplit tensor_gemm_split(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size) {
-  const std::uint32_t blocks = ceil_div(k, block_size);
-  const std::uint32_t units = (n / kTileColumns) * ceil_div(m, kTileRows * m_tiles_of(m));
   TensorGemmSplit split;
+  split.m_tiles = m_tiles_of(m);
+  split.column_tiles = n / kTileColumns;
+  split.row_tiles = ceil_div(m, split.tile_rows());
+  split.blocks = ceil_div(k, block_size);
   split.block_size = block_size;
-  split.splits = choose_splits(units, blocks, 1);
-  split.blocks_per_split = ceil_div(blocks, split.splits);
-  while (split.rows() * staged_bytes_per_row(m_tiles_of(m)) > kPreferredStagedBytes && split.blocks_per_split > 1) {
+  split.splits = choose_splits(split.units(), split.blocks, 1);
+  split.blocks_per_split = ceil_div(split.blocks, split.splits);
+  while (split.rows() * staged_bytes_per_row(split.m_tiles) > kPreferredStagedBytes && split.blocks_per_split > 1) {
     split.splits *= 2;
-    split.blocks_per_split = ceil_div(blocks, split.splits);
+    split.blocks_per_split = ceil_div(split.blocks, split.splits);
   }
-  split.splits = ceil_div(blocks, split.blocks_per_split);  // no empty splits
+  split.splits = ceil_div(split.blocks, split.blocks_per_split);
   return split;
 }
 
@@ -104,14 +109,14 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
     throw OpError(fmt::format("Fix: {} has no tensor-core schedule: {}", name, *reason));
   }
   const TensorGemmSplit split = tensor_gemm_split(m, k, n, block_size);
-  const std::uint32_t blocks = ceil_div(k, block_size);
+  const std::uint32_t blocks = split.blocks;
   const std::uint32_t block_steps = block_size / kStepRows;
   const std::uint32_t sidecar_count = checked_count(name, "ceil(k/block_size)*n (sidecar elements)", blocks, n);
-  const std::uint32_t rows = split.rows();  // weight rows of a split (the last may have fewer)
+  const std::uint32_t rows = split.rows();  // the last split may have fewer
   const std::uint32_t row_bytes = n / 2;
-  const std::uint32_t m_tiles = m_tiles_of(m);  // per subgroup, sharing each decoded B
-  const std::uint32_t tile_rows = m_tiles * kTileRows;
-  const std::uint32_t column_tiles = n / kTileColumns, row_tiles = ceil_div(m, tile_rows);
+  const std::uint32_t m_tiles = split.m_tiles;  // per subgroup, sharing each decoded B
+  const std::uint32_t tile_rows = split.tile_rows();
+  const std::uint32_t column_tiles = split.column_tiles;
   const bool with_sums = mode != BlockAffineMode::Symmetric;
   const ScalarType input = activation;
   const std::uint32_t sums_per_lane = m_tiles * kTiles * 4;  // m-tiles x 4 tiles x 4 elements
@@ -123,9 +128,9 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
   BufferRef second;
   if (const char* sidecar = second_sidecar(mode)) second = program.input(sidecar, ScalarType::F32, sidecar_count);
   BufferRef out = program.output("out", activation, m * n);
-  const std::uint32_t units = column_tiles * row_tiles;
-  const SplitK split_k = declare_split_k(program, split.splits, checked_count(name, "units*32*sums", units, kSubgroupSize * sums_per_lane),
-                                         units);
+  const SplitK split_k = declare_split_k(
+      program, split.splits, checked_count(name, "units*32*sums", split.units(), kSubgroupSize * sums_per_lane),
+      split.units());
   // The split's rows of W (16 bytes each: the subgroup's 32 columns) and of x (16 rows).
   BufferRef w_tile = program.shared("w_tile", ScalarType::U32, rows * 4);
   BufferRef x_tile = program.shared("x_tile", activation, tile_rows * rows);
@@ -133,9 +138,9 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
   BufferRef scale_tile = program.shared("scale_tile", ScalarType::F32, split.blocks_per_split * kTileColumns);
   BufferRef second_tile;
   if (with_sums) second_tile = program.shared("second_tile", ScalarType::F32, split.blocks_per_split * kTileColumns);
-  program.launch({kSubgroupSize, 1, 1}, {column_tiles, row_tiles, split.splits});
+  program.launch({kSubgroupSize, 1, 1}, {column_tiles, split.row_tiles, split.splits});
   program.body([&](Body& body) {
-    body.region(kInt4Id, [&](Body& region) {
+    body.region(kDequantMatmulInt4Id, [&](Body& region) {
       Expr lane = region.let("lane", local_id(0));
       Expr group = region.let("group", lane / 4u);   // mma's groupID
       Expr thread = region.let("thread", lane % 4u);  // threadID_in_group
@@ -259,9 +264,9 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
       Expr unit = region.let("unit", workgroup_id(1) * column_tiles + workgroup_id(0));
       emit_split_k_meeting(region, split_k, boolean(true), unit * (kSubgroupSize * sums_per_lane) + lane * sums_per_lane, acc, unit,
                            split_index, [&](Body& store_body, const std::vector<Expr>& totals) {
-        for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
-          for (std::uint32_t j = 0; j < kTiles; ++j) {
-            Expr column = store_body.let(fmt::format("column{}_{}", mt, j), first_column + (thread * 2u + 8u * j));
+        for (std::uint32_t j = 0; j < kTiles; ++j) {
+          Expr column = store_body.let(fmt::format("column{}", j), first_column + (thread * 2u + 8u * j));
+          for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
             for (std::uint32_t h = 0; h < 2; ++h) {
               Expr row = store_body.let(fmt::format("out_row{}_{}_{}", mt, j, h), first_row + group + (8u * h + kTileRows * mt));
               const std::uint32_t v = (mt * kTiles + j) * 4 + 2 * h;

@@ -634,6 +634,21 @@ void Launch::shuffle(const Instruction& in, std::uint32_t active, Warp& warp) {
   });
 }
 
+void Launch::require_whole_warp(const Instruction& in, std::uint32_t active, const Warp& warp, std::string_view what) {
+  if (active != 0xffffffffu)
+    fail_warp(in, warp.index,
+              fmt::format("{} needs all 32 threads of the warp, but only lanes {} execute it (undefined behaviour on "
+                          "hardware)",
+                          what, lane_list(active)));
+}
+
+void Launch::require_live_lanes(const Instruction& in, std::uint32_t active, const Warp& warp, std::string_view what) {
+  if (const std::uint32_t live = warp.existing & ~warp.exited; active != live)
+    fail_warp(in, warp.index, fmt::format("{} by lanes {} of live lanes {}: the emulator keeps the cp.async groups per "
+                                          "warp, so every live thread of the warp must run it together",
+                                          what, lane_list(active), lane_list(live)));
+}
+
 /// cp.async.{ca,cg}.shared.global: checks both addresses now, counts the global read as a
 /// load request now, and copies at the cp.async.wait_group that covers its group (so a
 /// program that reads the destination early sees the old bytes, unlike the interpreter).
@@ -662,20 +677,14 @@ void Launch::async_copy(const Instruction& in, std::uint32_t active, Warp& warp)
 
 void Launch::async_commit(const Instruction& in, std::uint32_t active, Warp& warp) {
   if (!active) return;
-  if (const std::uint32_t live = warp.existing & ~warp.exited; active != live)
-    fail_warp(in, warp.index, fmt::format("cp.async.commit_group by lanes {} of live lanes {}: the emulator keeps the "
-                                          "groups per warp, so every live thread of the warp must commit together",
-                                          lane_list(active), lane_list(live)));
+  require_live_lanes(in, active, warp, "cp.async.commit_group");
   warp.async_committed.push_back(std::move(warp.async_open));
   warp.async_open.clear();
 }
 
 void Launch::async_wait(const Instruction& in, std::uint32_t active, Warp& warp) {
   if (!active) return;
-  if (const std::uint32_t live = warp.existing & ~warp.exited; active != live)
-    fail_warp(in, warp.index, fmt::format("cp.async.wait_group by lanes {} of live lanes {}: the emulator keeps the "
-                                          "groups per warp, so every live thread of the warp must wait together",
-                                          lane_list(active), lane_list(live)));
+  require_live_lanes(in, active, warp, "cp.async.wait_group");
   const auto allowed = static_cast<std::size_t>(reg(warp, in.operands[0].regs[0])[std::countr_zero(active)]);
   bool copied = false;
   while (warp.async_committed.size() > allowed) {
@@ -694,11 +703,7 @@ void Launch::async_wait(const Instruction& in, std::uint32_t active, Warp& warp)
 /// (ir::mma::load_matrix_source).
 void Launch::load_matrix(const Instruction& in, std::uint32_t active, Warp& warp) {
   if (!active) return;
-  if (active != 0xffffffffu)
-    fail_warp(in, warp.index,
-              fmt::format("ldmatrix.sync.aligned needs all 32 threads of the warp, but only lanes {} execute it "
-                          "(undefined behaviour on hardware)",
-                          lane_list(active)));
+  require_whole_warp(in, active, warp, "ldmatrix.sync.aligned");
   const Operand& destination = in.operands[0];
   const Operand& address = in.operands[1];
   const std::uint64_t* base = reg(warp, address.regs[0]);
@@ -728,11 +733,7 @@ void Launch::load_matrix(const Instruction& in, std::uint32_t active, Warp& warp
 /// the one definition the interpreter uses (ir/Mma.h).
 void Launch::mma(const Instruction& in, std::uint32_t active, Warp& warp) {
   if (!active) return;
-  if (active != 0xffffffffu)
-    fail_warp(in, warp.index,
-              fmt::format("mma.sync.aligned needs all 32 threads of the warp, but only lanes {} execute it "
-                          "(undefined behaviour on hardware)",
-                          lane_list(active)));
+  require_whole_warp(in, active, warp, "mma.sync.aligned");
   ir::mma::AFragments a;
   ir::mma::BFragments b;
   ir::mma::CFragments c;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/Arithmetic.h"
@@ -151,6 +152,10 @@ class Launch {
   void shuffle(const Instruction& in, std::uint32_t active, Warp& warp);
   void vote(const Instruction& in, std::uint32_t active, Warp& warp);
   void mma(const Instruction& in, std::uint32_t active, Warp& warp);
+  /// Fails unless all 32 lanes run `what` (mma/ldmatrix .sync.aligned).
+  void require_whole_warp(const Instruction& in, std::uint32_t active, const Warp& warp, std::string_view what);
+  /// Fails unless every live lane of the warp runs `what` (cp.async group operations).
+  void require_live_lanes(const Instruction& in, std::uint32_t active, const Warp& warp, std::string_view what);
   void load_matrix(const Instruction& in, std::uint32_t active, Warp& warp);
   void async_copy(const Instruction& in, std::uint32_t active, Warp& warp);
   void async_commit(const Instruction& in, std::uint32_t active, Warp& warp);

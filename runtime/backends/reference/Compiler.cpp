@@ -53,7 +53,6 @@ class StoreStmt : public StmtNode {
  public:
   std::uint32_t buffer = 0;
   unsigned lanes_per_store = 1;  // buffer elements written: vector lanes, or a reinterpreting store's bytes / element
-  unsigned bytes_per_store = 1;
   unsigned words = 1;
   const ExprNode* index = nullptr;
   const ExprNode* value = nullptr;
@@ -75,7 +74,8 @@ class StoreStmt : public StmtNode {
       }
       // Little-endian host: the value's bytes are the low bytes of its Word(s).
       VectorValue value = VectorValue::read(values, machine.lanes, lane, words);
-      std::memcpy(view.bytes + std::size_t{element} * view.element_size, value.words, bytes_per_store);
+      std::memcpy(view.bytes + std::size_t{element} * view.element_size, value.words,
+                  std::size_t{view.element_size} * lanes_per_store);
     });
     (view.shared ? machine.counters.shared_stores : machine.counters.global_stores) += lanes.size;
     machine.counters.stores_per_buffer[buffer] += lanes.size;
@@ -434,9 +434,7 @@ class Compiler {
         stmt->buffer = buffer_index(store->buffer, nullptr, &node);
         stmt->index = compile_expr(store->index);
         stmt->value = compile_expr(store->value);
-        const BufferView& view = buffers_[stmt->buffer];
-        stmt->lanes_per_store = store->elements_written(view.element);
-        stmt->bytes_per_store = store->reinterpret ? store->value.type().bytes() : view.element_size * stmt->lanes_per_store;
+        stmt->lanes_per_store = store->elements_written(buffers_[stmt->buffer].element);
         stmt->words = words_of(store->value.type());
         stmt->source = node;
         return stmt;
