@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <utility>
 #include <vector>
@@ -217,27 +218,23 @@ std::string_view to_string(Opcode opcode) { return kOpcodeNames[static_cast<std:
 Mnemonic parse_mnemonic(std::string_view text) {
   std::vector<std::string_view> parts = split_dots(text);
   Mnemonic m;
-  std::size_t first_modifier = 1;
-  if (parts[0] == "bar" && parts.size() > 1 && parts[1] == "warp") {
-    m.opcode = Opcode::BarWarp;
-    first_modifier = 2;
-  } else if (parts[0] == "cp" && parts.size() > 1 && parts[1] == "async") {
-    // cp.async, cp.async.commit_group, cp.async.wait_group: the opcode spans the words.
-    const bool group_word = parts.size() > 2 && (parts[2] == "commit_group" || parts[2] == "wait_group");
-    m.opcode = !group_word ? Opcode::CpAsync : parts[2] == "commit_group" ? Opcode::CpAsyncCommit : Opcode::CpAsyncWait;
-    first_modifier = group_word ? 3 : 2;
-  } else {
-    bool known = false;
-    for (std::size_t i = 0; i < kOpcodeNames.size(); ++i) {
-      if (kOpcodeNames[i] == parts[0] && static_cast<Opcode>(i) != Opcode::BarWarp &&
-          static_cast<Opcode>(i) != Opcode::CpAsync && static_cast<Opcode>(i) != Opcode::CpAsyncCommit &&
-          static_cast<Opcode>(i) != Opcode::CpAsyncWait) {
-        m.opcode = static_cast<Opcode>(i);
-        known = true;
-      }
+  // The opcode is the longest spelling whose dot-separated words begin the mnemonic
+  // ("bar.warp" over "bar", "cp.async.wait_group" over "cp.async").
+  static const std::vector<std::vector<std::string_view>> kOpcodeWords = [] {
+    std::vector<std::vector<std::string_view>> words;
+    for (std::string_view name : kOpcodeNames) words.push_back(split_dots(name));
+    return words;
+  }();
+  std::size_t first_modifier = 0;
+  for (std::size_t i = 0; i < kOpcodeWords.size(); ++i) {
+    const std::vector<std::string_view>& words = kOpcodeWords[i];
+    if (words.size() <= first_modifier || words.size() > parts.size()) continue;
+    if (std::equal(words.begin(), words.end(), parts.begin())) {
+      m.opcode = static_cast<Opcode>(i);
+      first_modifier = words.size();
     }
-    if (!known) throw PtxSyntaxError(fmt::format("unsupported instruction '{}' in '{}'", parts[0], text));
   }
+  if (first_modifier == 0) throw PtxSyntaxError(fmt::format("unsupported instruction '{}' in '{}'", parts[0], text));
   if (m.opcode == Opcode::Ldu) m.space = StateSpace::Global;
   unsigned type_count = 0;
   unsigned layout_words = 0;  // mma: .row, then .col
