@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/io/Npy.h"
+#include "tests/ProcessFolder.h"
 
 namespace fs = std::filesystem;
 using quantc::runtime::HostBuffer;
@@ -39,9 +40,7 @@ inline Result run_quantc(const std::string& arguments, const std::string& enviro
 }
 
 inline fs::path scratch_dir() {
-  fs::path dir = fs::temp_directory_path() / ("quantc_cli_tests_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
+  return quantc_test::temporary_process_folder("quantc_cli_tests_");
 }
 
 inline std::string write_text(const fs::path& path, const std::string& text) {

@@ -23,6 +23,7 @@
 
 #include "ir/ops/Quantize.h"
 #include "runtime/io/Npy.h"
+#include "tests/ProcessFolder.h"
 
 namespace quantc_convert_test {
 
@@ -64,7 +65,7 @@ inline void write_bytes(const fs::path& path, const std::string& bytes) {
 
 /// A fresh folder for one test.
 inline fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(QUANTC_BINARY_DIR) / "convert_scratch" / std::to_string(::getpid()) / name;
+  const fs::path dir = quantc_test::process_folder(fs::path(QUANTC_BINARY_DIR) / "convert_scratch", "") / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -80,7 +81,7 @@ struct Fixtures {
 inline const Fixtures& fixtures() {
   static const Fixtures generated = [] {
     Fixtures result;
-    result.dir = fs::path(QUANTC_BINARY_DIR) / "convert_fixtures" / std::to_string(::getpid());
+    result.dir = quantc_test::process_folder(fs::path(QUANTC_BINARY_DIR) / "convert_fixtures", "");
     fs::remove_all(result.dir);
     const Result run = run_command("PYTHONPATH='" QUANTC_GGUF_PYTHONPATH "' '" QUANTC_GGUF_PYTHON
                                    "' '" QUANTC_SOURCE_DIR "/tests/convert/make_checkpoints.py' --out " +

@@ -12,6 +12,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include "tests/ProcessFolder.h"
 
 namespace fs = std::filesystem;
 
@@ -32,9 +33,7 @@ std::string read_all(const fs::path& path) {
 }  // namespace
 
 TEST_CASE("an installed quantc is usable from another CMake project", "[install]") {
-  const fs::path work = fs::temp_directory_path() / fmt::format("quantc-install-test-{}", ::getpid());
-  fs::remove_all(work);
-  fs::create_directories(work);
+  const fs::path work = quantc_test::temporary_process_folder("quantc-install-test-");
   const fs::path prefix = work / "prefix";
   const fs::path build = work / "build";
   const fs::path log = work / "log.txt";

@@ -22,6 +22,7 @@
 
 #include "runtime/io/Gguf.h"
 #include "runtime/io/Npy.h"
+#include "tests/ProcessFolder.h"
 
 using namespace quantc::runtime;
 namespace fs = std::filesystem;
@@ -434,7 +435,7 @@ TEST_CASE("known types without a dequantizer load and only dequantization refuse
 }
 
 TEST_CASE("open maps a file and reports missing files and folders and empty files", "[gguf]") {
-  const fs::path directory = fs::temp_directory_path() / ("quantc_gguf_" + std::to_string(::getpid()));
+  const fs::path directory = quantc_test::temporary_process_folder("quantc_gguf_");
   fs::create_directories(directory);
   const fs::path path = directory / "model.gguf";
   {
@@ -625,7 +626,7 @@ void check_metadata(const GgufValue& value, const std::string& kind, const nlohm
 }  // namespace
 
 TEST_CASE("files written by gguf-py read back with their metadata and dequantize bit for bit as gguf-py does", "[gguf]") {
-  const fs::path out = fs::path(QUANTC_BINARY_DIR) / "gguf_reference" / std::to_string(::getpid());
+  const fs::path out = quantc_test::process_folder(fs::path(QUANTC_BINARY_DIR) / "gguf_reference", "");
   fs::remove_all(out);
   const auto [status, output] = run_make_reference(out);
   if (status == 3 || status == 127) {

@@ -15,6 +15,7 @@
 
 #include "runtime/Buffers.h"
 #include "runtime/io/AtomicFile.h"
+#include "tests/ProcessFolder.h"
 
 namespace fs = std::filesystem;
 using quantc::runtime::OutputFiles;
@@ -24,7 +25,7 @@ using quantc::runtime::write_file_atomically;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("quantc_io_tests_" + std::to_string(::getpid())) / name;
+  fs::path dir = quantc_test::temporary_process_folder("quantc_io_tests_") / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

@@ -13,6 +13,7 @@
 #include "runtime/io/Npy.h"
 #include "runtime/io/PackFile.h"
 #include "runtime/io/Safetensors.h"
+#include "tests/ProcessFolder.h"
 
 namespace fs = std::filesystem;
 using namespace quantc::runtime;
@@ -21,7 +22,7 @@ namespace hostpack = quantc::ir::ops::pack;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("quantc_io_pack_tests_" + std::to_string(::getpid())) / name;
+  fs::path dir = quantc_test::temporary_process_folder("quantc_io_pack_tests_") / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
