@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Quick-start command 2: install dependencies, fetch the test model, build everything,
-# run every test.
+# run every test: the C++ suite (ctest), then the Python package's (scripts/python_test.sh:
+# pip install . into a fresh virtual environment, pytest, the Python example).
 #   ./scripts/test.sh            (CI runs this via .ci/run with QUANTC_REQUIRE_PTXAS=1)
 # Environment: BUILD_DIR (default build), QUANTC_REQUIRE_PTXAS=1 / QUANTC_REQUIRE_NVCC=1
 # make the ptxas / nvcc checks fail instead of skipping when the tool is missing.
@@ -15,3 +16,4 @@ bash scripts/fetch_model.sh   # real weights for the CI-sized MiniLM test (git-i
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQUANTC_BUILD_TESTS=ON
 cmake --build "$build_dir" -j2
 QUANTC_REQUIRE_ALL_TEST_CASES_RAN=1 ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 900
+bash scripts/python_test.sh

@@ -39,15 +39,7 @@ std::string read_text_file(const std::string& path) {
 }
 
 ir::ops::OpSpec parse_spec_text(const std::string& text, const std::string& path) {
-  ir::ops::OpSpec spec = ir::ops::parse_spec(text, path);
-  if (spec.target) {
-    try {
-      ptx::parse_target(*spec.target);
-    } catch (const std::invalid_argument& error) {
-      throw CommandError(fmt::format("{}: \"target\": {}", path, error.what()));
-    }
-  }
-  return spec;
+  return lower::parse_spec_with_target(text, path);
 }
 
 ir::ops::OpSpec load_spec(const std::string& path) { return parse_spec_text(read_text_file(path), path); }

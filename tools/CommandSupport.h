@@ -31,8 +31,8 @@ class CommandError : public std::runtime_error {
 std::string read_text_file(const std::string& path);
 
 /// Parses spec text read from `path` and checks what every command needs checked the
-/// same way: ir::ops::SpecError on bad content, CommandError for an unknown "target"
-/// (whether or not --target overrides it).
+/// same way (lower::parse_spec_with_target): ir::ops::SpecError on bad content and for an
+/// unknown "target" (whether or not --target overrides it).
 ir::ops::OpSpec parse_spec_text(const std::string& text, const std::string& path);
 /// read_text_file + parse_spec_text.
 ir::ops::OpSpec load_spec(const std::string& path);

@@ -25,7 +25,9 @@
 #      --backend cuda --time 200` with the geometry in bench/gpu/launches.jsonl);
 #   6. the report: achieved GB/s, % of measured device-to-device copy bandwidth, speed-up
 #      over FP16, and the cost model's error (`quantc profile --json`'s modeled_us against the
-#      measured time), into bench/results/gpu-<device>.md.
+#      measured time), into bench/results/gpu-<device>.md;
+#   7. where the Python package imports: its launch tests on PyTorch tensors
+#      (tests/python/test_launch.py, test_torch.py) and examples/python/minilm_layer.py.
 # Steps 3-6 are bench/gpu/time_kernels.py; on a machine without a GPU its quantc and expert
 # half runs on the emulated CUDA driver (a ctest smoke test does that, with host times).
 # Exit status: 0 when everything ran and agreed, 1 when a kernel failed, 2 without a GPU,
@@ -97,5 +99,25 @@ echo >>"$report"
 if ! python3 bench/gpu/time_kernels.py --quantc "$quantc" "${timing_args[@]}" >>"$report"; then
   status=1
 fi
+# 7. The Python package's launch path on PyTorch tensors (Kernel.launch, quantc.torch, the
+# example), where the package imports with this machine's Python: `pip install .` needs
+# PyPI (nanobind, scikit-build-core), so on an offline GPU machine put a package built for
+# its Python on PYTHONPATH (the quantc/ folder with its _quantc module).
+{
+  echo
+  echo "## The Python package on PyTorch tensors"
+  echo
+  echo '```'
+} >>"$report"
+if python3 -c 'import quantc' 2>/dev/null; then
+  if ! QUANTC_CLI="$quantc" python3 -m pytest -q -rs tests/python/test_launch.py tests/python/test_torch.py \
+      >>"$report" 2>&1 || ! python3 examples/python/minilm_layer.py >>"$report" 2>&1; then
+    echo "FAILED: the Python package's launch tests" | tee -a "$report"
+    status=1
+  fi
+else
+  echo "skipped: the quantc Python package does not import here (pip install ., or PYTHONPATH)" | tee -a "$report"
+fi
+echo '```' >>"$report"
 echo "wrote $report"
 exit $status

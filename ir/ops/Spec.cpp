@@ -143,4 +143,40 @@ std::string OpSpec::canonical_json() const {
 
 Program build_program(const OpSpec& spec) { return spec.op->build(spec.args); }
 
+std::string_view to_string(ParamType type) {
+  switch (type) {
+    case ParamType::U32: return "u32";
+    case ParamType::Bool: return "bool";
+    case ParamType::Choice: return "choice";
+  }
+  return "?";
+}
+
+nlohmann::json op_json(const OpInfo& op) {
+  nlohmann::json params = nlohmann::json::array();
+  for (const ParamSpec& param : op.params) {
+    nlohmann::json entry = {{"name", param.name},
+                            {"type", to_string(param.type)},
+                            {"description", param.description},
+                            {"constraint", param.constraint}};
+    entry["default"] = param.default_value.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(param.default_value);
+    if (!param.choices.empty()) entry["choices"] = param.choices;
+    entry["aliases"] = param.aliases;
+    params.push_back(entry);
+  }
+  nlohmann::json buffers = nlohmann::json::array();
+  for (const BufferSpec& buffer : op.buffers) {
+    nlohmann::json entry = {{"name", buffer.name},
+                            {"role", buffer.role},
+                            {"element", ir::to_string(buffer.element)},
+                            {"count", buffer.count_formula},
+                            {"shape", buffer.shape.empty() ? std::vector<std::string>{buffer.count_formula} : buffer.shape}};
+    // "element" is then the default activation's; the buffer holds the "activation" parameter's type.
+    if (buffer.activation_typed) entry["element_from"] = "activation";
+    buffers.push_back(entry);
+  }
+  return {{"name", op.name},   {"summary", op.summary}, {"layout", op.layout},
+          {"seed", op.seed},   {"params", params},      {"buffers", buffers}};
+}
+
 }  // namespace quantc::ir::ops

@@ -6,6 +6,8 @@
 // does, with the seed's messages).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -34,6 +36,15 @@ struct OpSpec {
 /// Parses spec text. `source` names the file in error messages.
 OpSpec parse_spec(const std::string& text, const std::string& source = "<spec>",
                   const OpRegistry& registry = OpRegistry::builtin());
+
+/// "u32", "bool", "choice".
+std::string_view to_string(ParamType type);
+
+/// One op of the registry as `quantc ops --json` prints it and the Python package's
+/// quantc.ops() returns it: {name, summary, layout, seed, params: [{name, type,
+/// description, constraint, default (null when required), choices?, aliases}], buffers:
+/// [{name, role, element, count, shape, element_from?}]}.
+nlohmann::json op_json(const OpInfo& op);
 
 /// Builds the op's program: `spec.op->build(spec.args)`.
 Program build_program(const OpSpec& spec);

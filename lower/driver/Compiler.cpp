@@ -18,6 +18,18 @@ CompiledKernel compile(const ir::Program& program, const CompileOptions& options
   return kernel;
 }
 
+ir::ops::OpSpec parse_spec_with_target(const std::string& text, const std::string& source) {
+  ir::ops::OpSpec spec = ir::ops::parse_spec(text, source);
+  if (spec.target) {
+    try {
+      ptx::parse_target(*spec.target);
+    } catch (const std::invalid_argument& error) {
+      throw ir::ops::SpecError(fmt::format("{}: \"target\": {}", source, error.what()));
+    }
+  }
+  return spec;
+}
+
 std::string pipeline_name(const PassOptions& options) {
   if (!options.passes.empty()) return fmt::format("passes={}", fmt::join(options.passes, ","));
   switch (options.level) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ir/Program.h"
+#include "ir/ops/Spec.h"
 #include "lower/PassManager.h"
 #include "ptx/Target.h"
 
@@ -29,6 +30,11 @@ ir::Program optimize(const ir::Program& program, const PassOptions& options);
 /// Optimises `program` and lowers it to PTX for `options.target`. Throws as optimize(),
 /// plus ir::IRError when the program cannot be lowered.
 CompiledKernel compile(const ir::Program& program, const CompileOptions& options);
+
+/// ir::ops::parse_spec plus the check of the spec's "target" that needs the PTX layer:
+/// ir::ops::SpecError `SOURCE: "target": unknown target ...` for a target quantc does not
+/// support. What every command and the Python package parse specs with.
+ir::ops::OpSpec parse_spec_with_target(const std::string& text, const std::string& source);
 
 /// The pipeline's name for cache keys and logs: "O0", "O1", "O2" ("O2,fp-contract=off"
 /// without contraction), or "passes=a,b,c" for an explicit list.

@@ -203,14 +203,27 @@ std::string op_name_of(const std::string& canonical_spec) {
   return {};
 }
 
-/// The running executable's GNU build ID (ld --build-id, on by default with GCC and Clang
-/// on Linux) in hex, or "" when it has none. It changes whenever the linked code does, so
-/// a rebuilt compiler never reads kernels cached by the previous build, even when the
-/// version string (release + commit, fixed at configure time) stays the same.
-std::string executable_build_id() {
-  std::string id;
+/// The GNU build ID (ld --build-id, on by default with GCC and Clang on Linux), in hex,
+/// of the ELF object this code is linked into: the executable for the CLI and programs
+/// linking the static libraries, the extension module for the Python package; "" when it
+/// has none. It changes whenever the linked code does, so a rebuilt compiler never reads
+/// kernels cached by the previous build, even when the version string (release + commit,
+/// fixed at configure time) stays the same.
+std::string own_build_id() {
+  struct Search {
+    std::uintptr_t address;  // an address inside this object's code
+    std::string id;
+  } search{reinterpret_cast<std::uintptr_t>(&own_build_id), {}};
   dl_iterate_phdr(
-      [](dl_phdr_info* info, std::size_t, void* result) -> int {
+      [](dl_phdr_info* info, std::size_t, void* data) -> int {
+        auto* search = static_cast<Search*>(data);
+        bool contains = false;
+        for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+          const std::uintptr_t start = info->dlpi_addr + segment.p_vaddr;
+          contains |= segment.p_type == PT_LOAD && search->address >= start && search->address < start + segment.p_memsz;
+        }
+        if (!contains) return 0;  // another object: go on
         for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
           const ElfW(Phdr)& segment = info->dlpi_phdr[i];
           if (segment.p_type != PT_NOTE) continue;
@@ -222,24 +235,23 @@ std::string executable_build_id() {
             const unsigned char* desc = name + ((header->n_namesz + 3) & ~3u);
             if (desc + header->n_descsz > end) break;
             if (header->n_type == NT_GNU_BUILD_ID && header->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
-              auto* out = static_cast<std::string*>(result);
-              for (std::uint32_t b = 0; b < header->n_descsz; ++b) *out += fmt::format("{:02x}", desc[b]);
+              for (std::uint32_t b = 0; b < header->n_descsz; ++b) search->id += fmt::format("{:02x}", desc[b]);
               return 1;
             }
             note = desc + ((header->n_descsz + 3) & ~3u);
           }
         }
-        return 1;  // only the first object: the executable itself
+        return 1;  // this object, without a build ID
       },
-      &id);
-  return id;
+      &search);
+  return search.id;
 }
 
 }  // namespace
 
 std::string_view quantc_version() {
   static const std::string version = [] {
-    const std::string build = executable_build_id();
+    const std::string build = own_build_id();
     return build.empty() ? std::string(QUANTC_VERSION_STRING)
                          : fmt::format("{}+build.{}", QUANTC_VERSION_STRING, build.substr(0, 16));
   }();

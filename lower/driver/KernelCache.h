@@ -38,8 +38,9 @@ namespace quantc::lower {
 
 /// quantc's version string as the cache sees it, part of every key: CMake's
 /// QUANTC_VERSION_STRING (release + source commit), then "+build." and the first 16 hex
-/// digits of the running executable's GNU build ID when it has one, so that a rebuilt
-/// binary (an uncommitted change, another compiler) never reuses its predecessor's kernels.
+/// digits of the GNU build ID of the ELF object quantc is linked into (the executable,
+/// or the Python extension module) when it has one, so that a rebuilt binary (an
+/// uncommitted change, another compiler) never reuses its predecessor's kernels.
 std::string_view quantc_version();
 
 enum class ArtifactKind : std::uint8_t { Ptx, Cubin };

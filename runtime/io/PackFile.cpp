@@ -111,6 +111,30 @@ nlohmann::json spec_for(const ir::ops::pack::SchemeOptions& scheme, const Linear
   return spec;
 }
 
+void add_bias_buffer(ir::ops::pack::PackedWeight& packed, const LinearWeight& weight,
+                     const std::optional<std::vector<float>>& bias, const ir::ops::pack::SchemeOptions& scheme,
+                     ir::ScalarType activation) {
+  if (bias && bias->size() != weight.out_dim) {
+    throw RuntimeError(fmt::format("bias: {} values given; the weight has out_features = {}, so expected {}",
+                                   bias->size(), weight.out_dim, weight.out_dim));
+  }
+  // linear_4bit_affine_grouped adds a bias buffer `b` (zeros without a bias); the other
+  // ops have none, so the bias travels beside their buffers.
+  // Its type is the activation's: f16/bf16 round each bias value once (bundle's rounded_to_activation).
+  if (scheme.scheme == ir::ops::pack::Scheme::Int4AffineGrouped) {
+    const std::vector<float> b = bias ? *bias : std::vector<float>(weight.out_dim, 0.0f);
+    HostBuffer values = rounded_to_activation(activation, b);
+    packed.buffers.push_back({"b", values.element, {weight.out_dim}, std::move(values.bytes)});
+  }
+}
+
+ir::ops::pack::PackedWeight pack_layer(const LinearWeight& weight, const std::optional<std::vector<float>>& bias,
+                                       const ir::ops::pack::SchemeOptions& scheme, ir::ScalarType activation) {
+  ir::ops::pack::PackedWeight packed = ir::ops::pack::pack_weight(weight, scheme);
+  add_bias_buffer(packed, weight, bias, scheme, activation);
+  return packed;
+}
+
 PackResult pack_file(const PackOptions& options) {
   // Every output is checked before the model is read, and nothing is written until
   // every output is staged: a failure leaves every existing file as it was.
@@ -136,15 +160,7 @@ PackResult pack_file(const PackOptions& options) {
   ir::ops::pack::PackedWeight packed = ir::ops::pack::pack_weight(weight, options);
   std::string bias_name;
   const std::optional<std::vector<float>> bias = read_bias(model, options.tensor, weight.out_dim, bias_name);
-  // linear_4bit_affine_grouped adds a bias buffer `b` (zeros without a bias); the other
-  // ops have none, so the bias travels beside their buffers.
-  const bool bias_buffer = options.scheme == ir::ops::pack::Scheme::Int4AffineGrouped;
-  // Its type is the activation's: f16/bf16 round each bias value once (bundle's rounded_to_activation).
-  if (bias_buffer) {
-    const std::vector<float> b = bias ? *bias : std::vector<float>(weight.out_dim, 0.0f);
-    HostBuffer values = rounded_to_activation(options.activation, b);
-    packed.buffers.push_back({"b", values.element, {weight.out_dim}, std::move(values.bytes)});
-  }
+  add_bias_buffer(packed, weight, bias, options, options.activation);
 
   PackResult result;
   result.spec = spec_for(options, weight, options.batch, options.activation);

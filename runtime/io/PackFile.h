@@ -79,6 +79,18 @@ struct PackResult {
 nlohmann::json spec_for(const ir::ops::pack::SchemeOptions& scheme, const LinearWeight& weight, std::uint32_t batch,
                         ir::ScalarType activation = ir::ScalarType::F32);
 
+/// Adds linear_4bit_affine_grouped's bias buffer `b` to `packed` (other schemes: nothing):
+/// `bias` rounded once to `activation`, zeros without one. RuntimeError for a bias whose
+/// length is not weight.out_dim.
+void add_bias_buffer(ir::ops::pack::PackedWeight& packed, const LinearWeight& weight,
+                     const std::optional<std::vector<float>>& bias, const ir::ops::pack::SchemeOptions& scheme,
+                     ir::ScalarType activation);
+
+/// The op's buffers for an in-memory weight, as pack_file writes them: pack_weight's,
+/// then add_bias_buffer. Throws what those throw.
+ir::ops::pack::PackedWeight pack_layer(const LinearWeight& weight, const std::optional<std::vector<float>>& bias,
+                                       const ir::ops::pack::SchemeOptions& scheme, ir::ScalarType activation);
+
 /// `quantc pack`: reads options.tensor (and its bias) from options.model_path, packs it and
 /// writes the bundle or the safetensors file (+ npy_dir). Every output path is checked
 /// before the model is read and all are written together at the end

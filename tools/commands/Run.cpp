@@ -37,6 +37,7 @@
 #include "lower/driver/Compiler.h"
 #include "runtime/backends/Registry.h"
 #include "runtime/backends/emulator/Profile.h"
+#include "runtime/io/InputArrays.h"
 #include "runtime/io/Npy.h"
 #include "runtime/io/Safetensors.h"
 #include "tools/CommandSupport.h"
@@ -80,25 +81,6 @@ std::string buffer_names(const ir::Program& program) {
   std::string names;
   for (const ir::BufferDecl& decl : program.buffers) names += (names.empty() ? "" : ", ") + decl.name;
   return names;
-}
-
-bool is_unsigned_integer(ir::ScalarType type) { return ir::is_integer(type) && !ir::is_signed(type); }
-
-/// The fix for a float file of the wrong width: convert it, or (for the activations of a
-/// linear/matmul op) build the kernel for the file's type with the spec's "activation".
-std::string float_type_fix(ir::ScalarType expected, ir::ScalarType given) {
-  if (!ir::is_float(expected) || !ir::is_float(given) || expected == given) return "";
-  const char* conversion = expected == ir::ScalarType::F16    ? "numpy: a.astype(numpy.float16)"
-                           : expected == ir::ScalarType::BF16 ? "numpy + ml_dtypes: a.astype(ml_dtypes.bfloat16), or "
-                                                                "the bf16 bit patterns as uint16"
-                           : expected == ir::ScalarType::F32  ? "numpy: a.astype(numpy.float32)"
-                                                              : "numpy: a.astype(numpy.float64)";
-  std::string fix = fmt::format("; convert the file to {} ({})", ir::to_string(expected), conversion);
-  if (given == ir::ScalarType::F32 || given == ir::ScalarType::F16 || given == ir::ScalarType::BF16) {
-    fix += fmt::format(", or, if this is an op's activation buffer, set \"activation\": \"{}\" in the spec",
-                       ir::to_string(given));
-  }
-  return fix;
 }
 
 /// --random-inputs SEED: a decimal integer in 0..2^64-1.
@@ -262,54 +244,6 @@ runtime::NpyArray read_input(const InputBinding& input) {
   return array;
 }
 
-/// Checks a multi-dimensional input file against the buffer's logical shape: equal up to
-/// dimensions of size 1 (a 1-D file or a scalar of the right count is accepted as it is).
-/// `element` is the file's element type: when it differs from the buffer's (raw unsigned
-/// words), the file's last dimension is converted by the byte ratio first.
-void check_input_shape(const ir::ops::OpSpec& spec, const ir::BufferDecl& decl, std::vector<std::uint64_t> shape,
-                       ir::ScalarType element, const std::string& label) {
-  if (shape.size() <= 1) return;
-  const ir::ops::BufferSpec* buffer = nullptr;
-  for (const ir::ops::BufferSpec& candidate : spec.op->buffers) {
-    if (candidate.name == decl.name) buffer = &candidate;
-  }
-  if (buffer == nullptr) return;  // a buffer the registry does not describe: counts were checked
-  const std::optional<std::vector<std::uint64_t>> logical = ir::ops::logical_shape(*buffer, spec.args);
-  const std::vector<std::uint64_t> expected = logical ? *logical : std::vector<std::uint64_t>{decl.count};
-  const std::vector<std::uint64_t> given = shape;
-  const std::uint64_t file_bytes = ir::byte_size(element), buffer_bytes = ir::byte_size(decl.element);
-  if (file_bytes != buffer_bytes) {
-    const std::uint64_t last_bytes = shape.back() * file_bytes;
-    shape.back() = last_bytes % buffer_bytes == 0 ? last_bytes / buffer_bytes : 0;
-  }
-  // Dimensions of size 1 do not change the element order: [1, in_dim] is [in_dim].
-  auto squeezed = [](std::vector<std::uint64_t> dims) {
-    std::erase(dims, std::uint64_t{1});
-    return dims;
-  };
-  if (squeezed(shape) == squeezed(expected)) return;
-  const std::string formula = ir::ops::shape_formula_text(*buffer);
-  std::string expectation =
-      fmt::format("buffer '{}' of {} has the logical shape {} = {} (row-major, last index fastest{})", decl.name,
-                  spec.op->name, formula, ir::ops::shape_text(expected),
-                  file_bytes != buffer_bytes ? fmt::format(", in {} elements", ir::to_string(decl.element)) : "");
-  std::string cause;
-  std::vector<std::uint64_t> reversed(expected.rbegin(), expected.rend());
-  if (shape.size() == 2 && expected.size() == 2 && shape == reversed && shape != expected) {
-    std::vector<std::string> formulas(buffer->shape.rbegin(), buffer->shape.rend());
-    cause = fmt::format("looks transposed: [{}] given, {} expected; transpose the array (numpy: a.T.copy()), or save "
-                        "it flattened to 1-D if its element order already is the op's",
-                        fmt::join(formulas, ", "), formula);
-  } else if (expected.size() == 1) {
-    cause = "the buffer is 1-D: save the array flattened (numpy: a.ravel())";
-  } else {
-    cause = "same element count, other dimensions: the file holds another layout (`quantc ops` lists every "
-            "buffer's shape)";
-  }
-  throw CommandError(fmt::format("{}: {}; the file's shape is {}: {}", label, expectation, ir::ops::shape_text(given),
-                                 cause));
-}
-
 runtime::BufferSet prepare_buffers(const ir::Program& program, const ir::ops::OpSpec& spec, const Bindings& bindings,
                                    std::optional<std::uint64_t> seed) {
   runtime::BufferSet buffers = seed ? runtime::random_buffers(program, *seed) : runtime::allocate_buffers(program);
@@ -317,26 +251,7 @@ runtime::BufferSet prepare_buffers(const ir::Program& program, const ir::ops::Op
   for (const InputBinding& input : bindings.inputs) {
     const ir::BufferDecl* decl = program.find_buffer(input.name);
     runtime::NpyArray array = read_input(input);
-    const ir::ScalarType file_element = array.buffer.element;
-    // Packed codes are raw bytes: a u8 file may feed a u32 word buffer (and back) when
-    // the byte sizes agree, e.g. quantize_nf4's `packed` into nf4_gemm's `b_nf4`.
-    if (is_unsigned_integer(array.buffer.element) && is_unsigned_integer(decl->element) &&
-        array.buffer.bytes.size() == decl->byte_size()) {
-      array.buffer.element = decl->element;
-    }
-    // NumPy has no bfloat16: raw bf16 bit patterns saved as uint16 feed a bf16 buffer.
-    if (array.buffer.element == ir::ScalarType::U16 && decl->element == ir::ScalarType::BF16 &&
-        array.buffer.bytes.size() == decl->byte_size()) {
-      array.buffer.element = decl->element;
-    }
-    if (array.buffer.element != decl->element || array.buffer.count() != decl->count) {
-      throw CommandError(fmt::format("{}: buffer '{}' expects {} x {}, the file holds {} x {}{}", input.label, input.name,
-                                     decl->count, ir::to_string(decl->element), array.buffer.count(),
-                                     ir::to_string(array.buffer.element),
-                                     float_type_fix(decl->element, array.buffer.element)));
-    }
-    check_input_shape(spec, *decl, array.shape, file_element, input.label);
-    buffers[input.name] = std::move(array.buffer);
+    buffers[input.name] = runtime::accept_input_array(spec, *decl, std::move(array), input.label);
     provided[input.name] = true;
   }
   if (!seed) {

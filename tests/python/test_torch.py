@@ -1,0 +1,39 @@
+"""quantc.torch.QuantizedLinear (skipped where PyTorch is not installed; scripts/test.sh
+does not install it, bench/gpu/run.sh's machines have it)."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="quantc.torch needs PyTorch, which is not installed here")
+
+import quantc  # noqa: E402
+import quantc.torch  # noqa: E402
+
+
+def dequantized(layer) -> np.ndarray:
+    """W [in, out] in f64 from the int4 affine buffers (linear_4bit_affine_grouped's definition)."""
+    w = layer.q_w.numpy().view(np.uint32)  # [k/8, n]
+    codes = (w[:, None, :] >> (4 * np.arange(8, dtype=np.uint32))[None, :, None]) & 15
+    q = codes.reshape(layer.in_features, layer.out_features).astype(np.float64)
+    groups = np.arange(layer.in_features) // layer.spec["group_size"]
+    scale = layer.q_scale.numpy().astype(np.float64)[groups]
+    zero = layer.q_zero_point.numpy().view(np.uint32).astype(np.float64)[groups]
+    return (q - zero) * scale
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_quantized_linear_matches_its_dequantized_weight(device):
+    if device == "cuda" and quantc.cuda_target() is None:
+        pytest.skip("no CUDA device")
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(128, 48)
+    layer = quantc.torch.QuantizedLinear.from_linear(linear, group_size=64).to(device)
+    x = torch.randn(3, 128, device=device)
+    y = layer(x).cpu().double().numpy()
+    w = dequantized(layer.cpu())
+    exact = x.cpu().double().numpy() @ w + linear.bias.detach().double().numpy()
+    magnitude = np.abs(x.cpu().double().numpy()) @ np.abs(w) + np.abs(linear.bias.detach().double().numpy())
+    assert y.shape == (3, 48)
+    assert np.all(np.abs(y - exact) <= 160 * 2.0**-23 * magnitude + 1e-30)
+    with pytest.raises(quantc.RunError, match="in_features is 128"):
+        layer(torch.randn(2, 64, device=device))
