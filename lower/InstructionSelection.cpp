@@ -283,8 +283,7 @@ class Selector : public ir::IRVisitor {
 
   void visit_Load(const ir::Load& node) override {
     if (const ir::SharedDecl* array = program_.find_shared(node.buffer)) {
-      Value index = lower(node.index);
-      std::string address = shared_address(*array, index);
+      std::string address = shared_address_of(*array, node.index);
       Value value = fresh(node.type);
       emit(Mnemonic::of(Opcode::Ld, memory_type(node.type)).in(StateSpace::Shared).lanes(value.count),
            {value.operand(), address});
@@ -515,8 +514,7 @@ class Selector : public ir::IRVisitor {
     // ldmatrix.sync.aligned.m8n8.x<n>[.trans].shared.b16 {d...}, [row address] (sm_75+).
     const ir::SharedDecl* array = program_.find_shared(node.array);
     if (array == nullptr) not_lowerable(fmt::format("ldmatrix from '{}', which is not a workgroup array", node.array));
-    Value index = lower(node.index);
-    std::string address = shared_address(*array, index);
+    std::string address = shared_address_of(*array, node.index);
     Value d = fresh(node.type);
     std::string registers = "{";
     for (unsigned i = 0; i < d.count; ++i) registers += (i ? ", " : "") + d.registers[i];
@@ -613,9 +611,8 @@ class Selector : public ir::IRVisitor {
   void visit_Store(const ir::Store& node) override {
     begin_statement(node);
     if (const ir::SharedDecl* array = program_.find_shared(node.buffer)) {
-      Value index = lower(node.index);
+      std::string address = shared_address_of(*array, node.index);
       Value value = lower(node.value);
-      std::string address = shared_address(*array, index);
       Value source = materialized(value);
       emit(Mnemonic::of(Opcode::St, memory_type(value.type)).in(StateSpace::Shared).lanes(source.count),
            {address, source.operand()});
@@ -638,7 +635,7 @@ class Selector : public ir::IRVisitor {
     if (array == nullptr) not_lowerable(fmt::format("async_copy to '{}', which is not a workgroup array", node.array));
     const ir::BufferDecl& buffer = find_buffer(node.buffer);
     std::string source = global_address(buffer, node.buffer_index);
-    std::string destination = shared_address(*array, lower(node.array_index));
+    std::string destination = shared_address_of(*array, node.array_index);
     // .cg (L2 only) for whole 16-byte chunks, as Marlin streams its weights; .ca otherwise.
     emit(Mnemonic::of(Opcode::CpAsync).async_copy(node.bytes == 16), {destination, source, std::to_string(node.bytes)});
   }
@@ -1220,6 +1217,26 @@ class Selector : public ir::IRVisitor {
       }
     }
     return element_address(buffer, lower(index));
+  }
+
+  /// The address of shared `array`'s element `index`: for `index = x + c` (c a u32
+  /// literal) whose sum the value ranges prove free of wrap-around, x's address plus the
+  /// immediate c * element size ("[%r+imm]": the rows a lane reads at fixed distances share
+  /// one address register instead of an index, shift and add each); else shared_address.
+  std::string shared_address_of(const ir::SharedDecl& array, const ir::Expr& index) {
+    const auto* sum = index.as<ir::Binary>();
+    const auto* constant = sum && sum->op == ir::BinaryOp::Add ? sum->rhs.as<ir::Literal>() : nullptr;
+    if (constant && constant->scalar() == ir::ScalarType::U32 && !sum->lhs.as<ir::Literal>()) {
+      const std::uint64_t offset = constant->bits * ir::byte_size(array.element);
+      if (offset <= kMaxAddressOffset &&
+          ir::analysis::range_of(sum->lhs, ranges_).max + constant->bits <= 0xFFFFFFFFu) {
+        std::string address = shared_address(array, lower(sum->lhs));
+        if (offset == 0) return address;
+        address.pop_back();  // "[base" + "+offset]"; the base is a register (lhs is no literal)
+        return fmt::format("{}+{}]", address, offset);
+      }
+    }
+    return shared_address(array, lower(index));
   }
 
   /// "[symbol+offset]" for a constant index, else "[base + index * element_bytes]" in a

@@ -38,16 +38,38 @@ std::uint32_t half_magic(ScalarType input) { return input == ScalarType::F16 ? 0
 /// One in both halves: the all-ones B that makes mma sum A's rows.
 std::uint32_t half_ones(ScalarType input) { return input == ScalarType::F16 ? 0x3c003c00u : 0x3f803f80u; }
 
-/// The nibbles at bits 0..3 of `low` and of `high` as the exact pair (low, high) of
-/// `input` values: one prmt puts their low bytes under the two halves, one lop3 masks the
-/// nibbles and ORs in the exponent (1024 + q, or 128 + q), one f16x2/bf16x2 subtraction
-/// removes the bias exactly (Marlin's lop3 dequantization).
-Expr code_pair(ScalarType input, const Expr& low, const Expr& high) {
+/// The B registers of the four mma tiles for two consecutive weight rows (k, k + 1) of a
+/// lane, from the lane's 32-bit word of each row. Columns are interleaved over the tiles:
+/// mma column g of tile j is the subgroup's column 4g + j, so group g's four columns are
+/// the four nibbles of half-word g % 2 of word g / 2 of every row, and `selector` (prmt:
+/// 0x5410 for half 0, 0x7632 for half 1) gathers row k's half under the low half of the
+/// pair and row k + 1's under the high half. Each tile's pair is then one lop3 (mask the
+/// nibble, OR in the exponent of 1024 for f16 or 128 for bf16) and one exact f16x2/bf16x2
+/// operation: a subtraction of the bias for a nibble at bits 0..3; for f16, whose 10
+/// mantissa bits also hold a nibble at bits 4..7 (1024 + 16 q), an fma by 1/16 less
+/// 1024 / 16 instead, which saves the shift (tiles 1 and 3). bf16 has 7 mantissa bits, so
+/// each of its tiles shifts its nibble to bits 0..3 first. 1.25 instructions per code for
+/// f16, 1.5 for bf16 (Marlin's lop3 dequantization, without its offline reordering).
+std::array<Expr, 4> decode_row_pair(Body& body, ScalarType input, const Expr& row0_word, const Expr& row1_word,
+                                    const Expr& selector, const std::string& name) {
   const Type pair(input, 2);
   const std::uint32_t magic = half_magic(input) * 0x10001u;
-  Expr bytes = permute(low, high, u32(0x5410u));  // (low.byte0, low.byte1, high.byte0, high.byte1)
-  Expr biased = bitcast(pair, (bytes & u32(0x000F000Fu)) | u32(magic));
-  return bitcast(ScalarType::U32, biased - bitcast(pair, u32(magic)));
+  const Expr bias = bitcast(pair, u32(magic));
+  Expr halves = body.let(name, permute(row0_word, row1_word, selector));
+  auto low_nibble = [&](const Expr& bits) {
+    return bitcast(ScalarType::U32, bitcast(pair, (bits & u32(0x000F000Fu)) | u32(magic)) - bias);
+  };
+  if (input == ScalarType::F16) {
+    const Expr sixteenth = bitcast(pair, u32(0x2C002C00u));       // 1/16
+    const Expr bias_sixteenth = bitcast(pair, u32(0xD400D400u));  // -1024 / 16
+    auto high_nibble = [&](const Expr& bits) {
+      return bitcast(ScalarType::U32,
+                     fma(bitcast(pair, (bits & u32(0x00F000F0u)) | u32(magic)), sixteenth, bias_sixteenth));
+    };
+    Expr shifted = body.let(name + "_shifted", halves >> 8u);
+    return {low_nibble(halves), high_nibble(halves), low_nibble(shifted), high_nibble(shifted)};
+  }
+  return {low_nibble(halves), low_nibble(halves >> 4u), low_nibble(halves >> 8u), low_nibble(halves >> 12u)};
 }
 
 /// The work split (file comment): M = m_tiles * 16 rows by 32 columns per workgroup
@@ -79,6 +101,85 @@ TensorGemmSplit tensor_gemm_split(std::uint32_t m, std::uint32_t k, std::uint32_
   }
   split.splits = ceil_div(split.blocks, split.blocks_per_split);
   return split;
+}
+
+/// What stage_rows copies from and to, and the split's place.
+struct Staging {
+  BufferRef w_tile, x_tile, w, x;
+  Expr lane, k_start, split_rows, first_row, first_column;
+};
+
+Expr plus(const Expr& base, std::uint32_t offset) { return offset == 0 ? base : base + u32(offset); }
+
+/// The cp.async copies (16 bytes each) of a split's weight rows (16 bytes each: the
+/// subgroup's 32 columns) and of its x rows into the tiles. Where the split is whole
+/// (not the ragged last one), they are straight-line code whose two addresses are each
+/// a per-lane register plus an immediate ("[%r+imm]", "[%rd+imm]"): one instruction per
+/// copy instead of a loop's index arithmetic. x rows at or past m are not copied where
+/// that is known per copy or per lane: their tile rows hold stale values, whose mma rows
+/// (D row r depends on A row r only) are never stored. Otherwise (a ragged split, or x
+/// rows whose 16-byte chunks neither fill nor divide a subgroup's 32) a loop copies
+/// every chunk, rows past m copying row m - 1.
+void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t m, std::uint32_t k,
+                std::uint32_t n, bool ragged) {
+  const std::uint32_t rows = split.rows(), row_bytes = n / 2, tile_rows = split.tile_rows();
+  const std::uint32_t row_chunks = rows / 8;  // 16-byte chunks of one x row
+  const Expr& lane = at.lane;
+  // Rows of the x tile that may hold rows below m: all, or m where one row tile covers m.
+  const bool one_row_tile = split.row_tiles == 1;
+  const std::uint32_t x_rows = one_row_tile ? std::min(m, tile_rows) : tile_rows;
+  // Whether x rows past m must be tested at run time (only the last row tile has them).
+  const bool test_rows = !one_row_tile && m % tile_rows != 0;
+  if (!ragged && (row_chunks % kSubgroupSize == 0 || kSubgroupSize % row_chunks == 0)) {
+    Expr w_destination = region.let("w_destination", lane * 4u);
+    Expr w_source = region.let("w_source", (at.k_start + lane) * row_bytes + at.first_column / 2u);
+    for (std::uint32_t c = 0; c * kSubgroupSize < rows; ++c) {
+      auto copy = [&, c](Body& body) {
+        body.async_copy(at.w_tile, plus(w_destination, c * kSubgroupSize * 4), at.w,
+                        plus(w_source, c * kSubgroupSize * row_bytes), 16);
+      };
+      if ((c + 1) * kSubgroupSize <= rows) copy(region);
+      else region.if_then(lane < u32(rows - c * kSubgroupSize), copy);
+    }
+    // x: a copy covers `rows_per_copy` tile rows (row_chunks divides 32) or a 32-chunk
+    // stretch of one row (32 divides row_chunks).
+    const std::uint32_t rows_per_copy = std::max(1u, kSubgroupSize / row_chunks);
+    const std::uint32_t copies_per_row = std::max(1u, row_chunks / kSubgroupSize);
+    Expr lane_row = rows_per_copy > 1 ? region.let("x_lane_row", lane / row_chunks) : u32(0);
+    Expr lane_column = region.let("x_lane_column", (rows_per_copy > 1 ? lane % row_chunks : lane) * 8u);
+    Expr x_destination = region.let("x_destination", lane_row * rows + lane_column);
+    Expr x_source = region.let("x_source", (at.first_row + lane_row) * k + at.k_start + lane_column);
+    for (std::uint32_t tile_row = 0; tile_row < x_rows; tile_row += rows_per_copy) {
+      for (std::uint32_t c = 0; c < copies_per_row; ++c) {
+        const std::uint32_t column = c * kSubgroupSize * 8;
+        auto copy = [&, tile_row, column](Body& body) {
+          body.async_copy(at.x_tile, plus(x_destination, tile_row * rows + column), at.x,
+                          plus(x_source, tile_row * k + column), 16);
+        };
+        if (test_rows || tile_row + rows_per_copy > x_rows) {
+          region.if_then(at.first_row + lane_row + u32(tile_row) < u32(m), copy);
+        } else {
+          copy(region);
+        }
+      }
+    }
+    return;
+  }
+  region.loop("w_copy", u32(0), u32(ceil_div(rows, kSubgroupSize)), [&](Body& loop, Expr c) {
+    Expr row = loop.let("copy_row", c * kSubgroupSize + lane);
+    loop.if_then(row < at.split_rows, [&](Body& copy) {
+      copy.async_copy(at.w_tile, row * 4u, at.w, (at.k_start + row) * row_bytes + at.first_column / 2u, 16);
+    });
+  });
+  region.loop("x_copy", u32(0), u32(ceil_div(tile_rows * row_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
+    Expr chunk = loop.let("chunk", c * kSubgroupSize + lane);
+    Expr tile_row = loop.let("tile_row", chunk / row_chunks);
+    Expr column = loop.let("chunk_column", (chunk % row_chunks) * 8u);
+    Expr source_row = m % tile_rows == 0 ? at.first_row + tile_row : min(at.first_row + tile_row, u32(m - 1));
+    loop.if_then(logical_and(tile_row < tile_rows, column < at.split_rows), [&](Body& copy) {
+      copy.async_copy(at.x_tile, tile_row * rows + column, at.x, source_row * k + at.k_start + column, 16);
+    });
+  });
 }
 
 }  // namespace
@@ -113,7 +214,6 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
   const std::uint32_t block_steps = block_size / kStepRows;
   const std::uint32_t sidecar_count = checked_count(name, "ceil(k/block_size)*n (sidecar elements)", blocks, n);
   const std::uint32_t rows = split.rows();  // the last split may have fewer
-  const std::uint32_t row_bytes = n / 2;
   const std::uint32_t m_tiles = split.m_tiles;  // per subgroup, sharing each decoded B
   const std::uint32_t tile_rows = split.tile_rows();
   const std::uint32_t column_tiles = split.column_tiles;
@@ -153,23 +253,8 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
       const bool ragged = split.splits * rows != k;
       Expr split_rows = ragged ? region.let("split_rows", min(u32(rows), u32(k) - k_start)) : u32(rows);
       // Stage the split's weights and activations with cp.async (16 bytes each), one group.
-      region.loop("w_copy", u32(0), u32(ceil_div(rows, kSubgroupSize)), [&](Body& loop, Expr c) {
-        Expr row = loop.let("copy_row", c * kSubgroupSize + lane);
-        loop.if_then(row < split_rows, [&](Body& copy) {
-          copy.async_copy(w_tile, row * 4u, w, (k_start + row) * row_bytes + first_column / 2u, 16);
-        });
-      });
-      const std::uint32_t row_chunks = rows / 8;  // 16-byte chunks of one x row
-      region.loop("x_copy", u32(0), u32(ceil_div(tile_rows * row_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
-        Expr chunk = loop.let("chunk", c * kSubgroupSize + lane);
-        Expr tile_row = loop.let("tile_row", chunk / row_chunks);
-        Expr column = loop.let("chunk_column", (chunk % row_chunks) * 8u);
-        // Rows past m copy row m - 1: their sums are computed and never stored.
-        Expr source_row = m % tile_rows == 0 ? first_row + tile_row : min(first_row + tile_row, u32(m - 1));
-        loop.if_then(logical_and(tile_row < tile_rows, column < split_rows), [&](Body& copy) {
-          copy.async_copy(x_tile, tile_row * rows + column, x, source_row * k + k_start + column, 16);
-        });
-      });
+      stage_rows(region, {w_tile, x_tile, w, x, lane, k_start, split_rows, first_row, first_column}, split, m, k, n,
+                 ragged);
       // Sidecars: 8 chunks of 16 bytes a block (32 columns of f32), blocks past the last skipped.
       const std::uint32_t sidecar_chunks = split.blocks_per_split * kTileColumns / 4;
       region.loop("sidecar_copy", u32(0), u32(ceil_div(sidecar_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
@@ -185,7 +270,11 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
       region.async_wait(0);
       region.barrier();  // every lane's copies are in the tiles
 
-      Expr nibble_shift = region.let("nibble_shift", group * 4u);
+      // The lane's word of every weight row (columns 8 (g / 2) .. + 7) and the prmt selector
+      // of its half-word (decode_row_pair).
+      Expr word_column = region.let("word_column", group / 2u);
+      Expr w_lane = region.let("w_lane", thread * 8u + word_column);  // word of row 2t (4 words a row)
+      Expr selector = region.let("selector", u32(0x5410u) + (group % 2u) * 0x2222u);
       Expr matrix = region.let("matrix", lane / 8u);
       // ldmatrix rows of A: lane 8i + r names row r of matrix i (rows 0-7 / 8-15, k 0-7 / 8-15).
       Expr a_row_start = region.let("a_row_start", ((matrix & 1u) * 8u + lane % 8u) * rows + (matrix / 2u) * 8u);
@@ -212,17 +301,18 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
               a.push_back(step_body.let(fmt::format("a{}", mt),
                                         subgroup_load_matrix(x_tile, a_row_start + k_local + mt * kTileRows * rows, 4)));
             }
-            // B: the lane's weight rows k_local + 2t, 2t+1, 2t+8, 2t+9 (the 4 tiles' words each).
-            std::array<Expr, 4> weight_rows;
+            // B: the lane's words of weight rows k_local + 2t, 2t+1, 2t+8, 2t+9, decoded in
+            // pairs (rows 2t and 2t+1 give b0/b1 of all four tiles, 2t+8 and 2t+9 b2/b3).
+            Expr w_step = step_body.let("w_step", w_lane + k_local * 4u);
+            std::array<Expr, 4> words;
             for (std::uint32_t r = 0; r < 4; ++r) {
-              Expr row = k_local + thread * 2u + (r & 1u) + 8u * (r >> 1);
-              weight_rows[r] = step_body.let(fmt::format("w{}", r), w_tile.load(row * 4u, 4));
+              const std::uint32_t row = (r & 1u) + 8u * (r >> 1);  // past row 2t
+              words[r] = step_body.let(fmt::format("w{}", r), r == 0 ? w_tile.load(w_step, 1) : w_tile.load(w_step + row * 4u, 1));
             }
+            const std::array<Expr, 4> low_rows = decode_row_pair(step_body, input, words[0], words[1], selector, "rows_low");
+            const std::array<Expr, 4> high_rows = decode_row_pair(step_body, input, words[2], words[3], selector, "rows_high");
             for (std::uint32_t j = 0; j < kTiles; ++j) {
-              // Nibble g of tile j's word of each row, at bits 0..3.
-              auto code = [&](std::uint32_t r) { return extract_lane(weight_rows[r], j) >> nibble_shift; };
-              Expr b = step_body.let(fmt::format("b{}", j), make_vector({code_pair(input, code(0), code(1)),
-                                                                         code_pair(input, code(2), code(3))}));
+              Expr b = step_body.let(fmt::format("b{}", j), make_vector({low_rows[j], high_rows[j]}));
               for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
                 Expr& sum = sums[mt * kTiles + j];
                 step_body.assign(sum, subgroup_mma(input, a[mt], b, sum));
@@ -235,24 +325,30 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
               }
             }
           });
-          // Fold the block: element e of tile j is (row g + 8 (e >> 1), column 8j + 2t + (e & 1)),
-          // its sidecars staged with the tiles.
+          // Fold the block: element e of tile j is (row g + 8 (e >> 1), column 8t + 4 (e & 1) + j)
+          // (decode_row_pair's interleave): the lane's columns are 8t .. 8t + 7, whose
+          // sidecars are two 16-byte loads each.
+          const Expr sidecar = owned.let("sidecar", local_block * kTileColumns + thread * 8u);
+          const std::array<Expr, 2> s = {owned.let("s_low", scale_tile.load(sidecar, 4)),
+                                         owned.let("s_high", scale_tile.load(sidecar + 4u, 4))};
+          std::array<Expr, 2> seconds;
+          if (with_sums) {
+            seconds = {owned.let("second_low", second_tile.load(sidecar, 4)),
+                       owned.let("second_high", second_tile.load(sidecar + 4u, 4))};
+          }
           for (std::uint32_t j = 0; j < kTiles; ++j) {
-            Expr sidecar = owned.let(fmt::format("sidecar{}", j), local_block * kTileColumns + (thread * 2u + 8u * j));
-            Expr s = owned.let(fmt::format("s{}", j), scale_tile.load(sidecar, 2));
-            Expr second_pair = with_sums ? owned.let(fmt::format("second{}", j), second_tile.load(sidecar, 2)) : Expr();
             for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
               for (std::uint32_t e = 0; e < 4; ++e) {
                 Expr& total = acc[(mt * kTiles + j) * 4 + e];
                 Expr d = extract_lane(sums[mt * kTiles + j], e);
-                Expr scale = extract_lane(s, e & 1);
+                Expr scale = extract_lane(s[e & 1], j);
                 switch (mode) {
                   case BlockAffineMode::Symmetric: owned.assign(total, fma(scale, d, total)); break;
                   case BlockAffineMode::ZeroPoint:
-                    owned.assign(total, fma(scale, fma(-extract_lane(second_pair, e & 1), extract_lane(x_sums[mt], e), d), total));
+                    owned.assign(total, fma(scale, fma(-extract_lane(seconds[e & 1], j), extract_lane(x_sums[mt], e), d), total));
                     break;
                   case BlockAffineMode::Offset:
-                    owned.assign(total, fma(extract_lane(second_pair, e & 1), extract_lane(x_sums[mt], e), fma(scale, d, total)));
+                    owned.assign(total, fma(extract_lane(seconds[e & 1], j), extract_lane(x_sums[mt], e), fma(scale, d, total)));
                     break;
                 }
               }
@@ -260,21 +356,28 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
           }
         });
       });
-      // The splits meet (SplitK.h); the last of the unit stores its rows below m.
+      // The splits meet (SplitK.h); lanes whose row g is past m own nothing (their sums are
+      // of the copies of row m - 1), so at m < 16 only the rows below m move through the
+      // partials. The last of the unit stores the rows below m: per row the lane's eight
+      // columns 8t .. 8t + 7 as one 16-byte store.
       Expr unit = region.let("unit", workgroup_id(1) * column_tiles + workgroup_id(0));
-      emit_split_k_meeting(region, split_k, boolean(true), unit * (kSubgroupSize * sums_per_lane) + lane * sums_per_lane, acc, unit,
-                           split_index, [&](Body& store_body, const std::vector<Expr>& totals) {
-        for (std::uint32_t j = 0; j < kTiles; ++j) {
-          Expr column = store_body.let(fmt::format("column{}", j), first_column + (thread * 2u + 8u * j));
-          for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
-            for (std::uint32_t h = 0; h < 2; ++h) {
-              Expr row = store_body.let(fmt::format("out_row{}_{}_{}", mt, j, h), first_row + group + (8u * h + kTileRows * mt));
-              const std::uint32_t v = (mt * kTiles + j) * 4 + 2 * h;
-              Expr pair = cast(Type(activation, 2), make_vector({totals[v], totals[v + 1]}));
-              auto put = [&](Body& b) { b.store(out, row * n + column, pair); };
-              if (m % tile_rows != 0) store_body.if_then(row < m, put);
-              else put(store_body);
+      Expr owner = m % tile_rows == 0 ? boolean(true) : region.let("owner", first_row + group < m);
+      emit_split_k_meeting(region, split_k, owner, unit * (kSubgroupSize * sums_per_lane) + lane * sums_per_lane, acc,
+                           unit, split_index, [&](Body& store_body, const std::vector<Expr>& totals) {
+        Expr column = store_body.let("column", first_column + thread * 8u);
+        for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
+          for (std::uint32_t h = 0; h < 2; ++h) {
+            Expr row = store_body.let(fmt::format("out_row{}_{}", mt, h), first_row + group + (8u * h + kTileRows * mt));
+            // Columns 8t + 4 eo + j hold totals[(mt * 4 + j) * 4 + 2h + eo]; word w holds columns 2w, 2w + 1.
+            std::vector<Expr> words;
+            for (std::uint32_t w = 0; w < 4; ++w) {
+              const std::uint32_t eo = w / 2, j = (w % 2) * 2;
+              auto total = [&](std::uint32_t tile) { return totals[(mt * kTiles + tile) * 4 + 2 * h + eo]; };
+              words.push_back(bitcast(ScalarType::U32, cast(Type(activation, 2), make_vector({total(j), total(j + 1)}))));
             }
+            auto put = [&](Body& b) { b.store_words(out, row * n + column, make_vector(words)); };
+            if (m % tile_rows != 0) store_body.if_then(row < m, put);
+            else put(store_body);
           }
         }
       });
