@@ -20,6 +20,8 @@ constexpr std::uint32_t kStepRows = 16;     // a k-step: mma's K
 constexpr std::uint32_t kMmaColumns = 8;    // mma's N
 constexpr std::uint32_t kTiles = 4;         // mma tiles per subgroup: 32 columns, 16 bytes of a weight row
 constexpr std::uint32_t kTileColumns = kTiles * kMmaColumns;
+/// k-steps of a block emitted as straight-line code (more stay a loop).
+constexpr std::uint32_t kUnrolledSteps = 16;
 /// m-tiles a subgroup multiplies with each decoded weight fragment (m > 16: two).
 constexpr std::uint32_t kMaxMTiles = 2;
 std::uint32_t m_tiles_of(std::uint32_t m) { return std::min(kMaxMTiles, ceil_div(m, kTileRows)); }
@@ -292,27 +294,37 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
             }
             if (with_sums) x_sums.push_back(owned.let(fmt::format("x_sum{}", mt), zero4));
           }
+          // The block's k-steps, unrolled where a block has at most kUnrolledSteps of them:
+          // every address is then a per-block register plus an immediate. A ragged last
+          // block (k % block_size != 0) tests each step against its step count.
           Expr steps = k % block_size == 0 ? u32(block_steps)
                                            : owned.let("steps", min(u32(block_steps), u32(k / kStepRows) - block * block_steps));
-          owned.loop("step", u32(0), steps, [&](Body& step_body, Expr step) {
-            Expr k_local = step_body.let("k_local", (local_block * block_steps + step) * kStepRows);
+          Expr a_block = owned.let("a_block", a_row_start + local_block * block_size);
+          Expr w_block = owned.let("w_block", w_lane + local_block * (block_size * 4));
+          // One 16-row k-step at a_block + k_offset (x tile) and w_block + 4 k_offset (words).
+          auto k_step = [&](Body& step_body, const Expr& k_offset, const std::string& suffix) {
+            auto at = [](const Expr& base, const Expr& offset, std::uint32_t constant) {
+              if (const auto* literal = offset.as<Literal>()) return plus(base, std::uint32_t(literal->bits) + constant);
+              return plus(base + offset, constant);
+            };
             std::vector<Expr> a;
             for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
-              a.push_back(step_body.let(fmt::format("a{}", mt),
-                                        subgroup_load_matrix(x_tile, a_row_start + k_local + mt * kTileRows * rows, 4)));
+              a.push_back(step_body.let(fmt::format("a{}{}", mt, suffix),
+                                        subgroup_load_matrix(x_tile, at(a_block, k_offset, mt * kTileRows * rows), 4)));
             }
-            // B: the lane's words of weight rows k_local + 2t, 2t+1, 2t+8, 2t+9, decoded in
+            // B: the lane's words of weight rows 2t, 2t+1, 2t+8, 2t+9 of the step, decoded in
             // pairs (rows 2t and 2t+1 give b0/b1 of all four tiles, 2t+8 and 2t+9 b2/b3).
-            Expr w_step = step_body.let("w_step", w_lane + k_local * 4u);
+            const Expr word_offset = k_offset.as<Literal>() ? u32(std::uint32_t(k_offset.as<Literal>()->bits) * 4)
+                                                            : step_body.let("word_offset" + suffix, k_offset * 4u);
             std::array<Expr, 4> words;
             for (std::uint32_t r = 0; r < 4; ++r) {
               const std::uint32_t row = (r & 1u) + 8u * (r >> 1);  // past row 2t
-              words[r] = step_body.let(fmt::format("w{}", r), r == 0 ? w_tile.load(w_step, 1) : w_tile.load(w_step + row * 4u, 1));
+              words[r] = step_body.let(fmt::format("w{}{}", r, suffix), w_tile.load(at(w_block, word_offset, row * 4), 1));
             }
-            const std::array<Expr, 4> low_rows = decode_row_pair(step_body, input, words[0], words[1], selector, "rows_low");
-            const std::array<Expr, 4> high_rows = decode_row_pair(step_body, input, words[2], words[3], selector, "rows_high");
+            const std::array<Expr, 4> low_rows = decode_row_pair(step_body, input, words[0], words[1], selector, "rows_low" + suffix);
+            const std::array<Expr, 4> high_rows = decode_row_pair(step_body, input, words[2], words[3], selector, "rows_high" + suffix);
             for (std::uint32_t j = 0; j < kTiles; ++j) {
-              Expr b = step_body.let(fmt::format("b{}", j), make_vector({low_rows[j], high_rows[j]}));
+              Expr b = step_body.let(fmt::format("b{}{}", j, suffix), make_vector({low_rows[j], high_rows[j]}));
               for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
                 Expr& sum = sums[mt * kTiles + j];
                 step_body.assign(sum, subgroup_mma(input, a[mt], b, sum));
@@ -324,7 +336,16 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
                 step_body.assign(x_sums[mt], subgroup_mma(input, a[mt], make_vector({ones, ones}), x_sums[mt]));
               }
             }
-          });
+          };
+          if (block_steps <= kUnrolledSteps) {
+            for (std::uint32_t step = 0; step < block_steps; ++step) {
+              auto run = [&, step](Body& step_body) { k_step(step_body, u32(step * kStepRows), fmt::format("_step{}", step)); };
+              if (k % block_size == 0) run(owned);
+              else owned.if_then(u32(step) < steps, run);
+            }
+          } else {
+            owned.loop("step", u32(0), steps, [&](Body& step_body, Expr step) { k_step(step_body, step * kStepRows, ""); });
+          }
           // Fold the block: element e of tile j is (row g + 8 (e >> 1), column 8t + 4 (e & 1) + j)
           // (decode_row_pair's interleave): the lane's columns are 8t .. 8t + 7, whose
           // sidecars are two 16-byte loads each.

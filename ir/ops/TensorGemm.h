@@ -13,23 +13,30 @@
 //   workgroups with two blocks per split at least, then more splits while a split's
 //   staging would pass 16 KiB, where blocks allow). Grid: (n / 32, ceil(m / M), splits).
 //   The splits meet through the split-K scratch (`partials` f32[splits * 16 * n * M/16 *
-//   ceil(m/M)], `arrivals` u32[n/32 * ceil(m/M)]) in split order, as every split-K GEMV does.
-// - Staging, one cp.async group: the split's 16-byte weight rows, its 16 rows of x (rows
-//   past m copy row m-1, never stored) and its blocks' sidecars into shared memory, one
-//   wait and a barrier. Per 16-row k-step: A by one ldmatrix.x4 from the x tile; B from the
-//   lane's four weight rows (ld.shared.v4: the n-tile's 32 columns), its nibble of each
-//   8-column word shifted to bits 0..3, two rows' nibbles under the halves of one word by
-//   a prmt, masked and given the exponent of 1024 (f16, `0x6400 | q`) or 128 (bf16,
-//   `0x4300 | q`) by one lop3, the bias subtracted exactly in f16x2/bf16x2; then one mma
-//   per 8-column tile, and (zero points, offsets) one against all-ones B for X = sum x.
-// Modeled on an H100 SXM (block 128, zero points, f16; bench/results/kernels.md, "Small
-// batches on the tensor cores"): 8.8 us at 4096x4096 for m = 2..16, 26 us at 4096x11008
-// and 11008x4096, 17 and 38 us at 4096x4096 for m = 32 and 64 (chain-bound at small m,
-// shared-memory-issue-bound at large m). Shorter chains (fewer instructions per 16-row
-// step, a multi-stage pipeline), fewer partial sums and the other formats are next.
+//   ceil(m/M)], `arrivals` u32[n/32 * ceil(m/M)]) in split order, as every split-K GEMV does;
+//   lanes whose row is past m own no partial sums.
+// - Staging, one cp.async group: the split's 16-byte weight rows, its x rows below m and
+//   its blocks' sidecars into shared memory, one wait and a barrier; for a whole split
+//   straight-line copies with [reg+imm] addresses. Per 16-row k-step (unrolled up to 16
+//   per block, every shared address a register plus an immediate): A by one ldmatrix.x4
+//   from the x tile; B from one 32-bit word per weight row of the lane's four rows, with
+//   the columns interleaved over the four 8-column mma tiles (mma column g of tile j is
+//   column 4g + j): one prmt gathers two rows' half-words, then per tile one lop3 gives
+//   `0x6400 | q` (f16, 1024 + q) or `0x4300 | q` (bf16, 128 + q) and one exact f16x2/bf16x2
+//   subtraction (or, f16 only, an fma by 1/16 for a nibble left at bits 4..7) the code:
+//   1.25 instructions per code (f16), 1.5 (bf16); then one mma per tile, and (zero points,
+//   offsets) one against all-ones B for X = sum x. Each lane ends with 8 consecutive
+//   columns per row: 16-byte sidecar loads and one 16-byte store per row.
 // - Block factoring, in f32 after each block's mma sums D (exact products, f32 sums):
 //   acc = fma(s, D, acc) (symmetric), fma(s, fma(-z, X, D), acc) (zero point) or
 //   fma(o, X, fma(s, D, acc)) (offset); one rounding to the activation type at the store.
+// Modeled on an H100 SXM (block 128, zero points, f16; bench/results/kernels.md, "Small
+// batches on the tensor cores"): 4.1 us at 4096x4096 for m = 2..8 (the warps' serial
+// chain), 6.0 us at m = 16 (DRAM: the split partial sums add half the weights' bytes),
+// 12-17 us at 4096x11008 and 11008x4096 (three waves of warps), 16 and 35 us at
+// 4096x4096 for m = 32 and 64 (the memory pipe). Next: a multi-stage pipeline whose
+// staging does not grow with the split (fewer splits, one wave), warps of one
+// workgroup sharing a split, and the other formats.
 // Numerics: the mma model (ir/Mma.h) sums a block's products in k order per 16-row step;
 // with u = 2^-24 and T_p the per-term magnitudes of DequantMatmul.h's bound, the longest
 // chain of f32 roundings of an output is L = block_size + 4 + blocks + splits, so
