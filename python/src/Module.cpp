@@ -37,6 +37,7 @@
 #include "lower/driver/Compiler.h"
 #include "lower/driver/KernelCache.h"
 #include "lower/driver/KernelMetadataJson.h"
+#include "ptx/Assemble.h"
 #include "ptx/NvJitLink.h"
 #include "ptx/Ptxas.h"
 #include "runtime/backends/Registry.h"
@@ -146,25 +147,13 @@ class Kernel {
       throw ir::ops::SpecError(error.what());
     }
     const std::string text = assembled.name() == target_.name() ? ptx_ : lower::compile(program_, {assembled, passes_}).ptx;
-    nlohmann::json report = {{"target", assembled.name()}, {"assembler", assembler}};
-    if (assembler == "ptxas") {
-      ptx::PtxasResult result = ptx::run_ptxas(text, assembled);
-      report.update({{"ok", result.success}, {"registers", result.registers},
-                     {"spill_store_bytes", result.spill_store_bytes}, {"spill_load_bytes", result.spill_load_bytes},
-                     {"log", result.log}});
-    } else if (assembler == "nvjitlink") {
-      try {
-        ptx::LinkedCubin linked = ptx::link_cubin(text, assembled);
-        const ptx::ResourceTotals totals = ptx::total_resources(linked.functions);
-        report.update({{"ok", true}, {"registers", totals.registers}, {"spill_store_bytes", totals.spill_store_bytes},
-                       {"spill_load_bytes", totals.spill_load_bytes}, {"log", linked.info_log}});
-      } catch (const ptx::LinkError& error) {
-        report.update({{"ok", false}, {"registers", 0}, {"spill_store_bytes", 0}, {"spill_load_bytes", 0},
-                       {"log", error.what()}});
-      }
-    } else {
+    if (assembler != "ptxas" && assembler != "nvjitlink") {
       throw runtime::RuntimeError(fmt::format("assembler '{}' is not ptxas or nvjitlink", assembler));
     }
+    const ptx::AssemblyReport result = ptx::assemble(assembler, text, assembled);
+    const nlohmann::json report = {{"target", assembled.name()}, {"assembler", assembler}, {"ok", result.success},
+                                   {"registers", result.registers}, {"spill_store_bytes", result.spill_store_bytes},
+                                   {"spill_load_bytes", result.spill_load_bytes}, {"log", result.log}};
     return report.dump();
   }
 

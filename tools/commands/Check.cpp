@@ -7,8 +7,7 @@
 #include <fmt/format.h>
 
 #include "lower/driver/Compiler.h"
-#include "ptx/NvJitLink.h"
-#include "ptx/Ptxas.h"
+#include "ptx/Assemble.h"
 #include "tools/CommandSupport.h"
 #include "tools/commands/Commands.h"
 
@@ -22,33 +21,11 @@ struct CheckOptions {
   PipelineFlags pipeline;
 };
 
-struct Resources {
-  bool success = false;
-  std::int64_t registers = 0, spill_store_bytes = 0, spill_load_bytes = 0;
-  std::string log;
-};
-
-Resources assemble(const std::string& assembler, const std::string& ptx, const ptx::Target& target) {
-  if (assembler == "ptxas") {
-    ptx::PtxasResult result = ptx::run_ptxas(ptx, target);
-    return {result.success, result.registers, static_cast<std::int64_t>(result.spill_store_bytes),
-            static_cast<std::int64_t>(result.spill_load_bytes), result.log};
-  }
-  try {
-    ptx::LinkedCubin linked = ptx::link_cubin(ptx, target);
-    const ptx::ResourceTotals totals = ptx::total_resources(linked.functions);
-    return {true, totals.registers, static_cast<std::int64_t>(totals.spill_store_bytes),
-            static_cast<std::int64_t>(totals.spill_load_bytes), linked.info_log};
-  } catch (const ptx::LinkError& error) {
-    return {false, 0, 0, 0, error.what()};
-  }
-}
-
 /// Assembles for one target and prints one summary line; returns false on failure.
 bool check_target(const CheckOptions& options, const ir::Program& program, const ptx::Target& target,
                   const lower::PassOptions& passes) {
   std::string ptx = lower::compile(program, {target, passes}).ptx;
-  Resources result = assemble(options.assembler, ptx, target);
+  const ptx::AssemblyReport result = ptx::assemble(options.assembler, ptx, target);
   if (!result.success) {
     fmt::print("{}: FAILED ({})\n{}\n", target.name(), options.assembler, result.log);
     return false;
