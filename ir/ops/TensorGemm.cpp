@@ -222,6 +222,11 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
   const bool with_sums = mode != BlockAffineMode::Symmetric;
   const ScalarType input = activation;
   const std::uint32_t sums_per_lane = m_tiles * kTiles * 4;  // m-tiles x 4 tiles x 4 elements
+  // Whether rows 8..15 of an m-tile can be below m: not where one tile holds m <= 8 rows.
+  // Elements e = 2, 3 of a lane's tiles (row g + 8) are then never folded, met or stored.
+  const bool upper_rows = !(split.row_tiles == 1 && m <= 8);
+  const std::uint32_t elements = upper_rows ? 4 : 2;  // per tile: e = 0 .. elements - 1
+  const std::uint32_t met_per_lane = m_tiles * kTiles * elements;
 
   ProgramBuilder program(name);
   BufferRef x = program.input("x", activation, m * k);
@@ -231,7 +236,7 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
   if (const char* sidecar = second_sidecar(mode)) second = program.input(sidecar, ScalarType::F32, sidecar_count);
   BufferRef out = program.output("out", activation, m * n);
   const SplitK split_k = declare_split_k(
-      program, split.splits, checked_count(name, "units*32*sums", split.units(), kSubgroupSize * sums_per_lane),
+      program, split.splits, checked_count(name, "units*32*sums", split.units(), kSubgroupSize * met_per_lane),
       split.units());
   // The split's rows of W (16 bytes each: the subgroup's 32 columns) and of x (16 rows).
   BufferRef w_tile = program.shared("w_tile", ScalarType::U32, rows * 4);
@@ -359,7 +364,7 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
           }
           for (std::uint32_t j = 0; j < kTiles; ++j) {
             for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
-              for (std::uint32_t e = 0; e < 4; ++e) {
+              for (std::uint32_t e = 0; e < elements; ++e) {
                 Expr& total = acc[(mt * kTiles + j) * 4 + e];
                 Expr d = extract_lane(sums[mt * kTiles + j], e);
                 Expr scale = extract_lane(s[e & 1], j);
@@ -383,17 +388,21 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
       // columns 8t .. 8t + 7 as one 16-byte store.
       Expr unit = region.let("unit", workgroup_id(1) * column_tiles + workgroup_id(0));
       Expr owner = m % tile_rows == 0 ? boolean(true) : region.let("owner", first_row + group < m);
-      emit_split_k_meeting(region, split_k, owner, unit * (kSubgroupSize * sums_per_lane) + lane * sums_per_lane, acc,
+      std::vector<Expr> met;  // acc[(mt * 4 + j) * 4 + e] for e < elements, in that order
+      for (std::uint32_t v = 0; v < sums_per_lane; ++v) {
+        if (v % 4 < elements) met.push_back(acc[v]);
+      }
+      emit_split_k_meeting(region, split_k, owner, unit * (kSubgroupSize * met_per_lane) + lane * met_per_lane, met,
                            unit, split_index, [&](Body& store_body, const std::vector<Expr>& totals) {
         Expr column = store_body.let("column", first_column + thread * 8u);
         for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
-          for (std::uint32_t h = 0; h < 2; ++h) {
+          for (std::uint32_t h = 0; h < elements / 2; ++h) {
             Expr row = store_body.let(fmt::format("out_row{}_{}", mt, h), first_row + group + (8u * h + kTileRows * mt));
-            // Columns 8t + 4 eo + j hold totals[(mt * 4 + j) * 4 + 2h + eo]; word w holds columns 2w, 2w + 1.
+            // Columns 8t + 4 eo + j hold totals[(mt * 4 + j) * elements + 2h + eo]; word w holds columns 2w, 2w + 1.
             std::vector<Expr> words;
             for (std::uint32_t w = 0; w < 4; ++w) {
               const std::uint32_t eo = w / 2, j = (w % 2) * 2;
-              auto total = [&](std::uint32_t tile) { return totals[(mt * kTiles + tile) * 4 + 2 * h + eo]; };
+              auto total = [&](std::uint32_t tile) { return totals[(mt * kTiles + tile) * elements + 2 * h + eo]; };
               words.push_back(bitcast(ScalarType::U32, cast(Type(activation, 2), make_vector({total(j), total(j + 1)}))));
             }
             auto put = [&](Body& b) { b.store_words(out, row * n + column, make_vector(words)); };
