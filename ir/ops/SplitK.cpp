@@ -21,13 +21,17 @@ SplitK declare_split_k(ProgramBuilder& program, std::uint32_t splits, std::uint3
 
 void emit_split_k_meeting(Body& body, const SplitK& split_k, const Expr& owner, const Expr& first,
                           const std::vector<Expr>& values, const Expr& unit, const Expr& split,
-                          const std::function<void(Body&, const std::vector<Expr>& totals)>& finish) {
+                          const std::function<void(Body&, const std::vector<Expr>& totals)>& finish,
+                          std::uint32_t vector_stride) {
   if (split_k.splits <= 1) {
     body.if_then(owner, [&](Body& owned) { finish(owned, values); });
     return;
   }
   const auto count = static_cast<std::uint32_t>(values.size());
   const std::uint32_t width = split_k.lanes();
+  const std::uint32_t stride = vector_stride == 0 ? width : vector_stride;
+  // Element offset of the vector holding values[c, c + width) from the lane's first.
+  auto offset = [&](const Expr& from, std::uint32_t c) { return c == 0 ? from : from + (c / width) * stride; };
   auto vector_of = [&](const std::vector<Expr>& scalars, std::uint32_t from) {
     if (width == 1) return scalars[from];
     return make_vector(std::vector<Expr>(scalars.begin() + from, scalars.begin() + from + width));
@@ -35,7 +39,7 @@ void emit_split_k_meeting(Body& body, const SplitK& split_k, const Expr& owner, 
   const Expr zero = literal_like(Type(split_k.element), 0.0);
   body.if_then(owner, [&](Body& owned) {
     Expr base = owned.let("partial_base", split * split_k.outputs + first);
-    for (std::uint32_t c = 0; c < count; c += width) owned.store(split_k.partials, c == 0 ? base : base + c, vector_of(values, c));
+    for (std::uint32_t c = 0; c < count; c += width) owned.store(split_k.partials, offset(base, c), vector_of(values, c));
   });
   // Release the partials, then draw a ticket; lane 0 draws for the workgroup.
   body.fence();
@@ -53,7 +57,7 @@ void emit_split_k_meeting(Body& body, const SplitK& split_k, const Expr& owner, 
       owned.loop("split_index", u32(0), u32(split_k.splits), [&](Body& each, Expr s) {
         Expr at = each.let("partial_at", s * split_k.outputs + first);
         for (std::uint32_t c = 0; c < count; c += width) {
-          Expr index = c == 0 ? at : at + c;
+          Expr index = offset(at, c);
           Expr partial = each.let(fmt::format("partial{}", c / width),
                                   width == 1 ? split_k.partials[index] : split_k.partials.load(index, width));
           for (std::uint32_t l = 0; l < width; ++l) {

@@ -53,9 +53,13 @@ SplitK declare_split_k(ProgramBuilder& program, std::uint32_t splits, std::uint3
 /// values.size() multiples of split_k.lanes()). `unit` and `split` are the
 /// workgroup's. `finish` runs in the last workgroup of the unit, for the owner lanes,
 /// with the totals in the same order; with splits == 1 it runs at once on `values`.
+/// `vector_stride` (0: split_k.lanes(), contiguous): elements between a lane's
+/// consecutive vectors of values, e.g. 32 lanes x 4 for a layout in which each vector
+/// store of a subgroup covers 512 contiguous bytes rather than one line per lane.
 void emit_split_k_meeting(Body& body, const SplitK& split_k, const Expr& owner, const Expr& first,
                           const std::vector<Expr>& values, const Expr& unit, const Expr& split,
-                          const std::function<void(Body&, const std::vector<Expr>& totals)>& finish);
+                          const std::function<void(Body&, const std::vector<Expr>& totals)>& finish,
+                          std::uint32_t vector_stride = 0);
 
 /// The splits for `units` units of work whose reduction has `chunks` chunks shared by
 /// `lanes_per_split` lanes per workgroup: the fewest (a power of two) that give at least

@@ -392,7 +392,9 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
       for (std::uint32_t v = 0; v < sums_per_lane; ++v) {
         if (v % 4 < elements) met.push_back(acc[v]);
       }
-      emit_split_k_meeting(region, split_k, owner, unit * (kSubgroupSize * met_per_lane) + lane * met_per_lane, met,
+      // Lane-interleaved partials: vector c of lane l at unit * 32 * met + 128 c + 4 l, so
+      // each f32x4 store and load of the subgroup covers 512 contiguous bytes.
+      emit_split_k_meeting(region, split_k, owner, unit * (kSubgroupSize * met_per_lane) + lane * 4u, met,
                            unit, split_index, [&](Body& store_body, const std::vector<Expr>& totals) {
         Expr column = store_body.let("column", first_column + thread * 8u);
         for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
@@ -410,7 +412,7 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
             else put(store_body);
           }
         }
-      });
+      }, kSubgroupSize * 4);
     });
   });
   return program.build();
