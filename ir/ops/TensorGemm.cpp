@@ -30,6 +30,9 @@ std::uint32_t m_tiles_of(std::uint32_t m) { return std::min(kMaxMTiles, ceil_div
 std::uint32_t staged_bytes_per_row(std::uint32_t m_tiles) { return 16 + m_tiles * kTileRows * 2 + 16; }
 /// The staging limit: the IR's 48 KiB of static shared memory per workgroup.
 constexpr std::uint32_t kMaxStagedBytes = 48 * 1024;
+/// The staging of a workgroup of two k-subgroups, at most: 27 KiB keeps 8 of them (16
+/// warps, what 128 registers a thread allow) per H100 SM.
+constexpr std::uint32_t kMaxKSubgroupStagedBytes = 27 * 1024;
 /// The staging a split aims to stay within (more splits where blocks allow): 16 KiB keeps
 /// 14 one-warp workgroups per H100 SM, and each warp's chain short.
 constexpr std::uint32_t kPreferredStagedBytes = 16 * 1024;
@@ -79,15 +82,27 @@ std::array<Expr, 4> decode_row_pair(Body& body, ScalarType input, const Expr& ro
 /// `blocks_per_split` whole blocks staged in shared memory.
 struct TensorGemmSplit {
   std::uint32_t m_tiles = 1, column_tiles = 0, row_tiles = 0;
-  std::uint32_t blocks = 0, splits = 1, blocks_per_split = 1, block_size = 16;
+  std::uint32_t blocks = 0, parts = 1, blocks_per_split = 1, block_size = 16;
+  /// Subgroups of a workgroup, each with its own part of K ("k-subgroups", SplitK.h): they
+  /// meet in shared memory, so only parts / k_subgroups splits move through the scratch.
+  std::uint32_t k_subgroups = 1;
+  std::uint32_t splits() const { return parts / k_subgroups; }  // workgroups per tile
   std::uint32_t tile_rows() const { return m_tiles * kTileRows; }
   std::uint32_t units() const { return column_tiles * row_tiles; }
-  std::uint32_t rows() const { return blocks_per_split * block_size; }  // weight rows of a split
+  std::uint32_t rows() const { return blocks_per_split * block_size; }  // weight rows of a part
 };
 
-/// The fewest splits (a power of two) that give kSplitKTargetWorkgroups workgroups while
-/// every split keeps two blocks (SplitK.h's rule), then more while a split's staging
-/// passes kPreferredStagedBytes and blocks allow; no split is left empty.
+/// Shared memory one subgroup stages (both sidecars counted): its part's weight rows
+/// (16 bytes each), its x tile rows and its blocks' sidecars (128 bytes each).
+std::uint32_t staged_bytes(const TensorGemmSplit& split) {
+  return split.rows() * 16 + split.tile_rows() * split.rows() * 2 + split.blocks_per_split * 2 * kTileColumns * 4;
+}
+
+/// The fewest parts of K (a power of two) that give kSplitKTargetWorkgroups subgroups
+/// while every part keeps two blocks (SplitK.h's rule), then more while a part's staging
+/// passes kPreferredStagedBytes and blocks allow; no part is left empty. Two k-subgroups
+/// per workgroup where one m-tile is staged, the parts pair up and both stagings fit
+/// kMaxKSubgroupStagedBytes (their meeting reuses the weight tiles, which must hold it).
 TensorGemmSplit tensor_gemm_split(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size) {
   TensorGemmSplit split;
   split.m_tiles = m_tiles_of(m);
@@ -95,13 +110,19 @@ TensorGemmSplit tensor_gemm_split(std::uint32_t m, std::uint32_t k, std::uint32_
   split.row_tiles = ceil_div(m, split.tile_rows());
   split.blocks = ceil_div(k, block_size);
   split.block_size = block_size;
-  split.splits = choose_splits(split.units(), split.blocks, 1);
-  split.blocks_per_split = ceil_div(split.blocks, split.splits);
+  split.parts = choose_splits(split.units(), split.blocks, 1);
+  split.blocks_per_split = ceil_div(split.blocks, split.parts);
   while (split.rows() * staged_bytes_per_row(split.m_tiles) > kPreferredStagedBytes && split.blocks_per_split > 1) {
-    split.splits *= 2;
-    split.blocks_per_split = ceil_div(split.blocks, split.splits);
+    split.parts *= 2;
+    split.blocks_per_split = ceil_div(split.blocks, split.parts);
   }
-  split.splits = ceil_div(split.blocks, split.blocks_per_split);
+  split.parts = ceil_div(split.blocks, split.blocks_per_split);
+  const std::uint32_t met_per_lane = kTiles * (split.row_tiles == 1 && m <= 8 ? 2 : 4);
+  if (split.m_tiles == 1 && split.parts % 2 == 0 &&
+      2 * staged_bytes(split) <= kMaxKSubgroupStagedBytes &&
+      split.rows() * 4 >= kSubgroupSize * met_per_lane) {
+    split.k_subgroups = 2;
+  }
   return split;
 }
 
@@ -109,6 +130,7 @@ TensorGemmSplit tensor_gemm_split(std::uint32_t m, std::uint32_t k, std::uint32_
 struct Staging {
   BufferRef w_tile, x_tile, w, x;
   Expr lane, k_start, split_rows, first_row, first_column;
+  Expr w_base, x_base;  // the subgroup's first element of w_tile and x_tile
 };
 
 Expr plus(const Expr& base, std::uint32_t offset) { return offset == 0 ? base : base + u32(offset); }
@@ -133,7 +155,7 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
   // Whether x rows past m must be tested at run time (only the last row tile has them).
   const bool test_rows = !one_row_tile && m % tile_rows != 0;
   if (!ragged && (row_chunks % kSubgroupSize == 0 || kSubgroupSize % row_chunks == 0)) {
-    Expr w_destination = region.let("w_destination", lane * 4u);
+    Expr w_destination = region.let("w_destination", at.w_base + lane * 4u);
     Expr w_source = region.let("w_source", (at.k_start + lane) * row_bytes + at.first_column / 2u);
     for (std::uint32_t c = 0; c * kSubgroupSize < rows; ++c) {
       auto copy = [&, c](Body& body) {
@@ -149,7 +171,7 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
     const std::uint32_t copies_per_row = std::max(1u, row_chunks / kSubgroupSize);
     Expr lane_row = rows_per_copy > 1 ? region.let("x_lane_row", lane / row_chunks) : u32(0);
     Expr lane_column = region.let("x_lane_column", (rows_per_copy > 1 ? lane % row_chunks : lane) * 8u);
-    Expr x_destination = region.let("x_destination", lane_row * rows + lane_column);
+    Expr x_destination = region.let("x_destination", at.x_base + lane_row * rows + lane_column);
     Expr x_source = region.let("x_source", (at.first_row + lane_row) * k + at.k_start + lane_column);
     for (std::uint32_t tile_row = 0; tile_row < x_rows; tile_row += rows_per_copy) {
       for (std::uint32_t c = 0; c < copies_per_row; ++c) {
@@ -170,7 +192,7 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
   region.loop("w_copy", u32(0), u32(ceil_div(rows, kSubgroupSize)), [&](Body& loop, Expr c) {
     Expr row = loop.let("copy_row", c * kSubgroupSize + lane);
     loop.if_then(row < at.split_rows, [&](Body& copy) {
-      copy.async_copy(at.w_tile, row * 4u, at.w, (at.k_start + row) * row_bytes + at.first_column / 2u, 16);
+      copy.async_copy(at.w_tile, at.w_base + row * 4u, at.w, (at.k_start + row) * row_bytes + at.first_column / 2u, 16);
     });
   });
   region.loop("x_copy", u32(0), u32(ceil_div(tile_rows * row_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
@@ -179,7 +201,7 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
     Expr column = loop.let("chunk_column", (chunk % row_chunks) * 8u);
     Expr source_row = m % tile_rows == 0 ? at.first_row + tile_row : min(at.first_row + tile_row, u32(m - 1));
     loop.if_then(logical_and(tile_row < tile_rows, column < at.split_rows), [&](Body& copy) {
-      copy.async_copy(at.x_tile, tile_row * rows + column, at.x, source_row * k + at.k_start + column, 16);
+      copy.async_copy(at.x_tile, at.x_base + tile_row * rows + column, at.x, source_row * k + at.k_start + column, 16);
     });
   });
 }
@@ -236,32 +258,46 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
   if (const char* sidecar = second_sidecar(mode)) second = program.input(sidecar, ScalarType::F32, sidecar_count);
   BufferRef out = program.output("out", activation, m * n);
   const SplitK split_k = declare_split_k(
-      program, split.splits, checked_count(name, "units*32*sums", split.units(), kSubgroupSize * met_per_lane),
+      program, split.splits(), checked_count(name, "units*32*sums", split.units(), kSubgroupSize * met_per_lane),
       split.units());
-  // The split's rows of W (16 bytes each: the subgroup's 32 columns) and of x (16 rows).
-  BufferRef w_tile = program.shared("w_tile", ScalarType::U32, rows * 4);
-  BufferRef x_tile = program.shared("x_tile", activation, tile_rows * rows);
-  // The split's block sidecars of the 32 columns (128 bytes a block each).
-  BufferRef scale_tile = program.shared("scale_tile", ScalarType::F32, split.blocks_per_split * kTileColumns);
+  // Per k-subgroup: its part's rows of W (16 bytes each: the 32 columns; f32-typed, read
+  // as raw words, so that the k-subgroups' meeting can reuse them), of x (the m-tile's
+  // rows) and its blocks' sidecars of the 32 columns (128 bytes a block each).
+  const std::uint32_t k_subgroups = split.k_subgroups;
+  BufferRef w_tile = program.shared("w_tile", ScalarType::F32, k_subgroups * rows * 4);
+  BufferRef x_tile = program.shared("x_tile", activation, k_subgroups * tile_rows * rows);
+  const std::uint32_t sidecar_tile = split.blocks_per_split * kTileColumns;
+  BufferRef scale_tile = program.shared("scale_tile", ScalarType::F32, k_subgroups * sidecar_tile);
   BufferRef second_tile;
-  if (with_sums) second_tile = program.shared("second_tile", ScalarType::F32, split.blocks_per_split * kTileColumns);
-  program.launch({kSubgroupSize, 1, 1}, {column_tiles, split.row_tiles, split.splits});
+  if (with_sums) second_tile = program.shared("second_tile", ScalarType::F32, k_subgroups * sidecar_tile);
+  const KSubgroupMeeting meeting =
+      declare_k_subgroup_meeting(program, k_subgroups, kSubgroupSize * met_per_lane, ScalarType::F32, w_tile);
+  program.launch({kSubgroupSize * k_subgroups, 1, 1}, {column_tiles, split.row_tiles, split.splits()});
   program.body([&](Body& body) {
     body.region(kDequantMatmulInt4Id, [&](Body& region) {
-      Expr lane = region.let("lane", local_id(0));
+      Expr local = k_subgroups == 1 ? Expr() : region.let("local", local_id(0));
+      Expr lane = k_subgroups == 1 ? region.let("lane", local_id(0)) : region.let("lane", local % kSubgroupSize);
+      Expr k_subgroup = k_subgroups == 1 ? u32(0) : region.let("k_subgroup", local / kSubgroupSize);
       Expr group = region.let("group", lane / 4u);   // mma's groupID
       Expr thread = region.let("thread", lane % 4u);  // threadID_in_group
       Expr first_column = region.let("first_column", workgroup_id(0) * kTileColumns);
       Expr first_row = region.let("first_row", workgroup_id(1) * tile_rows);
-      Expr split_index = split.splits > 1 ? region.let("split", workgroup_id(2)) : u32(0);
-      Expr first_block = region.let("first_block", split_index * split.blocks_per_split);
+      Expr split_index = split.splits() > 1 ? region.let("split", workgroup_id(2)) : u32(0);
+      Expr part = k_subgroups == 1 ? split_index : region.let("part", split_index * k_subgroups + k_subgroup);
+      Expr first_block = region.let("first_block", part * split.blocks_per_split);
       Expr k_start = region.let("k_start", first_block * block_size);
       // Rows of this split: `rows` but in the last split what remains of k.
-      const bool ragged = split.splits * rows != k;
+      const bool ragged = split.parts * rows != k;
       Expr split_rows = ragged ? region.let("split_rows", min(u32(rows), u32(k) - k_start)) : u32(rows);
       // Stage the split's weights and activations with cp.async (16 bytes each), one group.
-      stage_rows(region, {w_tile, x_tile, w, x, lane, k_start, split_rows, first_row, first_column}, split, m, k, n,
-                 ragged);
+      // This k-subgroup's first element of each tile.
+      auto tile_base = [&](const char* tile, std::uint32_t size) {
+        return k_subgroups == 1 ? u32(0) : region.let(fmt::format("{}_base", tile), k_subgroup * size);
+      };
+      Expr w_base = tile_base("w", rows * 4), x_base = tile_base("x", tile_rows * rows);
+      Expr sidecar_base = tile_base("sidecar", sidecar_tile);
+      stage_rows(region, {w_tile, x_tile, w, x, lane, k_start, split_rows, first_row, first_column, w_base, x_base},
+                 split, m, k, n, ragged);
       // Sidecars: 8 chunks of 16 bytes a block (32 columns of f32), blocks past the last skipped.
       const std::uint32_t sidecar_chunks = split.blocks_per_split * kTileColumns / 4;
       region.loop("sidecar_copy", u32(0), u32(ceil_div(sidecar_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
@@ -269,8 +305,9 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
         Expr chunk_block = loop.let("chunk_block", first_block + chunk / (kTileColumns / 4));
         loop.if_then(logical_and(chunk < sidecar_chunks, chunk_block < blocks), [&](Body& copy) {
           Expr from = copy.let("sidecar_from", chunk_block * n + first_column + (chunk % (kTileColumns / 4)) * 4u);
-          copy.async_copy(scale_tile, chunk * 4u, scales, from, 16);
-          if (with_sums) copy.async_copy(second_tile, chunk * 4u, second, from, 16);
+          Expr to = k_subgroups == 1 ? chunk * 4u : copy.let("sidecar_to", sidecar_base + chunk * 4u);
+          copy.async_copy(scale_tile, to, scales, from, 16);
+          if (with_sums) copy.async_copy(second_tile, to, second, from, 16);
         });
       });
       region.async_commit();
@@ -280,11 +317,12 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
       // The lane's word of every weight row (columns 8 (g / 2) .. + 7) and the prmt selector
       // of its half-word (decode_row_pair).
       Expr word_column = region.let("word_column", group / 2u);
-      Expr w_lane = region.let("w_lane", thread * 8u + word_column);  // word of row 2t (4 words a row)
+      Expr w_lane = region.let("w_lane", w_base + thread * 8u + word_column);  // word of row 2t (4 words a row)
       Expr selector = region.let("selector", u32(0x5410u) + (group % 2u) * 0x2222u);
       Expr matrix = region.let("matrix", lane / 8u);
       // ldmatrix rows of A: lane 8i + r names row r of matrix i (rows 0-7 / 8-15, k 0-7 / 8-15).
-      Expr a_row_start = region.let("a_row_start", ((matrix & 1u) * 8u + lane % 8u) * rows + (matrix / 2u) * 8u);
+      Expr a_row_start =
+          region.let("a_row_start", x_base + ((matrix & 1u) * 8u + lane % 8u) * rows + (matrix / 2u) * 8u);
       std::vector<Expr> acc;
       for (std::uint32_t v = 0; v < sums_per_lane; ++v) acc.push_back(region.let(fmt::format("acc{}", v), f32(0.0f)));
       const Expr zero4 = make_vector({f32(0.0f), f32(0.0f), f32(0.0f), f32(0.0f)});
@@ -324,7 +362,8 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
             std::array<Expr, 4> words;
             for (std::uint32_t r = 0; r < 4; ++r) {
               const std::uint32_t row = (r & 1u) + 8u * (r >> 1);  // past row 2t
-              words[r] = step_body.let(fmt::format("w{}{}", r, suffix), w_tile.load(at(w_block, word_offset, row * 4), 1));
+              words[r] = step_body.let(fmt::format("w{}{}", r, suffix),
+                                       bitcast(ScalarType::U32, w_tile.load(at(w_block, word_offset, row * 4), 1)));
             }
             const std::array<Expr, 4> low_rows = decode_row_pair(step_body, input, words[0], words[1], selector, "rows_low" + suffix);
             const std::array<Expr, 4> high_rows = decode_row_pair(step_body, input, words[2], words[3], selector, "rows_high" + suffix);
@@ -354,7 +393,7 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
           // Fold the block: element e of tile j is (row g + 8 (e >> 1), column 8t + 4 (e & 1) + j)
           // (decode_row_pair's interleave): the lane's columns are 8t .. 8t + 7, whose
           // sidecars are two 16-byte loads each.
-          const Expr sidecar = owned.let("sidecar", local_block * kTileColumns + thread * 8u);
+          const Expr sidecar = owned.let("sidecar", sidecar_base + local_block * kTileColumns + thread * 8u);
           const std::array<Expr, 2> s = {owned.let("s_low", scale_tile.load(sidecar, 4)),
                                          owned.let("s_high", scale_tile.load(sidecar + 4u, 4))};
           std::array<Expr, 2> seconds;
@@ -382,20 +421,21 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
           }
         });
       });
-      // The splits meet (SplitK.h); lanes whose row g is past m own nothing (their sums are
-      // of the copies of row m - 1), so at m < 16 only the rows below m move through the
-      // partials. The last of the unit stores the rows below m: per row the lane's eight
-      // columns 8t .. 8t + 7 as one 16-byte store.
+      // The k-subgroups, then the splits meet (SplitK.h); lanes whose row g is past m own
+      // nothing (their sums are of rows past m), so at m < 16 only the rows below m move
+      // through the partials.
       Expr unit = region.let("unit", workgroup_id(1) * column_tiles + workgroup_id(0));
       Expr owner = m % tile_rows == 0 ? boolean(true) : region.let("owner", first_row + group < m);
       std::vector<Expr> met;  // acc[(mt * 4 + j) * 4 + e] for e < elements, in that order
       for (std::uint32_t v = 0; v < sums_per_lane; ++v) {
         if (v % 4 < elements) met.push_back(acc[v]);
       }
-      // Lane-interleaved partials: vector c of lane l at unit * 32 * met + 128 c + 4 l, so
-      // each f32x4 store and load of the subgroup covers 512 contiguous bytes.
-      emit_split_k_meeting(region, split_k, owner, unit * (kSubgroupSize * met_per_lane) + lane * 4u, met,
-                           unit, split_index, [&](Body& store_body, const std::vector<Expr>& totals) {
+      // The k-subgroups meet in shared memory (reusing the weight tiles, after a barrier);
+      // k-subgroup 0, one whole subgroup as the splits' meeting needs, goes on.
+      emit_k_subgroup_meeting(region, meeting, k_subgroup, owner, lane * met_per_lane, met);
+      // The last split of the unit stores the rows below m: per row the lane's eight
+      // columns 8t .. 8t + 7 as one 16-byte store.
+      auto store_outputs = [&](Body& store_body, const std::vector<Expr>& totals) {
         Expr column = store_body.let("column", first_column + thread * 8u);
         for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
           for (std::uint32_t h = 0; h < elements / 2; ++h) {
@@ -412,7 +452,15 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
             else put(store_body);
           }
         }
-      }, kSubgroupSize * 4);
+      };
+      // Lane-interleaved partials: vector c of lane l at unit * 32 * met + 128 c + 4 l, so
+      // each f32x4 store and load of the subgroup covers 512 contiguous bytes.
+      auto meet_splits = [&](Body& meet) {
+        emit_split_k_meeting(meet, split_k, owner, unit * (kSubgroupSize * met_per_lane) + lane * 4u, met, unit,
+                             split_index, store_outputs, kSubgroupSize * 4);
+      };
+      if (k_subgroups == 1) meet_splits(region);
+      else region.if_then(eq(k_subgroup, u32(0)), meet_splits);
     });
   });
   return program.build();

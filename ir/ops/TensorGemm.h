@@ -6,15 +6,20 @@
 //
 // First op: dequant_matmul_int4 (ir/ops/DequantMatmul.h: x A[m, k] row-major, W [k, n]
 // nibbles n fastest, block sidecars [ceil(k/block_size), n]) with f16 or bf16 activations.
-// - Work split: a workgroup is one subgroup; it owns an m-tile of M rows of x (16, or 32
-//   for m > 16: two 16-row mma tiles that share each decoded weight fragment), a
-//   32-column n-tile of W (four 8-column mma tiles) and a split of K: whole blocks,
-//   `splits` workgroups per tile (SplitK.h's rule: about kSplitKTargetWorkgroups
-//   workgroups with two blocks per split at least, then more splits while a split's
-//   staging would pass 16 KiB, where blocks allow). Grid: (n / 32, ceil(m / M), splits).
-//   The splits meet through the split-K scratch (`partials` f32[splits * 16 * n * M/16 *
-//   ceil(m/M)], `arrivals` u32[n/32 * ceil(m/M)]) in split order, as every split-K GEMV does;
-//   lanes whose row is past m own no partial sums.
+// - Work split: a subgroup owns an m-tile of M rows of x (16, or 32 for m > 16: two 16-row
+//   mma tiles that share each decoded weight fragment), a 32-column n-tile of W (four
+//   8-column mma tiles) and a part of K: whole blocks, `parts` subgroups per tile
+//   (SplitK.h's rule: about kSplitKTargetWorkgroups subgroups with two blocks per part at
+//   least, then more parts while a part's staging would pass 16 KiB, where blocks allow).
+//   Where one m-tile is staged and the parts pair up, a workgroup holds two of them as
+//   k-subgroups (2 x 32 invocations) that meet in shared memory, reusing the weight tiles;
+//   otherwise a workgroup is one subgroup. Grid: (n / 32, ceil(m / M), parts / k-subgroups).
+//   The workgroups of a tile meet through the split-K scratch (`partials` f32[splits * 32
+//   * met * n/32 * ceil(m/M)], lane-interleaved so that a subgroup's f32x4 stores cover
+//   512 contiguous bytes; `arrivals` u32[n/32 * ceil(m/M)]) in split order, as every
+//   split-K GEMV does. Lanes whose row is past m own no partial sums, and where one m-tile
+//   holds m <= 8 rows the upper eight rows' sums are never folded or met (met = 8 a lane,
+//   else 16 per m-tile).
 // - Staging, one cp.async group: the split's 16-byte weight rows, its x rows below m and
 //   its blocks' sidecars into shared memory, one wait and a barrier; for a whole split
 //   straight-line copies with [reg+imm] addresses. Per 16-row k-step (unrolled up to 16
@@ -31,12 +36,11 @@
 //   acc = fma(s, D, acc) (symmetric), fma(s, fma(-z, X, D), acc) (zero point) or
 //   fma(o, X, fma(s, D, acc)) (offset); one rounding to the activation type at the store.
 // Modeled on an H100 SXM (block 128, zero points, f16; bench/results/kernels.md, "Small
-// batches on the tensor cores"): 4.1 us at 4096x4096 for m = 2..8 (the warps' serial
-// chain), 6.0 us at m = 16 (DRAM: the split partial sums add half the weights' bytes),
-// 12-17 us at 4096x11008 and 11008x4096 (three waves of warps), 16 and 35 us at
-// 4096x4096 for m = 32 and 64 (the memory pipe). Next: a multi-stage pipeline whose
-// staging does not grow with the split (fewer splits, one wave), warps of one
-// workgroup sharing a split, and the other formats.
+// batches on the tensor cores"): at 4096x4096 3.5 us for m = 2 (the warps' serial chain),
+// 3.9 and 4.6 us for m = 8 and 16 (DRAM: the weights plus the split partial sums), 14.5 and
+// 29 us for m = 32 and 64 (DRAM: partial sums of 32 rows a tile, 16 splits); 4096x11008 and
+// 11008x4096 take three waves of subgroups. Next: a multi-stage pipeline whose staging does
+// not grow with the part (fewer splits in one wave), and the other formats.
 // Numerics: the mma model (ir/Mma.h) sums a block's products in k order per 16-row step;
 // with u = 2^-24 and T_p the per-term magnitudes of DequantMatmul.h's bound, the longest
 // chain of f32 roundings of an output is L = block_size + 4 + blocks + splits, so
