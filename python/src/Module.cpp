@@ -72,17 +72,16 @@ ir::ScalarType element_named(const std::string& name) {
   throw runtime::RuntimeError(fmt::format("unknown element type '{}'", name));
 }
 
-/// The logical shape of buffer `decl` of `spec`'s op, else its element count.
+/// The logical shape of buffer `decl` of `spec`'s op where it covers the declared count,
+/// else [count] (a buffer the registry does not describe, or declared larger).
 std::vector<std::uint64_t> buffer_shape(const ir::ops::OpSpec& spec, const ir::BufferDecl& decl) {
   for (const ir::ops::BufferSpec& buffer : spec.op->buffers) {
     if (buffer.name != decl.name) continue;
-    if (auto shape = ir::ops::logical_shape(buffer, spec.args); shape && decl.count == [&] {
-          std::uint64_t count = 1;
-          for (std::uint64_t dim : *shape) count *= dim;
-          return count;
-        }()) {
-      return *shape;
-    }
+    const std::optional<std::vector<std::uint64_t>> shape = ir::ops::logical_shape(buffer, spec.args);
+    if (!shape) break;
+    std::uint64_t count = 1;
+    for (std::uint64_t dim : *shape) count *= dim;
+    if (count == decl.count) return *shape;
   }
   return {decl.count};
 }
