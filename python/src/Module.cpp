@@ -249,9 +249,10 @@ class Kernel {
     runtime::cuda::CudaBackend& gpu = cuda_backend();
     std::optional<CUstream> handle;
     if (stream) handle = reinterpret_cast<CUstream>(*stream);
-    if (gpu.target().name() != target_.name()) {
-      throw runtime::RuntimeError(fmt::format("kernel compiled for {} but the GPU is {}; compile with target=None or "
-                                              "target='{}'",
+    // PTX JIT-compiles for the device it loads on, so any target up to the GPU's runs.
+    if (target_.sm > gpu.target().sm) {
+      throw runtime::RuntimeError(fmt::format("kernel compiled for {}, newer than the GPU ({}); compile with "
+                                              "target='{}' (quantc.cuda_target())",
                                               target_.name(), gpu.target().name(), gpu.target().name()));
     }
     gpu.launch(program_, runtime::cuda::KernelImage::ptx(ptx_), buffers, handle);
