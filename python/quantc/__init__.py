@@ -204,7 +204,7 @@ class Kernel:
         Raises RunError, before anything is launched, for a missing or unknown buffer, a
         tensor not on a CUDA device, a wrong dtype, shape or size, a non-contiguous
         tensor, a misaligned pointer or one outside its allocation, and a kernel compiled
-        for another target than the GPU's; BackendUnavailable without a driver or device."""
+        for a newer target than the GPU's; BackendUnavailable without a driver or device."""
         from ._device import device_pointers, current_stream
 
         pointers = device_pointers(self.buffers, tensors)
