@@ -1185,11 +1185,27 @@ class Selector : public ir::IRVisitor {
     return element_location(buffer, index).text();
   }
 
-  /// The address of global `buffer`'s element `index`: for `index = x + c` (c a u32
-  /// literal; or a let bound to it, offset_lets_) whose sum the value ranges prove free of
-  /// wrap-around, x's address plus the immediate c * element size ("[%rd+imm]": the rows
-  /// of a batch share one 64-bit address instead of a cvt/mul.wide and add.s64 each);
-  /// else element_address.
+  /// `index` as `x + c` (c a u32 literal, x no literal) whose sum the value ranges prove
+  /// free of wrap-around and whose c * element_bytes fits an immediate address offset.
+  struct ConstantOffset {
+    const ir::Expr* base = nullptr;  // x
+    std::uint64_t bytes = 0;         // c * element_bytes
+  };
+  std::optional<ConstantOffset> constant_offset(const ir::Expr& index, unsigned element_bytes) {
+    const auto* sum = index.as<ir::Binary>();
+    const auto* constant = sum && sum->op == ir::BinaryOp::Add ? sum->rhs.as<ir::Literal>() : nullptr;
+    if (!constant || constant->scalar() != ir::ScalarType::U32 || sum->lhs.as<ir::Literal>()) return std::nullopt;
+    const std::uint64_t bytes = constant->bits * element_bytes;
+    if (bytes > kMaxAddressOffset || ir::analysis::range_of(sum->lhs, ranges_).max + constant->bits > 0xFFFFFFFFu) {
+      return std::nullopt;
+    }
+    return ConstantOffset{&sum->lhs, bytes};
+  }
+
+  /// The address of global `buffer`'s element `index`: for `index = x + c` (constant_offset;
+  /// or a let bound to it, offset_lets_), x's address plus the immediate c * element size
+  /// ("[%rd+imm]": the rows of a batch share one 64-bit address instead of a cvt/mul.wide
+  /// and add.s64 each); else element_address.
   std::string global_address(const ir::BufferDecl& buffer, const ir::Expr& index) {
     const ir::Expr* looked = &index;
     bool through_let = false;
@@ -1197,44 +1213,33 @@ class Selector : public ir::IRVisitor {
       if (auto bound = offset_lets_.find(var->name); bound != offset_lets_.end()) looked = &bound->second;
       through_let = looked != &index;
     }
-    const auto* sum = looked->as<ir::Binary>();
-    const auto* constant = sum && sum->op == ir::BinaryOp::Add ? sum->rhs.as<ir::Literal>() : nullptr;
+    std::optional<ConstantOffset> split = constant_offset(*looked, ir::byte_size(buffer.element));
     // Through a let only for a read-only buffer (sidecars sharing a group's index) and onto
     // an address already in a register. Elsewhere a longer-lived address register cost
     // ptxas registers: a split-K scratch access of dequant_matmul_nvfp4 at 4096x11008
     // went from 40 to 47 registers, one CTA fewer per SM and a second wave.
-    if (through_let && constant &&
-        (buffer.is_written() || !addresses_.find({buffer.name, in_register(lower(sum->lhs))}))) {
-      constant = nullptr;
+    if (through_let && split &&
+        (buffer.is_written() || !addresses_.find({buffer.name, in_register(lower(*split->base))}))) {
+      split.reset();
     }
-    if (constant && constant->scalar() == ir::ScalarType::U32 && !sum->lhs.as<ir::Literal>()) {
-      const std::uint64_t offset = constant->bits * ir::byte_size(buffer.element);
-      if (offset <= kMaxAddressOffset &&
-          ir::analysis::range_of(sum->lhs, ranges_).max + constant->bits <= 0xFFFFFFFFu) {
-        GlobalAddress address = element_location(buffer, lower(sum->lhs));
-        address.offset += offset;
-        if (address.offset <= kMaxAddressOffset) return address.text();
-      }
+    if (split) {
+      GlobalAddress address = element_location(buffer, lower(*split->base));
+      address.offset += split->bytes;
+      if (address.offset <= kMaxAddressOffset) return address.text();
     }
     return element_address(buffer, lower(index));
   }
 
-  /// The address of shared `array`'s element `index`: for `index = x + c` (c a u32
-  /// literal) whose sum the value ranges prove free of wrap-around, x's address plus the
-  /// immediate c * element size ("[%r+imm]": the rows a lane reads at fixed distances share
-  /// one address register instead of an index, shift and add each); else shared_address.
+  /// The address of shared `array`'s element `index`: for `index = x + c` (constant_offset),
+  /// x's address plus the immediate c * element size ("[%r+imm]": the rows a lane reads at
+  /// fixed distances share one address register instead of an index, shift and add each);
+  /// else shared_address.
   std::string shared_address_of(const ir::SharedDecl& array, const ir::Expr& index) {
-    const auto* sum = index.as<ir::Binary>();
-    const auto* constant = sum && sum->op == ir::BinaryOp::Add ? sum->rhs.as<ir::Literal>() : nullptr;
-    if (constant && constant->scalar() == ir::ScalarType::U32 && !sum->lhs.as<ir::Literal>()) {
-      const std::uint64_t offset = constant->bits * ir::byte_size(array.element);
-      if (offset <= kMaxAddressOffset &&
-          ir::analysis::range_of(sum->lhs, ranges_).max + constant->bits <= 0xFFFFFFFFu) {
-        std::string address = shared_address(array, lower(sum->lhs));
-        if (offset == 0) return address;
-        address.pop_back();  // "[base" + "+offset]"; the base is a register (lhs is no literal)
-        return fmt::format("{}+{}]", address, offset);
-      }
+    if (std::optional<ConstantOffset> split = constant_offset(index, ir::byte_size(array.element))) {
+      std::string address = shared_address(array, lower(*split->base));
+      if (split->bytes == 0) return address;
+      address.pop_back();  // "[base" + "+offset]"; the base is a register (x is no literal)
+      return fmt::format("{}+{}]", address, split->bytes);
     }
     return shared_address(array, lower(index));
   }
