@@ -286,10 +286,10 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
       Expr part = k_subgroups == 1 ? split_index : region.let("part", split_index * k_subgroups + k_subgroup);
       Expr first_block = region.let("first_block", part * split.blocks_per_split);
       Expr k_start = region.let("k_start", first_block * block_size);
-      // Rows of this split: `rows` but in the last split what remains of k.
+      // Rows of this part: `rows` but in the last part what remains of k.
       const bool ragged = split.parts * rows != k;
       Expr split_rows = ragged ? region.let("split_rows", min(u32(rows), u32(k) - k_start)) : u32(rows);
-      // Stage the split's weights and activations with cp.async (16 bytes each), one group.
+      // Stage the part's weights and activations with cp.async (16 bytes each), one group.
       // This k-subgroup's first element of each tile.
       auto tile_base = [&](const char* tile, std::uint32_t size) {
         return k_subgroups == 1 ? u32(0) : region.let(fmt::format("{}_base", tile), k_subgroup * size);
@@ -346,24 +346,25 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
           Expr w_block = owned.let("w_block", w_lane + local_block * (block_size * 4));
           // One 16-row k-step at a_block + k_offset (x tile) and w_block + 4 k_offset (words).
           auto k_step = [&](Body& step_body, const Expr& k_offset, const std::string& suffix) {
-            auto at = [](const Expr& base, const Expr& offset, std::uint32_t constant) {
-              if (const auto* literal = offset.as<Literal>()) return plus(base, std::uint32_t(literal->bits) + constant);
-              return plus(base + offset, constant);
+            // base + scale * k_offset + constant; a single immediate for an unrolled step.
+            auto at = [&](const Expr& base, std::uint32_t scale, std::uint32_t constant) {
+              if (const auto* literal = k_offset.as<Literal>()) {
+                return plus(base, scale * std::uint32_t(literal->bits) + constant);
+              }
+              return plus(base + (scale == 1 ? k_offset : k_offset * scale), constant);
             };
             std::vector<Expr> a;
             for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
               a.push_back(step_body.let(fmt::format("a{}{}", mt, suffix),
-                                        subgroup_load_matrix(x_tile, at(a_block, k_offset, mt * kTileRows * rows), 4)));
+                                        subgroup_load_matrix(x_tile, at(a_block, 1, mt * kTileRows * rows), 4)));
             }
             // B: the lane's words of weight rows 2t, 2t+1, 2t+8, 2t+9 of the step, decoded in
             // pairs (rows 2t and 2t+1 give b0/b1 of all four tiles, 2t+8 and 2t+9 b2/b3).
-            const Expr word_offset = k_offset.as<Literal>() ? u32(std::uint32_t(k_offset.as<Literal>()->bits) * 4)
-                                                            : step_body.let("word_offset" + suffix, k_offset * 4u);
             std::array<Expr, 4> words;
             for (std::uint32_t r = 0; r < 4; ++r) {
               const std::uint32_t row = (r & 1u) + 8u * (r >> 1);  // past row 2t
               words[r] = step_body.let(fmt::format("w{}{}", r, suffix),
-                                       bitcast(ScalarType::U32, w_tile.load(at(w_block, word_offset, row * 4), 1)));
+                                       bitcast(ScalarType::U32, w_tile.load(at(w_block, 4, row * 4), 1)));
             }
             const std::array<Expr, 4> low_rows = decode_row_pair(step_body, input, words[0], words[1], selector, "rows_low" + suffix);
             const std::array<Expr, 4> high_rows = decode_row_pair(step_body, input, words[2], words[3], selector, "rows_high" + suffix);

@@ -124,6 +124,7 @@ TEST_CASE("tensor-core dequant_matmul_int4 agrees with the seed within the f32 b
       shapes.push_back({64, 256, 64, 32, mode, activation});   // four m-tiles, 8 blocks over the k-subgroups
       shapes.push_back({16, 1024, 32, 128, mode, activation});  // two k-subgroups meeting in the weight tiles
       shapes.push_back({9, 736, 32, 64, mode, activation});     // two k-subgroups, the last part ragged
+      shapes.push_back({5, 1024, 32, 512, mode, activation});   // 32 k-steps a block: a loop, not unrolled
     }
   }
   for (const Shape& s : shapes) {
@@ -167,14 +168,15 @@ TEST_CASE("tensor-core dequant_matmul_int4: the emulated PTX equals the interpre
   // The staging's three forms: x chunks that divide a subgroup's 32 (several rows per
   // copy, rows past m skipped per lane or per row tile), that fill it (one row per copy:
   // 256-row splits), and the ragged last split's loop; two k-subgroups per workgroup,
-  // whole and with a ragged last part.
+  // whole and with a ragged last part; a block of more k-steps than are unrolled.
   for (const Shape& s : {Shape{5, 128, 64, 64, BlockAffineMode::ZeroPoint, ScalarType::F16},
                          Shape{33, 96, 32, 32, BlockAffineMode::Offset, ScalarType::BF16},
                          Shape{16, 64, 32, 16, BlockAffineMode::Symmetric, ScalarType::BF16},
                          Shape{3, 1024, 32, 256, BlockAffineMode::ZeroPoint, ScalarType::F16},
                          Shape{7, 160, 32, 64, BlockAffineMode::Symmetric, ScalarType::BF16},
                          Shape{16, 1024, 32, 128, BlockAffineMode::Offset, ScalarType::BF16},
-                         Shape{9, 736, 32, 64, BlockAffineMode::ZeroPoint, ScalarType::F16}}) {
+                         Shape{9, 736, 32, 64, BlockAffineMode::ZeroPoint, ScalarType::F16},
+                         Shape{5, 1024, 32, 512, BlockAffineMode::Offset, ScalarType::BF16}}) {
     const ir::Program program = tensor_program(s);
     const Inputs in = make_inputs(s, false, s.k + s.n);
     const std::vector<float> reference = run(program, s, in);
