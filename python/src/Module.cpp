@@ -183,20 +183,7 @@ class Kernel {
   /// `seed`, inputs not given are random_buffers'; without, every input is required.
   std::map<std::string, Array> run(const std::string& backend_name, const std::map<std::string, Array>& inputs,
                                    std::optional<std::uint64_t> seed, unsigned threads) const {
-    for (const auto& [name, array] : inputs) {
-      const ir::BufferDecl* decl = program_.find_buffer(name);
-      if (decl == nullptr) {
-        std::string names;
-        for (const ir::BufferDecl& candidate : program_.buffers) names += (names.empty() ? "" : ", ") + candidate.name;
-        throw runtime::RuntimeError(
-            fmt::format("argument '{}': the program has no buffer named '{}'; its buffers are: {}", name, name, names));
-      }
-      if (decl->is_scratch()) {
-        throw runtime::RuntimeError(fmt::format("argument '{}': buffer '{}' is the kernel's scratch memory "
-                                                "(zero-filled by quantc, never an input); drop it",
-                                                name, name));
-      }
-    }
+    for (const auto& [name, array] : inputs) runtime::input_buffer(program_, name, fmt::format("argument '{}'", name));
     runtime::BufferSet buffers = seed ? runtime::random_buffers(program_, *seed) : runtime::allocate_buffers(program_);
     std::string missing;
     for (const ir::BufferDecl& decl : program_.buffers) {

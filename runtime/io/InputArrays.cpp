@@ -82,6 +82,26 @@ void check_input_shape(const ir::ops::OpSpec& spec, const ir::BufferDecl& decl, 
 
 }  // namespace
 
+std::string buffer_names(const ir::Program& program) {
+  std::string names;
+  for (const ir::BufferDecl& decl : program.buffers) names += (names.empty() ? "" : ", ") + decl.name;
+  return names;
+}
+
+const ir::BufferDecl& input_buffer(const ir::Program& program, const std::string& name, const std::string& label) {
+  const ir::BufferDecl* decl = program.find_buffer(name);
+  if (decl == nullptr) {
+    throw RuntimeError(fmt::format("{}: the program has no buffer named '{}'; its buffers are: {}", label, name,
+                                   buffer_names(program)));
+  }
+  if (decl->is_scratch()) {
+    throw RuntimeError(fmt::format("{}: buffer '{}' is the kernel's scratch memory (zero-filled by quantc, cleared "
+                                   "again by every launch), not an input; drop {}",
+                                   label, name, label));
+  }
+  return *decl;
+}
+
 HostBuffer accept_input_array(const ir::ops::OpSpec& spec, const ir::BufferDecl& decl, NpyArray array,
                               const std::string& label, const std::string& noun) {
   const ir::ScalarType given_element = array.buffer.element;

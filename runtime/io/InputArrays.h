@@ -12,6 +12,15 @@
 
 namespace quantc::runtime {
 
+/// The names of `program`'s buffers in binding order, ", "-separated (for messages).
+std::string buffer_names(const ir::Program& program);
+
+/// The buffer of `program` an input argument labelled `label` ("--input x=x.npy",
+/// "argument 'x'") names. Throws RuntimeError prefixed by `label` for a name no buffer
+/// has (listing the buffers) and for a scratch buffer (zero-filled by quantc, never an
+/// input).
+const ir::BufferDecl& input_buffer(const ir::Program& program, const std::string& name, const std::string& label);
+
 /// Returns `array.buffer` ready to bind to `decl`, a buffer of `spec`'s program.
 /// Accepted, besides the declared element type and count:
 /// - unsigned integer words of another width with the same byte size (packed codes are

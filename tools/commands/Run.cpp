@@ -77,12 +77,6 @@ const std::vector<std::string>& spec_only_options() {
   return names;
 }
 
-std::string buffer_names(const ir::Program& program) {
-  std::string names;
-  for (const ir::BufferDecl& decl : program.buffers) names += (names.empty() ? "" : ", ") + decl.name;
-  return names;
-}
-
 /// --random-inputs SEED: a decimal integer in 0..2^64-1.
 std::optional<std::uint64_t> parse_seed(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
@@ -167,15 +161,7 @@ Bindings check_bindings(const ir::Program& program, const RunOptions& options) {
   std::map<std::string, std::string> seen;
   for (const std::string& binding : options.inputs) {
     auto [name, path] = split_binding(binding, "--input");
-    if (program.find_buffer(name) == nullptr) {
-      throw CommandError(fmt::format("--input {}: the program has no buffer named '{}'; its buffers are: {}", binding,
-                                     name, buffer_names(program)));
-    }
-    if (program.find_buffer(name)->is_scratch()) {
-      throw CommandError(fmt::format("--input {}: buffer '{}' is the kernel's scratch memory (zero-filled by quantc, "
-                                     "cleared again by every launch), not an input; drop this --input",
-                                     binding, name));
-    }
+    runtime::input_buffer(program, name, "--input " + binding);
     if (auto [previous, inserted] = seen.emplace(name, "--input " + binding); !inserted) {
       throw CommandError(fmt::format("--input {}: buffer '{}' is already given by {}; give each buffer once", binding,
                                      name, previous->second));
@@ -195,7 +181,7 @@ Bindings check_bindings(const ir::Program& program, const RunOptions& options) {
     auto [name, path] = split_binding(binding, "--output");
     if (program.find_buffer(name) == nullptr) {
       throw CommandError(fmt::format("--output {}: the program has no buffer named '{}'; its buffers are: {}", binding,
-                                     name, buffer_names(program)));
+                                     name, runtime::buffer_names(program)));
     }
     if (program.find_buffer(name)->is_scratch()) {
       throw CommandError(fmt::format("--output {}: buffer '{}' is the kernel's scratch memory (all zeros after every "
