@@ -46,12 +46,10 @@ ir::ops::OpSpec load_spec(const std::string& path) { return parse_spec_text(read
 
 ptx::Target resolve_target(const std::optional<std::string>& command_line, const ir::ops::OpSpec& spec) {
   try {
-    if (command_line) return ptx::parse_target(*command_line);
-    if (spec.target) return ptx::parse_target(*spec.target);
+    return lower::resolve_target(command_line, spec);
   } catch (const std::invalid_argument& error) {
     throw CommandError(error.what());
   }
-  return ptx::default_target();
 }
 
 std::optional<ptx::Target> requested_target(const std::optional<std::string>& command_line,
@@ -75,16 +73,7 @@ void PipelineFlags::add_to(CLI::App& command) {
 lower::PassOptions PipelineFlags::pass_options(const ir::ops::OpSpec* spec) const {
   lower::PassOptions options;
   try {
-    if (level) {
-      options.level = lower::parse_optimization_level(*level);
-    } else if (spec != nullptr && spec->opt_level) {
-      options.level = lower::parse_optimization_level(*spec->opt_level);
-    }
-    if (fp_contract) {
-      options.fp_contract = *fp_contract == "on";
-    } else if (spec != nullptr && spec->fp_contract) {
-      options.fp_contract = *spec->fp_contract == "on";
-    }
+    options = lower::resolve_pass_options(spec != nullptr ? *spec : ir::ops::OpSpec{}, level, fp_contract);
     if (!passes.empty()) options.passes = lower::parse_pass_list(passes);
     for (const std::string& name : print_ir_after) lower::parse_pass_list(name);  // validates the name
   } catch (const lower::PassError& error) {

@@ -30,6 +30,22 @@ ir::ops::OpSpec parse_spec_with_target(const std::string& text, const std::strin
   return spec;
 }
 
+ptx::Target resolve_target(const std::optional<std::string>& requested, const ir::ops::OpSpec& spec) {
+  if (requested) return ptx::parse_target(*requested);
+  if (spec.target) return ptx::parse_target(*spec.target);
+  return ptx::default_target();
+}
+
+PassOptions resolve_pass_options(const ir::ops::OpSpec& spec, const std::optional<std::string>& level,
+                                 const std::optional<std::string>& fp_contract) {
+  PassOptions options;
+  if (level) options.level = parse_optimization_level(*level);
+  else if (spec.opt_level) options.level = parse_optimization_level(*spec.opt_level);
+  if (fp_contract) options.fp_contract = *fp_contract == "on";
+  else if (spec.fp_contract) options.fp_contract = *spec.fp_contract == "on";
+  return options;
+}
+
 std::string pipeline_name(const PassOptions& options) {
   if (!options.passes.empty()) return fmt::format("passes={}", fmt::join(options.passes, ","));
   switch (options.level) {

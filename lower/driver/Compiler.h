@@ -2,6 +2,7 @@
 // tests and embedders all compile through here so they cannot disagree.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "ir/Program.h"
@@ -35,6 +36,18 @@ CompiledKernel compile(const ir::Program& program, const CompileOptions& options
 /// ir::ops::SpecError `SOURCE: "target": unknown target ...` for a target quantc does not
 /// support. What every command and the Python package parse specs with.
 ir::ops::OpSpec parse_spec_with_target(const std::string& text, const std::string& source);
+
+/// The target a spec compiles for: `requested` (a --target flag, a function argument),
+/// else the spec's "target", else ptx::default_target() (sm_80). Throws
+/// std::invalid_argument naming the value and the supported targets for an unknown one.
+ptx::Target resolve_target(const std::optional<std::string>& requested, const ir::ops::OpSpec& spec);
+
+/// The pass options a spec compiles with: optimization level `level` ("O0".."O2", a -O
+/// flag or a function argument), else the spec's "opt_level", else O2; FMA contraction
+/// `fp_contract` ("on"/"off"), else the spec's "fp_contract", else on. Throws PassError
+/// for an unknown level.
+PassOptions resolve_pass_options(const ir::ops::OpSpec& spec, const std::optional<std::string>& level,
+                                 const std::optional<std::string>& fp_contract);
 
 /// The pipeline's name for cache keys and logs: "O0", "O1", "O2" ("O2,fp-contract=off"
 /// without contraction), or "passes=a,b,c" for an explicit list.

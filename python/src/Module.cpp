@@ -94,15 +94,13 @@ class Kernel {
       : spec_(lower::parse_spec_with_target(spec_text, source)) {
     // Bad values of the arguments are spec errors, as their spelling in a spec would be.
     try {
-      if (opt_level) passes_.level = lower::parse_optimization_level(*opt_level);
-      else if (spec_.opt_level) passes_.level = lower::parse_optimization_level(*spec_.opt_level);
-      target_ = ptx::parse_target(target ? *target : spec_.target.value_or(std::string(ptx::default_target().name())));
+      passes_ = lower::resolve_pass_options(spec_, opt_level, std::nullopt);
+      target_ = lower::resolve_target(target, spec_);
     } catch (const lower::PassError& error) {
       throw ir::ops::SpecError(error.what());
     } catch (const std::invalid_argument& error) {
       throw ir::ops::SpecError(error.what());
     }
-    if (spec_.fp_contract) passes_.fp_contract = *spec_.fp_contract == "on";
     program_ = ir::ops::build_program(spec_);
     // PTX through the kernel cache, as `quantc emit` does.
     lower::KernelCache cache = lower::KernelCache::from_environment();
@@ -162,7 +160,7 @@ class Kernel {
     options.devices = devices;
     const nlohmann::ordered_json document = {
         {"kernels", nlohmann::ordered_json::array({runtime::emulator::profile_json(
-                        runtime::emulator::profile_program(optimized(), ptx_, seed, options))})}};
+                        runtime::emulator::profile_program(program_, ptx_, seed, options))})}};
     return document.dump();
   }
 
@@ -203,10 +201,14 @@ class Kernel {
                                               missing));
     }
     std::unique_ptr<runtime::Backend> backend = runtime::make_backend(backend_name);
-    runtime::CompileOptions options;
-    options.passes = passes_;
-    options.target = target_;
-    runtime::BackendKernel kernel = backend->compile(program_, options);
+    // A PTX backend runs the PTX compiled (or read from the cache) above; the interpreter
+    // runs the optimized IR.
+    runtime::BackendKernel kernel{program_, ptx_, target_};
+    if (backend->form() == runtime::KernelForm::Ir) {
+      runtime::CompileOptions options;
+      options.passes = passes_;
+      kernel = backend->compile(program_, options);
+    }
     runtime::RunOptions run_options;
     run_options.threads = threads;
     {
