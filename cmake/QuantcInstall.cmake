@@ -49,7 +49,7 @@ function(quantc_install_flavor flavor export_targets dependencies)
     set(component)
   endif()
   install(TARGETS ${export_targets}
-    EXPORT quantcTargets_${flavor} ${component}
+    EXPORT quantcTargets_${flavor}
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} ${component}
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} ${component}
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} ${component}
