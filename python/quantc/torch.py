@@ -25,12 +25,13 @@ _TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloa
 _ACTIVATIONS = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 
 
-def _to_torch(array: np.ndarray) -> torch.Tensor:
-    """A CPU tensor with the array's bits (u32 words as int32: PyTorch has no uint32)."""
+def _to_torch(array: np.ndarray, element: str) -> torch.Tensor:
+    """A CPU tensor with the bits of `array`, a buffer of quantc element type `element`
+    (u32 words as int32: PyTorch has no uint32; bf16 from ml_dtypes or uint16 bits)."""
+    if element == "bf16":
+        return torch.from_numpy(array.view(np.int16).copy()).view(torch.bfloat16)
     if array.dtype == np.uint32:
         array = array.view(np.int32)
-    if array.dtype.name == "bfloat16":
-        return torch.from_numpy(array.view(np.int16).copy()).view(torch.bfloat16)
     return torch.from_numpy(array.copy())
 
 
@@ -66,7 +67,7 @@ class QuantizedLinear(torch.nn.Module):
         for name, array in arrays.items():
             if name == "bias":
                 continue
-            self.register_buffer(f"q_{name}", _to_torch(array))
+            self.register_buffer(f"q_{name}", _to_torch(array, quantc._element_of(array.dtype, name)))
             self._weight_names.append(name)
         bias = arrays.get("bias")
         self.register_buffer("extra_bias", None if bias is None or "b" in arrays else
@@ -130,5 +131,5 @@ class QuantizedLinear(torch.nn.Module):
             given = {**weights, self.x_buffer.name: x}
             arrays = {buffer.name: _to_numpy(given[buffer.name], buffer.element)
                       for buffer in kernel.buffers if buffer.name in given}
-            out = _to_torch(kernel.run("reference", **arrays)[self.out_buffer.name]).reshape(-1)
+            out = _to_torch(kernel.run("reference", **arrays)[self.out_buffer.name], self.out_buffer.element).reshape(-1)
         return out[: rows * self.out_features].reshape(rows, self.out_features)
