@@ -116,7 +116,8 @@ struct BufferRef {
   Expr load_words(Expr index, unsigned lanes) const;
 };
 
-/// ldmatrix: `matrices` (1, 2, 4) 8x8 tiles of the 16-bit workgroup array `array`, this
+/// ldmatrix: `matrices` (1, 2, 4) 8x8 tiles of 16-bit elements of the workgroup array
+/// `array` (16- or 32-bit elements, rows of 16 bytes), this
 /// invocation's row start at `index` (ir::SubgroupLoadMatrix).
 Expr subgroup_load_matrix(const BufferRef& array, Expr index, unsigned matrices, bool transpose = false);
 

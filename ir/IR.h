@@ -482,9 +482,11 @@ struct SubgroupMma : ExprBase {
 
 /// Loads `matrices` (1, 2 or 4) 8x8 matrices of 16-bit elements from workgroup array
 /// `array` across the subgroup, in the fragment layout mma reads (ir/Mma.h,
-/// load_matrix_source): invocation 8i + r gives in `index` (u32, in elements) where row r
-/// of matrix i starts (8 contiguous elements, 16-byte aligned: the verifier must prove
-/// index a multiple of 8); invocations 8 * matrices and up give an index that is not used.
+/// load_matrix_source): invocation 8i + r gives in `index` (u32, in the array's elements)
+/// where row r of matrix i starts: 16 contiguous bytes, 16-byte aligned (the verifier must
+/// prove it), read as eight 16-bit elements whatever the array's 16- or 32-bit element
+/// type (a 32-bit array holds raw pairs, e.g. packed codes); invocations 8 * matrices and
+/// up give an index that is not used.
 /// The result is u32 (one matrix), u32x2 or u32x4: word i holds two elements of matrix i,
 /// low half first; `transpose` takes them down a column instead of along a row. Needs the
 /// whole subgroup active. PTX: ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16 (sm_75+).

@@ -112,12 +112,12 @@ class StatementChecker : public IRVisitor {
     if (array == nullptr) {
       report("subgroup_load_matrix reads workgroup array '{}', which is not declared{}", node.array,
              program_.find_buffer(node.array) ? " as one (ldmatrix reads shared memory; stage the buffer there)" : "");
-    } else if (bit_width(array->element) != 16) {
-      report("subgroup_load_matrix reads 16-bit elements (f16, bf16, u16, i16), but workgroup array '{}' holds {}",
+    } else if (bit_width(array->element) != 16 && bit_width(array->element) != 32) {
+      report("subgroup_load_matrix reads rows of 16 bytes from a 16- or 32-bit workgroup array, but '{}' holds {}",
              node.array, to_string(array->element));
     } else {
-      // Each row is 8 elements at a 16-byte aligned address.
-      check_alignment("ldmatrix row of", node.array, node.index, array->element, 16, 2);
+      // Each row is 16 bytes at a 16-byte aligned address.
+      check_alignment("ldmatrix row of", node.array, node.index, array->element, 16);
     }
     IRVisitor::visit_SubgroupLoadMatrix(node);
   }

@@ -25,14 +25,10 @@ constexpr std::uint32_t kUnrolledSteps = 16;
 /// m-tiles a subgroup multiplies with each decoded weight fragment (m > 16: two).
 constexpr std::uint32_t kMaxMTiles = 2;
 std::uint32_t m_tiles_of(std::uint32_t m) { return std::min(kMaxMTiles, ceil_div(m, kTileRows)); }
-/// Shared memory a split stages per weight row, at most: 16 bytes of W, 2 bytes of each of
-/// the x rows and the sidecars (two 128-byte rows a block, blocks of at least 16 rows).
-std::uint32_t staged_bytes_per_row(std::uint32_t m_tiles) { return 16 + m_tiles * kTileRows * 2 + 16; }
 /// The staging limit: the IR's 48 KiB of static shared memory per workgroup.
 constexpr std::uint32_t kMaxStagedBytes = 48 * 1024;
-/// The staging of a workgroup of two k-subgroups, at most: 27 KiB keeps 8 of them (16
-/// warps, what 128 registers a thread allow) per H100 SM.
-constexpr std::uint32_t kMaxKSubgroupStagedBytes = 27 * 1024;
+/// k-subgroups of a workgroup, at most: 256 invocations.
+constexpr std::uint32_t kMaxKSubgroups = 8;
 /// The staging a split aims to stay within (more splits where blocks allow): 16 KiB keeps
 /// 14 one-warp workgroups per H100 SM, and each warp's chain short.
 constexpr std::uint32_t kPreferredStagedBytes = 16 * 1024;
@@ -44,23 +40,21 @@ std::uint32_t half_magic(ScalarType input) { return input == ScalarType::F16 ? 0
 std::uint32_t half_ones(ScalarType input) { return input == ScalarType::F16 ? 0x3c003c00u : 0x3f803f80u; }
 
 /// The B registers of the four mma tiles for two consecutive weight rows (k, k + 1) of a
-/// lane, from the lane's 32-bit word of each row. Columns are interleaved over the tiles:
-/// mma column g of tile j is the subgroup's column 4g + j, so group g's four columns are
-/// the four nibbles of half-word g % 2 of word g / 2 of every row, and `selector` (prmt:
-/// 0x5410 for half 0, 0x7632 for half 1) gathers row k's half under the low half of the
-/// pair and row k + 1's under the high half. Each tile's pair is then one lop3 (mask the
+/// lane. Columns are interleaved over the tiles: mma column g of tile j is the subgroup's
+/// column 4g + j, so group g's four columns are the four nibbles of half-word g of every
+/// 16-byte row, and `halves` holds row k's half-word g in its low half and row k + 1's in
+/// its high half: what ldmatrix.trans gives lane (g, t) for rows 2t and 2t + 1 of an 8-row
+/// matrix (one "element" = 4 codes). Each tile's pair is then one lop3 (mask the
 /// nibble, OR in the exponent of 1024 for f16 or 128 for bf16) and one exact f16x2/bf16x2
 /// operation: a subtraction of the bias for a nibble at bits 0..3; for f16, whose 10
 /// mantissa bits also hold a nibble at bits 4..7 (1024 + 16 q), an fma by 1/16 less
 /// 1024 / 16 instead, which saves the shift (tiles 1 and 3). bf16 has 7 mantissa bits, so
-/// each of its tiles shifts its nibble to bits 0..3 first. 1.25 instructions per code for
-/// f16, 1.5 for bf16 (Marlin's lop3 dequantization, without its offline reordering).
-std::array<Expr, 4> decode_row_pair(Body& body, ScalarType input, const Expr& row0_word, const Expr& row1_word,
-                                    const Expr& selector, const std::string& name) {
+/// each of its tiles shifts its nibble to bits 0..3 first. 1.125 instructions per code for
+/// f16, 1.375 for bf16 (Marlin's lop3 dequantization, without its offline reordering).
+std::array<Expr, 4> decode_row_pair(Body& body, ScalarType input, const Expr& halves, const std::string& name) {
   const Type pair(input, 2);
   const std::uint32_t magic = half_magic(input) * 0x10001u;
   const Expr bias = bitcast(pair, u32(magic));
-  Expr halves = body.let(name, permute(row0_word, row1_word, selector));
   auto low_nibble = [&](const Expr& bits) {
     return bitcast(ScalarType::U32, bitcast(pair, (bits & u32(0x000F000Fu)) | u32(magic)) - bias);
   };
@@ -81,6 +75,7 @@ std::array<Expr, 4> decode_row_pair(Body& body, ScalarType input, const Expr& ro
 /// ("unit": column_tiles x row_tiles of them), and K in `splits` splits of
 /// `blocks_per_split` whole blocks staged in shared memory.
 struct TensorGemmSplit {
+  std::uint32_t m = 0;
   std::uint32_t m_tiles = 1, column_tiles = 0, row_tiles = 0;
   std::uint32_t blocks = 0, parts = 1, blocks_per_split = 1, block_size = 16;
   /// Subgroups of a workgroup, each with its own part of K ("k-subgroups", SplitK.h): they
@@ -88,6 +83,9 @@ struct TensorGemmSplit {
   std::uint32_t k_subgroups = 1;
   std::uint32_t splits() const { return parts / k_subgroups; }  // workgroups per tile
   std::uint32_t tile_rows() const { return m_tiles * kTileRows; }
+  /// Rows of the x tile a subgroup stages: only the rows below m where one row tile
+  /// covers m (ldmatrix reads of the tile rows past them are clamped to the last).
+  std::uint32_t x_tile_rows() const { return row_tiles == 1 ? std::min(m, tile_rows()) : tile_rows(); }
   std::uint32_t units() const { return column_tiles * row_tiles; }
   std::uint32_t rows() const { return blocks_per_split * block_size; }  // weight rows of a part
 };
@@ -95,33 +93,42 @@ struct TensorGemmSplit {
 /// Shared memory one subgroup stages (both sidecars counted): its part's weight rows
 /// (16 bytes each), its x tile rows and its blocks' sidecars (128 bytes each).
 std::uint32_t staged_bytes(const TensorGemmSplit& split) {
-  return split.rows() * 16 + split.tile_rows() * split.rows() * 2 + split.blocks_per_split * 2 * kTileColumns * 4;
+  return split.rows() * 16 + split.x_tile_rows() * split.rows() * 2 + split.blocks_per_split * 2 * kTileColumns * 4;
+}
+
+/// The rows of m and a one-block part of K (what the staging of a block depends on).
+TensorGemmSplit block_split(std::uint32_t m, std::uint32_t block_size) {
+  TensorGemmSplit split;
+  split.m = m;
+  split.m_tiles = m_tiles_of(m);
+  split.row_tiles = ceil_div(m, split.tile_rows());
+  split.block_size = block_size;
+  return split;
 }
 
 /// The fewest parts of K (a power of two) that give kSplitKTargetWorkgroups subgroups
 /// while every part keeps two blocks (SplitK.h's rule), then more while a part's staging
-/// passes kPreferredStagedBytes and blocks allow; no part is left empty. Two k-subgroups
-/// per workgroup where one m-tile is staged, the parts pair up and both stagings fit
-/// kMaxKSubgroupStagedBytes (their meeting reuses the weight tiles, which must hold it).
+/// passes kPreferredStagedBytes and blocks allow; no part is left empty. Then as many
+/// k-subgroups per workgroup (a power of two, at most kMaxKSubgroups) as divide the parts
+/// with all their stagings within kMaxStagedBytes, and the meeting's partial sums within
+/// the weight tiles it reuses: every halving of the splits halves the partial sums that
+/// cross DRAM.
 TensorGemmSplit tensor_gemm_split(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size) {
-  TensorGemmSplit split;
-  split.m_tiles = m_tiles_of(m);
+  TensorGemmSplit split = block_split(m, block_size);
   split.column_tiles = n / kTileColumns;
-  split.row_tiles = ceil_div(m, split.tile_rows());
   split.blocks = ceil_div(k, block_size);
-  split.block_size = block_size;
   split.parts = choose_splits(split.units(), split.blocks, 1);
   split.blocks_per_split = ceil_div(split.blocks, split.parts);
-  while (split.rows() * staged_bytes_per_row(split.m_tiles) > kPreferredStagedBytes && split.blocks_per_split > 1) {
+  while (staged_bytes(split) > kPreferredStagedBytes && split.blocks_per_split > 1) {
     split.parts *= 2;
     split.blocks_per_split = ceil_div(split.blocks, split.parts);
   }
   split.parts = ceil_div(split.blocks, split.blocks_per_split);
-  const std::uint32_t met_per_lane = kTiles * (split.row_tiles == 1 && m <= 8 ? 2 : 4);
-  if (split.m_tiles == 1 && split.parts % 2 == 0 &&
-      2 * staged_bytes(split) <= kMaxKSubgroupStagedBytes &&
-      split.rows() * 4 >= kSubgroupSize * met_per_lane) {
-    split.k_subgroups = 2;
+  const std::uint32_t met_per_lane = split.m_tiles * kTiles * (split.row_tiles == 1 && m <= 8 ? 2 : 4);
+  const bool meeting_fits = split.rows() * 4 >= kSubgroupSize * met_per_lane;
+  while (meeting_fits && split.k_subgroups < kMaxKSubgroups && split.parts % (2 * split.k_subgroups) == 0 &&
+         2 * split.k_subgroups * staged_bytes(split) <= kMaxStagedBytes) {
+    split.k_subgroups *= 2;
   }
   return split;
 }
@@ -146,14 +153,11 @@ Expr plus(const Expr& base, std::uint32_t offset) { return offset == 0 ? base : 
 /// every chunk, rows past m copying row m - 1.
 void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t m, std::uint32_t k,
                 std::uint32_t n, bool ragged) {
-  const std::uint32_t rows = split.rows(), row_bytes = n / 2, tile_rows = split.tile_rows();
+  const std::uint32_t rows = split.rows(), row_bytes = n / 2, x_rows = split.x_tile_rows();
   const std::uint32_t row_chunks = rows / 8;  // 16-byte chunks of one x row
   const Expr& lane = at.lane;
-  // Rows of the x tile that may hold rows below m: all, or m where one row tile covers m.
-  const bool one_row_tile = split.row_tiles == 1;
-  const std::uint32_t x_rows = one_row_tile ? std::min(m, tile_rows) : tile_rows;
   // Whether x rows past m must be tested at run time (only the last row tile has them).
-  const bool test_rows = !one_row_tile && m % tile_rows != 0;
+  const bool test_rows = split.row_tiles > 1 && m % split.tile_rows() != 0;
   if (!ragged && (row_chunks % kSubgroupSize == 0 || kSubgroupSize % row_chunks == 0)) {
     Expr w_destination = region.let("w_destination", at.w_base + lane * 4u);
     Expr w_source = region.let("w_source", (at.k_start + lane) * row_bytes + at.first_column / 2u);
@@ -195,12 +199,12 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
       copy.async_copy(at.w_tile, at.w_base + row * 4u, at.w, (at.k_start + row) * row_bytes + at.first_column / 2u, 16);
     });
   });
-  region.loop("x_copy", u32(0), u32(ceil_div(tile_rows * row_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
+  region.loop("x_copy", u32(0), u32(ceil_div(x_rows * row_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
     Expr chunk = loop.let("chunk", c * kSubgroupSize + lane);
     Expr tile_row = loop.let("tile_row", chunk / row_chunks);
     Expr column = loop.let("chunk_column", (chunk % row_chunks) * 8u);
-    Expr source_row = m % tile_rows == 0 ? at.first_row + tile_row : min(at.first_row + tile_row, u32(m - 1));
-    loop.if_then(logical_and(tile_row < tile_rows, column < at.split_rows), [&](Body& copy) {
+    Expr source_row = m % split.tile_rows() == 0 ? at.first_row + tile_row : min(at.first_row + tile_row, u32(m - 1));
+    loop.if_then(logical_and(tile_row < x_rows, column < at.split_rows), [&](Body& copy) {
       copy.async_copy(at.x_tile, at.x_base + tile_row * rows + column, at.x, source_row * k + at.k_start + column, 16);
     });
   });
@@ -220,9 +224,12 @@ std::optional<std::string> int4_tensor_gemm_unsupported(std::uint32_t m, std::ui
   if (block_size % kStepRows != 0) {
     return fmt::format("block_size={} is not a multiple of {} (a block folds whole mma steps)", block_size, kStepRows);
   }
-  if (block_size * staged_bytes_per_row(m_tiles_of(m)) > kMaxStagedBytes) {
-    return fmt::format("block_size={} is above {} (a block's rows are staged in 48 KiB of shared memory)", block_size,
-                       kMaxStagedBytes / staged_bytes_per_row(m_tiles_of(m)));
+  const TensorGemmSplit one_block = block_split(m, block_size);
+  if (staged_bytes(one_block) > kMaxStagedBytes) {
+    // A block row stages 16 bytes of W and 2 of each x row; a block 256 bytes of sidecars.
+    const std::uint32_t most = (kMaxStagedBytes - 2 * kTileColumns * 4) / (16 + 2 * one_block.x_tile_rows());
+    return fmt::format("block_size={} is above {} at m={} (a block's rows are staged in 48 KiB of shared memory)",
+                       block_size, most / kStepRows * kStepRows, m);
   }
   return std::nullopt;
 }
@@ -240,6 +247,7 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
   const std::uint32_t rows = split.rows();  // the last split may have fewer
   const std::uint32_t m_tiles = split.m_tiles;  // per subgroup, sharing each decoded B
   const std::uint32_t tile_rows = split.tile_rows();
+  const std::uint32_t x_tile_rows = split.x_tile_rows();
   const std::uint32_t column_tiles = split.column_tiles;
   const bool with_sums = mode != BlockAffineMode::Symmetric;
   const ScalarType input = activation;
@@ -265,7 +273,7 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
   // rows) and its blocks' sidecars of the 32 columns (128 bytes a block each).
   const std::uint32_t k_subgroups = split.k_subgroups;
   BufferRef w_tile = program.shared("w_tile", ScalarType::F32, k_subgroups * rows * 4);
-  BufferRef x_tile = program.shared("x_tile", activation, k_subgroups * tile_rows * rows);
+  BufferRef x_tile = program.shared("x_tile", activation, k_subgroups * x_tile_rows * rows);
   const std::uint32_t sidecar_tile = split.blocks_per_split * kTileColumns;
   BufferRef scale_tile = program.shared("scale_tile", ScalarType::F32, k_subgroups * sidecar_tile);
   BufferRef second_tile;
@@ -294,7 +302,7 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
       auto tile_base = [&](const char* tile, std::uint32_t size) {
         return k_subgroups == 1 ? u32(0) : region.let(fmt::format("{}_base", tile), k_subgroup * size);
       };
-      Expr w_base = tile_base("w", rows * 4), x_base = tile_base("x", tile_rows * rows);
+      Expr w_base = tile_base("w", rows * 4), x_base = tile_base("x", x_tile_rows * rows);
       Expr sidecar_base = tile_base("sidecar", sidecar_tile);
       stage_rows(region, {w_tile, x_tile, w, x, lane, k_start, split_rows, first_row, first_column, w_base, x_base},
                  split, m, k, n, ragged);
@@ -314,15 +322,20 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
       region.async_wait(0);
       region.barrier();  // every lane's copies are in the tiles
 
-      // The lane's word of every weight row (columns 8 (g / 2) .. + 7) and the prmt selector
-      // of its half-word (decode_row_pair).
-      Expr word_column = region.let("word_column", group / 2u);
-      Expr w_lane = region.let("w_lane", w_base + thread * 8u + word_column);  // word of row 2t (4 words a row)
-      Expr selector = region.let("selector", u32(0x5410u) + (group % 2u) * 0x2222u);
+      // ldmatrix.trans rows of B: lane l names weight row l of a pair of k-steps (matrix i =
+      // rows 8i .. 8i + 7; 4 words a row), giving lane (g, t) half-word g of rows 2t, 2t + 1
+      // of each matrix (decode_row_pair).
+      Expr w_lane = region.let("w_lane", w_base + lane * 4u);
       Expr matrix = region.let("matrix", lane / 8u);
-      // ldmatrix rows of A: lane 8i + r names row r of matrix i (rows 0-7 / 8-15, k 0-7 / 8-15).
-      Expr a_row_start =
-          region.let("a_row_start", x_base + ((matrix & 1u) * 8u + lane % 8u) * rows + (matrix / 2u) * 8u);
+      // ldmatrix rows of A: lane 8i + r names row r of matrix i (rows 0-7 / 8-15, k 0-7 / 8-15)
+      // of m-tile mt, clamped to the staged rows (the rows past m are never stored).
+      Expr a_tile_row = region.let("a_tile_row", (matrix & 1u) * 8u + lane % 8u);
+      std::vector<Expr> a_row_start;
+      for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
+        Expr row = plus(a_tile_row, mt * kTileRows);
+        if (mt * kTileRows + kTileRows > x_tile_rows) row = min(row, u32(x_tile_rows - 1));
+        a_row_start.push_back(region.let(fmt::format("a_row_start{}", mt), x_base + row * rows + (matrix / 2u) * 8u));
+      }
       std::vector<Expr> acc;
       for (std::uint32_t v = 0; v < sums_per_lane; ++v) acc.push_back(region.let(fmt::format("acc{}", v), f32(0.0f)));
       const Expr zero4 = make_vector({f32(0.0f), f32(0.0f), f32(0.0f), f32(0.0f)});
@@ -342,32 +355,33 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
           // block (k % block_size != 0) tests each step against its step count.
           Expr steps = k % block_size == 0 ? u32(block_steps)
                                            : owned.let("steps", min(u32(block_steps), u32(k / kStepRows) - block * block_steps));
-          Expr a_block = owned.let("a_block", a_row_start + local_block * block_size);
+          std::vector<Expr> a_block;
+          for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
+            a_block.push_back(owned.let(fmt::format("a_block{}", mt), a_row_start[mt] + local_block * block_size));
+          }
           Expr w_block = owned.let("w_block", w_lane + local_block * (block_size * 4));
-          // One 16-row k-step at a_block + k_offset (x tile) and w_block + 4 k_offset (words).
-          auto k_step = [&](Body& step_body, const Expr& k_offset, const std::string& suffix) {
-            // base + scale * k_offset + constant; a single immediate for an unrolled step.
-            auto at = [&](const Expr& base, std::uint32_t scale, std::uint32_t constant) {
-              if (const auto* literal = k_offset.as<Literal>()) {
-                return plus(base, scale * std::uint32_t(literal->bits) + constant);
-              }
-              return plus(base + (scale == 1 ? k_offset : k_offset * scale), constant);
-            };
+          // base + scale * k_offset; a single immediate for an unrolled step.
+          auto at = [&](const Expr& base, std::uint32_t scale, const Expr& k_offset) {
+            if (const auto* literal = k_offset.as<Literal>()) return plus(base, scale * std::uint32_t(literal->bits));
+            return base + (scale == 1 ? k_offset : k_offset * scale);
+          };
+          // The B halves of `steps` (1 or 2) k-steps from k_offset: ldmatrix.x2/x4.trans,
+          // two registers a step (rows 2t, 2t + 1 and 2t + 8, 2t + 9).
+          auto load_b = [&](Body& step_body, const Expr& k_offset, std::uint32_t steps, const std::string& suffix) {
+            return step_body.let("b_halves" + suffix,
+                                 subgroup_load_matrix(w_tile, at(w_block, 4, k_offset), 2 * steps, true));
+          };
+          // One 16-row k-step at a_block + k_offset (x tile) with its B halves.
+          auto k_step = [&](Body& step_body, const Expr& k_offset, const Expr& low_halves, const Expr& high_halves,
+                            const std::string& suffix) {
             std::vector<Expr> a;
             for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
               a.push_back(step_body.let(fmt::format("a{}{}", mt, suffix),
-                                        subgroup_load_matrix(x_tile, at(a_block, 1, mt * kTileRows * rows), 4)));
+                                        subgroup_load_matrix(x_tile, at(a_block[mt], 1, k_offset), 4)));
             }
-            // B: the lane's words of weight rows 2t, 2t+1, 2t+8, 2t+9 of the step, decoded in
-            // pairs (rows 2t and 2t+1 give b0/b1 of all four tiles, 2t+8 and 2t+9 b2/b3).
-            std::array<Expr, 4> words;
-            for (std::uint32_t r = 0; r < 4; ++r) {
-              const std::uint32_t row = (r & 1u) + 8u * (r >> 1);  // past row 2t
-              words[r] = step_body.let(fmt::format("w{}{}", r, suffix),
-                                       bitcast(ScalarType::U32, w_tile.load(at(w_block, 4, row * 4), 1)));
-            }
-            const std::array<Expr, 4> low_rows = decode_row_pair(step_body, input, words[0], words[1], selector, "rows_low" + suffix);
-            const std::array<Expr, 4> high_rows = decode_row_pair(step_body, input, words[2], words[3], selector, "rows_high" + suffix);
+            // B: rows 2t, 2t+1 give b0 of all four tiles, rows 2t+8, 2t+9 b1.
+            const std::array<Expr, 4> low_rows = decode_row_pair(step_body, input, low_halves, "rows_low" + suffix);
+            const std::array<Expr, 4> high_rows = decode_row_pair(step_body, input, high_halves, "rows_high" + suffix);
             for (std::uint32_t j = 0; j < kTiles; ++j) {
               Expr b = step_body.let(fmt::format("b{}{}", j, suffix), make_vector({low_rows[j], high_rows[j]}));
               for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
@@ -383,13 +397,27 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
             }
           };
           if (block_steps <= kUnrolledSteps) {
-            for (std::uint32_t step = 0; step < block_steps; ++step) {
-              auto run = [&, step](Body& step_body) { k_step(step_body, u32(step * kStepRows), fmt::format("_step{}", step)); };
-              if (k % block_size == 0) run(owned);
+            // Pairs of steps share one ldmatrix.x4.trans, an odd last step takes an x2; a
+            // ragged last block (k % block_size != 0) tests each step (x2) against its count.
+            const bool whole = k % block_size == 0;
+            for (std::uint32_t step = 0; step < block_steps;) {
+              const std::uint32_t count = whole && step + 1 < block_steps ? 2 : 1;
+              auto run = [&, step, count](Body& step_body) {
+                Expr b = load_b(step_body, u32(step * kStepRows), count, fmt::format("_step{}", step));
+                for (std::uint32_t i = 0; i < count; ++i) {
+                  k_step(step_body, u32((step + i) * kStepRows), extract_lane(b, 2 * i), extract_lane(b, 2 * i + 1),
+                         fmt::format("_step{}", step + i));
+                }
+              };
+              if (whole) run(owned);
               else owned.if_then(u32(step) < steps, run);
+              step += count;
             }
           } else {
-            owned.loop("step", u32(0), steps, [&](Body& step_body, Expr step) { k_step(step_body, step * kStepRows, ""); });
+            owned.loop("step", u32(0), steps, [&](Body& step_body, Expr step) {
+              Expr b = load_b(step_body, step * kStepRows, 1, "");
+              k_step(step_body, step * kStepRows, extract_lane(b, 0), extract_lane(b, 1), "");
+            });
           }
           // Fold the block: element e of tile j is (row g + 8 (e >> 1), column 8t + 4 (e & 1) + j)
           // (decode_row_pair's interleave): the lane's columns are 8t .. 8t + 7, whose

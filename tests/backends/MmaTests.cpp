@@ -215,32 +215,37 @@ std::string verify_problems(const std::string& declarations, const std::string& 
 /// subgroup_load_matrix: A as four 8x8 matrices (rows 0-7 / 8-15 by columns 0-7 / 8-15,
 /// matrix i's row r named by invocation 8i + r), B as two transposed ones (k rows 0-7 and
 /// 8-15); then one subgroup_mma. ldmatrix's layout composed with mma's must give A·B.
-ir::Program staged_mma_program(ir::ScalarType input) {
+/// With `b_words` B's rows are staged as 32-bit words (u32[64], two elements a word, as
+/// the 4-bit GEMM stages packed codes): ldmatrix reads the same 16 bytes a row.
+ir::Program staged_mma_program(ir::ScalarType input, bool b_words = false) {
   return ir::parse_program(fmt::format(
       "program \"staged_mma\" workgroup_size(32, 1, 1) workgroup_count(1, 1, 1)\n"
-      "buffer @0 a_rows: read_only {0}[256]\nbuffer @1 b_rows: read_only {0}[128]\nbuffer @2 c: read_only f32[128]\n"
-      "buffer @3 d: read_write f32[128]\nshared a_tile: {0}[256]\nshared b_tile: {0}[128]\n{{\n"
+      "buffer @0 a_rows: read_only {0}[256]\nbuffer @1 b_rows: read_only {1}\nbuffer @2 c: read_only f32[128]\n"
+      "buffer @3 d: read_write f32[128]\nshared a_tile: {0}[256]\nshared b_tile: {1}\n{{\n"
       "  let lane: u32 = invocation_id.x\n"
       "  for i: u32 in 0u32 .. 8u32 {{\n"
       "    a_tile[((i * 32u32) + lane)] = a_rows[((i * 32u32) + lane)]\n"
       "  }}\n"
-      "  for i: u32 in 0u32 .. 4u32 {{\n"
+      "  for i: u32 in 0u32 .. {2}u32 {{\n"
       "    b_tile[((i * 32u32) + lane)] = b_rows[((i * 32u32) + lane)]\n"
       "  }}\n"
       "  barrier\n"
       "  let matrix: u32 = (lane / 8u32)\n"
       "  let a_row: u32 = ((((matrix & 1u32) * 8u32) + (lane % 8u32)) * 16u32)\n"
       "  let a: u32x4 = subgroup_load_matrix<4>(a_tile[(a_row + ((matrix / 2u32) * 8u32))])\n"
-      "  let b: u32x2 = subgroup_load_matrix<2, trans>(b_tile[((lane % 16u32) * 8u32)])\n"
+      "  let b: u32x2 = subgroup_load_matrix<2, trans>(b_tile[((lane % 16u32) * {3}u32)])\n"
       "  d[(lane * 4u32)].v4 = subgroup_mma<{0}>(a, b, c[(lane * 4u32)].v4)\n"
       "}}\n",
-      ir::to_string(input)), "staged_mma.qir");
+      ir::to_string(input), b_words ? std::string("u32[64]") : fmt::format("{}[128]", ir::to_string(input)),
+      b_words ? 2 : 4, b_words ? 4 : 8),
+      "staged_mma.qir");
 }
 
 }  // namespace
 
 TEST_CASE("subgroup_load_matrix stages A and B for subgroup_mma: the composition is the matrix product",
           "[backends][mma][ldmatrix]") {
+  const bool b_words = GENERATE(false, true);
   for (ir::ScalarType input : {ir::ScalarType::F16, ir::ScalarType::BF16}) {
     const Tile tile = random_tile(input, 23, true);
     std::vector<std::uint16_t> a_rows(256), b_rows(128);
@@ -250,14 +255,20 @@ TEST_CASE("subgroup_load_matrix stages A and B for subgroup_mma: the composition
     for (unsigned k = 0; k < 16; ++k) {
       for (unsigned n = 0; n < 8; ++n) b_rows[k * 8 + n] = to_half(input, tile.b[k][n]);
     }
-    const ir::Program program = staged_mma_program(input);
+    const ir::Program program = staged_mma_program(input, b_words);
     reference::ReferenceBackend reference_backend;
     emulator::EmulatorBackend emulator_backend;
     std::vector<std::pair<std::string, std::vector<float>>> results;
     for (int backend = 0; backend < 3; ++backend) {
       BufferSet buffers = fragments(input, tile);  // c as fragments
       buffers["a_rows"] = HostBuffer::from(input, a_rows);
-      buffers["b_rows"] = HostBuffer::from(input, b_rows);
+      if (b_words) {
+        std::vector<std::uint32_t> words(64);
+        for (unsigned w = 0; w < 64; ++w) words[w] = std::uint32_t{b_rows[2 * w]} | std::uint32_t{b_rows[2 * w + 1]} << 16;
+        buffers["b_rows"] = HostBuffer::from(ir::ScalarType::U32, words);
+      } else {
+        buffers["b_rows"] = HostBuffer::from(input, b_rows);
+      }
       buffers.erase("a");
       buffers.erase("b");
       buffers["d"] = HostBuffer::from(ir::ScalarType::F32, std::vector<float>(128, -1.0f));
@@ -272,7 +283,7 @@ TEST_CASE("subgroup_load_matrix stages A and B for subgroup_mma: the composition
                            buffers.at("d").as<float>());
     }
     for (const auto& [name, d] : results) {
-      INFO(ir::to_string(input) << " " << name);
+      INFO(ir::to_string(input) << " " << name << (b_words ? " B as u32 words" : ""));
       CHECK(d == results.front().second);
       for (unsigned row = 0; row < 16; ++row) {
         for (unsigned column = 0; column < 8; ++column) {
@@ -286,16 +297,21 @@ TEST_CASE("subgroup_load_matrix stages A and B for subgroup_mma: the composition
   }
 }
 
-TEST_CASE("subgroup_load_matrix: the verifier wants a 16-bit workgroup array and 16-byte aligned rows",
+TEST_CASE("subgroup_load_matrix: the verifier wants a 16- or 32-bit workgroup array and 16-byte aligned rows",
           "[backends][mma][ldmatrix]") {
   auto problems = [](const std::string& body) {
-    return verify_problems("buffer @0 out: read_write u32[32]\nshared halves: f16[256]\nshared words: f32[64]\n", body);
+    return verify_problems(
+        "buffer @0 out: read_write u32[32]\nshared halves: f16[256]\nshared words: f32[64]\nshared bytes: u8[512]\n",
+        body);
   };
   CHECK(problems("  out[lane] = subgroup_load_matrix<1>(halves[(lane * 8u32)])") == "no error");
   CHECK_THAT(problems("  out[lane] = subgroup_load_matrix<1>(halves[(lane * 4u32)])"),
              Catch::Contains("ldmatrix row of 'halves'") && Catch::Contains("multiple of 4 (8 bytes)"));
-  CHECK_THAT(problems("  out[lane] = subgroup_load_matrix<1>(words[lane])"),
-             Catch::Contains("reads 16-bit elements") && Catch::Contains("'words' holds f32"));
+  CHECK(problems("  out[lane] = subgroup_load_matrix<1>(words[(lane * 4u32)])") == "no error");
+  CHECK_THAT(problems("  out[lane] = subgroup_load_matrix<1>(words[(lane * 2u32)])"),
+             Catch::Contains("ldmatrix row of 'words'") && Catch::Contains("multiple of 2 (8 bytes)"));
+  CHECK_THAT(problems("  out[lane] = subgroup_load_matrix<1>(bytes[(lane * 16u32)])"),
+             Catch::Contains("16- or 32-bit workgroup array") && Catch::Contains("'bytes' holds u8"));
   CHECK_THAT(problems("  out[lane] = subgroup_load_matrix<1>(out[lane])"),
              Catch::Contains("not declared as one (ldmatrix reads shared memory"));
   CHECK_THAT(problems("  out[lane] = subgroup_load_matrix<3>(halves[0u32])"), Catch::Contains("1, 2 or 4 matrices"));

@@ -125,6 +125,8 @@ TEST_CASE("tensor-core dequant_matmul_int4 agrees with the seed within the f32 b
       shapes.push_back({16, 1024, 32, 128, mode, activation});  // two k-subgroups meeting in the weight tiles
       shapes.push_back({9, 736, 32, 64, mode, activation});     // two k-subgroups, the last part ragged
       shapes.push_back({5, 1024, 32, 512, mode, activation});   // 32 k-steps a block: a loop, not unrolled
+      shapes.push_back({3, 2048, 32, 64, mode, activation});    // eight k-subgroups, four splits
+      shapes.push_back({20, 1040, 32, 48, mode, activation});   // odd k-steps a block, ragged; 20 rows staged
     }
   }
   for (const Shape& s : shapes) {
@@ -140,7 +142,8 @@ TEST_CASE("tensor-core dequant_matmul_int4 agrees with the seed within the f32 b
     const std::vector<float> t = run(tensor, s, in), reference = run(seed, s, in);
     const std::uint32_t blocks = (s.k + s.block_size - 1) / s.block_size;
     const double u = std::ldexp(1.0, -24), u_half = s.activation == ScalarType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
-    const double chain = (s.block_size + 4 + blocks + 4) + (s.k + 2);
+    // The parts of K meet in k-subgroups and splits: at most one addition a block.
+    const double chain = (s.block_size + 4 + blocks + blocks) + (s.k + 2);
     unsigned checked = 0;
     for (std::uint32_t i = 0; i < s.m; ++i) {
       for (std::uint32_t j = 0; j < s.n; ++j) {
@@ -176,7 +179,10 @@ TEST_CASE("tensor-core dequant_matmul_int4: the emulated PTX equals the interpre
                          Shape{7, 160, 32, 64, BlockAffineMode::Symmetric, ScalarType::BF16},
                          Shape{16, 1024, 32, 128, BlockAffineMode::Offset, ScalarType::BF16},
                          Shape{9, 736, 32, 64, BlockAffineMode::ZeroPoint, ScalarType::F16},
-                         Shape{5, 1024, 32, 512, BlockAffineMode::Offset, ScalarType::BF16}}) {
+                         Shape{5, 1024, 32, 512, BlockAffineMode::Offset, ScalarType::BF16},
+                         Shape{3, 2048, 32, 64, BlockAffineMode::ZeroPoint, ScalarType::F16},
+                         Shape{20, 1040, 32, 48, BlockAffineMode::Offset, ScalarType::BF16},
+                         Shape{40, 512, 64, 64, BlockAffineMode::ZeroPoint, ScalarType::F16}}) {
     const ir::Program program = tensor_program(s);
     const Inputs in = make_inputs(s, false, s.k + s.n);
     const std::vector<float> reference = run(program, s, in);
@@ -185,6 +191,25 @@ TEST_CASE("tensor-core dequant_matmul_int4: the emulated PTX equals the interpre
       const std::vector<float> emulated = run(program, s, in, target);
       CHECK(std::memcmp(emulated.data(), reference.data(), reference.size() * sizeof(float)) == 0);
     }
+  }
+}
+
+TEST_CASE("tensor-core dequant_matmul_int4: k-subgroups meet in shared memory while their stagings fit 48 KiB",
+          "[backends][tensor_gemm]") {
+  struct Expected {
+    Shape shape;
+    std::uint32_t invocations, splits;
+  };
+  // 4096x4096 at m = 2: 16 parts of two blocks, each staging 2 x 128 rows of 16 bytes of W
+  // and 4 of x plus 512 bytes of sidecars (5.5 KiB): eight k-subgroups, two splits. At
+  // m = 16 (36 bytes of x a row) two k-subgroups fit, eight splits.
+  for (const Expected& e : {Expected{{2, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 256, 2},
+                            Expected{{16, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 64, 8},
+                            Expected{{3, 2048, 32, 64, BlockAffineMode::Symmetric, ScalarType::BF16}, 256, 4}}) {
+    INFO(describe(e.shape));
+    const ir::Program program = tensor_program(e.shape);
+    CHECK(program.invocations_per_workgroup() == e.invocations);
+    CHECK(program.workgroup_count[2] == e.splits);
   }
 }
 

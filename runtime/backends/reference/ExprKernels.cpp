@@ -387,14 +387,18 @@ const Word* load_matrix_kernel(const ExprNode& node, Machine& machine, const Lan
   Word* out = machine.reg(node.result);
   for (std::uint32_t position = 0; position < lanes.size; position += kSubgroupSize) {
     const std::uint32_t base = lane_at(lanes, position);  // full subgroups: base..base+31
-    std::uint32_t rows[kSubgroupSize] = {};
+    // Row starts in bytes: 16 bytes a row, whatever the array's element size.
+    const std::uint64_t element_bytes = array.element_size;
+    const std::uint64_t row_elements = 2 * ir::mma::kMatrixRowElements / element_bytes;
+    std::uint64_t rows[kSubgroupSize] = {};
     for (std::uint32_t r = 0; r < ir::mma::kMatrixRows * load.matrices; ++r) {
-      rows[r] = get<std::uint32_t>(index[base + r]);
-      if (std::uint64_t{rows[r]} + ir::mma::kMatrixRowElements > array.count) {
+      const auto row = get<std::uint32_t>(index[base + r]);
+      if (std::uint64_t{row} + row_elements > array.count) {
         throw_at(machine, base + r, node.source,
-                 fmt::format("out-of-bounds ldmatrix row of workgroup array '{}': index {} + 8 > count {}", array.name,
-                             rows[r], array.count));
+                 fmt::format("out-of-bounds ldmatrix row of workgroup array '{}': index {} + {} > count {}", array.name,
+                             row, row_elements, array.count));
       }
+      rows[r] = row * element_bytes;
     }
     for (std::uint32_t i = 0; i < kSubgroupSize; ++i) {
       VectorValue value;
@@ -403,7 +407,7 @@ const Word* load_matrix_kernel(const ExprNode& node, Machine& machine, const Lan
         for (unsigned half = 0; half < 2; ++half) {
           const auto [row_lane, element] = ir::mma::load_matrix_source(i, m, half, load.transpose);
           std::uint16_t bits;
-          std::memcpy(&bits, array.bytes + (std::size_t{rows[row_lane]} + element) * 2, 2);
+          std::memcpy(&bits, array.bytes + rows[row_lane] + std::size_t{element} * 2, 2);
           word |= std::uint32_t{bits} << (16 * half);
         }
         value.set_lane<std::uint32_t>(m, word);
