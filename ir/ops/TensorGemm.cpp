@@ -29,9 +29,15 @@ std::uint32_t m_tiles_of(std::uint32_t m) { return std::min(kMaxMTiles, ceil_div
 constexpr std::uint32_t kMaxStagedBytes = 48 * 1024;
 /// k-subgroups of a workgroup, at most: 256 invocations.
 constexpr std::uint32_t kMaxKSubgroups = 8;
+/// Shared memory of an H100 SM that workgroups can use: 228 KiB less 1 KiB a workgroup.
+constexpr std::uint32_t kSharedBytesPerSm = 200 * 1024;
 /// The staging a split aims to stay within (more splits where blocks allow): 16 KiB keeps
 /// 14 one-warp workgroups per H100 SM, and each warp's chain short.
 constexpr std::uint32_t kPreferredStagedBytes = 16 * 1024;
+/// The weight rows a part aims to stay within: short warps' chains, so that a grid of
+/// several waves loses little to its last one (4096x11008 at m = 2: 9.2 us, 12.7 with
+/// parts of 512 rows).
+constexpr std::uint32_t kPreferredPartRows = 256;
 
 /// The 16-bit pattern whose low 4 mantissa bits are free: 1024 (f16 0x6400, ulp 1) or
 /// 128 (bf16 0x4300, ulp 1); OR-ing a code q gives 1024 + q or 128 + q exactly.
@@ -88,6 +94,16 @@ struct TensorGemmSplit {
   std::uint32_t x_tile_rows() const { return row_tiles == 1 ? std::min(m, tile_rows()) : tile_rows(); }
   std::uint32_t units() const { return column_tiles * row_tiles; }
   std::uint32_t rows() const { return blocks_per_split * block_size; }  // weight rows of a part
+  /// Elements of a lane's mma tile that can hold rows below m: 2 (rows g only) where one
+  /// m-tile holds m <= 8 rows, else 4; elements 2 and 3 (row g + 8) are then never folded,
+  /// met or stored.
+  std::uint32_t elements() const { return row_tiles == 1 && m <= 8 ? 2 : 4; }
+  /// Partial sums a lane carries to the meetings: 4 tiles x m-tiles x elements.
+  std::uint32_t met_per_lane() const { return m_tiles * kTiles * elements(); }
+  /// Whether the k-subgroups' meeting fits the weight tiles it reuses (else an array of its own).
+  bool meeting_in_weight_tile() const { return rows() * 4 >= kSubgroupSize * met_per_lane(); }
+  /// Shared memory of the meeting a k-subgroup adds beyond its staging.
+  std::uint32_t meeting_bytes() const { return meeting_in_weight_tile() ? 0 : kSubgroupSize * met_per_lane() * 4; }
 };
 
 /// Shared memory one subgroup stages (both sidecars counted): its part's weight rows
@@ -108,26 +124,30 @@ TensorGemmSplit block_split(std::uint32_t m, std::uint32_t block_size) {
 
 /// The fewest parts of K (a power of two) that give kSplitKTargetWorkgroups subgroups
 /// while every part keeps two blocks (SplitK.h's rule), then more while a part's staging
-/// passes kPreferredStagedBytes and blocks allow; no part is left empty. Then as many
+/// passes kPreferredStagedBytes or its rows kPreferredPartRows and blocks allow; no part
+/// is left empty. Then as many
 /// k-subgroups per workgroup (a power of two, at most kMaxKSubgroups) as divide the parts
-/// with all their stagings within kMaxStagedBytes, and the meeting's partial sums within
-/// the weight tiles it reuses: every halving of the splits halves the partial sums that
-/// cross DRAM.
+/// with all their stagings (and their meeting, where the weight tiles cannot hold it)
+/// within kMaxStagedBytes: every halving of the splits halves the partial sums that cross
+/// DRAM.
 TensorGemmSplit tensor_gemm_split(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size) {
   TensorGemmSplit split = block_split(m, block_size);
   split.column_tiles = n / kTileColumns;
   split.blocks = ceil_div(k, block_size);
   split.parts = choose_splits(split.units(), split.blocks, 1);
   split.blocks_per_split = ceil_div(split.blocks, split.parts);
-  while (staged_bytes(split) > kPreferredStagedBytes && split.blocks_per_split > 1) {
+  while ((staged_bytes(split) > kPreferredStagedBytes || split.rows() > kPreferredPartRows) && split.blocks_per_split > 1) {
     split.parts *= 2;
     split.blocks_per_split = ceil_div(split.blocks, split.parts);
   }
   split.parts = ceil_div(split.blocks, split.blocks_per_split);
-  const std::uint32_t met_per_lane = split.m_tiles * kTiles * (split.row_tiles == 1 && m <= 8 ? 2 : 4);
-  const bool meeting_fits = split.rows() * 4 >= kSubgroupSize * met_per_lane;
-  while (meeting_fits && split.k_subgroups < kMaxKSubgroups && split.parts % (2 * split.k_subgroups) == 0 &&
-         2 * split.k_subgroups * staged_bytes(split) <= kMaxStagedBytes) {
+  // More than two only where the grid's stagings fit the SMs at once (one wave): bigger
+  // workgroups of a grid of several waves leave a partial last wave that costs a whole
+  // warp chain (the cost model's waves do not overlap).
+  const std::uint64_t grid_staging = std::uint64_t{split.units()} * split.parts * (staged_bytes(split) + split.meeting_bytes());
+  const std::uint32_t most = grid_staging <= std::uint64_t{kTargetSms} * kSharedBytesPerSm ? kMaxKSubgroups : 2;
+  while (split.k_subgroups < most && split.parts % (2 * split.k_subgroups) == 0 &&
+         2 * split.k_subgroups * (staged_bytes(split) + split.meeting_bytes()) <= kMaxStagedBytes) {
     split.k_subgroups *= 2;
   }
   return split;
@@ -252,11 +272,8 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
   const bool with_sums = mode != BlockAffineMode::Symmetric;
   const ScalarType input = activation;
   const std::uint32_t sums_per_lane = m_tiles * kTiles * 4;  // m-tiles x 4 tiles x 4 elements
-  // Whether rows 8..15 of an m-tile can be below m: not where one tile holds m <= 8 rows.
-  // Elements e = 2, 3 of a lane's tiles (row g + 8) are then never folded, met or stored.
-  const bool upper_rows = !(split.row_tiles == 1 && m <= 8);
-  const std::uint32_t elements = upper_rows ? 4 : 2;  // per tile: e = 0 .. elements - 1
-  const std::uint32_t met_per_lane = m_tiles * kTiles * elements;
+  const std::uint32_t elements = split.elements();  // per tile: e = 0 .. elements - 1
+  const std::uint32_t met_per_lane = split.met_per_lane();
 
   ProgramBuilder program(name);
   BufferRef x = program.input("x", activation, m * k);
@@ -279,7 +296,8 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
   BufferRef second_tile;
   if (with_sums) second_tile = program.shared("second_tile", ScalarType::F32, k_subgroups * sidecar_tile);
   const KSubgroupMeeting meeting =
-      declare_k_subgroup_meeting(program, k_subgroups, kSubgroupSize * met_per_lane, ScalarType::F32, w_tile);
+      declare_k_subgroup_meeting(program, k_subgroups, kSubgroupSize * met_per_lane, ScalarType::F32,
+                                 split.meeting_in_weight_tile() ? w_tile : BufferRef{});
   program.launch({kSubgroupSize * k_subgroups, 1, 1}, {column_tiles, split.row_tiles, split.splits()});
   program.body([&](Body& body) {
     body.region(kDequantMatmulInt4Id, [&](Body& region) {

@@ -12,8 +12,9 @@
 //   (SplitK.h's rule: about kSplitKTargetWorkgroups subgroups with two blocks per part at
 //   least, then more parts while a part's staging would pass 16 KiB, where blocks allow).
 //   A workgroup holds as many of them as k-subgroups (a power of two up to 8, dividing the
-//   parts) as fit 48 KiB of staging together; they meet in shared memory, reusing the
-//   weight tiles, so that fewer partial sums cross DRAM. Grid: (n / 32, ceil(m / M),
+//   parts) as fit 48 KiB of staging together; they meet in shared memory (in the weight
+//   tiles, or where a lane's sums outgrow a part's tile, m > 16, an array of their own),
+//   so that fewer partial sums cross DRAM. Grid: (n / 32, ceil(m / M),
 //   parts / k-subgroups).
 //   The workgroups of a tile meet through the split-K scratch (`partials` f32[splits * 32
 //   * met * n/32 * ceil(m/M)], lane-interleaved so that a subgroup's f32x4 stores cover
@@ -41,7 +42,7 @@
 // Modeled on an H100 SXM (block 128, zero points, f16; bench/results/kernels.md, "Small
 // batches on the tensor cores"): at 4096x4096 3.2 us for m = 2 and 3.5 us for m = 8 (DRAM:
 // the weights and f32 sidecars, two splits), 4.6 us for m = 16 (DRAM: eight splits' partial
-// sums, as a 16-row x tile leaves room for two k-subgroups), 14.5 and 29 us for m = 32
+// sums, as a 16-row x tile leaves room for two k-subgroups), 11.2 and 16.3 us for m = 32
 // and 64 (DRAM: partial sums of 32 rows a tile, 16 splits). Next: x fragments from L2
 // instead of the x tile, or a multi-stage pipeline whose staging does not grow with the
 // part (fewer splits), and the other formats.

@@ -127,6 +127,7 @@ TEST_CASE("tensor-core dequant_matmul_int4 agrees with the seed within the f32 b
       shapes.push_back({5, 1024, 32, 512, mode, activation});   // 32 k-steps a block: a loop, not unrolled
       shapes.push_back({3, 2048, 32, 64, mode, activation});    // eight k-subgroups, four splits
       shapes.push_back({20, 1040, 32, 48, mode, activation});   // odd k-steps a block, ragged; 20 rows staged
+      shapes.push_back({40, 512, 64, 64, mode, activation});    // two row tiles; k-subgroups meet in their own array
     }
   }
   for (const Shape& s : shapes) {
@@ -202,14 +203,17 @@ TEST_CASE("tensor-core dequant_matmul_int4: k-subgroups meet in shared memory wh
   };
   // 4096x4096 at m = 2: 16 parts of two blocks, each staging 2 x 128 rows of 16 bytes of W
   // and 4 of x plus 512 bytes of sidecars (5.5 KiB): eight k-subgroups, two splits. At
-  // m = 16 (36 bytes of x a row) two k-subgroups fit, eight splits.
+  // m = 16 (32 bytes of x a row) two k-subgroups fit, eight splits. At m = 32 the meeting
+  // (32 sums a lane, 4 KiB) does not fit a part's 2 KiB weight tile and takes its own array.
   for (const Expected& e : {Expected{{2, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 256, 2},
                             Expected{{16, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 64, 8},
+                            Expected{{32, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 64, 16},
                             Expected{{3, 2048, 32, 64, BlockAffineMode::Symmetric, ScalarType::BF16}, 256, 4}}) {
     INFO(describe(e.shape));
     const ir::Program program = tensor_program(e.shape);
     CHECK(program.invocations_per_workgroup() == e.invocations);
     CHECK(program.workgroup_count[2] == e.splits);
+    CHECK((program.find_shared("k_partials") != nullptr) == (e.shape.m > 16));
   }
 }
 
