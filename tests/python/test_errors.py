@@ -98,7 +98,7 @@ def test_missing_unknown_scratch_and_non_contiguous_arguments():
         kernel.run("reference", **{**inputs, "w": np.asfortranarray(inputs["w"].reshape(8, 32))[:, ::2]})
     with pytest.raises(quantc.RunError, match="dtype complex64 is not an element type"):
         kernel.run("reference", **{**inputs, "x": inputs["x"].astype(np.complex64)})
-    split = quantc.compile({"op": "dequant_matmul_int4", "m": 2, "k": 256, "n": 64, "block_size": 32,
+    split = quantc.compile({"op": "dequant_matmul_int4", "m": 2, "k": 4096, "n": 32, "block_size": 64,
                             "activation": "f16", "schedule": "fast"})
     scratch = [buffer.name for buffer in split.buffers if buffer.role == "scratch"]
     assert scratch, "the split-K GEMM declares its partial sums as scratch"
