@@ -106,11 +106,21 @@ struct TensorGemmSplit {
   std::uint32_t meeting_bytes() const { return meeting_in_weight_tile() ? 0 : kSubgroupSize * met_per_lane() * 4; }
 };
 
-/// Shared memory one subgroup stages (both sidecars counted): its part's weight rows
-/// (16 bytes each), its x tile rows and its blocks' sidecars (128 bytes each).
+/// Shared memory a block's sidecars take: both of them counted, 32 columns of f32 each.
+constexpr std::uint32_t kSidecarBytesPerBlock = 2 * kTileColumns * 4;
+
+/// Shared memory a weight row takes: its 16 bytes of W and 2 bytes of each x tile row.
+std::uint32_t staged_bytes_per_row(const TensorGemmSplit& split) { return 16 + split.x_tile_rows() * 2; }
+
+/// Shared memory one subgroup stages: its part's weight rows and x tile columns, and its
+/// blocks' sidecars.
 std::uint32_t staged_bytes(const TensorGemmSplit& split) {
-  return split.rows() * 16 + split.x_tile_rows() * split.rows() * 2 + split.blocks_per_split * 2 * kTileColumns * 4;
+  return split.rows() * staged_bytes_per_row(split) + split.blocks_per_split * kSidecarBytesPerBlock;
 }
+
+/// Shared memory a k-subgroup takes in its workgroup: its staging, and its part of the
+/// meeting where the weight tiles cannot hold it.
+std::uint32_t k_subgroup_bytes(const TensorGemmSplit& split) { return staged_bytes(split) + split.meeting_bytes(); }
 
 /// The rows of m and a one-block part of K (what the staging of a block depends on).
 TensorGemmSplit block_split(std::uint32_t m, std::uint32_t block_size) {
@@ -125,11 +135,10 @@ TensorGemmSplit block_split(std::uint32_t m, std::uint32_t block_size) {
 /// The fewest parts of K (a power of two) that give kSplitKTargetWorkgroups subgroups
 /// while every part keeps two blocks (SplitK.h's rule), then more while a part's staging
 /// passes kPreferredStagedBytes or its rows kPreferredPartRows and blocks allow; no part
-/// is left empty. Then as many
-/// k-subgroups per workgroup (a power of two, at most kMaxKSubgroups) as divide the parts
-/// with all their stagings (and their meeting, where the weight tiles cannot hold it)
-/// within kMaxStagedBytes: every halving of the splits halves the partial sums that cross
-/// DRAM.
+/// is left empty. Then as many k-subgroups per workgroup (a power of two, at most
+/// kMaxKSubgroups) as divide the parts with all their stagings (and their meeting, where
+/// the weight tiles cannot hold it) within kMaxStagedBytes: every halving of the splits
+/// halves the partial sums that cross DRAM.
 TensorGemmSplit tensor_gemm_split(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size) {
   TensorGemmSplit split = block_split(m, block_size);
   split.column_tiles = n / kTileColumns;
@@ -144,10 +153,11 @@ TensorGemmSplit tensor_gemm_split(std::uint32_t m, std::uint32_t k, std::uint32_
   // More than two only where the grid's stagings fit the SMs at once (one wave): bigger
   // workgroups of a grid of several waves leave a partial last wave that costs a whole
   // warp chain (the cost model's waves do not overlap).
-  const std::uint64_t grid_staging = std::uint64_t{split.units()} * split.parts * (staged_bytes(split) + split.meeting_bytes());
-  const std::uint32_t most = grid_staging <= std::uint64_t{kTargetSms} * kSharedBytesPerSm ? kMaxKSubgroups : 2;
+  const std::uint32_t bytes = k_subgroup_bytes(split);
+  const std::uint64_t grid_bytes = std::uint64_t{split.units()} * split.parts * bytes;
+  const std::uint32_t most = grid_bytes <= std::uint64_t{kTargetSms} * kSharedBytesPerSm ? kMaxKSubgroups : 2;
   while (split.k_subgroups < most && split.parts % (2 * split.k_subgroups) == 0 &&
-         2 * split.k_subgroups * (staged_bytes(split) + split.meeting_bytes()) <= kMaxStagedBytes) {
+         2 * split.k_subgroups * bytes <= kMaxStagedBytes) {
     split.k_subgroups *= 2;
   }
   return split;
@@ -246,8 +256,7 @@ std::optional<std::string> int4_tensor_gemm_unsupported(std::uint32_t m, std::ui
   }
   const TensorGemmSplit one_block = block_split(m, block_size);
   if (staged_bytes(one_block) > kMaxStagedBytes) {
-    // A block row stages 16 bytes of W and 2 of each x row; a block 256 bytes of sidecars.
-    const std::uint32_t most = (kMaxStagedBytes - 2 * kTileColumns * 4) / (16 + 2 * one_block.x_tile_rows());
+    const std::uint32_t most = (kMaxStagedBytes - kSidecarBytesPerBlock) / staged_bytes_per_row(one_block);
     return fmt::format("block_size={} is above {} at m={} (a block's rows are staged in 48 KiB of shared memory)",
                        block_size, most / kStepRows * kStepRows, m);
   }
@@ -383,11 +392,11 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
             if (const auto* literal = k_offset.as<Literal>()) return plus(base, scale * std::uint32_t(literal->bits));
             return base + (scale == 1 ? k_offset : k_offset * scale);
           };
-          // The B halves of `steps` (1 or 2) k-steps from k_offset: ldmatrix.x2/x4.trans,
+          // The B halves of `step_count` (1 or 2) k-steps from k_offset: ldmatrix.x2/x4.trans,
           // two registers a step (rows 2t, 2t + 1 and 2t + 8, 2t + 9).
-          auto load_b = [&](Body& step_body, const Expr& k_offset, std::uint32_t steps, const std::string& suffix) {
+          auto load_b = [&](Body& step_body, const Expr& k_offset, std::uint32_t step_count, const std::string& suffix) {
             return step_body.let("b_halves" + suffix,
-                                 subgroup_load_matrix(w_tile, at(w_block, 4, k_offset), 2 * steps, true));
+                                 subgroup_load_matrix(w_tile, at(w_block, 4, k_offset), 2 * step_count, true));
           };
           // One 16-row k-step at a_block + k_offset (x tile) with its B halves.
           auto k_step = [&](Body& step_body, const Expr& k_offset, const Expr& low_halves, const Expr& high_halves,

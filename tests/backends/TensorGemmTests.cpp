@@ -231,6 +231,10 @@ TEST_CASE("tensor-core dequant_matmul_int4 names each shape it cannot run", "[ba
   CHECK_THAT(error(48, 64, 64, ScalarType::F16), Catch::Contains("n=48 is not a multiple of 32"));
   CHECK_THAT(error(64, 40, 8, ScalarType::F16), Catch::Contains("k=40 is not a multiple of 16"));
   CHECK_THAT(error(64, 64, 24, ScalarType::F16), Catch::Contains("block_size=24 is not a multiple of 16"));
+  // A block's 2048 rows of 16 bytes of W and 4 x rows of 2 bytes, with 256 bytes of
+  // sidecars, pass the 48 KiB of staging: (49152 - 256) / 24 rows, in whole k-steps.
+  CHECK_THAT(error(64, 4096, 2048, ScalarType::F16), Catch::Contains("block_size=2048 is above 2032 at m=4"));
+  CHECK(error(64, 4064, 2032, ScalarType::F16) == "no error");
   // "auto" keeps the seed for batches (it runs on every target; the tensor cores need sm_80).
   const ir::Program automatic =
       ir::ops::dequant_matmul_int4(4, 64, 64, 64, BlockAffineMode::Symmetric, KernelSchedule::Auto, ScalarType::F16);
