@@ -227,37 +227,44 @@ std::string target_table(const std::vector<TargetRow>& rows) {
 
 // ---- small batches on the tensor cores ------------------------------------------------
 
-/// One small-batch row: dequant_matmul_int4 (block 128, zero points, f16 activations,
-/// schedule fast: the tensor-core GEMM of ir/ops/TensorGemm.h) at in x out and m.
+/// One small-batch row: a tensor-core op (f16 activations, schedule fast: the tensor-core
+/// GEMM of ir/ops/TensorGemm.h) at in x out and m.
 struct BatchRow {
+  std::string op;
   std::uint32_t in = 0, out = 0, m = 0;
   runtime::emulator::KernelProfile profile;
 };
 
 const std::vector<std::uint32_t> kBatches = {2, 4, 8, 16, 32, 64};
+/// The ops of the small-batch table: dequant_matmul_int4 with block 128 and zero points,
+/// dequant_matmul_nvfp4 (16-row E4M3 scales, an f32 global scale).
+const std::vector<const char*> kBatchOps = {"dequant_matmul_int4", "dequant_matmul_nvfp4"};
 
-BatchRow profile_batch(std::uint32_t in, std::uint32_t out, std::uint32_t m) {
-  ir::ops::OpArgs args = ir::ops::OpArgs::dims({{"m", m}, {"k", in}, {"n", out}, {"block_size", 128}});
-  args.set("asymmetric", true);
+BatchRow profile_batch(const std::string& op, std::uint32_t in, std::uint32_t out, std::uint32_t m) {
+  ir::ops::OpArgs args = ir::ops::OpArgs::dims({{"m", m}, {"k", in}, {"n", out}});
+  if (op == "dequant_matmul_int4") {
+    args.set("block_size", 128u);
+    args.set("asymmetric", true);
+  }
   args.set("activation", std::string("f16"));
   args.set("schedule", std::string("fast"));
-  return {in, out, m, profile_on_h100("dequant_matmul_int4", args)};
+  return {op, in, out, m, profile_on_h100(op, args)};
 }
 
 std::string batch_table(const std::vector<BatchRow>& rows, const DeviceSpec& device) {
   std::string text;
   text += "\n## Small batches on the tensor cores (H100 SXM model)\n\n";
-  text += "`dequant_matmul_int4` with f16 activations, block 128 with zero points, `\"schedule\": \"fast\"`: "
-          "the tensor-core GEMM of `ir/ops/TensorGemm.h` (m > 1). Tensor-bound µs = the `mma` count on the tensor "
+  text += "`dequant_matmul_int4` (block 128 with zero points) and `dequant_matmul_nvfp4` (E4M3 scales per 16 "
+          "rows, f32 global scale) with f16 activations, `\"schedule\": \"fast\"`: the tensor-core GEMM of `ir/ops/TensorGemm.h` (m > 1). Tensor-bound µs = the `mma` count on the tensor "
           "pipe (2048 multiply-adds each at 1024 per SM and clock); FP16 ideal µs = the bytes of an FP16 GEMM "
           "(k·n·2 weight bytes, plus x and out) at the sustained DRAM bandwidth, the time the model gives any "
           "kernel that only moves those bytes (modeled µs use the same rule; at the peak bandwidth the ideal would "
           "be 10.4% shorter). Targets: modeled µs ≤ 1.15 × the larger of memory- and tensor-bound (memory-bound "
           "counts the kernel's own DRAM bytes, split-K partial sums included), and ≥ 3.5× over the FP16 ideal for "
           "m ≤ 16; ✓/✗ in that order.\n\n";
-  text += "| shape | m | modeled µs | memory-bound µs | tensor-bound µs | % of the bound | FP16 ideal µs | speed-up over "
+  text += "| op | shape | m | modeled µs | memory-bound µs | tensor-bound µs | % of the bound | FP16 ideal µs | speed-up over "
           "FP16 ideal | limit | CTAs | regs | shared B | targets |\n";
-  text += "|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|\n";
+  text += "|---|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|\n";
   for (const BatchRow& row : rows) {
     const runtime::emulator::LaunchEstimate& e = *row.profile.devices.at(0).estimate;
     const double tensor = e.pipe_seconds[static_cast<std::size_t>(ptx::Pipe::Tensor)];
@@ -267,8 +274,8 @@ std::string batch_table(const std::vector<BatchRow>& rows, const DeviceSpec& dev
     auto mark = [](bool met) { return met ? "✓" : "✗"; };
     const std::string targets = fmt::format("{}{}", mark(e.seconds <= 1.15 * bound),
                                             row.m <= 16 ? fmt::format(" {}", mark(fp16 / e.seconds >= 3.5)) : "");
-    text += fmt::format("| {}x{} | {} | {:.2f} | {:.2f} | {:.2f} | {:.0f}% | {:.2f} | {:.2f}× | {} | {} | {} | {} | {} |\n",
-                        row.in, row.out, row.m, e.seconds * 1e6, e.memory_bound_seconds * 1e6, tensor * 1e6,
+    text += fmt::format("| {} | {}x{} | {} | {:.2f} | {:.2f} | {:.2f} | {:.0f}% | {:.2f} | {:.2f}× | {} | {} | {} | {} | {} |\n",
+                        row.op, row.in, row.out, row.m, e.seconds * 1e6, e.memory_bound_seconds * 1e6, tensor * 1e6,
                         100.0 * bound / e.seconds, fp16 * 1e6, fp16 / e.seconds, e.limit_key(), row.profile.counters.ctas,
                         row.profile.registers ? std::to_string(*row.profile.registers) : "?",
                         row.profile.static_shared_bytes, targets);
@@ -508,17 +515,19 @@ int main(int argc, char** argv) {
   }
   std::vector<BatchRow> batches;
   try {
-    for (const auto& [in, out] : kShapes) {
-      if (in < 4096 && out < 4096) continue;  // the Llama shapes
-      for (std::uint32_t m : kBatches) {
-        const std::string label = fmt::format("dequant_matmul_int4 {}x{} m{} tensor", in, out, m);
-        if (!filter.empty() && label.find(filter) == std::string::npos) continue;
-        const auto case_start = Clock::now();
-        batches.push_back(profile_batch(in, out, m));
-        const runtime::emulator::LaunchEstimate& e = *batches.back().profile.devices.at(0).estimate;
-        std::cout << fmt::format("{:<52} {:>8.2f} us {:<16} ({:.1f} s)\n", label, e.seconds * 1e6, e.limit_key(),
-                                 std::chrono::duration<double>(Clock::now() - case_start).count());
-        std::cout.flush();
+    for (const char* op : kBatchOps) {
+      for (const auto& [in, out] : kShapes) {
+        if (in < 4096 && out < 4096) continue;  // the Llama shapes
+        for (std::uint32_t m : kBatches) {
+          const std::string label = fmt::format("{} {}x{} m{} tensor", op, in, out, m);
+          if (!filter.empty() && label.find(filter) == std::string::npos) continue;
+          const auto case_start = Clock::now();
+          batches.push_back(profile_batch(op, in, out, m));
+          const runtime::emulator::LaunchEstimate& e = *batches.back().profile.devices.at(0).estimate;
+          std::cout << fmt::format("{:<52} {:>8.2f} us {:<16} ({:.1f} s)\n", label, e.seconds * 1e6, e.limit_key(),
+                                   std::chrono::duration<double>(Clock::now() - case_start).count());
+          std::cout.flush();
+        }
       }
     }
   } catch (const std::exception& error) {

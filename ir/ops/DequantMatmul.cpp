@@ -24,7 +24,6 @@ constexpr std::uint32_t kNvfp4BlockSize = 16;
 
 constexpr char kInt8Id[] = "rlx::dequant_matmul_int8";
 constexpr char kFp8Id[] = "rlx::dequant_matmul_fp8";
-constexpr char kNvfp4Id[] = "rlx::dequant_matmul_nvfp4";
 
 std::vector<std::uint64_t> f32_table(const std::vector<float>& values) {
   std::vector<std::uint64_t> bits;
@@ -620,7 +619,7 @@ Program nvfp4_fast(std::uint32_t k, std::uint32_t n, std::uint32_t scale_count, 
   ProgramBuilder program(name);
   FastGemv g;
   g.name = name;
-  g.op_id = kNvfp4Id;
+  g.op_id = kDequantMatmulNvfp4Id;
   g.k = k;
   g.n = n;
   g.columns_per_byte = 2;
@@ -889,9 +888,19 @@ Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, 
     Expr code = k_body.let("code", byte_buffer_nibble(k_body, w, p * double(n) + column));
     return (decode_fp4_e2m1(code) * block_scale) * global;
   };
-  emit_tiled_matmul(program, kNvfp4Id, dims, tile, x, out, decoder);
+  emit_tiled_matmul(program, kDequantMatmulNvfp4Id, dims, tile, x, out, decoder);
   return program.build();
 }
+
+namespace {
+/// The tensor-core GEMM of a batch (m > 1), or the OpError of "fast" naming why it cannot run.
+Program tensor_gemm_or_throw(const char* name, const TensorGemmShape& shape) {
+  if (auto reason = tensor_gemm_unsupported(shape)) {
+    throw_fast_unsupported(name, fmt::format("m={} > 1 runs on the tensor cores, but {}", shape.m, *reason));
+  }
+  return tensor_gemm(shape);
+}
+}  // namespace
 
 Program dequant_matmul_int8(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
                            BlockAffineMode mode, KernelSchedule schedule, ScalarType activation) {
@@ -917,10 +926,7 @@ Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, s
     // Batches: "fast" is the tensor-core GEMM (ir/ops/TensorGemm.h, sm_80+). "auto" keeps the
     // seed, which every target runs: op constructors do not know the target.
     if (schedule == KernelSchedule::Auto) return int4_seed(m, k, n, block_size, mode, activation);
-    if (auto reason = int4_tensor_gemm_unsupported(m, k, n, block_size, activation)) {
-      throw_fast_unsupported(name, fmt::format("m={} > 1 runs on the tensor cores, but {}", m, *reason));
-    }
-    return int4_tensor_gemm(m, k, n, block_size, mode, activation);
+    return tensor_gemm_or_throw(name, {TensorWeights::Int4, m, k, n, block_size, mode, activation});
   }
   auto reason = fast_unsupported(name, m, n, 2);
   if (reason && schedule == KernelSchedule::Auto) return int4_seed(m, k, n, block_size, mode, activation);
@@ -957,6 +963,12 @@ Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, 
   check_matmul_dims(name, {m, k, n});
   const std::uint32_t scale_count =
       checked_count(name, "ceil(k/16)*n (scale bytes)", ceil_div(k, kNvfp4BlockSize), n);
+  if (m > 1) {
+    // Batches: as dequant_matmul_int4.
+    if (schedule == KernelSchedule::Auto) return dequant_matmul_nvfp4(m, k, n, activation);
+    return tensor_gemm_or_throw(name, {TensorWeights::Nvfp4, m, k, n, kNvfp4BlockSize, BlockAffineMode::Symmetric,
+                                       activation});
+  }
   auto reason = fast_unsupported(name, m, n, 2);
   if (reason && schedule == KernelSchedule::Auto) return dequant_matmul_nvfp4(m, k, n, activation);
   if (reason) throw_fast_unsupported(name, *reason);
@@ -1144,7 +1156,8 @@ std::vector<OpInfo> dequant_matmul_ops() {
                                {"scales", "sidecar", ScalarType::U8, "ceil(k/16) * n", {"ceil(k/16)", "n"}},
                                {"global_scale", "sidecar", ScalarType::F32, "1"},
                                out},
-                              "ceil(n/64)"),
+                              "ceil(n/64) (m == 1), n/32 * ceil(m/M) (m > 1: the tensor-core GEMM, M = 16 for m <= 16, else 32)",
+                              "splits * n (m == 1), splits * 16 * n * M/16 * ceil(m/M) (m > 1)"),
       .build =
           [](const OpArgs& args) {
             return dequant_matmul_nvfp4(args.u32("m"), args.u32("k"), args.u32("n"), schedule_of(args),

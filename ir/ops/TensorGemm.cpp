@@ -35,9 +35,14 @@ constexpr std::uint32_t kSharedBytesPerSm = 200 * 1024;
 /// 14 one-warp workgroups per H100 SM, and each warp's chain short.
 constexpr std::uint32_t kPreferredStagedBytes = 16 * 1024;
 /// The weight rows a part aims to stay within: short warps' chains, so that a grid of
-/// several waves loses little to its last one (4096x11008 at m = 2: 9.2 us, 12.7 with
-/// parts of 512 rows).
-constexpr std::uint32_t kPreferredPartRows = 256;
+/// several waves loses little to its last one (int4 4096x11008 at m = 2: 9.2 us, 12.7 with
+/// parts of 512 rows). NVFP4 decodes a pair of codes in 5 instructions against int4's 2.25
+/// (decode_e2m1_row_pair), so its parts hold half the rows for the same chain (4096x4096
+/// at m = 2: 3.2 us, 4.8 with 256 rows).
+std::uint32_t preferred_part_rows(TensorWeights weights) { return weights == TensorWeights::Nvfp4 ? 128 : 256; }
+/// The preferred rows of a workgroup's k-subgroups together where the grid takes several
+/// waves: 2 int4 parts, 4 NVFP4 parts.
+constexpr std::uint32_t kMultiWaveWorkgroupRows = 512;
 
 /// The 16-bit pattern whose low 4 mantissa bits are free: 1024 (f16 0x6400, ulp 1) or
 /// 128 (bf16 0x4300, ulp 1); OR-ing a code q gives 1024 + q or 128 + q exactly.
@@ -77,10 +82,66 @@ std::array<Expr, 4> decode_row_pair(Body& body, ScalarType input, const Expr& ha
   return {low_nibble(halves), low_nibble(halves >> 4u), low_nibble(halves >> 8u), low_nibble(halves >> 12u)};
 }
 
+/// `bits` shifted left by `left` bits (right where negative).
+Expr shift_left(const Expr& bits, int left) {
+  if (left == 0) return bits;
+  return left > 0 ? bits << std::uint32_t(left) : bits >> std::uint32_t(-left);
+}
+
+/// NVFP4's B factors: an mma B register of tile j holds rows of one column and one 16-row
+/// scale block, so it is scaled by one pair (s', s'). s' = s 2^7 (f16) or s 2^119 (bf16):
+/// what makes the E2M1 patterns of decode_e2m1_row_pair exact products v s 2^-7 (the
+/// store multiplies by 2^7). `codes` holds the E4M3 scale bytes of the lane's columns
+/// 4g + j in byte j. Per tile: a prmt puts byte j into the high byte of both halves, the
+/// exponent and mantissa move into the f16/bf16 pattern of s 2^-8 / s 2^-120 (E4M3's bias
+/// is 7, f16's 15, bf16's 127; subnormal scales map to subnormal patterns), and exact
+/// power-of-two multiplies give s'. NaN codes (0x7F, 0xFF: E4M3 has no infinity) become
+/// 0xFFFF, a NaN in both types, so that the column's sums are NaN as the seed's are.
+std::array<Expr, 4> decode_scale_word(Body& body, ScalarType input, const Expr& codes, const std::string& name) {
+  const Type pair(input, 2);
+  const bool f16 = input == ScalarType::F16;
+  // Byte b & 0x7F plus 1 has its top bit set only for b & 0x7F == 0x7F.
+  Expr nan_bytes = body.let(name + "_nan", (codes & u32(0x7F7F7F7Fu)) + u32(0x01010101u));
+  std::array<Expr, 4> factors;
+  for (std::uint32_t j = 0; j < 4; ++j) {
+    Expr high = permute(codes, u32(0), u32(0x0404u | j << 4 | j << 12));  // [0, b_j, 0, b_j]
+    Expr bits = f16 ? ((high >> 1u) & u32(0x3F803F80u)) | (high & u32(0x80008000u))
+                    : ((high >> 4u) & u32(0x07F007F0u)) | (high & u32(0x80008000u));
+    Expr value = f16 ? bitcast(pair, bits) * bitcast(pair, u32(0x78007800u))  // x 2^15
+                     : (bitcast(pair, bits) * bitcast(pair, u32(0x7F007F00u))) *  // x 2^127
+                           bitcast(pair, u32(0x77807780u));                       // x 2^112
+    Expr nan_mask = permute(nan_bytes, u32(0), u32((8u | j) * 0x1111u));  // byte j's top bit, everywhere
+    factors[j] = body.let(fmt::format("{}{}", name, j), bitcast(ScalarType::U32, value) | nan_mask);
+  }
+  return factors;
+}
+
+/// The NVFP4 B registers of the four mma tiles for two consecutive weight rows (k, k + 1)
+/// of a lane, laid out as for decode_row_pair (half-word g of each row: the E2M1 codes of
+/// columns 4g .. 4g + 3, tile j's in nibble j). A code's sign, exponent and mantissa bits
+/// move into the pattern whose value is v 2^-14 (f16: bits 15, 10..11, 9) or v 2^-126
+/// (bf16: bits 15, 7..8, 6), exactly: E2M1's bias 1 against 15 / 127, its subnormal 0.5
+/// a subnormal pattern. One multiply by the tile's scale factor (decode_scale_word) gives
+/// v s 2^-7, exact: at most 6 significant bits, within the normal and subnormal range.
+/// 4.75 instructions per pair of codes.
+std::array<Expr, 4> decode_e2m1_row_pair(ScalarType input, const Expr& halves, const std::array<Expr, 4>& factors) {
+  const Type pair(input, 2);
+  const bool f16 = input == ScalarType::F16;
+  std::array<Expr, 4> b;
+  for (std::uint32_t j = 0; j < 4; ++j) {
+    const int nibble = int(4 * j);
+    Expr magnitude = f16 ? shift_left(halves, 9 - nibble) & u32(0x0E000E00u) : shift_left(halves, 6 - nibble) & u32(0x01C001C0u);
+    Expr pattern = magnitude | (shift_left(halves, 12 - nibble) & u32(0x80008000u));
+    b[j] = bitcast(ScalarType::U32, bitcast(pair, pattern) * bitcast(pair, factors[j]));
+  }
+  return b;
+}
+
 /// The work split (file comment): M = m_tiles * 16 rows by 32 columns per workgroup
 /// ("unit": column_tiles x row_tiles of them), and K in `splits` splits of
 /// `blocks_per_split` whole blocks staged in shared memory.
 struct TensorGemmSplit {
+  TensorWeights weights = TensorWeights::Int4;
   std::uint32_t m = 0;
   std::uint32_t m_tiles = 1, column_tiles = 0, row_tiles = 0;
   std::uint32_t blocks = 0, parts = 1, blocks_per_split = 1, block_size = 16;
@@ -106,16 +167,32 @@ struct TensorGemmSplit {
   std::uint32_t meeting_bytes() const { return meeting_in_weight_tile() ? 0 : kSubgroupSize * met_per_lane() * 4; }
 };
 
-/// Shared memory a block's sidecars take: both of them counted, 32 columns of f32 each.
+/// Shared memory an int4 block's sidecars take: both of them counted, 32 columns of f32 each.
 constexpr std::uint32_t kSidecarBytesPerBlock = 2 * kTileColumns * 4;
+/// NVFP4's rows per scale and the rows of its staging blocks (8 scale blocks: the
+/// schedule's "block_size", which only sizes the parts, as its scales apply to B).
+constexpr std::uint32_t kNvfp4ScaleRows = 16;
+constexpr std::uint32_t kNvfp4StagedBlockRows = 64;
+/// Shared memory of a 16-row scale block of the 32 columns: 32 E4M3 bytes as staged, and
+/// their B factors (decode_scale_word: 8 column groups x 4 tiles x one u32).
+constexpr std::uint32_t kNvfp4ScaleBlockBytes = kTileColumns + kTileColumns * 4;
 
-/// Shared memory a weight row takes: its 16 bytes of W and 2 bytes of each x tile row.
-std::uint32_t staged_bytes_per_row(const TensorGemmSplit& split) { return 16 + split.x_tile_rows() * 2; }
+/// Shared memory a weight row takes: its 16 bytes of W, 2 bytes of each x tile row and
+/// (NVFP4) its share of the scale blocks.
+std::uint32_t staged_bytes_per_row(const TensorGemmSplit& split) {
+  const std::uint32_t scales = split.weights == TensorWeights::Nvfp4 ? kNvfp4ScaleBlockBytes / kNvfp4ScaleRows : 0;
+  return 16 + split.x_tile_rows() * 2 + scales;
+}
+
+/// Shared memory an (int4) block's sidecars take.
+std::uint32_t staged_bytes_per_block(const TensorGemmSplit& split) {
+  return split.weights == TensorWeights::Int4 ? kSidecarBytesPerBlock : 0;
+}
 
 /// Shared memory one subgroup stages: its part's weight rows and x tile columns, and its
-/// blocks' sidecars.
+/// blocks' sidecars or scales.
 std::uint32_t staged_bytes(const TensorGemmSplit& split) {
-  return split.rows() * staged_bytes_per_row(split) + split.blocks_per_split * kSidecarBytesPerBlock;
+  return split.rows() * staged_bytes_per_row(split) + split.blocks_per_split * staged_bytes_per_block(split);
 }
 
 /// Shared memory a k-subgroup takes in its workgroup: its staging, and its part of the
@@ -123,8 +200,9 @@ std::uint32_t staged_bytes(const TensorGemmSplit& split) {
 std::uint32_t k_subgroup_bytes(const TensorGemmSplit& split) { return staged_bytes(split) + split.meeting_bytes(); }
 
 /// The rows of m and a one-block part of K (what the staging of a block depends on).
-TensorGemmSplit block_split(std::uint32_t m, std::uint32_t block_size) {
+TensorGemmSplit block_split(TensorWeights weights, std::uint32_t m, std::uint32_t block_size) {
   TensorGemmSplit split;
+  split.weights = weights;
   split.m = m;
   split.m_tiles = m_tiles_of(m);
   split.row_tiles = ceil_div(m, split.tile_rows());
@@ -139,23 +217,27 @@ TensorGemmSplit block_split(std::uint32_t m, std::uint32_t block_size) {
 /// kMaxKSubgroups) as divide the parts with all their stagings (and their meeting, where
 /// the weight tiles cannot hold it) within kMaxStagedBytes: every halving of the splits
 /// halves the partial sums that cross DRAM.
-TensorGemmSplit tensor_gemm_split(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size) {
-  TensorGemmSplit split = block_split(m, block_size);
+TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                                  std::uint32_t block_size) {
+  TensorGemmSplit split = block_split(weights, m, block_size);
   split.column_tiles = n / kTileColumns;
   split.blocks = ceil_div(k, block_size);
   split.parts = choose_splits(split.units(), split.blocks, 1);
   split.blocks_per_split = ceil_div(split.blocks, split.parts);
-  while ((staged_bytes(split) > kPreferredStagedBytes || split.rows() > kPreferredPartRows) && split.blocks_per_split > 1) {
+  const std::uint32_t part_rows = preferred_part_rows(weights);
+  while ((staged_bytes(split) > kPreferredStagedBytes || split.rows() > part_rows) && split.blocks_per_split > 1) {
     split.parts *= 2;
     split.blocks_per_split = ceil_div(split.blocks, split.parts);
   }
   split.parts = ceil_div(split.blocks, split.blocks_per_split);
-  // More than two only where the grid's stagings fit the SMs at once (one wave): bigger
-  // workgroups of a grid of several waves leave a partial last wave that costs a whole
-  // warp chain (the cost model's waves do not overlap).
+  // More than kMultiWaveWorkgroupRows of preferred parts only where the grid's stagings
+  // fit the SMs at once (one wave): bigger workgroups of a grid of several waves leave a
+  // partial last wave that costs a whole warp chain (the cost model's waves do not overlap).
   const std::uint32_t bytes = k_subgroup_bytes(split);
   const std::uint64_t grid_bytes = std::uint64_t{split.units()} * split.parts * bytes;
-  const std::uint32_t most = grid_bytes <= std::uint64_t{kTargetSms} * kSharedBytesPerSm ? kMaxKSubgroups : 2;
+  const std::uint32_t most = grid_bytes <= std::uint64_t{kTargetSms} * kSharedBytesPerSm
+                                 ? kMaxKSubgroups
+                                 : kMultiWaveWorkgroupRows / part_rows;
   while (split.k_subgroups < most && split.parts % (2 * split.k_subgroups) == 0 &&
          2 * split.k_subgroups * bytes <= kMaxStagedBytes) {
     split.k_subgroups *= 2;
@@ -240,10 +322,16 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
   });
 }
 
+/// The rows of the schedule's blocks: int4's sidecar blocks, NVFP4's staging blocks.
+std::uint32_t schedule_block_size(const TensorGemmShape& shape) {
+  return shape.weights == TensorWeights::Int4 ? shape.block_size : kNvfp4StagedBlockRows;
+}
+
 }  // namespace
 
-std::optional<std::string> int4_tensor_gemm_unsupported(std::uint32_t m, std::uint32_t k, std::uint32_t n,
-                                                        std::uint32_t block_size, ScalarType activation) {
+std::optional<std::string> tensor_gemm_unsupported(const TensorGemmShape& shape) {
+  const auto& [weights, m, k, n, block_size, mode, activation] = shape;
+  static_cast<void>(mode);  // the sidecar mode does not change the staging
   if (activation != ScalarType::F16 && activation != ScalarType::BF16) {
     return fmt::format("activation {} is not f16 or bf16 (the tensor cores take 16-bit inputs; rounding f32 "
                        "activations would leave the f32 bound)",
@@ -251,10 +339,11 @@ std::optional<std::string> int4_tensor_gemm_unsupported(std::uint32_t m, std::ui
   }
   if (n % kTileColumns != 0) return fmt::format("n={} is not a multiple of {} (a subgroup's columns)", n, kTileColumns);
   if (k % kStepRows != 0) return fmt::format("k={} is not a multiple of {} (mma's K)", k, kStepRows);
+  if (weights == TensorWeights::Nvfp4) return std::nullopt;  // 128-row blocks fit every m
   if (block_size % kStepRows != 0) {
     return fmt::format("block_size={} is not a multiple of {} (a block folds whole mma steps)", block_size, kStepRows);
   }
-  const TensorGemmSplit one_block = block_split(m, block_size);
+  const TensorGemmSplit one_block = block_split(weights, m, block_size);
   if (staged_bytes(one_block) > kMaxStagedBytes) {
     const std::uint32_t most = (kMaxStagedBytes - kSidecarBytesPerBlock) / staged_bytes_per_row(one_block);
     return fmt::format("block_size={} is above {} at m={} (a block's rows are staged in 48 KiB of shared memory)",
@@ -263,16 +352,22 @@ std::optional<std::string> int4_tensor_gemm_unsupported(std::uint32_t m, std::ui
   return std::nullopt;
 }
 
-Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
-                         BlockAffineMode mode, ScalarType activation) {
-  const char* name = "dequant_matmul_int4";
-  if (auto reason = int4_tensor_gemm_unsupported(m, k, n, block_size, activation)) {
+Program tensor_gemm(const TensorGemmShape& shape) {
+  const bool nvfp4 = shape.weights == TensorWeights::Nvfp4;
+  const char* name = nvfp4 ? "dequant_matmul_nvfp4" : "dequant_matmul_int4";
+  if (auto reason = tensor_gemm_unsupported(shape)) {
     throw OpError(fmt::format("Fix: {} has no tensor-core schedule: {}", name, *reason));
   }
-  const TensorGemmSplit split = tensor_gemm_split(m, k, n, block_size);
+  const std::uint32_t m = shape.m, k = shape.k, n = shape.n;
+  const BlockAffineMode mode = nvfp4 ? BlockAffineMode::Symmetric : shape.mode;
+  const ScalarType activation = shape.activation;
+  const std::uint32_t block_size = schedule_block_size(shape);
+  const TensorGemmSplit split = tensor_gemm_split(shape.weights, m, k, n, block_size);
   const std::uint32_t blocks = split.blocks;
   const std::uint32_t block_steps = block_size / kStepRows;
-  const std::uint32_t sidecar_count = checked_count(name, "ceil(k/block_size)*n (sidecar elements)", blocks, n);
+  const std::uint32_t sidecar_count =
+      nvfp4 ? checked_count(name, "ceil(k/16)*n (scale bytes)", ceil_div(k, kNvfp4ScaleRows), n)
+            : checked_count(name, "ceil(k/block_size)*n (sidecar elements)", blocks, n);
   const std::uint32_t rows = split.rows();  // the last split may have fewer
   const std::uint32_t m_tiles = split.m_tiles;  // per subgroup, sharing each decoded B
   const std::uint32_t tile_rows = split.tile_rows();
@@ -287,9 +382,10 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
   ProgramBuilder program(name);
   BufferRef x = program.input("x", activation, m * k);
   BufferRef w = program.input("w", ScalarType::U8, ceil_div(k * n, 2));
-  BufferRef scales = program.input("scales", ScalarType::F32, sidecar_count);
-  BufferRef second;
+  BufferRef scales = program.input("scales", nvfp4 ? ScalarType::U8 : ScalarType::F32, sidecar_count);
+  BufferRef second, global_scale;
   if (const char* sidecar = second_sidecar(mode)) second = program.input(sidecar, ScalarType::F32, sidecar_count);
+  if (nvfp4) global_scale = program.input("global_scale", ScalarType::F32, 1);
   BufferRef out = program.output("out", activation, m * n);
   const SplitK split_k = declare_split_k(
       program, split.splits(), checked_count(name, "units*32*sums", split.units(), kSubgroupSize * met_per_lane),
@@ -300,16 +396,23 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
   const std::uint32_t k_subgroups = split.k_subgroups;
   BufferRef w_tile = program.shared("w_tile", ScalarType::F32, k_subgroups * rows * 4);
   BufferRef x_tile = program.shared("x_tile", activation, k_subgroups * x_tile_rows * rows);
-  const std::uint32_t sidecar_tile = split.blocks_per_split * kTileColumns;
-  BufferRef scale_tile = program.shared("scale_tile", ScalarType::F32, k_subgroups * sidecar_tile);
-  BufferRef second_tile;
+  // int4: the blocks' sidecars (32 f32 a block each); NVFP4: the scale blocks' E4M3
+  // bytes (8 words a block) and their B factors (32 words a block: decode_scale_word).
+  const std::uint32_t scale_blocks = rows / kNvfp4ScaleRows;  // NVFP4's, of a part
+  const std::uint32_t sidecar_tile = nvfp4 ? scale_blocks * kTileColumns / 4 : split.blocks_per_split * kTileColumns;
+  BufferRef scale_tile =
+      program.shared(nvfp4 ? "scale_code_tile" : "scale_tile", nvfp4 ? ScalarType::U32 : ScalarType::F32,
+                     k_subgroups * sidecar_tile);
+  BufferRef second_tile, factor_tile;
   if (with_sums) second_tile = program.shared("second_tile", ScalarType::F32, k_subgroups * sidecar_tile);
+  const std::uint32_t factor_words = scale_blocks * kTileColumns;
+  if (nvfp4) factor_tile = program.shared("scale_factor_tile", ScalarType::U32, k_subgroups * factor_words);
   const KSubgroupMeeting meeting =
       declare_k_subgroup_meeting(program, k_subgroups, kSubgroupSize * met_per_lane, ScalarType::F32,
                                  split.meeting_in_weight_tile() ? w_tile : BufferRef{});
   program.launch({kSubgroupSize * k_subgroups, 1, 1}, {column_tiles, split.row_tiles, split.splits()});
   program.body([&](Body& body) {
-    body.region(kDequantMatmulInt4Id, [&](Body& region) {
+    body.region(nvfp4 ? kDequantMatmulNvfp4Id : kDequantMatmulInt4Id, [&](Body& region) {
       Expr local = k_subgroups == 1 ? Expr() : region.let("local", local_id(0));
       Expr lane = k_subgroups == 1 ? region.let("lane", local_id(0)) : region.let("lane", local % kSubgroupSize);
       Expr k_subgroup = k_subgroups == 1 ? u32(0) : region.let("k_subgroup", local / kSubgroupSize);
@@ -333,13 +436,18 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
       Expr sidecar_base = tile_base("sidecar", sidecar_tile);
       stage_rows(region, {w_tile, x_tile, w, x, lane, k_start, split_rows, first_row, first_column, w_base, x_base},
                  split, m, k, n, ragged);
-      // Sidecars: 8 chunks of 16 bytes a block (32 columns of f32), blocks past the last skipped.
-      const std::uint32_t sidecar_chunks = split.blocks_per_split * kTileColumns / 4;
+      // Sidecars, 16 bytes a copy: int4's 8 a block (32 columns of f32), NVFP4's 2 a scale
+      // block (32 E4M3 bytes); blocks past the last skipped.
+      const std::uint32_t chunks_per_block = nvfp4 ? kTileColumns / 16 : kTileColumns / 4;
+      const std::uint32_t sidecar_chunks = (nvfp4 ? scale_blocks : split.blocks_per_split) * chunks_per_block;
+      const std::uint32_t last_block = nvfp4 ? k / kNvfp4ScaleRows : blocks;
+      Expr first_sidecar_block = nvfp4 ? region.let("first_scale_block", k_start / kNvfp4ScaleRows) : first_block;
       region.loop("sidecar_copy", u32(0), u32(ceil_div(sidecar_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
         Expr chunk = loop.let("sidecar_chunk", c * kSubgroupSize + lane);
-        Expr chunk_block = loop.let("chunk_block", first_block + chunk / (kTileColumns / 4));
-        loop.if_then(logical_and(chunk < sidecar_chunks, chunk_block < blocks), [&](Body& copy) {
-          Expr from = copy.let("sidecar_from", chunk_block * n + first_column + (chunk % (kTileColumns / 4)) * 4u);
+        Expr chunk_block = loop.let("chunk_block", first_sidecar_block + chunk / chunks_per_block);
+        loop.if_then(logical_and(chunk < sidecar_chunks, chunk_block < last_block), [&](Body& copy) {
+          const std::uint32_t chunk_elements = nvfp4 ? 16 : 4;
+          Expr from = copy.let("sidecar_from", chunk_block * n + first_column + (chunk % chunks_per_block) * chunk_elements);
           Expr to = k_subgroups == 1 ? chunk * 4u : copy.let("sidecar_to", sidecar_base + chunk * 4u);
           copy.async_copy(scale_tile, to, scales, from, 16);
           if (with_sums) copy.async_copy(second_tile, to, second, from, 16);
@@ -348,6 +456,22 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
       region.async_commit();
       region.async_wait(0);
       region.barrier();  // every lane's copies are in the tiles
+      // NVFP4: each scale word (a block's 4 columns 4g .. 4g + 3) becomes the B factors of
+      // the four tiles, once a part, at factor_tile[block][g][j] (one 16-byte load a k-step).
+      Expr factor_base = nvfp4 ? tile_base("factor", factor_words) : Expr();
+      if (nvfp4) {
+        const std::uint32_t words = scale_blocks * kTileColumns / 4;
+        Expr part_words = ragged ? region.let("scale_words", split_rows / kNvfp4ScaleRows * (kTileColumns / 4)) : u32(words);
+        region.loop("scale_decode", u32(0), u32(ceil_div(words, kSubgroupSize)), [&](Body& loop, Expr c) {
+          Expr word = loop.let("scale_word", c * kSubgroupSize + lane);
+          loop.if_then(word < part_words, [&](Body& decode) {
+            Expr codes = decode.let("scale_codes", scale_tile[sidecar_base + word]);
+            const std::array<Expr, 4> factors = decode_scale_word(decode, input, codes, "scale_factor");
+            decode.store(factor_tile, factor_base + word * 4u, make_vector({factors[0], factors[1], factors[2], factors[3]}));
+          });
+        });
+        region.barrier();  // the factors are in the tile
+      }
 
       // ldmatrix.trans rows of B: lane l names weight row l of a pair of k-steps (matrix i =
       // rows 8i .. 8i + 7; 4 words a row), giving lane (g, t) half-word g of rows 2t, 2t + 1
@@ -363,16 +487,23 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
         if (mt * kTileRows + kTileRows > x_tile_rows) row = min(row, u32(x_tile_rows - 1));
         a_row_start.push_back(region.let(fmt::format("a_row_start{}", mt), x_base + row * rows + (matrix / 2u) * 8u));
       }
-      std::vector<Expr> acc;
-      for (std::uint32_t v = 0; v < sums_per_lane; ++v) acc.push_back(region.let(fmt::format("acc{}", v), f32(0.0f)));
+      // int4 folds each block's mma sums into f32 accumulators with its sidecars; NVFP4's
+      // scales are in B, so its mma sums run over the whole part.
+      // sums[mt * kTiles + j]: m-tile mt, 8-column tile j.
       const Expr zero4 = make_vector({f32(0.0f), f32(0.0f), f32(0.0f), f32(0.0f)});
+      std::vector<Expr> acc, part_sums;
+      for (std::uint32_t v = 0; v < sums_per_lane && !nvfp4; ++v) acc.push_back(region.let(fmt::format("acc{}", v), f32(0.0f)));
+      for (std::uint32_t v = 0; v < m_tiles * kTiles && nvfp4; ++v) {
+        part_sums.push_back(region.let(fmt::format("sum{}_{}", v / kTiles, v % kTiles), zero4));
+      }
+      Expr factor_lane = nvfp4 ? region.let("factor_lane", factor_base + group * 4u) : Expr();
       region.loop("local_block", u32(0), u32(split.blocks_per_split), [&](Body& loop, Expr local_block) {
         Expr block = loop.let("block", first_block + local_block);
         loop.if_then(block < blocks, [&](Body& owned) {  // subgroup-uniform
-          // sums[mt * kTiles + j]: m-tile mt, 8-column tile j; x_sums[mt].
-          std::vector<Expr> sums, x_sums;
+          // x_sums[mt]: the m-tile's sums of x (zero points, offsets).
+          std::vector<Expr> sums = part_sums, x_sums;
           for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
-            for (std::uint32_t j = 0; j < kTiles; ++j) {
+            for (std::uint32_t j = 0; j < kTiles && !nvfp4; ++j) {
               sums.push_back(owned.let(fmt::format("block_sum{}_{}", mt, j), zero4));
             }
             if (with_sums) x_sums.push_back(owned.let(fmt::format("x_sum{}", mt), zero4));
@@ -387,6 +518,9 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
             a_block.push_back(owned.let(fmt::format("a_block{}", mt), a_row_start[mt] + local_block * block_size));
           }
           Expr w_block = owned.let("w_block", w_lane + local_block * (block_size * 4));
+          // NVFP4: the block's B factors of the lane's columns, 32 words a k-step.
+          Expr factor_block =
+              nvfp4 ? owned.let("factor_block", factor_lane + local_block * (block_steps * kTileColumns)) : Expr();
           // base + scale * k_offset; a single immediate for an unrolled step.
           auto at = [&](const Expr& base, std::uint32_t scale, const Expr& k_offset) {
             if (const auto* literal = k_offset.as<Literal>()) return plus(base, scale * std::uint32_t(literal->bits));
@@ -407,8 +541,18 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
                                         subgroup_load_matrix(x_tile, at(a_block[mt], 1, k_offset), 4)));
             }
             // B: rows 2t, 2t+1 give b0 of all four tiles, rows 2t+8, 2t+9 b1.
-            const std::array<Expr, 4> low_rows = decode_row_pair(step_body, input, low_halves, "rows_low" + suffix);
-            const std::array<Expr, 4> high_rows = decode_row_pair(step_body, input, high_halves, "rows_high" + suffix);
+            std::array<Expr, 4> low_rows, high_rows;
+            if (nvfp4) {
+              Expr loaded = step_body.let("scale_factors" + suffix,
+                                          factor_tile.load(at(factor_block, kTileColumns / kStepRows, k_offset), 4));
+              const std::array<Expr, 4> factors = {extract_lane(loaded, 0), extract_lane(loaded, 1),
+                                                   extract_lane(loaded, 2), extract_lane(loaded, 3)};
+              low_rows = decode_e2m1_row_pair(input, low_halves, factors);
+              high_rows = decode_e2m1_row_pair(input, high_halves, factors);
+            } else {
+              low_rows = decode_row_pair(step_body, input, low_halves, "rows_low" + suffix);
+              high_rows = decode_row_pair(step_body, input, high_halves, "rows_high" + suffix);
+            }
             for (std::uint32_t j = 0; j < kTiles; ++j) {
               Expr b = step_body.let(fmt::format("b{}{}", j, suffix), make_vector({low_rows[j], high_rows[j]}));
               for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
@@ -446,6 +590,7 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
               k_step(step_body, step * kStepRows, extract_lane(b, 0), extract_lane(b, 1), "");
             });
           }
+          if (nvfp4) return;
           // Fold the block: element e of tile j is (row g + 8 (e >> 1), column 8t + 4 (e & 1) + j)
           // (decode_row_pair's interleave): the lane's columns are 8t .. 8t + 7, whose
           // sidecars are two 16-byte loads each.
@@ -484,14 +629,22 @@ Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std:
       Expr owner = m % tile_rows == 0 ? boolean(true) : region.let("owner", first_row + group < m);
       std::vector<Expr> met;  // acc[(mt * 4 + j) * 4 + e] for e < elements, in that order
       for (std::uint32_t v = 0; v < sums_per_lane; ++v) {
-        if (v % 4 < elements) met.push_back(acc[v]);
+        if (v % 4 >= elements) continue;
+        met.push_back(nvfp4 ? region.let(fmt::format("acc{}", v), extract_lane(part_sums[v / 4], v % 4)) : acc[v]);
       }
       // The k-subgroups meet in shared memory (reusing the weight tiles, after a barrier);
       // k-subgroup 0, one whole subgroup as the splits' meeting needs, goes on.
       emit_k_subgroup_meeting(region, meeting, k_subgroup, owner, lane * met_per_lane, met);
       // The last split of the unit stores the rows below m: per row the lane's eight
       // columns 8t .. 8t + 7 as one 16-byte store.
-      auto store_outputs = [&](Body& store_body, const std::vector<Expr>& totals) {
+      // NVFP4's sums are of v s 2^-7 (decode_e2m1_row_pair): times 2^7 (exact), then the
+      // global scale (one rounding).
+      auto store_outputs = [&](Body& store_body, const std::vector<Expr>& met_totals) {
+        std::vector<Expr> totals = met_totals;
+        if (nvfp4) {
+          Expr global = store_body.let("global", global_scale[0u]);
+          for (Expr& total : totals) total = (total * 128.0) * global;
+        }
         Expr column = store_body.let("column", first_column + thread * 8u);
         for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
           for (std::uint32_t h = 0; h < elements / 2; ++h) {

@@ -4,8 +4,12 @@
 // (Frantar et al., "MARLIN: Mixed-Precision Auto-Regressive Parallel Inference on Large
 // Language Models", 2024) and of TensorRT-LLM's weight-only GEMMs.
 //
-// First op: dequant_matmul_int4 (ir/ops/DequantMatmul.h: x A[m, k] row-major, W [k, n]
-// nibbles n fastest, block sidecars [ceil(k/block_size), n]) with f16 or bf16 activations.
+// Ops (ir/ops/DequantMatmul.h; x A[m, k] row-major, W [k, n] nibbles n fastest, low nibble
+// first; f16 or bf16 activations A):
+// - dequant_matmul_int4: codes 0..15 with f32 block sidecars [ceil(k/block_size), n];
+// - dequant_matmul_nvfp4: E2M1 codes with E4M3 scale bytes [ceil(k/16), n] and an f32
+//   global scale (NVIDIA's NVFP4; OCP MX v1.0 for E2M1, OFP8 rev 1.0 for E4M3). Its
+//   "blocks" below are staging units of 64 rows; its scales apply to B (see Decoding).
 // - Work split: a subgroup owns an m-tile of M rows of x (16, or 32 for m > 16: two 16-row
 //   mma tiles that share each decoded weight fragment), a 32-column n-tile of W (four
 //   8-column mma tiles) and a part of K: whole blocks, `parts` subgroups per tile
@@ -36,9 +40,19 @@
 //   1.125 instructions per code (f16), 1.375 (bf16); then one mma per tile, and (zero points,
 //   offsets) one against all-ones B for X = sum x. Each lane ends with 8 consecutive
 //   columns per row: 16-byte sidecar loads and one 16-byte store per row.
-// - Block factoring, in f32 after each block's mma sums D (exact products, f32 sums):
+// - int4 block factoring, in f32 after each block's mma sums D (exact products, f32 sums):
 //   acc = fma(s, D, acc) (symmetric), fma(s, fma(-z, X, D), acc) (zero point) or
 //   fma(o, X, fma(s, D, acc)) (offset); one rounding to the activation type at the store.
+// - NVFP4 decoding: after the staging each subgroup turns its part's scale bytes into B
+//   factors once (per column and 16-row block a pair (s 2^7, s 2^7) f16x2 or (s 2^119, ..)
+//   bf16x2; NaN codes give NaN, E4M3 having no infinity); per k-step one 16-byte shared load
+//   gives a lane its four tiles' factors. A B register's two codes (rows 2t, 2t + 1 of one
+//   column) move bit by bit into the pattern of v 2^-14 (f16) or v 2^-126 (bf16), exact
+//   with E2M1's subnormal 0.5, and one f16x2/bf16x2 multiply by the factor gives
+//   v s 2^-7 exactly (at most 6 significant bits: E2M1 x E4M3 products fit both types):
+//   5 instructions per pair of codes. The mma sums run over the whole part; the store
+//   multiplies by 2^7 (exact) and the global scale (one rounding). Parts hold at most 128
+//   rows (int4: 256), since the decode costs twice int4's per code.
 // Modeled on an H100 SXM (block 128, zero points, f16; bench/results/kernels.md, "Small
 // batches on the tensor cores"): at 4096x4096 3.2 us for m = 2 and 3.5 us for m = 8 (DRAM:
 // the weights and f32 sidecars, two splits), 4.6 us for m = 16 (DRAM: eight splits' partial
@@ -48,13 +62,18 @@
 // part (fewer splits), and the other formats.
 // Numerics: the mma model (ir/Mma.h) sums a block's products in k order per 16-row step;
 // with u = 2^-24 and T_p the per-term magnitudes of DequantMatmul.h's bound, the longest
-// chain of f32 roundings of an output is L = block_size + 4 + blocks + parts (the parts meet
-// as k-subgroups, then as splits; parts <= blocks), so
+// chain of f32 roundings of an output is L = block_size + 4 + blocks + parts for int4 (the
+// parts meet as k-subgroups, then as splits; parts <= blocks) and L = k + 4 + ceil(k/16)
+// for NVFP4 (a part's whole chain, the meetings, the global scale), so
 // |tensor - exact| <= 2 u L sum_p T_p (f32 value before the store); where every product
 // and partial sum is exact (small integers, power-of-two scales) it equals the seed bit for bit.
+// NVFP4 NaN scale codes make their columns NaN, as in the seed; an infinite global scale
+// gives +-inf where the seed's per-element products may give NaN (0 * inf), as the batch-1
+// fast schedule does.
 // Requirements (else OpError naming the value): activation f16 or bf16 (f32 x would need a
-// rounding the f32 bound does not allow), n % 32 == 0, k % 16 == 0, block_size % 16 == 0
-// and a block's rows and sidecars fit the 48 KiB staging (at most 1008 at m = 16, 608 at m >= 32).
+// rounding the f32 bound does not allow), n % 32 == 0, k % 16 == 0; int4 also
+// block_size % 16 == 0 and a block's rows and sidecars fit the 48 KiB staging (at most 1008
+// at m = 16, 608 at m >= 32).
 #pragma once
 
 #include <cstdint>
@@ -66,13 +85,28 @@
 
 namespace quantc::ir::ops {
 
-/// Why the tensor-core GEMM cannot run dequant_matmul_int4 at this shape, or nullopt.
-std::optional<std::string> int4_tensor_gemm_unsupported(std::uint32_t m, std::uint32_t k, std::uint32_t n,
-                                                        std::uint32_t block_size, ScalarType activation);
+/// The weight formats the tensor-core GEMM decodes (file comment).
+enum class TensorWeights : std::uint8_t {
+  Int4,   ///< dequant_matmul_int4: codes 0..15 with f32 block sidecars (BlockAffineMode)
+  Nvfp4,  ///< dequant_matmul_nvfp4: E2M1 codes, E4M3 scales per 16 rows, an f32 global scale
+};
 
-/// The tensor-core program (file comment); the seed's buffers, names and types.
-/// Errors: OpError where int4_tensor_gemm_unsupported gives a reason.
-Program int4_tensor_gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
-                         BlockAffineMode mode, ScalarType activation);
+/// One tensor-core GEMM: the op's format and shape. `block_size` and `mode` are
+/// dequant_matmul_int4's (rows per sidecar block, sidecar mode); NVFP4's blocks are
+/// always 16 rows and it ignores both.
+struct TensorGemmShape {
+  TensorWeights weights = TensorWeights::Int4;
+  std::uint32_t m = 0, k = 0, n = 0;
+  std::uint32_t block_size = 16;
+  BlockAffineMode mode = BlockAffineMode::Symmetric;
+  ScalarType activation = ScalarType::F16;
+};
+
+/// Why the tensor-core GEMM cannot run this shape (the file comment's requirements), or nullopt.
+std::optional<std::string> tensor_gemm_unsupported(const TensorGemmShape& shape);
+
+/// The tensor-core program (file comment) with the seed's buffers, names and types.
+/// Errors: OpError where tensor_gemm_unsupported gives a reason.
+Program tensor_gemm(const TensorGemmShape& shape);
 
 }  // namespace quantc::ir::ops

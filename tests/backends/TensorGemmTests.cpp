@@ -1,8 +1,8 @@
-// The tensor-core GEMM (ir/ops/TensorGemm.h) of dequant_matmul_int4 for batches m >= 2
-// with f16 and bf16 activations: within the stated f32 bound of the seed program on random
-// inputs, equal to it bit for bit where every partial sum is exact (small integers and
-// power-of-two scales), the emulated mma/PTX equal to the interpreter bit for bit on sm_80
-// and sm_90, and every shape it cannot run named in the error.
+// The tensor-core GEMM (ir/ops/TensorGemm.h) of dequant_matmul_int4 and dequant_matmul_nvfp4
+// for batches m >= 2 with f16 and bf16 activations: within the stated f32 bound of the seed
+// program on random inputs, equal to it bit for bit where every partial sum is exact (small
+// integers and power-of-two scales), the emulated mma/PTX equal to the interpreter bit for
+// bit on sm_80 and sm_90, and every shape it cannot run named in the error.
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
@@ -23,6 +23,7 @@
 #include "lower/LowerToPtx.h"
 #include "ptx/Ptxas.h"
 #include "RunOn.h"
+#include "tests/reference/FormatOracles.h"
 #include "runtime/backends/emulator/EmulatorBackend.h"
 #include "runtime/backends/reference/ReferenceBackend.h"
 
@@ -31,17 +32,27 @@ using namespace quantc::runtime;
 using ir::ScalarType;
 using ir::ops::BlockAffineMode;
 using ir::ops::KernelSchedule;
+using ir::ops::TensorWeights;
 
 namespace {
 
+/// A shape of either op; NVFP4 ignores block_size (its blocks are 16 rows) and mode.
 struct Shape {
   std::uint32_t m, k, n, block_size;
   BlockAffineMode mode;
   ScalarType activation;
+  TensorWeights weights = TensorWeights::Int4;
 };
 
+Shape nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, ScalarType activation) {
+  return {m, k, n, 16, BlockAffineMode::Symmetric, activation, TensorWeights::Nvfp4};
+}
+
 std::string describe(const Shape& s) {
-  return fmt::format("m={} k={} n={} block={} {} {}", s.m, s.k, s.n, s.block_size, ir::ops::to_string(s.mode),
+  if (s.weights == TensorWeights::Nvfp4) {
+    return fmt::format("nvfp4 m={} k={} n={} {}", s.m, s.k, s.n, ir::to_string(s.activation));
+  }
+  return fmt::format("int4 m={} k={} n={} block={} {} {}", s.m, s.k, s.n, s.block_size, ir::ops::to_string(s.mode),
                      ir::to_string(s.activation));
 }
 
@@ -69,14 +80,20 @@ std::vector<float> floats(ScalarType type, const HostBuffer& buffer) {
 }
 
 /// Inputs: `exact` picks small integers and power-of-two scales (every sum exact).
+/// int4: f32 `scales` and `second`; NVFP4: E4M3 `scale_codes` and `global_scale`.
 struct Inputs {
   std::vector<float> x, scales, second;
-  std::vector<std::uint8_t> w;
+  std::vector<std::uint8_t> w, scale_codes;
+  float global_scale = 1.0f;
   BufferSet buffers(const Shape& s) const {
-    BufferSet set{{"x", halves(s.activation, x)},
-                  {"w", HostBuffer::from(ScalarType::U8, w)},
-                  {"scales", HostBuffer::from(ScalarType::F32, scales)}};
-    if (const char* name = ir::ops::second_sidecar(s.mode)) set[name] = HostBuffer::from(ScalarType::F32, second);
+    BufferSet set{{"x", halves(s.activation, x)}, {"w", HostBuffer::from(ScalarType::U8, w)}};
+    if (s.weights == TensorWeights::Nvfp4) {
+      set["scales"] = HostBuffer::from(ScalarType::U8, scale_codes);
+      set["global_scale"] = HostBuffer::from(ScalarType::F32, std::vector<float>{global_scale});
+    } else {
+      set["scales"] = HostBuffer::from(ScalarType::F32, scales);
+      if (const char* name = ir::ops::second_sidecar(s.mode)) set[name] = HostBuffer::from(ScalarType::F32, second);
+    }
     set["out"] = halves(s.activation, std::vector<float>(std::size_t{s.m} * s.n, -7.0f));
     return set;
   }
@@ -89,6 +106,18 @@ Inputs make_inputs(const Shape& s, bool exact, std::uint64_t seed) {
   Inputs in;
   for (std::uint32_t i = 0; i < s.m * s.k; ++i) in.x.push_back(round_to(s.activation, exact ? float(small(engine)) : real(engine)));
   for (std::uint32_t i = 0; i < (s.k * s.n + 1) / 2; ++i) in.w.push_back(static_cast<std::uint8_t>(engine()));
+  if (s.weights == TensorWeights::Nvfp4) {
+    // Exact: signed powers of two 2^-2 .. 2^2 (E4M3 exponent fields 5 .. 9), so that a
+    // sum of k products keeps within f32's 24 bits; random: every E4M3 code but NaN
+    // (subnormal, zero and 448 included).
+    for (std::uint32_t i = 0; i < (s.k + 15) / 16 * s.n; ++i) {
+      std::uint8_t code = exact ? static_cast<std::uint8_t>((5 + engine() % 5) << 3) : static_cast<std::uint8_t>(engine());
+      if ((code & 0x7F) == 0x7F) code ^= 1;
+      in.scale_codes.push_back(static_cast<std::uint8_t>(code | (engine() % 2 ? 0x80 : 0)));
+    }
+    in.global_scale = exact ? 0.5f : 0.7310586f;
+    return in;
+  }
   const std::uint32_t sidecars = (s.k + s.block_size - 1) / s.block_size * s.n;
   for (std::uint32_t i = 0; i < sidecars; ++i) {
     in.scales.push_back(exact ? std::ldexp(1.0f, int(engine() % 4) - 6) : 0.01f + std::abs(real(engine)) * 0.05f);
@@ -105,16 +134,36 @@ std::vector<float> run(const ir::Program& program, const Shape& s, const Inputs&
   return floats(s.activation, buffers.at("out"));
 }
 
-ir::Program tensor_program(const Shape& s) {
-  return ir::ops::dequant_matmul_int4(s.m, s.k, s.n, s.block_size, s.mode, KernelSchedule::Fast, s.activation);
+ir::Program program_of(const Shape& s, KernelSchedule schedule) {
+  if (s.weights == TensorWeights::Nvfp4) return ir::ops::dequant_matmul_nvfp4(s.m, s.k, s.n, schedule, s.activation);
+  return ir::ops::dequant_matmul_int4(s.m, s.k, s.n, s.block_size, s.mode, schedule, s.activation);
 }
-ir::Program seed_program(const Shape& s) {
-  return ir::ops::dequant_matmul_int4(s.m, s.k, s.n, s.block_size, s.mode, KernelSchedule::Seed, s.activation);
+ir::Program tensor_program(const Shape& s) { return program_of(s, KernelSchedule::Fast); }
+ir::Program seed_program(const Shape& s) { return program_of(s, KernelSchedule::Seed); }
+
+/// |x_p w_p| summed over p for out[i][j] (the bounds' sum of T_p), per the format oracles.
+double term_sum(const Shape& s, const Inputs& in, std::uint32_t i, std::uint32_t j) {
+  double terms = 0;
+  for (std::uint32_t p = 0; p < s.k; ++p) {
+    const std::size_t e = std::size_t{p} * s.n + j, b = std::size_t{p / s.block_size} * s.n + j;
+    const std::uint32_t q = (in.w[e / 2] >> (4 * (e % 2))) & 15;
+    const double x = std::fabs(in.x[i * s.k + p]);
+    if (s.weights == TensorWeights::Nvfp4) {
+      terms += x * std::fabs(testing::e2m1_value(q) * testing::fp8_value(in.scale_codes[b], true) * in.global_scale);
+      continue;
+    }
+    switch (s.mode) {
+      case BlockAffineMode::Symmetric: terms += x * q * in.scales[b]; break;
+      case BlockAffineMode::ZeroPoint: terms += x * (q + std::fabs(in.second[b])) * in.scales[b]; break;
+      case BlockAffineMode::Offset: terms += x * (q * in.scales[b] + std::fabs(in.second[b])); break;
+    }
+  }
+  return terms;
 }
 
 }  // namespace
 
-TEST_CASE("tensor-core dequant_matmul_int4 agrees with the seed within the f32 bound, exactly on exact inputs",
+TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4 agree with the seed within the f32 bound, exactly on exact inputs",
           "[backends][tensor_gemm]") {
   std::vector<Shape> shapes;
   for (ScalarType activation : {ScalarType::F16, ScalarType::BF16}) {
@@ -129,6 +178,11 @@ TEST_CASE("tensor-core dequant_matmul_int4 agrees with the seed within the f32 b
       shapes.push_back({20, 1040, 32, 48, mode, activation});   // odd k-steps a block, ragged; 20 rows staged
       shapes.push_back({40, 512, 64, 64, mode, activation});    // two row tiles; k-subgroups meet in their own array
     }
+    shapes.push_back(nvfp4(2, 64, 32, activation));     // one ragged 128-row block
+    shapes.push_back(nvfp4(9, 736, 32, activation));    // ragged last part and block
+    shapes.push_back(nvfp4(3, 2048, 32, activation));   // k-subgroups and splits
+    shapes.push_back(nvfp4(20, 1040, 64, activation));  // 20 rows staged, ragged
+    shapes.push_back(nvfp4(40, 512, 64, activation));   // two row tiles; k-subgroups meet in their own array
   }
   for (const Shape& s : shapes) {
     INFO(describe(s));
@@ -143,21 +197,15 @@ TEST_CASE("tensor-core dequant_matmul_int4 agrees with the seed within the f32 b
     const std::vector<float> t = run(tensor, s, in), reference = run(seed, s, in);
     const std::uint32_t blocks = (s.k + s.block_size - 1) / s.block_size;
     const double u = std::ldexp(1.0, -24), u_half = s.activation == ScalarType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
-    // The parts of K meet in k-subgroups and splits: at most one addition a block.
-    const double chain = (s.block_size + 4 + blocks + blocks) + (s.k + 2);
+    // int4: the parts of K meet in k-subgroups and splits, at most one addition a block.
+    // NVFP4: one mma chain over a part's rows, the parts' additions, the global scale.
+    const double tensor_chain =
+        s.weights == TensorWeights::Nvfp4 ? s.k + 4.0 + blocks : s.block_size + 4.0 + blocks + blocks;
+    const double chain = tensor_chain + (s.k + 2);
     unsigned checked = 0;
     for (std::uint32_t i = 0; i < s.m; ++i) {
       for (std::uint32_t j = 0; j < s.n; ++j) {
-        double terms = 0;
-        for (std::uint32_t p = 0; p < s.k; ++p) {
-          const std::size_t e = std::size_t{p} * s.n + j, b = std::size_t{p / s.block_size} * s.n + j;
-          const double q = (in.w[e / 2] >> (4 * (e % 2))) & 15, x = std::fabs(in.x[i * s.k + p]);
-          switch (s.mode) {
-            case BlockAffineMode::Symmetric: terms += x * q * in.scales[b]; break;
-            case BlockAffineMode::ZeroPoint: terms += x * (q + std::fabs(in.second[b])) * in.scales[b]; break;
-            case BlockAffineMode::Offset: terms += x * (q * in.scales[b] + std::fabs(in.second[b])); break;
-          }
-        }
+        const double terms = term_sum(s, in, i, j);
         const float a = t[i * s.n + j], b = reference[i * s.n + j];
         INFO("out[" << i << "][" << j << "]: tensor " << a << ", seed " << b);
         CHECK(std::fabs(double(a) - b) <= 2 * u * chain * terms + u_half * (std::fabs(a) + std::fabs(b)) + 1e-30);
@@ -168,7 +216,41 @@ TEST_CASE("tensor-core dequant_matmul_int4 agrees with the seed within the f32 b
   }
 }
 
-TEST_CASE("tensor-core dequant_matmul_int4: the emulated PTX equals the interpreter bit for bit", "[backends][tensor_gemm]") {
+TEST_CASE("tensor-core dequant_matmul_nvfp4: NaN scales make their columns NaN and subnormal scales stay exact",
+          "[backends][tensor_gemm]") {
+  for (ScalarType activation : {ScalarType::F16, ScalarType::BF16}) {
+    const Shape s = nvfp4(3, 64, 32, activation);
+    INFO(describe(s));
+    Inputs in = make_inputs(s, true, 5);
+    // Column 3: a NaN scale (0x7F) in block 1; column 4: -NaN (0xFF) in block 3. Column 5:
+    // the smallest subnormal 2^-9 (0x01) in every block, column 6 the largest, -448 (0xFE),
+    // column 7 -0 (0x80).
+    in.scale_codes[1 * s.n + 3] = 0x7F;
+    in.scale_codes[3 * s.n + 4] = 0xFF;
+    for (std::uint32_t b = 0; b < 4; ++b) {
+      in.scale_codes[b * s.n + 5] = 0x01;
+      in.scale_codes[b * s.n + 6] = 0xFE;
+      in.scale_codes[b * s.n + 7] = 0x80;
+    }
+    const std::vector<float> tensor = run(tensor_program(s), s, in), seed = run(seed_program(s), s, in);
+    for (std::uint32_t i = 0; i < s.m; ++i) {
+      for (std::uint32_t j = 0; j < s.n; ++j) {
+        INFO("out[" << i << "][" << j << "]");
+        const float a = tensor[i * s.n + j], b = seed[i * s.n + j];
+        if (j == 3 || j == 4) {
+          CHECK(std::isnan(a));
+          CHECK(std::isnan(b));
+        } else {
+          CHECK(a == b);  // exact inputs: both exact
+        }
+      }
+    }
+    // The subnormal column is x . (v 2^-9) 0.5 summed: nonzero on these inputs.
+    CHECK(tensor[5] != 0.0f);
+  }
+}
+
+TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4: the emulated PTX equals the interpreter bit for bit", "[backends][tensor_gemm]") {
   // The staging's three forms: x chunks that divide a subgroup's 32 (several rows per
   // copy, rows past m skipped per lane or per row tile), that fill it (one row per copy:
   // 256-row splits), and the ragged last split's loop; two k-subgroups per workgroup,
@@ -183,7 +265,10 @@ TEST_CASE("tensor-core dequant_matmul_int4: the emulated PTX equals the interpre
                          Shape{5, 1024, 32, 512, BlockAffineMode::Offset, ScalarType::BF16},
                          Shape{3, 2048, 32, 64, BlockAffineMode::ZeroPoint, ScalarType::F16},
                          Shape{20, 1040, 32, 48, BlockAffineMode::Offset, ScalarType::BF16},
-                         Shape{40, 512, 64, 64, BlockAffineMode::ZeroPoint, ScalarType::F16}}) {
+                         Shape{40, 512, 64, 64, BlockAffineMode::ZeroPoint, ScalarType::F16},
+                         nvfp4(5, 128, 64, ScalarType::F16), nvfp4(33, 96, 32, ScalarType::BF16),
+                         nvfp4(9, 736, 32, ScalarType::F16), nvfp4(3, 2048, 32, ScalarType::BF16),
+                         nvfp4(40, 512, 64, ScalarType::F16)}) {
     const ir::Program program = tensor_program(s);
     const Inputs in = make_inputs(s, false, s.k + s.n);
     const std::vector<float> reference = run(program, s, in);
@@ -242,7 +327,26 @@ TEST_CASE("tensor-core dequant_matmul_int4 names each shape it cannot run", "[ba
   CHECK(ir::print(automatic).find("subgroup_mma") == std::string::npos);
 }
 
-TEST_CASE("tensor-core dequant_matmul_int4 assembles with ptxas for sm_80 and sm_90 without spills, and sm_75 refuses it",
+TEST_CASE("tensor-core dequant_matmul_nvfp4 names each shape it cannot run", "[backends][tensor_gemm]") {
+  auto error = [](std::uint32_t n, std::uint32_t k, ScalarType activation) {
+    try {
+      ir::ops::dequant_matmul_nvfp4(4, k, n, KernelSchedule::Fast, activation);
+    } catch (const ir::ops::OpError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(error(64, 64, ScalarType::F32), Catch::Contains("dequant_matmul_nvfp4") &&
+                                                 Catch::Contains("m=4 > 1 runs on the tensor cores") &&
+                                                 Catch::Contains("activation f32 is not f16 or bf16"));
+  CHECK_THAT(error(48, 64, ScalarType::F16), Catch::Contains("n=48 is not a multiple of 32"));
+  CHECK_THAT(error(64, 40, ScalarType::BF16), Catch::Contains("k=40 is not a multiple of 16"));
+  CHECK(error(64, 4096, ScalarType::BF16) == "no error");
+  const ir::Program automatic = ir::ops::dequant_matmul_nvfp4(4, 64, 64, KernelSchedule::Auto, ScalarType::F16);
+  CHECK(automatic.shared.empty());
+}
+
+TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4 assemble with ptxas for sm_80 and sm_90 without spills, and sm_75 refuses it",
           "[backends][tensor_gemm][ptxas]") {
   if (!ptx::ptxas_available()) {
     const char* require = std::getenv("QUANTC_REQUIRE_PTXAS");
@@ -252,7 +356,8 @@ TEST_CASE("tensor-core dequant_matmul_int4 assembles with ptxas for sm_80 and sm
   }
   for (const Shape& s : {Shape{16, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16},
                          Shape{64, 4096, 11008, 64, BlockAffineMode::Offset, ScalarType::BF16},
-                         Shape{5, 11008, 4096, 32, BlockAffineMode::Symmetric, ScalarType::F16}}) {
+                         Shape{5, 11008, 4096, 32, BlockAffineMode::Symmetric, ScalarType::F16},
+                         nvfp4(16, 4096, 4096, ScalarType::F16), nvfp4(64, 4096, 11008, ScalarType::BF16)}) {
     const ir::Program program = tensor_program(s);
     for (const char* name : {"sm_80", "sm_90"}) {
       const ptx::Target target = ptx::parse_target(name);
