@@ -23,7 +23,6 @@ constexpr std::uint32_t kMaxTileRows = 4;             // rows of out per invocat
 constexpr std::uint32_t kNvfp4BlockSize = 16;
 
 constexpr char kInt8Id[] = "rlx::dequant_matmul_int8";
-constexpr char kFp8Id[] = "rlx::dequant_matmul_fp8";
 
 std::vector<std::uint64_t> f32_table(const std::vector<float>& values) {
   std::vector<std::uint64_t> bits;
@@ -568,7 +567,7 @@ Program fp8_fast(std::uint32_t k, std::uint32_t n, Fp8Format format, ScalarType 
   ProgramBuilder program(name);
   FastGemv g;
   g.name = name;
-  g.op_id = kFp8Id;
+  g.op_id = kDequantMatmulFp8Id;
   g.k = k;
   g.n = n;
   g.columns_per_byte = 1;
@@ -859,7 +858,7 @@ Program dequant_matmul_fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp
   };
   // The seed multiplies the scale in after the activation: (x * w) * s.
   decoder.product = [&](const Expr& x_value, const Expr& weight) { return (x_value * weight) * column_scale; };
-  emit_tiled_matmul(program, kFp8Id, dims, tile, x, out, decoder);
+  emit_tiled_matmul(program, kDequantMatmulFp8Id, dims, tile, x, out, decoder);
   return program.build();
 }
 
@@ -950,6 +949,13 @@ Program dequant_matmul_fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp
   const char* name = "dequant_matmul_fp8";
   if (schedule == KernelSchedule::Seed) return dequant_matmul_fp8(m, k, n, format, activation);
   check_matmul_dims(name, {m, k, n});
+  if (m > 1) {
+    // Batches: as dequant_matmul_int4.
+    if (schedule == KernelSchedule::Auto) return dequant_matmul_fp8(m, k, n, format, activation);
+    TensorGemmShape shape{TensorWeights::Fp8, m, k, n, 16, BlockAffineMode::Symmetric, activation};
+    shape.fp8_format = format;
+    return tensor_gemm_or_throw(name, shape);
+  }
   auto reason = fast_unsupported(name, m, n, 1);
   if (reason && schedule == KernelSchedule::Auto) return dequant_matmul_fp8(m, k, n, format, activation);
   if (reason) throw_fast_unsupported(name, *reason);
@@ -1129,7 +1135,8 @@ std::vector<OpInfo> dequant_matmul_ops() {
       .params = {m, k, n, format, schedule_param(), activation_param()},
       .buffers = with_split_k({x, {"w", "weight", ScalarType::U8, "k * n", {"k", "n"}},
                                {"scales", "sidecar", ScalarType::F32, "n"}, out},
-                              "ceil(n/32)"),
+                              "ceil(n/32) (m == 1), n/32 * ceil(m/M) (m > 1: the tensor-core GEMM, M = 16 for m <= 16, else 32)",
+                              "splits * n (m == 1), splits * 16 * n * M/16 * ceil(m/M) (m > 1)"),
       .build =
           [](const OpArgs& args) {
             return dequant_matmul_fp8(args.u32("m"), args.u32("k"), args.u32("n"), fp8_format_arg(args),

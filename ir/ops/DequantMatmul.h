@@ -109,11 +109,11 @@
 // 2*eta_h (tests/reference/activation_tests.cpp). The fast schedule reads 4 x values per
 // reinterpreting u32x2 load (the f32 program's f32x4), widens each once per lane (f16:
 // cvt.f32.f16; bf16: shl/and), and stores 4 columns as two f16x2/bf16x2 pairs.
-// Batches (m > 1) of dequant_matmul_int4 and dequant_matmul_nvfp4 with f16 or bf16
-// activations: "fast" is the tensor-core GEMM of ir/ops/TensorGemm.h (sm_80+; its own
+// Batches (m > 1) of dequant_matmul_int4, dequant_matmul_fp8 and dequant_matmul_nvfp4 with
+// f16 or bf16 activations: "fast" is the tensor-core GEMM of ir/ops/TensorGemm.h (sm_80+; its own
 // bound and requirements, named in the OpError); "auto" keeps the seed there, because op
 // constructors do not know the target and the seed runs on every one.
-// Fast errors (OpError, after the seed's own checks): m != 1 ("the batch-1 GEMV"; int8, fp8);
+// Fast errors (OpError, after the seed's own checks): m != 1 ("the batch-1 GEMV"; int8);
 // n not a multiple of 4 (int8, fp8) or 8 (int4, nvfp4), the columns of one lane's
 // 4-byte row load. k needs no multiple: rows past k read code 0 and x 0; n needs no
 // multiple of a subgroup's columns: the last subgroup's lanes past n reload valid columns
@@ -207,7 +207,8 @@ enum class BlockAffineMode : std::uint8_t { Symmetric, ZeroPoint, Offset };
 std::string_view to_string(BlockAffineMode mode);
 /// The op id of dequant_matmul_int4's regions (the seed's, which every schedule keeps).
 inline constexpr char kDequantMatmulInt4Id[] = "rlx::dequant_matmul_int4";
-/// The op id of dequant_matmul_nvfp4's regions.
+/// The op ids of dequant_matmul_fp8's and dequant_matmul_nvfp4's regions.
+inline constexpr char kDequantMatmulFp8Id[] = "rlx::dequant_matmul_fp8";
 inline constexpr char kDequantMatmulNvfp4Id[] = "rlx::dequant_matmul_nvfp4";
 
 /// The second per-block sidecar buffer of a mode: "zero_points" (ZeroPoint), "offsets"

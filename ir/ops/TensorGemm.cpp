@@ -37,9 +37,10 @@ constexpr std::uint32_t kPreferredStagedBytes = 16 * 1024;
 /// The weight rows a part aims to stay within: short warps' chains, so that a grid of
 /// several waves loses little to its last one (int4 4096x11008 at m = 2: 9.2 us, 12.7 with
 /// parts of 512 rows). NVFP4 decodes a pair of codes in 5 instructions against int4's 2.25
-/// (decode_e2m1_row_pair), so its parts hold half the rows for the same chain (4096x4096
-/// at m = 2: 3.2 us, 4.8 with 256 rows).
-std::uint32_t preferred_part_rows(TensorWeights weights) { return weights == TensorWeights::Nvfp4 ? 128 : 256; }
+/// (decode_e2m1_row_pair), FP8 (E4M3) 4 and flags its NaN codes (decode_fp8_step), so
+/// their parts hold half the rows for the same chain (NVFP4 4096x4096 at m = 2: 3.2 us,
+/// 4.8 with 256 rows).
+std::uint32_t preferred_part_rows(TensorWeights weights) { return weights == TensorWeights::Int4 ? 256 : 128; }
 /// The preferred rows of a workgroup's k-subgroups together where the grid takes several
 /// waves: 2 int4 parts, 4 NVFP4 parts.
 constexpr std::uint32_t kMultiWaveWorkgroupRows = 512;
@@ -137,12 +138,54 @@ std::array<Expr, 4> decode_e2m1_row_pair(ScalarType input, const Expr& halves, c
   return b;
 }
 
+/// FP8's B registers (u32x2) of the four mma tiles of a k-step. ldmatrix.trans of the
+/// 32-byte weight rows as 16-bit elements hands lane (g, t) element g of rows 2t, 2t + 1 of
+/// each 16-byte half h (`regs[2h]`; rows 2t + 8, 2t + 9 in `regs[2h + 1]`): the codes of
+/// columns 16h + 2g (bytes 0, 2) and 16h + 2g + 1 (bytes 1, 3), so tile j = 2h + e takes
+/// column 16h + 2g + e as its mma column g (fp8_column). A prmt puts a column's two codes
+/// into the high bytes of an f16x2 pair: E5M2's f16 pattern, exactly (infinities and NaN
+/// included); E4M3's exponent and mantissa move down one bit into the pattern of v 2^-8
+/// (subnormals included; NaN codes are flagged apart, fp8_nan_bytes), and the store
+/// multiplies by 2^8. bf16: E4M3 by the bf16 pattern of v 2^-120 times 2^112 (v 2^-8,
+/// exact); E5M2 through f32 (exact, infinities and NaN kept). Instructions per pair of
+/// codes: E5M2 f16 1, E4M3 f16 4, E4M3 bf16 5, E5M2 bf16 4.
+std::array<Expr, 4> decode_fp8_step(ScalarType input, Fp8Format format, const std::array<Expr, 4>& regs) {
+  auto decode = [&](const Expr& reg, std::uint32_t e) {
+    Expr high = permute(reg, u32(0), u32(0x0404u | e << 4 | (2 + e) << 12));  // [0, byte e, 0, byte 2 + e]
+    const Expr sign = high & u32(0x80008000u);
+    if (input == ScalarType::F16) {
+      if (format == Fp8Format::E5M2) return high;
+      return ((high >> 1u) & u32(0x3F803F80u)) | sign;
+    }
+    const Type pair(ScalarType::BF16, 2);
+    if (format == Fp8Format::E4M3) {
+      Expr pattern = ((high >> 4u) & u32(0x07F007F0u)) | sign;
+      return bitcast(ScalarType::U32, bitcast(pair, pattern) * bitcast(pair, u32(0x77807780u)));  // x 2^112
+    }
+    Expr halves = bitcast(Type(ScalarType::F16, 2), high);
+    return bitcast(ScalarType::U32, cast(pair, make_vector({cast(ScalarType::F32, extract_lane(halves, 0)),
+                                                            cast(ScalarType::F32, extract_lane(halves, 1))})));
+  };
+  std::array<Expr, 4> b;
+  for (std::uint32_t j = 0; j < 4; ++j) {
+    const std::uint32_t h = j / 2, e = j % 2;
+    b[j] = make_vector({decode(regs[2 * h], e), decode(regs[2 * h + 1], e)});
+  }
+  return b;
+}
+
+/// E4M3's NaN codes (0x7F, 0xFF) among the four bytes of `reg`: each byte's top bit set
+/// where it is one (b & 0x7F plus 1 reaches 0x80 only for 0x7F), the rest garbage below it.
+Expr fp8_nan_bytes(const Expr& reg) { return (reg & u32(0x7F7F7F7Fu)) + u32(0x01010101u); }
+
 /// The work split (file comment): M = m_tiles * 16 rows by 32 columns per workgroup
 /// ("unit": column_tiles x row_tiles of them), and K in `splits` splits of
 /// `blocks_per_split` whole blocks staged in shared memory.
 struct TensorGemmSplit {
   TensorWeights weights = TensorWeights::Int4;
   std::uint32_t m = 0;
+  /// Bytes of a subgroup's weight row (its 32 columns): 16 of nibbles, 32 of FP8 bytes.
+  std::uint32_t weight_row_bytes() const { return weights == TensorWeights::Fp8 ? 32 : 16; }
   std::uint32_t m_tiles = 1, column_tiles = 0, row_tiles = 0;
   std::uint32_t blocks = 0, parts = 1, blocks_per_split = 1, block_size = 16;
   /// Subgroups of a workgroup, each with its own part of K ("k-subgroups", SplitK.h): they
@@ -162,17 +205,18 @@ struct TensorGemmSplit {
   /// Partial sums a lane carries to the meetings: 4 tiles x m-tiles x elements.
   std::uint32_t met_per_lane() const { return m_tiles * kTiles * elements(); }
   /// Whether the k-subgroups' meeting fits the weight tiles it reuses (else an array of its own).
-  bool meeting_in_weight_tile() const { return rows() * 4 >= kSubgroupSize * met_per_lane(); }
+  bool meeting_in_weight_tile() const { return rows() * weight_row_bytes() / 4 >= kSubgroupSize * met_per_lane(); }
   /// Shared memory of the meeting a k-subgroup adds beyond its staging.
   std::uint32_t meeting_bytes() const { return meeting_in_weight_tile() ? 0 : kSubgroupSize * met_per_lane() * 4; }
 };
 
 /// Shared memory an int4 block's sidecars take: both of them counted, 32 columns of f32 each.
 constexpr std::uint32_t kSidecarBytesPerBlock = 2 * kTileColumns * 4;
-/// NVFP4's rows per scale and the rows of its staging blocks (8 scale blocks: the
-/// schedule's "block_size", which only sizes the parts, as its scales apply to B).
+/// NVFP4's rows per scale.
 constexpr std::uint32_t kNvfp4ScaleRows = 16;
-constexpr std::uint32_t kNvfp4StagedBlockRows = 64;
+/// The rows of the staging blocks of the formats without f32 block sidecars (NVFP4: 4
+/// scale blocks; FP8): the schedule's "block_size", which only sizes the parts.
+constexpr std::uint32_t kStagedBlockRows = 64;
 /// Shared memory of a 16-row scale block of the 32 columns: 32 E4M3 bytes as staged, and
 /// their B factors (decode_scale_word: 8 column groups x 4 tiles x one u32).
 constexpr std::uint32_t kNvfp4ScaleBlockBytes = kTileColumns + kTileColumns * 4;
@@ -181,7 +225,7 @@ constexpr std::uint32_t kNvfp4ScaleBlockBytes = kTileColumns + kTileColumns * 4;
 /// (NVFP4) its share of the scale blocks.
 std::uint32_t staged_bytes_per_row(const TensorGemmSplit& split) {
   const std::uint32_t scales = split.weights == TensorWeights::Nvfp4 ? kNvfp4ScaleBlockBytes / kNvfp4ScaleRows : 0;
-  return 16 + split.x_tile_rows() * 2 + scales;
+  return split.weight_row_bytes() + split.x_tile_rows() * 2 + scales;
 }
 
 /// Shared memory an (int4) block's sidecars take.
@@ -254,8 +298,8 @@ struct Staging {
 
 Expr plus(const Expr& base, std::uint32_t offset) { return offset == 0 ? base : base + u32(offset); }
 
-/// The cp.async copies (16 bytes each) of a split's weight rows (16 bytes each: the
-/// subgroup's 32 columns) and of its x rows into the tiles. Where the split is whole
+/// The cp.async copies (16 bytes each) of a split's weight rows (the subgroup's 32 columns:
+/// 16 bytes of nibbles, 32 of FP8 bytes) and of its x rows into the tiles. Where the split is whole
 /// (not the ragged last one), they are straight-line code whose two addresses are each
 /// a per-lane register plus an immediate ("[%r+imm]", "[%rd+imm]"): one instruction per
 /// copy instead of a loop's index arithmetic. x rows at or past m are not copied where
@@ -265,21 +309,30 @@ Expr plus(const Expr& base, std::uint32_t offset) { return offset == 0 ? base : 
 /// every chunk, rows past m copying row m - 1.
 void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t m, std::uint32_t k,
                 std::uint32_t n, bool ragged) {
-  const std::uint32_t rows = split.rows(), row_bytes = n / 2, x_rows = split.x_tile_rows();
+  const std::uint32_t rows = split.rows(), x_rows = split.x_tile_rows();
+  const bool bytes = split.weights == TensorWeights::Fp8;
+  const std::uint32_t row_bytes = bytes ? n : n / 2;  // of a row of W
+  const std::uint32_t weight_chunks = split.weight_row_bytes() / 16;  // 16-byte chunks of a subgroup's weight row
+  const std::uint32_t chunk_rows = kSubgroupSize / weight_chunks;    // weight rows a subgroup copies at once
+  const Expr first_byte = bytes ? at.first_column : at.first_column / 2u;
   const std::uint32_t row_chunks = rows / 8;  // 16-byte chunks of one x row
   const Expr& lane = at.lane;
   // Whether x rows past m must be tested at run time (only the last row tile has them).
   const bool test_rows = split.row_tiles > 1 && m % split.tile_rows() != 0;
   if (!ragged && (row_chunks % kSubgroupSize == 0 || kSubgroupSize % row_chunks == 0)) {
+    // Lane l copies chunk l % weight_chunks of row l / weight_chunks, chunk_rows rows at once.
     Expr w_destination = region.let("w_destination", at.w_base + lane * 4u);
-    Expr w_source = region.let("w_source", (at.k_start + lane) * row_bytes + at.first_column / 2u);
-    for (std::uint32_t c = 0; c * kSubgroupSize < rows; ++c) {
+    Expr w_source = weight_chunks == 1
+                        ? region.let("w_source", (at.k_start + lane) * row_bytes + first_byte)
+                        : region.let("w_source", (at.k_start + lane / weight_chunks) * row_bytes + first_byte +
+                                                     (lane % weight_chunks) * 16u);
+    for (std::uint32_t c = 0; c * chunk_rows < rows; ++c) {
       auto copy = [&, c](Body& body) {
         body.async_copy(at.w_tile, plus(w_destination, c * kSubgroupSize * 4), at.w,
-                        plus(w_source, c * kSubgroupSize * row_bytes), 16);
+                        plus(w_source, c * chunk_rows * row_bytes), 16);
       };
-      if ((c + 1) * kSubgroupSize <= rows) copy(region);
-      else region.if_then(lane < u32(rows - c * kSubgroupSize), copy);
+      if ((c + 1) * chunk_rows <= rows) copy(region);
+      else region.if_then(lane < u32((rows - c * chunk_rows) * weight_chunks), copy);
     }
     // x: a copy covers `rows_per_copy` tile rows (row_chunks divides 32) or a 32-chunk
     // stretch of one row (32 divides row_chunks).
@@ -305,10 +358,13 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
     }
     return;
   }
-  region.loop("w_copy", u32(0), u32(ceil_div(rows, kSubgroupSize)), [&](Body& loop, Expr c) {
-    Expr row = loop.let("copy_row", c * kSubgroupSize + lane);
+  region.loop("w_copy", u32(0), u32(ceil_div(rows * weight_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
+    Expr chunk = loop.let(weight_chunks == 1 ? "copy_row" : "w_chunk", c * kSubgroupSize + lane);
+    Expr row = weight_chunks == 1 ? chunk : loop.let("copy_row", chunk / weight_chunks);
     loop.if_then(row < at.split_rows, [&](Body& copy) {
-      copy.async_copy(at.w_tile, at.w_base + row * 4u, at.w, (at.k_start + row) * row_bytes + at.first_column / 2u, 16);
+      Expr source = (at.k_start + row) * row_bytes + first_byte;
+      if (weight_chunks > 1) source = source + (chunk % weight_chunks) * 16u;
+      copy.async_copy(at.w_tile, at.w_base + chunk * 4u, at.w, source, 16);
     });
   });
   region.loop("x_copy", u32(0), u32(ceil_div(x_rows * row_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
@@ -324,14 +380,15 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
 
 /// The rows of the schedule's blocks: int4's sidecar blocks, NVFP4's staging blocks.
 std::uint32_t schedule_block_size(const TensorGemmShape& shape) {
-  return shape.weights == TensorWeights::Int4 ? shape.block_size : kNvfp4StagedBlockRows;
+  return shape.weights == TensorWeights::Int4 ? shape.block_size : kStagedBlockRows;
 }
 
 }  // namespace
 
 std::optional<std::string> tensor_gemm_unsupported(const TensorGemmShape& shape) {
-  const auto& [weights, m, k, n, block_size, mode, activation] = shape;
-  static_cast<void>(mode);  // the sidecar mode does not change the staging
+  const TensorWeights weights = shape.weights;
+  const std::uint32_t m = shape.m, k = shape.k, n = shape.n, block_size = shape.block_size;
+  const ScalarType activation = shape.activation;
   if (activation != ScalarType::F16 && activation != ScalarType::BF16) {
     return fmt::format("activation {} is not f16 or bf16 (the tensor cores take 16-bit inputs; rounding f32 "
                        "activations would leave the f32 bound)",
@@ -339,7 +396,7 @@ std::optional<std::string> tensor_gemm_unsupported(const TensorGemmShape& shape)
   }
   if (n % kTileColumns != 0) return fmt::format("n={} is not a multiple of {} (a subgroup's columns)", n, kTileColumns);
   if (k % kStepRows != 0) return fmt::format("k={} is not a multiple of {} (mma's K)", k, kStepRows);
-  if (weights == TensorWeights::Nvfp4) return std::nullopt;  // 128-row blocks fit every m
+  if (weights != TensorWeights::Int4) return std::nullopt;  // 64-row blocks fit every m
   if (block_size % kStepRows != 0) {
     return fmt::format("block_size={} is not a multiple of {} (a block folds whole mma steps)", block_size, kStepRows);
   }
@@ -353,13 +410,17 @@ std::optional<std::string> tensor_gemm_unsupported(const TensorGemmShape& shape)
 }
 
 Program tensor_gemm(const TensorGemmShape& shape) {
-  const bool nvfp4 = shape.weights == TensorWeights::Nvfp4;
-  const char* name = nvfp4 ? "dequant_matmul_nvfp4" : "dequant_matmul_int4";
+  const bool nvfp4 = shape.weights == TensorWeights::Nvfp4, fp8 = shape.weights == TensorWeights::Fp8;
+  // Whether the mma sums run over the whole part (scales in B or per column) rather
+  // than folding each block's with its f32 sidecars (int4).
+  const bool whole_part_sums = shape.weights != TensorWeights::Int4;
+  const bool e4m3 = fp8 && shape.fp8_format == Fp8Format::E4M3;
+  const char* name = nvfp4 ? "dequant_matmul_nvfp4" : fp8 ? "dequant_matmul_fp8" : "dequant_matmul_int4";
   if (auto reason = tensor_gemm_unsupported(shape)) {
     throw OpError(fmt::format("Fix: {} has no tensor-core schedule: {}", name, *reason));
   }
   const std::uint32_t m = shape.m, k = shape.k, n = shape.n;
-  const BlockAffineMode mode = nvfp4 ? BlockAffineMode::Symmetric : shape.mode;
+  const BlockAffineMode mode = whole_part_sums ? BlockAffineMode::Symmetric : shape.mode;
   const ScalarType activation = shape.activation;
   const std::uint32_t block_size = schedule_block_size(shape);
   const TensorGemmSplit split = tensor_gemm_split(shape.weights, m, k, n, block_size);
@@ -367,6 +428,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   const std::uint32_t block_steps = block_size / kStepRows;
   const std::uint32_t sidecar_count =
       nvfp4 ? checked_count(name, "ceil(k/16)*n (scale bytes)", ceil_div(k, kNvfp4ScaleRows), n)
+      : fp8 ? n
             : checked_count(name, "ceil(k/block_size)*n (sidecar elements)", blocks, n);
   const std::uint32_t rows = split.rows();  // the last split may have fewer
   const std::uint32_t m_tiles = split.m_tiles;  // per subgroup, sharing each decoded B
@@ -381,7 +443,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
 
   ProgramBuilder program(name);
   BufferRef x = program.input("x", activation, m * k);
-  BufferRef w = program.input("w", ScalarType::U8, ceil_div(k * n, 2));
+  BufferRef w = program.input("w", ScalarType::U8, fp8 ? checked_count(name, "k*n (weight bytes)", k, n) : ceil_div(k * n, 2));
   BufferRef scales = program.input("scales", nvfp4 ? ScalarType::U8 : ScalarType::F32, sidecar_count);
   BufferRef second, global_scale;
   if (const char* sidecar = second_sidecar(mode)) second = program.input(sidecar, ScalarType::F32, sidecar_count);
@@ -390,19 +452,22 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   const SplitK split_k = declare_split_k(
       program, split.splits(), checked_count(name, "units*32*sums", split.units(), kSubgroupSize * met_per_lane),
       split.units());
-  // Per k-subgroup: its part's rows of W (16 bytes each: the 32 columns; f32-typed, read
+  // Per k-subgroup: its part's rows of W (the 32 columns: 16 or 32 bytes; f32-typed, read
   // as raw words, so that the k-subgroups' meeting can reuse them), of x (the m-tile's
   // rows) and its blocks' sidecars of the 32 columns (128 bytes a block each).
   const std::uint32_t k_subgroups = split.k_subgroups;
-  BufferRef w_tile = program.shared("w_tile", ScalarType::F32, k_subgroups * rows * 4);
+  const std::uint32_t w_tile_words = rows * split.weight_row_bytes() / 4;
+  BufferRef w_tile = program.shared("w_tile", ScalarType::F32, k_subgroups * w_tile_words);
   BufferRef x_tile = program.shared("x_tile", activation, k_subgroups * x_tile_rows * rows);
   // int4: the blocks' sidecars (32 f32 a block each); NVFP4: the scale blocks' E4M3
   // bytes (8 words a block) and their B factors (32 words a block: decode_scale_word).
   const std::uint32_t scale_blocks = rows / kNvfp4ScaleRows;  // NVFP4's, of a part
   const std::uint32_t sidecar_tile = nvfp4 ? scale_blocks * kTileColumns / 4 : split.blocks_per_split * kTileColumns;
-  BufferRef scale_tile =
-      program.shared(nvfp4 ? "scale_code_tile" : "scale_tile", nvfp4 ? ScalarType::U32 : ScalarType::F32,
-                     k_subgroups * sidecar_tile);
+  BufferRef scale_tile;
+  if (!fp8) {
+    scale_tile = program.shared(nvfp4 ? "scale_code_tile" : "scale_tile", nvfp4 ? ScalarType::U32 : ScalarType::F32,
+                                k_subgroups * sidecar_tile);
+  }
   BufferRef second_tile, factor_tile;
   if (with_sums) second_tile = program.shared("second_tile", ScalarType::F32, k_subgroups * sidecar_tile);
   const std::uint32_t factor_words = scale_blocks * kTileColumns;
@@ -412,7 +477,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
                                  split.meeting_in_weight_tile() ? w_tile : BufferRef{});
   program.launch({kSubgroupSize * k_subgroups, 1, 1}, {column_tiles, split.row_tiles, split.splits()});
   program.body([&](Body& body) {
-    body.region(nvfp4 ? kDequantMatmulNvfp4Id : kDequantMatmulInt4Id, [&](Body& region) {
+    body.region(nvfp4 ? kDequantMatmulNvfp4Id : fp8 ? kDequantMatmulFp8Id : kDequantMatmulInt4Id, [&](Body& region) {
       Expr local = k_subgroups == 1 ? Expr() : region.let("local", local_id(0));
       Expr lane = k_subgroups == 1 ? region.let("lane", local_id(0)) : region.let("lane", local % kSubgroupSize);
       Expr k_subgroup = k_subgroups == 1 ? u32(0) : region.let("k_subgroup", local / kSubgroupSize);
@@ -432,8 +497,8 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       auto tile_base = [&](const char* tile, std::uint32_t size) {
         return k_subgroups == 1 ? u32(0) : region.let(fmt::format("{}_base", tile), k_subgroup * size);
       };
-      Expr w_base = tile_base("w", rows * 4), x_base = tile_base("x", x_tile_rows * rows);
-      Expr sidecar_base = tile_base("sidecar", sidecar_tile);
+      Expr w_base = tile_base("w", w_tile_words), x_base = tile_base("x", x_tile_rows * rows);
+      Expr sidecar_base = fp8 ? Expr() : tile_base("sidecar", sidecar_tile);
       stage_rows(region, {w_tile, x_tile, w, x, lane, k_start, split_rows, first_row, first_column, w_base, x_base},
                  split, m, k, n, ragged);
       // Sidecars, 16 bytes a copy: int4's 8 a block (32 columns of f32), NVFP4's 2 a scale
@@ -442,7 +507,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       const std::uint32_t sidecar_chunks = (nvfp4 ? scale_blocks : split.blocks_per_split) * chunks_per_block;
       const std::uint32_t last_block = nvfp4 ? k / kNvfp4ScaleRows : blocks;
       Expr first_sidecar_block = nvfp4 ? region.let("first_scale_block", k_start / kNvfp4ScaleRows) : first_block;
-      region.loop("sidecar_copy", u32(0), u32(ceil_div(sidecar_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
+      if (!fp8) region.loop("sidecar_copy", u32(0), u32(ceil_div(sidecar_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
         Expr chunk = loop.let("sidecar_chunk", c * kSubgroupSize + lane);
         Expr chunk_block = loop.let("chunk_block", first_sidecar_block + chunk / chunks_per_block);
         loop.if_then(logical_and(chunk < sidecar_chunks, chunk_block < last_block), [&](Body& copy) {
@@ -473,11 +538,14 @@ Program tensor_gemm(const TensorGemmShape& shape) {
         region.barrier();  // the factors are in the tile
       }
 
-      // ldmatrix.trans rows of B: lane l names weight row l of a pair of k-steps (matrix i =
-      // rows 8i .. 8i + 7; 4 words a row), giving lane (g, t) half-word g of rows 2t, 2t + 1
-      // of each matrix (decode_row_pair).
-      Expr w_lane = region.let("w_lane", w_base + lane * 4u);
+      // ldmatrix.trans rows of B. Nibbles: lane l names weight row l of a pair of k-steps
+      // (matrix i = rows 8i .. 8i + 7; 4 words a row), giving lane (g, t) half-word g of rows
+      // 2t, 2t + 1 of each matrix (decode_row_pair). FP8: lane l names 16-byte half l / 16 of
+      // row 8 ((l / 8) % 2) + l % 8 of a k-step (8 words a row; matrices: half 0 rows 0-7,
+      // 8-15, half 1 rows 0-7, 8-15), decode_fp8_step.
       Expr matrix = region.let("matrix", lane / 8u);
+      Expr w_lane = fp8 ? region.let("w_lane", w_base + ((matrix & 1u) * 8u + lane % 8u) * 8u + (lane / 16u) * 4u)
+                        : region.let("w_lane", w_base + lane * 4u);
       // ldmatrix rows of A: lane 8i + r names row r of matrix i (rows 0-7 / 8-15, k 0-7 / 8-15)
       // of m-tile mt, clamped to the staged rows (the rows past m are never stored).
       Expr a_tile_row = region.let("a_tile_row", (matrix & 1u) * 8u + lane % 8u);
@@ -492,10 +560,15 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       // sums[mt * kTiles + j]: m-tile mt, 8-column tile j.
       const Expr zero4 = make_vector({f32(0.0f), f32(0.0f), f32(0.0f), f32(0.0f)});
       std::vector<Expr> acc, part_sums;
-      for (std::uint32_t v = 0; v < sums_per_lane && !nvfp4; ++v) acc.push_back(region.let(fmt::format("acc{}", v), f32(0.0f)));
-      for (std::uint32_t v = 0; v < m_tiles * kTiles && nvfp4; ++v) {
+      for (std::uint32_t v = 0; v < sums_per_lane && !whole_part_sums; ++v) {
+        acc.push_back(region.let(fmt::format("acc{}", v), f32(0.0f)));
+      }
+      for (std::uint32_t v = 0; v < m_tiles * kTiles && whole_part_sums; ++v) {
         part_sums.push_back(region.let(fmt::format("sum{}_{}", v / kTiles, v % kTiles), zero4));
       }
+      // E4M3: per 16-byte half h of the lane's B rows, NaN codes seen (fp8_nan_bytes).
+      std::array<Expr, 2> nan_bytes;
+      for (std::uint32_t h = 0; h < 2 && e4m3; ++h) nan_bytes[h] = region.let(fmt::format("nan_bytes{}", h), u32(0));
       Expr factor_lane = nvfp4 ? region.let("factor_lane", factor_base + group * 4u) : Expr();
       region.loop("local_block", u32(0), u32(split.blocks_per_split), [&](Body& loop, Expr local_block) {
         Expr block = loop.let("block", first_block + local_block);
@@ -503,7 +576,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
           // x_sums[mt]: the m-tile's sums of x (zero points, offsets).
           std::vector<Expr> sums = part_sums, x_sums;
           for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
-            for (std::uint32_t j = 0; j < kTiles && !nvfp4; ++j) {
+            for (std::uint32_t j = 0; j < kTiles && !whole_part_sums; ++j) {
               sums.push_back(owned.let(fmt::format("block_sum{}_{}", mt, j), zero4));
             }
             if (with_sums) x_sums.push_back(owned.let(fmt::format("x_sum{}", mt), zero4));
@@ -517,7 +590,8 @@ Program tensor_gemm(const TensorGemmShape& shape) {
           for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
             a_block.push_back(owned.let(fmt::format("a_block{}", mt), a_row_start[mt] + local_block * block_size));
           }
-          Expr w_block = owned.let("w_block", w_lane + local_block * (block_size * 4));
+          const std::uint32_t row_words = split.weight_row_bytes() / 4;
+          Expr w_block = owned.let("w_block", w_lane + local_block * (block_size * row_words));
           // NVFP4: the block's B factors of the lane's columns, 32 words a k-step.
           Expr factor_block =
               nvfp4 ? owned.let("factor_block", factor_lane + local_block * (block_steps * kTileColumns)) : Expr();
@@ -526,14 +600,16 @@ Program tensor_gemm(const TensorGemmShape& shape) {
             if (const auto* literal = k_offset.as<Literal>()) return plus(base, scale * std::uint32_t(literal->bits));
             return base + (scale == 1 ? k_offset : k_offset * scale);
           };
-          // The B halves of `step_count` (1 or 2) k-steps from k_offset: ldmatrix.x2/x4.trans,
-          // two registers a step (rows 2t, 2t + 1 and 2t + 8, 2t + 9).
+          // The B registers of `step_count` (1 or 2) k-steps from k_offset: ldmatrix.x2/x4.trans,
+          // nibbles two registers a step (rows 2t, 2t + 1 and 2t + 8, 2t + 9), FP8 four.
+          const std::uint32_t step_registers = fp8 ? 4 : 2;
           auto load_b = [&](Body& step_body, const Expr& k_offset, std::uint32_t step_count, const std::string& suffix) {
-            return step_body.let("b_halves" + suffix,
-                                 subgroup_load_matrix(w_tile, at(w_block, 4, k_offset), 2 * step_count, true));
+            return step_body.let("b_halves" + suffix, subgroup_load_matrix(w_tile, at(w_block, row_words, k_offset),
+                                                                           step_registers * step_count, true));
           };
-          // One 16-row k-step at a_block + k_offset (x tile) with its B halves.
-          auto k_step = [&](Body& step_body, const Expr& k_offset, const Expr& low_halves, const Expr& high_halves,
+          // One 16-row k-step at a_block + k_offset (x tile) with its B registers `regs`
+          // (step_registers of them: the first of `loaded` from `first`).
+          auto k_step = [&](Body& step_body, const Expr& k_offset, const Expr& loaded, std::uint32_t first,
                             const std::string& suffix) {
             std::vector<Expr> a;
             for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
@@ -541,8 +617,17 @@ Program tensor_gemm(const TensorGemmShape& shape) {
                                         subgroup_load_matrix(x_tile, at(a_block[mt], 1, k_offset), 4)));
             }
             // B: rows 2t, 2t+1 give b0 of all four tiles, rows 2t+8, 2t+9 b1.
-            std::array<Expr, 4> low_rows, high_rows;
-            if (nvfp4) {
+            std::array<Expr, 4> low_rows, high_rows, b_registers;
+            const Expr low_halves = extract_lane(loaded, first), high_halves = extract_lane(loaded, first + 1);
+            if (fp8) {
+              const std::array<Expr, 4> regs = {low_halves, high_halves, extract_lane(loaded, first + 2),
+                                                extract_lane(loaded, first + 3)};
+              b_registers = decode_fp8_step(input, shape.fp8_format, regs);
+              for (std::uint32_t h = 0; h < 2 && e4m3; ++h) {
+                step_body.assign(nan_bytes[h],
+                                 nan_bytes[h] | fp8_nan_bytes(regs[2 * h]) | fp8_nan_bytes(regs[2 * h + 1]));
+              }
+            } else if (nvfp4) {
               Expr loaded = step_body.let("scale_factors" + suffix,
                                           factor_tile.load(at(factor_block, kTileColumns / kStepRows, k_offset), 4));
               const std::array<Expr, 4> factors = {extract_lane(loaded, 0), extract_lane(loaded, 1),
@@ -554,7 +639,8 @@ Program tensor_gemm(const TensorGemmShape& shape) {
               high_rows = decode_row_pair(step_body, input, high_halves, "rows_high" + suffix);
             }
             for (std::uint32_t j = 0; j < kTiles; ++j) {
-              Expr b = step_body.let(fmt::format("b{}{}", j, suffix), make_vector({low_rows[j], high_rows[j]}));
+              Expr b = step_body.let(fmt::format("b{}{}", j, suffix),
+                                     fp8 ? b_registers[j] : make_vector({low_rows[j], high_rows[j]}));
               for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
                 Expr& sum = sums[mt * kTiles + j];
                 step_body.assign(sum, subgroup_mma(input, a[mt], b, sum));
@@ -572,12 +658,11 @@ Program tensor_gemm(const TensorGemmShape& shape) {
             // ragged last block (k % block_size != 0) tests each step (x2) against its count.
             const bool whole = k % block_size == 0;
             for (std::uint32_t step = 0; step < block_steps;) {
-              const std::uint32_t count = whole && step + 1 < block_steps ? 2 : 1;
+              const std::uint32_t count = whole && step + 1 < block_steps && !fp8 ? 2 : 1;
               auto run = [&, step, count](Body& step_body) {
                 Expr b = load_b(step_body, u32(step * kStepRows), count, fmt::format("_step{}", step));
                 for (std::uint32_t i = 0; i < count; ++i) {
-                  k_step(step_body, u32((step + i) * kStepRows), extract_lane(b, 2 * i), extract_lane(b, 2 * i + 1),
-                         fmt::format("_step{}", step + i));
+                  k_step(step_body, u32((step + i) * kStepRows), b, step_registers * i, fmt::format("_step{}", step + i));
                 }
               };
               if (whole) run(owned);
@@ -587,10 +672,10 @@ Program tensor_gemm(const TensorGemmShape& shape) {
           } else {
             owned.loop("step", u32(0), steps, [&](Body& step_body, Expr step) {
               Expr b = load_b(step_body, step * kStepRows, 1, "");
-              k_step(step_body, step * kStepRows, extract_lane(b, 0), extract_lane(b, 1), "");
+              k_step(step_body, step * kStepRows, b, 0, "");
             });
           }
-          if (nvfp4) return;
+          if (whole_part_sums) return;
           // Fold the block: element e of tile j is (row g + 8 (e >> 1), column 8t + 4 (e & 1) + j)
           // (decode_row_pair's interleave): the lane's columns are 8t .. 8t + 7, whose
           // sidecars are two 16-byte loads each.
@@ -627,38 +712,74 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       // through the partials.
       Expr unit = region.let("unit", workgroup_id(1) * column_tiles + workgroup_id(0));
       Expr owner = m % tile_rows == 0 ? boolean(true) : region.let("owner", first_row + group < m);
+      // E4M3: whether each of the lane's output columns met a NaN code. Byte j = 2h + e of
+      // `nan_columns` flags B column 16h + 2g + e over the lane's rows, then over its group's
+      // four lanes; output column 16h + 4t + 2c + e (fp8_column) is B column g' = 2t + c's.
+      std::array<Expr, 2> nan_columns;
+      if (e4m3) {
+        auto rows_folded = [&](const Expr& bytes) { return (bytes | (bytes >> 16u)) & u32(0x8080u); };
+        Expr flags = region.let("nan_columns", rows_folded(nan_bytes[0]) | (rows_folded(nan_bytes[1]) << 16u));
+        region.assign(flags, flags | subgroup_shuffle(flags, lane ^ 1u));
+        region.assign(flags, flags | subgroup_shuffle(flags, lane ^ 2u));
+        for (std::uint32_t c = 0; c < 2; ++c) {
+          nan_columns[c] = region.let(fmt::format("nan_columns{}", c), subgroup_shuffle(flags, thread * 8u + 4u * c));
+        }
+      }
       std::vector<Expr> met;  // acc[(mt * 4 + j) * 4 + e] for e < elements, in that order
       for (std::uint32_t v = 0; v < sums_per_lane; ++v) {
         if (v % 4 >= elements) continue;
-        met.push_back(nvfp4 ? region.let(fmt::format("acc{}", v), extract_lane(part_sums[v / 4], v % 4)) : acc[v]);
+        if (!whole_part_sums) {
+          met.push_back(acc[v]);
+          continue;
+        }
+        Expr sum = extract_lane(part_sums[v / 4], v % 4);
+        if (e4m3) {
+          const std::uint32_t j = v / 4 % kTiles, c = v % 2;
+          sum = select(ne(nan_columns[c] & u32(0x80u << (8 * j)), u32(0)), bitcast(ScalarType::F32, u32(0x7FC00000u)), sum);
+        }
+        met.push_back(region.let(fmt::format("acc{}", v), sum));
       }
       // The k-subgroups meet in shared memory (reusing the weight tiles, after a barrier);
       // k-subgroup 0, one whole subgroup as the splits' meeting needs, goes on.
       emit_k_subgroup_meeting(region, meeting, k_subgroup, owner, lane * met_per_lane, met);
-      // The last split of the unit stores the rows below m: per row the lane's eight
-      // columns 8t .. 8t + 7 as one 16-byte store.
+      // The last split of the unit stores the rows below m: per row the lane's columns in
+      // runs of consecutive ones, one vector store a run. Nibbles: one run of eight,
+      // 8t .. 8t + 7 (tile j's element e at 8t + 4e + j); FP8: two of four, 16h + 4t ..
+      // 16h + 4t + 3 (tile 2h + e's element c at 16h + 4t + 2c + e).
       // NVFP4's sums are of v s 2^-7 (decode_e2m1_row_pair): times 2^7 (exact), then the
-      // global scale (one rounding).
+      // global scale (one rounding). FP8's: times 2^8 for E4M3 (exact), then the column's
+      // scale (one rounding).
       auto store_outputs = [&](Body& store_body, const std::vector<Expr>& met_totals) {
         std::vector<Expr> totals = met_totals;
         if (nvfp4) {
           Expr global = store_body.let("global", global_scale[0u]);
           for (Expr& total : totals) total = (total * 128.0) * global;
         }
-        Expr column = store_body.let("column", first_column + thread * 8u);
-        for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
-          for (std::uint32_t h = 0; h < elements / 2; ++h) {
-            Expr row = store_body.let(fmt::format("out_row{}_{}", mt, h), first_row + group + (8u * h + kTileRows * mt));
-            // Columns 8t + 4 eo + j hold totals[(mt * 4 + j) * elements + 2h + eo]; word w holds columns 2w, 2w + 1.
-            std::vector<Expr> words;
-            for (std::uint32_t w = 0; w < 4; ++w) {
-              const std::uint32_t eo = w / 2, j = (w % 2) * 2;
-              auto total = [&](std::uint32_t tile) { return totals[(mt * kTiles + tile) * elements + 2 * h + eo]; };
-              words.push_back(bitcast(ScalarType::U32, cast(Type(activation, 2), make_vector({total(j), total(j + 1)}))));
+        const std::uint32_t runs = fp8 ? 2 : 1, run_words = 4 / runs;
+        for (std::uint32_t r = 0; r < runs; ++r) {
+          Expr column = store_body.let(r == 0 ? "column" : fmt::format("column{}", r),
+                                       fp8 ? first_column + thread * 4u + 16u * r : first_column + thread * 8u);
+          Expr column_scales = fp8 ? store_body.let(fmt::format("column_scales{}", r), scales.load(column, 4)) : Expr();
+          for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
+            for (std::uint32_t h = 0; h < elements / 2; ++h) {
+              const std::string row_name = runs == 1 ? fmt::format("out_row{}_{}", mt, h) : fmt::format("out_row{}_{}_{}", mt, h, r);
+              Expr row = store_body.let(row_name, first_row + group + (8u * h + kTileRows * mt));
+              // Word w holds the run's columns 2w, 2w + 1: tiles j, j + 1 of element c.
+              std::vector<Expr> words;
+              for (std::uint32_t w = 0; w < run_words; ++w) {
+                const std::uint32_t c = fp8 ? w : w / 2, j = fp8 ? 2 * r : (w % 2) * 2;
+                auto total = [&](std::uint32_t tile) {
+                  Expr value = totals[(mt * kTiles + tile) * elements + 2 * h + c];
+                  if (!fp8) return value;
+                  if (e4m3) value = value * 256.0;
+                  return value * extract_lane(column_scales, 2 * c + tile % 2);
+                };
+                words.push_back(bitcast(ScalarType::U32, cast(Type(activation, 2), make_vector({total(j), total(j + 1)}))));
+              }
+              auto put = [&](Body& b) { b.store_words(out, row * n + column, make_vector(words)); };
+              if (m % tile_rows != 0) store_body.if_then(row < m, put);
+              else put(store_body);
             }
-            auto put = [&](Body& b) { b.store_words(out, row * n + column, make_vector(words)); };
-            if (m % tile_rows != 0) store_body.if_then(row < m, put);
-            else put(store_body);
           }
         }
       };

@@ -8,8 +8,11 @@
 // first; f16 or bf16 activations A):
 // - dequant_matmul_int4: codes 0..15 with f32 block sidecars [ceil(k/block_size), n];
 // - dequant_matmul_nvfp4: E2M1 codes with E4M3 scale bytes [ceil(k/16), n] and an f32
-//   global scale (NVIDIA's NVFP4; OCP MX v1.0 for E2M1, OFP8 rev 1.0 for E4M3). Its
-//   "blocks" below are staging units of 64 rows; its scales apply to B (see Decoding).
+//   global scale (NVIDIA's NVFP4; OCP MX v1.0 for E2M1, OFP8 rev 1.0 for E4M3);
+// - dequant_matmul_fp8: E4M3 or E5M2 bytes W [k, n] (OFP8 rev 1.0) with an f32 scale per
+//   column.
+// NVFP4's and FP8's "blocks" below are staging units of 64 rows: their scales apply to B
+// or per column, so their mma sums run over a whole part (see their decoding below).
 // - Work split: a subgroup owns an m-tile of M rows of x (16, or 32 for m > 16: two 16-row
 //   mma tiles that share each decoded weight fragment), a 32-column n-tile of W (four
 //   8-column mma tiles) and a part of K: whole blocks, `parts` subgroups per tile
@@ -53,6 +56,17 @@
 //   5 instructions per pair of codes. The mma sums run over the whole part; the store
 //   multiplies by 2^7 (exact) and the global scale (one rounding). Parts hold at most 128
 //   rows (int4: 256), since the decode costs twice int4's per code.
+// - FP8 decoding: weight rows are 32 bytes (the 32 columns; two cp.async chunks), one
+//   ldmatrix.x4.trans a k-step; tile j = 2h + e takes column 16h + 2g + e as its mma column
+//   g, so that a lane's 16-bit element g of rows 2t, 2t + 1 of half h holds the codes of
+//   tiles 2h and 2h + 1. A prmt places a column's two codes in the high bytes of an f16x2:
+//   E5M2 is then its f16 pattern (1 instruction a pair, infinities and NaN included); E4M3
+//   moves down one bit into the pattern of v 2^-8 (4 a pair; bf16: the bf16 pattern of
+//   v 2^-120 times 2^112, 5; E5M2 bf16 through f32, 4). E4M3's NaN codes are flagged per
+//   byte while loading (3 instructions a register), gathered per column over the subgroup
+//   by shuffles once a part, and make that column's sums NaN. The store multiplies by 2^8
+//   (E4M3, exact) and the column's scale (one rounding), and writes two runs of four
+//   columns a row (16h + 4t ..).
 // Modeled on an H100 SXM (block 128, zero points, f16; bench/results/kernels.md, "Small
 // batches on the tensor cores"): at 4096x4096 3.2 us for m = 2 and 3.5 us for m = 8 (DRAM:
 // the weights and f32 sidecars, two splits), 4.6 us for m = 16 (DRAM: eight splits' partial
@@ -64,10 +78,11 @@
 // with u = 2^-24 and T_p the per-term magnitudes of DequantMatmul.h's bound, the longest
 // chain of f32 roundings of an output is L = block_size + 4 + blocks + parts for int4 (the
 // parts meet as k-subgroups, then as splits; parts <= blocks) and L = k + 4 + ceil(k/16)
-// for NVFP4 (a part's whole chain, the meetings, the global scale), so
+// for NVFP4 and FP8 (a part's whole chain, the meetings, the global or column scale), so
 // |tensor - exact| <= 2 u L sum_p T_p (f32 value before the store); where every product
 // and partial sum is exact (small integers, power-of-two scales) it equals the seed bit for bit.
-// NVFP4 NaN scale codes make their columns NaN, as in the seed; an infinite global scale
+// NVFP4 NaN scale codes and FP8 NaN codes make their columns NaN, as in the seed (E5M2's
+// infinities stay infinities, or NaN against a zero or opposite one); an infinite global scale
 // gives +-inf where the seed's per-element products may give NaN (0 * inf), as the batch-1
 // fast schedule does.
 // Requirements (else OpError naming the value): activation f16 or bf16 (f32 x would need a
@@ -89,17 +104,19 @@ namespace quantc::ir::ops {
 enum class TensorWeights : std::uint8_t {
   Int4,   ///< dequant_matmul_int4: codes 0..15 with f32 block sidecars (BlockAffineMode)
   Nvfp4,  ///< dequant_matmul_nvfp4: E2M1 codes, E4M3 scales per 16 rows, an f32 global scale
+  Fp8,    ///< dequant_matmul_fp8: E4M3 or E5M2 bytes, an f32 scale per column
 };
 
 /// One tensor-core GEMM: the op's format and shape. `block_size` and `mode` are
-/// dequant_matmul_int4's (rows per sidecar block, sidecar mode); NVFP4's blocks are
-/// always 16 rows and it ignores both.
+/// dequant_matmul_int4's (rows per sidecar block, sidecar mode), which NVFP4 (blocks of
+/// 16 rows) and FP8 ignore; `fp8_format` is FP8's.
 struct TensorGemmShape {
   TensorWeights weights = TensorWeights::Int4;
   std::uint32_t m = 0, k = 0, n = 0;
   std::uint32_t block_size = 16;
   BlockAffineMode mode = BlockAffineMode::Symmetric;
   ScalarType activation = ScalarType::F16;
+  Fp8Format fp8_format = Fp8Format::E4M3;  // Fp8's
 };
 
 /// Why the tensor-core GEMM cannot run this shape (the file comment's requirements), or nullopt.

@@ -1,5 +1,5 @@
-// The tensor-core GEMM (ir/ops/TensorGemm.h) of dequant_matmul_int4 and dequant_matmul_nvfp4
-// for batches m >= 2 with f16 and bf16 activations: within the stated f32 bound of the seed
+// The tensor-core GEMM (ir/ops/TensorGemm.h) of dequant_matmul_int4, dequant_matmul_nvfp4
+// and dequant_matmul_fp8 (E4M3, E5M2) for batches m >= 2 with f16 and bf16 activations: within the stated f32 bound of the seed
 // program on random inputs, equal to it bit for bit where every partial sum is exact (small
 // integers and power-of-two scales), the emulated mma/PTX equal to the interpreter bit for
 // bit on sm_80 and sm_90, and every shape it cannot run named in the error.
@@ -21,6 +21,7 @@
 #include "ir/ops/Registry.h"
 #include "ir/ops/TensorGemm.h"
 #include "lower/LowerToPtx.h"
+#include "lower/PassManager.h"
 #include "ptx/Ptxas.h"
 #include "RunOn.h"
 #include "tests/reference/FormatOracles.h"
@@ -31,26 +32,36 @@ using namespace quantc;
 using namespace quantc::runtime;
 using ir::ScalarType;
 using ir::ops::BlockAffineMode;
+using ir::ops::Fp8Format;
 using ir::ops::KernelSchedule;
 using ir::ops::TensorWeights;
 
 namespace {
 
-/// A shape of either op; NVFP4 ignores block_size (its blocks are 16 rows) and mode.
+/// A shape of any of the ops; NVFP4 (blocks of 16 rows) and FP8 (a scale per column)
+/// ignore block_size and mode.
 struct Shape {
   std::uint32_t m, k, n, block_size;
   BlockAffineMode mode;
   ScalarType activation;
   TensorWeights weights = TensorWeights::Int4;
+  Fp8Format fp8_format = Fp8Format::E4M3;
 };
 
 Shape nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, ScalarType activation) {
   return {m, k, n, 16, BlockAffineMode::Symmetric, activation, TensorWeights::Nvfp4};
 }
+Shape fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp8Format format, ScalarType activation) {
+  return {m, k, n, 16, BlockAffineMode::Symmetric, activation, TensorWeights::Fp8, format};
+}
 
 std::string describe(const Shape& s) {
   if (s.weights == TensorWeights::Nvfp4) {
     return fmt::format("nvfp4 m={} k={} n={} {}", s.m, s.k, s.n, ir::to_string(s.activation));
+  }
+  if (s.weights == TensorWeights::Fp8) {
+    return fmt::format("fp8 {} m={} k={} n={} {}", ir::ops::to_string(s.fp8_format), s.m, s.k, s.n,
+                       ir::to_string(s.activation));
   }
   return fmt::format("int4 m={} k={} n={} block={} {} {}", s.m, s.k, s.n, s.block_size, ir::ops::to_string(s.mode),
                      ir::to_string(s.activation));
@@ -105,6 +116,27 @@ Inputs make_inputs(const Shape& s, bool exact, std::uint64_t seed) {
   std::uniform_int_distribution<int> small(-3, 3);
   Inputs in;
   for (std::uint32_t i = 0; i < s.m * s.k; ++i) in.x.push_back(round_to(s.activation, exact ? float(small(engine)) : real(engine)));
+  if (s.weights == TensorWeights::Fp8) {
+    // Exact: signed codes of 0.5 .. 3.75 (E4M3 exponent fields 6 .. 8, E5M2 14 .. 16) and
+    // power-of-two column scales; random: every code below 2 in magnitude (exponent
+    // fields up to 7 and 15: the outputs stay within f16), subnormals and zeros included.
+    const bool e4m3 = s.fp8_format == Fp8Format::E4M3;
+    const int mantissa_bits = e4m3 ? 3 : 2, first_exponent = e4m3 ? 6 : 14;
+    for (std::uint32_t i = 0; i < s.k * s.n; ++i) {
+      std::uint8_t code = static_cast<std::uint8_t>(engine());
+      if (exact) {
+        const int exponent = first_exponent + int(engine() % 3), mantissa = int(engine() % (1u << mantissa_bits));
+        code = static_cast<std::uint8_t>((code & 0x80) | exponent << mantissa_bits | mantissa);
+      } else {
+        code &= 0xBF;  // the exponent field's top bit clear
+      }
+      in.w.push_back(code);
+    }
+    for (std::uint32_t j = 0; j < s.n; ++j) {
+      in.scales.push_back(exact ? std::ldexp(1.0f, int(engine() % 4) - 2) : 0.5f + std::abs(real(engine)) * 0.5f);
+    }
+    return in;
+  }
   for (std::uint32_t i = 0; i < (s.k * s.n + 1) / 2; ++i) in.w.push_back(static_cast<std::uint8_t>(engine()));
   if (s.weights == TensorWeights::Nvfp4) {
     // Exact: signed powers of two 2^-2 .. 2^2 (E4M3 exponent fields 5 .. 9), so that a
@@ -136,6 +168,9 @@ std::vector<float> run(const ir::Program& program, const Shape& s, const Inputs&
 
 ir::Program program_of(const Shape& s, KernelSchedule schedule) {
   if (s.weights == TensorWeights::Nvfp4) return ir::ops::dequant_matmul_nvfp4(s.m, s.k, s.n, schedule, s.activation);
+  if (s.weights == TensorWeights::Fp8) {
+    return ir::ops::dequant_matmul_fp8(s.m, s.k, s.n, s.fp8_format, schedule, s.activation);
+  }
   return ir::ops::dequant_matmul_int4(s.m, s.k, s.n, s.block_size, s.mode, schedule, s.activation);
 }
 ir::Program tensor_program(const Shape& s) { return program_of(s, KernelSchedule::Fast); }
@@ -146,8 +181,12 @@ double term_sum(const Shape& s, const Inputs& in, std::uint32_t i, std::uint32_t
   double terms = 0;
   for (std::uint32_t p = 0; p < s.k; ++p) {
     const std::size_t e = std::size_t{p} * s.n + j, b = std::size_t{p / s.block_size} * s.n + j;
-    const std::uint32_t q = (in.w[e / 2] >> (4 * (e % 2))) & 15;
     const double x = std::fabs(in.x[i * s.k + p]);
+    if (s.weights == TensorWeights::Fp8) {
+      terms += x * std::fabs(testing::fp8_value(in.w[e], s.fp8_format == Fp8Format::E4M3) * in.scales[j]);
+      continue;
+    }
+    const std::uint32_t q = (in.w[e / 2] >> (4 * (e % 2))) & 15;
     if (s.weights == TensorWeights::Nvfp4) {
       terms += x * std::fabs(testing::e2m1_value(q) * testing::fp8_value(in.scale_codes[b], true) * in.global_scale);
       continue;
@@ -163,7 +202,7 @@ double term_sum(const Shape& s, const Inputs& in, std::uint32_t i, std::uint32_t
 
 }  // namespace
 
-TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4 agree with the seed within the f32 bound, exactly on exact inputs",
+TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 and fp8 agree with the seed within the f32 bound, exactly on exact inputs",
           "[backends][tensor_gemm]") {
   std::vector<Shape> shapes;
   for (ScalarType activation : {ScalarType::F16, ScalarType::BF16}) {
@@ -183,6 +222,12 @@ TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4 agree with the seed within 
     shapes.push_back(nvfp4(3, 2048, 32, activation));   // k-subgroups and splits
     shapes.push_back(nvfp4(20, 1040, 64, activation));  // 20 rows staged, ragged
     shapes.push_back(nvfp4(40, 512, 64, activation));   // two row tiles; k-subgroups meet in their own array
+    for (Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
+      shapes.push_back(fp8(2, 64, 32, format, activation));     // one ragged staging block
+      shapes.push_back(fp8(9, 736, 64, format, activation));    // ragged last part and block
+      shapes.push_back(fp8(3, 2048, 32, format, activation));   // k-subgroups and splits
+      shapes.push_back(fp8(40, 512, 64, format, activation));   // two row tiles; k-subgroups meet in their own array
+    }
   }
   for (const Shape& s : shapes) {
     INFO(describe(s));
@@ -199,8 +244,9 @@ TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4 agree with the seed within 
     const double u = std::ldexp(1.0, -24), u_half = s.activation == ScalarType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
     // int4: the parts of K meet in k-subgroups and splits, at most one addition a block.
     // NVFP4: one mma chain over a part's rows, the parts' additions, the global scale.
+    // FP8: the same, with the column scale for the global scale.
     const double tensor_chain =
-        s.weights == TensorWeights::Nvfp4 ? s.k + 4.0 + blocks : s.block_size + 4.0 + blocks + blocks;
+        s.weights != TensorWeights::Int4 ? s.k + 4.0 + blocks : s.block_size + 4.0 + blocks + blocks;
     const double chain = tensor_chain + (s.k + 2);
     unsigned checked = 0;
     for (std::uint32_t i = 0; i < s.m; ++i) {
@@ -250,7 +296,45 @@ TEST_CASE("tensor-core dequant_matmul_nvfp4: NaN scales make their columns NaN a
   }
 }
 
-TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4: the emulated PTX equals the interpreter bit for bit", "[backends][tensor_gemm]") {
+TEST_CASE("tensor-core dequant_matmul_fp8: NaN and infinite codes give the seed's NaN and infinities, subnormals stay exact",
+          "[backends][tensor_gemm]") {
+  for (ScalarType activation : {ScalarType::F16, ScalarType::BF16}) {
+    for (Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
+      const Shape s = fp8(3, 64, 64, format, activation);
+      INFO(describe(s));
+      Inputs in = make_inputs(s, true, 7);
+      const bool e4m3 = format == Fp8Format::E4M3;
+      // Column 3: a NaN code in row 5, column 36 (the second 16-byte half) -NaN in row 60.
+      // E5M2 also: column 9 +inf in row 17 (+-inf or NaN with the signs of x), column 40
+      // -inf in rows 2 and 3. Columns 10 and 41: the smallest subnormal in every row.
+      in.w[5 * s.n + 3] = e4m3 ? 0x7F : 0x7E;
+      in.w[60 * s.n + 36] = e4m3 ? 0xFF : 0xFF;
+      if (!e4m3) {
+        in.w[17 * s.n + 9] = 0x7C;
+        in.w[2 * s.n + 40] = in.w[3 * s.n + 40] = 0xFC;
+      }
+      for (std::uint32_t p = 0; p < s.k; ++p) in.w[p * s.n + 10] = in.w[p * s.n + 41] = 0x01;
+      const std::vector<float> tensor = run(tensor_program(s), s, in), seed = run(seed_program(s), s, in);
+      unsigned nans = 0, subnormal_sums = 0;
+      for (std::uint32_t i = 0; i < s.m; ++i) {
+        for (std::uint32_t j = 0; j < s.n; ++j) {
+          INFO("out[" << i << "][" << j << "]");
+          const float a = tensor[i * s.n + j], b = seed[i * s.n + j];
+          CHECK(std::isnan(a) == std::isnan(b));
+          if (!std::isnan(b)) CHECK(a == b);  // exact inputs: both exact, infinities included
+          nans += std::isnan(a);
+        }
+        CHECK(std::isnan(tensor[i * s.n + 3]));
+        CHECK(std::isnan(tensor[i * s.n + 36]));
+        subnormal_sums += tensor[i * s.n + 10] != 0.0f;
+      }
+      CHECK(nans >= 2 * s.m);
+      CHECK(subnormal_sums > 0);
+    }
+  }
+}
+
+TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 and fp8: the emulated PTX equals the interpreter bit for bit", "[backends][tensor_gemm]") {
   // The staging's three forms: x chunks that divide a subgroup's 32 (several rows per
   // copy, rows past m skipped per lane or per row tile), that fill it (one row per copy:
   // 256-row splits), and the ragged last split's loop; two k-subgroups per workgroup,
@@ -268,7 +352,11 @@ TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4: the emulated PTX equals th
                          Shape{40, 512, 64, 64, BlockAffineMode::ZeroPoint, ScalarType::F16},
                          nvfp4(5, 128, 64, ScalarType::F16), nvfp4(33, 96, 32, ScalarType::BF16),
                          nvfp4(9, 736, 32, ScalarType::F16), nvfp4(3, 2048, 32, ScalarType::BF16),
-                         nvfp4(40, 512, 64, ScalarType::F16)}) {
+                         nvfp4(40, 512, 64, ScalarType::F16), fp8(5, 128, 64, Fp8Format::E4M3, ScalarType::F16),
+                         fp8(33, 96, 32, Fp8Format::E4M3, ScalarType::BF16),
+                         fp8(9, 736, 64, Fp8Format::E5M2, ScalarType::F16),
+                         fp8(3, 2048, 32, Fp8Format::E5M2, ScalarType::BF16),
+                         fp8(40, 512, 64, Fp8Format::E4M3, ScalarType::F16)}) {
     const ir::Program program = tensor_program(s);
     const Inputs in = make_inputs(s, false, s.k + s.n);
     const std::vector<float> reference = run(program, s, in);
@@ -346,7 +434,7 @@ TEST_CASE("tensor-core dequant_matmul_nvfp4 names each shape it cannot run", "[b
   CHECK(automatic.shared.empty());
 }
 
-TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4 assemble with ptxas for sm_80 and sm_90 without spills, and sm_75 refuses it",
+TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 and fp8 assemble with ptxas for sm_80 and sm_90 without spills, and sm_75 refuses it",
           "[backends][tensor_gemm][ptxas]") {
   if (!ptx::ptxas_available()) {
     const char* require = std::getenv("QUANTC_REQUIRE_PTXAS");
@@ -357,8 +445,11 @@ TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4 assemble with ptxas for sm_
   for (const Shape& s : {Shape{16, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16},
                          Shape{64, 4096, 11008, 64, BlockAffineMode::Offset, ScalarType::BF16},
                          Shape{5, 11008, 4096, 32, BlockAffineMode::Symmetric, ScalarType::F16},
-                         nvfp4(16, 4096, 4096, ScalarType::F16), nvfp4(64, 4096, 11008, ScalarType::BF16)}) {
-    const ir::Program program = tensor_program(s);
+                         nvfp4(16, 4096, 4096, ScalarType::F16), nvfp4(64, 4096, 11008, ScalarType::BF16),
+                         fp8(16, 4096, 4096, Fp8Format::E4M3, ScalarType::BF16),
+                         fp8(64, 4096, 11008, Fp8Format::E5M2, ScalarType::BF16)}) {
+    // The -O2 program, as `quantc emit` and the runtime lower it.
+    const ir::Program program = lower::optimize(tensor_program(s), lower::PassOptions{});
     for (const char* name : {"sm_80", "sm_90"}) {
       const ptx::Target target = ptx::parse_target(name);
       const ptx::PtxasResult result = ptx::run_ptxas(lower::lower_to_ptx(program, target), target);
