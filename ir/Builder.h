@@ -111,7 +111,7 @@ struct BufferRef {
   /// bytes (0: the natural lanes * element size), which the verifier must prove.
   Expr load(Expr index, unsigned lanes, unsigned alignment = 0) const;
   /// A reinterpreting load (ir::Load): `lanes` (1, 2, 4) little-endian u32 words from an
-  /// 8- or 16-bit buffer (u8, i8, u16, f16, bf16) at element `index`, whose byte offset
+  /// 8- or 16-bit buffer or workgroup array (u8, i8, u16, f16, bf16) at element `index`, whose byte offset
   /// the verifier must prove a multiple of 4 * lanes.
   Expr load_words(Expr index, unsigned lanes) const;
 };

@@ -254,8 +254,8 @@ struct Var : ExprBase {
 /// means the natural lanes * element size). PTX needs natural alignment for .v2/.v4
 /// accesses; legalization splits an under-aligned vector access.
 ///
-/// A reinterpreting load (`reinterpret`, text `w[i].as<u32x4>`) reads a buffer of 8- or
-/// 16-bit elements (u8, i8, u16, f16, bf16) as little-endian u32 words: `type` is u32,
+/// A reinterpreting load (`reinterpret`, text `w[i].as<u32x4>`) reads a buffer or workgroup
+/// array of 8- or 16-bit elements (u8, i8, u16, f16, bf16) as little-endian u32 words: `type` is u32,
 /// u32x2 or u32x4, and the load reads the 4 * lanes bytes starting at element `index`
 /// (the index still counts the buffer's elements: bytes, or 2-byte halves), lane 0 from
 /// the lowest four. Its alignment is always the natural 4 * lanes bytes, which the

@@ -45,9 +45,14 @@ class StatementChecker : public IRVisitor {
   void visit_Load(const Load& node) override {
     if (const SharedDecl* array = program_.find_shared(node.buffer)) {
       if (node.reinterpret) {
-        report("reinterpreting load of {} from workgroup array '{}': only global 8- or 16-bit buffers may be read as "
-               "u32 words; declare the array with the element type you load",
-               to_string(node.type), node.buffer);
+        const unsigned element_bytes = memory_bytes(array->element);
+        if (element_bytes != 1 && element_bytes != 2) {
+          report("reinterpreting load of {} from workgroup array '{}' needs an array of 8- or 16-bit elements (u8, "
+                 "i8, u16, f16, bf16), but the array holds {}; declare it with the element type you load",
+                 to_string(node.type), node.buffer, to_string(array->element));
+        } else {
+          check_alignment("load from", node.buffer, node.index, node.type, node.alignment, element_bytes);
+        }
       } else if (array->element != node.type.element()) {
         report("load from workgroup array '{}' has type {} but the array holds {}", node.buffer, to_string(node.type),
                to_string(array->element));

@@ -1,4 +1,5 @@
 #include "ir/ops/Nf4Gemm.h"
+#include "ir/ops/TensorGemm.h"
 
 #include <fmt/format.h>
 
@@ -18,7 +19,7 @@ constexpr std::uint32_t kWorkgroupInvocations = 256;
 constexpr std::uint32_t kBlockSize = 64;       // NF4 values per scale block along k
 constexpr std::uint32_t kWordsPerBlock = 8;    // 64 nibbles = 32 bytes = 8 u32 words
 constexpr std::uint32_t kMaxGridY = 65535;
-constexpr char kSeedId[] = "aprender-gpu::nf4_gemm";
+constexpr const char* kSeedId = kNf4GemmId;
 
 void check_dims(const char* op, std::uint32_t m, std::uint32_t n, std::uint32_t k) {
   if (m == 0) throw OpError(fmt::format("Fix: {} m=0 is invalid: empty output; pass m > 0.", op));
@@ -495,7 +496,23 @@ Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulat
   check_count(op, "m*k", m, k);
   check_count(op, "m*n", m, n);
   check_count(op, "n*k/8", n, k / 8);
-  if (m != 1) throw OpError(fast_m_error(op, m));
+  if (m != 1) {
+    // Batches: the tensor-core GEMM (ir/ops/TensorGemm.h, sm_80+), which sums in f32.
+    if (accumulation == Nf4Accumulation::F64) {
+      throw OpError(fmt::format("Fix: {} m={} runs on the tensor cores, which sum in f32, but \"accumulate\" is "
+                                "\"f64\"; set \"accumulate\": \"f32\", or \"schedule\": \"seed\" (or \"auto\", "
+                                "which picks seed for m > 1).",
+                                op, m));
+    }
+    TensorGemmShape shape{TensorWeights::Nf4, m, k, n, 64, BlockAffineMode::Symmetric, activation};
+    shape.code_book = code_book == Nf4CodeBook::Nf4 ? kNf4Table : kBnbFp4Table;
+    if (auto reason = tensor_gemm_unsupported(shape)) {
+      throw OpError(fmt::format("Fix: {} has no fast schedule: m={} > 1 runs on the tensor cores, but {}; use "
+                                "\"schedule\": \"seed\" (or \"auto\").",
+                                op, m, *reason));
+    }
+    return tensor_gemm(shape);
+  }
   return nf4_gemv_fast(n, k, accumulation, split, activation, code_book);
 }
 
@@ -573,10 +590,12 @@ std::vector<OpInfo> nf4_gemm_ops() {
       .layout = layout + "; A, C row-major; one invocation per output",
       .seed = seed,
       .params = {m, n, k, accumulate, quant_type, schedule_param(), activation_param()},
-      .buffers = {activation_buffer("a", "input", "m*k", {"m", "k"}),
-                  {"b_nf4", "weight", ScalarType::U32, "n*k/8", {"n", "k/8"}},
-                  {"b_scales", "sidecar", ScalarType::F32, "n*k/64", {"n", "k/64"}},
-                  activation_buffer("c", "output", "m*n", {"m", "n"})},
+      .buffers = with_split_k({activation_buffer("a", "input", "m*k", {"m", "k"}),
+                               {"b_nf4", "weight", ScalarType::U32, "n*k/8", {"n", "k/8"}},
+                               {"b_scales", "sidecar", ScalarType::F32, "n*k/64", {"n", "k/64"}},
+                               activation_buffer("c", "output", "m*n", {"m", "n"})},
+                              ScalarType::F32, "splits * 16 * n * M/16 * ceil(m/M) (m > 1)",
+                              "n/32 * ceil(m/M) (m > 1: the tensor-core GEMM, M = 16 for m <= 16, else 32)"),
       .build = [](const OpArgs& args) {
         Nf4Accumulation accumulation =
             args.has("accumulate") ? parse_accumulation(args.choice("accumulate")) : Nf4Accumulation::F64;

@@ -40,6 +40,9 @@
 
 namespace quantc::ir::ops {
 
+/// The op id of nf4_gemm's regions (every schedule keeps the seed's).
+inline constexpr char kNf4GemmId[] = "aprender-gpu::nf4_gemm";
+
 /// Which 16 values B's codes stand for (bitsandbytes' quant_type): the block's scale
 /// times kNf4Table[code] (NF4, the seed's) or kBnbFp4Table[code] (bitsandbytes FP4,
 /// ir/ops/Quantize.h). Only the table differs: same layout, same accumulation, same
@@ -88,7 +91,10 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, Sc
 
 // ---------------------------------------------------------------------------------
 // The fast batch-1 schedules (m == 1), selected by the spec parameter "schedule"
-// ("auto" default: fast where m == 1, else seed; "seed"; "fast": OpError unless m == 1).
+// ("auto" default: fast where m == 1, else seed; "seed"; "fast"). nf4_gemm's "fast" with
+// m > 1 is the tensor-core GEMM of ir/ops/TensorGemm.h (sm_80+, f16 or bf16 activations,
+// n % 32 == 0, "accumulate": "f32" only: the tensor cores sum in f32; its own bound);
+// nf4_gemm_transpose's "fast" needs m == 1 (OpError otherwise).
 // Both declare the seed's buffers (names, element types, counts, bindings), so the same
 // inputs feed either program, plus the transpose's split-K scratch (runtime-provided);
 // only the launch and the summation order differ. The
@@ -140,8 +146,9 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, Sc
 //        k-subgroups' meeting adds at most 7 roundings), and
 //        the seed's f32 fma chain |seed - E| <= (k + 1)*u*T, so |fast - seed| is within
 //        the sum of both.
-//  Errors (OpError): the seed's, first; then "schedule": "fast" with m != 1 names m and
-//  the fix ("schedule": "seed" or "auto").
+//  Errors (OpError): the seed's, first; then "schedule": "fast" with m > 1 and "accumulate":
+//  "f64", or a shape the tensor-core GEMM cannot run (TensorGemm.h), names m, the reason
+//  and the fix ("accumulate": "f32", "schedule": "seed" or "auto").
 //
 // nf4_gemm_transpose fast (m == 1): c[r] = sum_c a[c] * NF4[code(r, c)] * s[c, r/64].
 //  Within column c the outputs r are contiguous (r fastest): lane groups own 32

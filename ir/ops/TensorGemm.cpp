@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <stdexcept>
 #include <vector>
 
+#include "ir/Arithmetic.h"
 #include "ir/Builder.h"
 #include "ir/ops/Checks.h"
+#include "ir/ops/Nf4Gemm.h"
 #include "ir/ops/SplitK.h"
 
 namespace quantc::ir::ops {
@@ -178,6 +182,50 @@ std::array<Expr, 4> decode_fp8_step(ScalarType input, Fp8Format format, const st
 /// where it is one (b & 0x7F plus 1 reaches 0x80 only for 0x7F), the rest garbage below it.
 Expr fp8_nan_bytes(const Expr& reg) { return (reg & u32(0x7F7F7F7Fu)) + u32(0x01010101u); }
 
+/// An NF4 code book as sums of 16-bit pieces that the mma multiplies one by one into the
+/// same sums. f16: v 2^8 = hi + lo + r with hi = rn(v 2^8), lo = rn(v 2^8 - hi) and
+/// |r| <= 2^-22 |v 2^8| (4u; 2^8 keeps lo clear of f16's subnormals for the tables'
+/// smallest nonzero entries), checked here; the store multiplies by 2^-8. bf16: v = hi +
+/// mid + lo exactly (3 x 8 significant bits hold an f32's 24).
+struct CodePieces {
+  std::uint32_t count = 0;                                 // pieces a code: 2 (f16) or 3 (bf16)
+  std::array<std::array<std::uint16_t, 3>, 16> bits{};     // per code, the pieces' bit patterns
+  double scale = 1.0;                                      // the pieces sum to v * scale
+};
+
+CodePieces code_pieces(const std::array<float, 16>& book, ScalarType input) {
+  CodePieces pieces;
+  const bool f16 = input == ScalarType::F16;
+  pieces.count = f16 ? 2 : 3;
+  pieces.scale = f16 ? 256.0 : 1.0;
+  auto round16 = [&](double value, std::uint16_t& bits) {
+    if (f16) {
+      const arith::Float16 half = arith::convert<arith::Float16>(float(value));
+      bits = half.bits;
+      return double(arith::convert<float>(half));
+    }
+    const arith::BFloat16 half = arith::convert<arith::BFloat16>(float(value));
+    bits = half.bits;
+    return double(arith::convert<float>(half));
+  };
+  for (std::uint32_t code = 0; code < 16; ++code) {
+    const double value = double(book[code]) * pieces.scale;
+    double rest = value;
+    for (std::uint32_t p = 0; p < pieces.count; ++p) rest -= round16(rest, pieces.bits[code][p]);
+    if (std::fabs(rest) > (f16 ? std::ldexp(std::fabs(value), -22) : 0.0)) {
+      throw std::logic_error(fmt::format("code book entry {} ({}) is not within the 16-bit pieces' bound", code, book[code]));
+    }
+  }
+  return pieces;
+}
+
+/// The Lookup of `pieces` p and p + 1 of code `code` as one u32 (p's in the low half).
+Expr code_piece_pair(const CodePieces& pieces, std::uint32_t p, const Expr& code) {
+  std::vector<std::uint64_t> table;
+  for (const auto& bits : pieces.bits) table.push_back(bits[p] | (p + 1 < pieces.count ? std::uint32_t{bits[p + 1]} << 16 : 0u));
+  return Lookup::make(ScalarType::U32, std::move(table), code);
+}
+
 /// The work split (file comment): M = m_tiles * 16 rows by 32 columns per workgroup
 /// ("unit": column_tiles x row_tiles of them), and K in `splits` splits of
 /// `blocks_per_split` whole blocks staged in shared memory.
@@ -188,6 +236,8 @@ struct TensorGemmSplit {
   std::uint32_t weight_row_bytes() const { return weights == TensorWeights::Fp8 ? 32 : 16; }
   std::uint32_t m_tiles = 1, column_tiles = 0, row_tiles = 0;
   std::uint32_t blocks = 0, parts = 1, blocks_per_split = 1, block_size = 16;
+  /// Shared memory a workgroup holds once, whatever its k-subgroups (NF4's code table).
+  std::uint32_t workgroup_bytes = 0;
   /// Subgroups of a workgroup, each with its own part of K ("k-subgroups", SplitK.h): they
   /// meet in shared memory, so only parts / k_subgroups splits move through the scratch.
   std::uint32_t k_subgroups = 1;
@@ -230,8 +280,14 @@ std::uint32_t staged_bytes_per_row(const TensorGemmSplit& split) {
 
 /// Shared memory an (int4) block's sidecars take.
 std::uint32_t staged_bytes_per_block(const TensorGemmSplit& split) {
+  if (split.weights == TensorWeights::Nf4) return kSidecarBytesPerBlock / 2;  // the scales only
   return split.weights == TensorWeights::Int4 ? kSidecarBytesPerBlock : 0;
 }
+
+/// NF4's code table: one per workgroup, per byte value the pieces (code_pieces) of both its
+/// codes, one u32 a piece (low half: the low nibble's), padded to 2 or 4 words.
+constexpr std::uint32_t kCodeTableEntries = 256;
+std::uint32_t code_table_entry_words(ScalarType input) { return input == ScalarType::F16 ? 2 : 4; }
 
 /// Shared memory one subgroup stages: its part's weight rows and x tile columns, and its
 /// blocks' sidecars or scales.
@@ -244,9 +300,10 @@ std::uint32_t staged_bytes(const TensorGemmSplit& split) {
 std::uint32_t k_subgroup_bytes(const TensorGemmSplit& split) { return staged_bytes(split) + split.meeting_bytes(); }
 
 /// The rows of m and a one-block part of K (what the staging of a block depends on).
-TensorGemmSplit block_split(TensorWeights weights, std::uint32_t m, std::uint32_t block_size) {
+TensorGemmSplit block_split(TensorWeights weights, std::uint32_t m, std::uint32_t block_size, ScalarType input) {
   TensorGemmSplit split;
   split.weights = weights;
+  if (weights == TensorWeights::Nf4) split.workgroup_bytes = kCodeTableEntries * code_table_entry_words(input) * 4;
   split.m = m;
   split.m_tiles = m_tiles_of(m);
   split.row_tiles = ceil_div(m, split.tile_rows());
@@ -262,8 +319,8 @@ TensorGemmSplit block_split(TensorWeights weights, std::uint32_t m, std::uint32_
 /// the weight tiles cannot hold it) within kMaxStagedBytes: every halving of the splits
 /// halves the partial sums that cross DRAM.
 TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::uint32_t k, std::uint32_t n,
-                                  std::uint32_t block_size) {
-  TensorGemmSplit split = block_split(weights, m, block_size);
+                                  std::uint32_t block_size, ScalarType input) {
+  TensorGemmSplit split = block_split(weights, m, block_size, input);
   split.column_tiles = n / kTileColumns;
   split.blocks = ceil_div(k, block_size);
   split.parts = choose_splits(split.units(), split.blocks, 1);
@@ -283,7 +340,7 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
                                  ? kMaxKSubgroups
                                  : kMultiWaveWorkgroupRows / part_rows;
   while (split.k_subgroups < most && split.parts % (2 * split.k_subgroups) == 0 &&
-         2 * split.k_subgroups * bytes <= kMaxStagedBytes) {
+         2 * split.k_subgroups * bytes + split.workgroup_bytes <= kMaxStagedBytes) {
     split.k_subgroups *= 2;
   }
   return split;
@@ -307,8 +364,25 @@ Expr plus(const Expr& base, std::uint32_t offset) { return offset == 0 ? base : 
 /// (D row r depends on A row r only) are never stored. Otherwise (a ragged split, or x
 /// rows whose 16-byte chunks neither fill nor divide a subgroup's 32) a loop copies
 /// every chunk, rows past m copying row m - 1.
+/// NF4's weights are column-major (ir/ops/Nf4Gemm.h: a column's codes k-contiguous, two a
+/// byte), so a part's codes of a column are rows / 2 contiguous bytes: lane l copies
+/// column l's, chunk by chunk (16 bytes: 32 rows), into tile column l at l * rows / 2
+/// bytes; chunks past a ragged last part's rows are skipped.
+void stage_columns(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t k, bool ragged) {
+  const std::uint32_t rows = split.rows(), chunks = rows / 32;
+  Expr destination = region.let("w_destination", at.w_base + at.lane * (rows / 8));
+  Expr source = region.let("w_source", (at.first_column + at.lane) * (k / 8) + at.k_start / 8u);
+  for (std::uint32_t c = 0; c < chunks; ++c) {
+    auto copy = [&, c](Body& body) { body.async_copy(at.w_tile, plus(destination, 4 * c), at.w, plus(source, 4 * c), 16); };
+    if (ragged) region.if_then(u32(32 * c) < at.split_rows, copy);
+    else copy(region);
+  }
+}
+
 void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t m, std::uint32_t k,
                 std::uint32_t n, bool ragged) {
+  const bool column_major = split.weights == TensorWeights::Nf4;
+  if (column_major) stage_columns(region, at, split, k, ragged);
   const std::uint32_t rows = split.rows(), x_rows = split.x_tile_rows();
   const bool bytes = split.weights == TensorWeights::Fp8;
   const std::uint32_t row_bytes = bytes ? n : n / 2;  // of a row of W
@@ -321,18 +395,20 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
   const bool test_rows = split.row_tiles > 1 && m % split.tile_rows() != 0;
   if (!ragged && (row_chunks % kSubgroupSize == 0 || kSubgroupSize % row_chunks == 0)) {
     // Lane l copies chunk l % weight_chunks of row l / weight_chunks, chunk_rows rows at once.
-    Expr w_destination = region.let("w_destination", at.w_base + lane * 4u);
-    Expr w_source = weight_chunks == 1
-                        ? region.let("w_source", (at.k_start + lane) * row_bytes + first_byte)
-                        : region.let("w_source", (at.k_start + lane / weight_chunks) * row_bytes + first_byte +
-                                                     (lane % weight_chunks) * 16u);
-    for (std::uint32_t c = 0; c * chunk_rows < rows; ++c) {
-      auto copy = [&, c](Body& body) {
-        body.async_copy(at.w_tile, plus(w_destination, c * kSubgroupSize * 4), at.w,
-                        plus(w_source, c * chunk_rows * row_bytes), 16);
-      };
-      if ((c + 1) * chunk_rows <= rows) copy(region);
-      else region.if_then(lane < u32((rows - c * chunk_rows) * weight_chunks), copy);
+    if (!column_major) {
+      Expr w_destination = region.let("w_destination", at.w_base + lane * 4u);
+      Expr w_source = weight_chunks == 1
+                          ? region.let("w_source", (at.k_start + lane) * row_bytes + first_byte)
+                          : region.let("w_source", (at.k_start + lane / weight_chunks) * row_bytes + first_byte +
+                                                       (lane % weight_chunks) * 16u);
+      for (std::uint32_t c = 0; c * chunk_rows < rows; ++c) {
+        auto copy = [&, c](Body& body) {
+          body.async_copy(at.w_tile, plus(w_destination, c * kSubgroupSize * 4), at.w,
+                          plus(w_source, c * chunk_rows * row_bytes), 16);
+        };
+        if ((c + 1) * chunk_rows <= rows) copy(region);
+        else region.if_then(lane < u32((rows - c * chunk_rows) * weight_chunks), copy);
+      }
     }
     // x: a copy covers `rows_per_copy` tile rows (row_chunks divides 32) or a 32-chunk
     // stretch of one row (32 divides row_chunks).
@@ -358,7 +434,7 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
     }
     return;
   }
-  region.loop("w_copy", u32(0), u32(ceil_div(rows * weight_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
+  if (!column_major) region.loop("w_copy", u32(0), u32(ceil_div(rows * weight_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
     Expr chunk = loop.let(weight_chunks == 1 ? "copy_row" : "w_chunk", c * kSubgroupSize + lane);
     Expr row = weight_chunks == 1 ? chunk : loop.let("copy_row", chunk / weight_chunks);
     loop.if_then(row < at.split_rows, [&](Body& copy) {
@@ -378,8 +454,12 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
   });
 }
 
-/// The rows of the schedule's blocks: int4's sidecar blocks, NVFP4's staging blocks.
+/// NF4's rows per scale block.
+constexpr std::uint32_t kNf4BlockRows = 64;
+
+/// The rows of the schedule's blocks: int4's and NF4's sidecar blocks, NVFP4's and FP8's staging blocks.
 std::uint32_t schedule_block_size(const TensorGemmShape& shape) {
+  if (shape.weights == TensorWeights::Nf4) return kNf4BlockRows;
   return shape.weights == TensorWeights::Int4 ? shape.block_size : kStagedBlockRows;
 }
 
@@ -396,11 +476,14 @@ std::optional<std::string> tensor_gemm_unsupported(const TensorGemmShape& shape)
   }
   if (n % kTileColumns != 0) return fmt::format("n={} is not a multiple of {} (a subgroup's columns)", n, kTileColumns);
   if (k % kStepRows != 0) return fmt::format("k={} is not a multiple of {} (mma's K)", k, kStepRows);
+  if (weights == TensorWeights::Nf4 && k % kNf4BlockRows != 0) {
+    return fmt::format("k={} is not a multiple of {} (NF4's blocks)", k, kNf4BlockRows);
+  }
   if (weights != TensorWeights::Int4) return std::nullopt;  // 64-row blocks fit every m
   if (block_size % kStepRows != 0) {
     return fmt::format("block_size={} is not a multiple of {} (a block folds whole mma steps)", block_size, kStepRows);
   }
-  const TensorGemmSplit one_block = block_split(weights, m, block_size);
+  const TensorGemmSplit one_block = block_split(weights, m, block_size, activation);
   if (staged_bytes(one_block) > kMaxStagedBytes) {
     const std::uint32_t most = (kMaxStagedBytes - kSidecarBytesPerBlock) / staged_bytes_per_row(one_block);
     return fmt::format("block_size={} is above {} at m={} (a block's rows are staged in 48 KiB of shared memory)",
@@ -411,24 +494,26 @@ std::optional<std::string> tensor_gemm_unsupported(const TensorGemmShape& shape)
 
 Program tensor_gemm(const TensorGemmShape& shape) {
   const bool nvfp4 = shape.weights == TensorWeights::Nvfp4, fp8 = shape.weights == TensorWeights::Fp8;
+  const bool nf4 = shape.weights == TensorWeights::Nf4;
   // Whether the mma sums run over the whole part (scales in B or per column) rather
-  // than folding each block's with its f32 sidecars (int4).
-  const bool whole_part_sums = shape.weights != TensorWeights::Int4;
+  // than folding each block's with its f32 sidecars (int4, NF4).
+  const bool whole_part_sums = nvfp4 || fp8;
   const bool e4m3 = fp8 && shape.fp8_format == Fp8Format::E4M3;
-  const char* name = nvfp4 ? "dequant_matmul_nvfp4" : fp8 ? "dequant_matmul_fp8" : "dequant_matmul_int4";
+  const char* name = nvfp4 ? "dequant_matmul_nvfp4" : fp8 ? "dequant_matmul_fp8" : nf4 ? "nf4_gemm" : "dequant_matmul_int4";
   if (auto reason = tensor_gemm_unsupported(shape)) {
     throw OpError(fmt::format("Fix: {} has no tensor-core schedule: {}", name, *reason));
   }
   const std::uint32_t m = shape.m, k = shape.k, n = shape.n;
-  const BlockAffineMode mode = whole_part_sums ? BlockAffineMode::Symmetric : shape.mode;
+  const BlockAffineMode mode = whole_part_sums || nf4 ? BlockAffineMode::Symmetric : shape.mode;
   const ScalarType activation = shape.activation;
   const std::uint32_t block_size = schedule_block_size(shape);
-  const TensorGemmSplit split = tensor_gemm_split(shape.weights, m, k, n, block_size);
+  const TensorGemmSplit split = tensor_gemm_split(shape.weights, m, k, n, block_size, shape.activation);
   const std::uint32_t blocks = split.blocks;
   const std::uint32_t block_steps = block_size / kStepRows;
   const std::uint32_t sidecar_count =
       nvfp4 ? checked_count(name, "ceil(k/16)*n (scale bytes)", ceil_div(k, kNvfp4ScaleRows), n)
       : fp8 ? n
+      : nf4 ? checked_count(name, "n*k/64 (scales)", n, k / kNf4BlockRows)
             : checked_count(name, "ceil(k/block_size)*n (sidecar elements)", blocks, n);
   const std::uint32_t rows = split.rows();  // the last split may have fewer
   const std::uint32_t m_tiles = split.m_tiles;  // per subgroup, sharing each decoded B
@@ -441,14 +526,17 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   const std::uint32_t elements = split.elements();  // per tile: e = 0 .. elements - 1
   const std::uint32_t met_per_lane = split.met_per_lane();
 
-  ProgramBuilder program(name);
-  BufferRef x = program.input("x", activation, m * k);
-  BufferRef w = program.input("w", ScalarType::U8, fp8 ? checked_count(name, "k*n (weight bytes)", k, n) : ceil_div(k * n, 2));
-  BufferRef scales = program.input("scales", nvfp4 ? ScalarType::U8 : ScalarType::F32, sidecar_count);
+  // The seed's names: nf4_gemm's a, b_nf4 (u32 words), b_scales and c (its f32 program's name).
+  ProgramBuilder program(nf4 ? "nf4_gemm_f32_accumulate" : name);
+  BufferRef x = program.input(nf4 ? "a" : "x", activation, m * k);
+  BufferRef w = nf4   ? program.input("b_nf4", ScalarType::U32, checked_count(name, "n*k/8", n, k / 8))
+                : fp8 ? program.input("w", ScalarType::U8, checked_count(name, "k*n (weight bytes)", k, n))
+                      : program.input("w", ScalarType::U8, ceil_div(k * n, 2));
+  BufferRef scales = program.input(nf4 ? "b_scales" : "scales", nvfp4 ? ScalarType::U8 : ScalarType::F32, sidecar_count);
   BufferRef second, global_scale;
   if (const char* sidecar = second_sidecar(mode)) second = program.input(sidecar, ScalarType::F32, sidecar_count);
   if (nvfp4) global_scale = program.input("global_scale", ScalarType::F32, 1);
-  BufferRef out = program.output("out", activation, m * n);
+  BufferRef out = program.output(nf4 ? "c" : "out", activation, m * n);
   const SplitK split_k = declare_split_k(
       program, split.splits(), checked_count(name, "units*32*sums", split.units(), kSubgroupSize * met_per_lane),
       split.units());
@@ -472,12 +560,18 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   if (with_sums) second_tile = program.shared("second_tile", ScalarType::F32, k_subgroups * sidecar_tile);
   const std::uint32_t factor_words = scale_blocks * kTileColumns;
   if (nvfp4) factor_tile = program.shared("scale_factor_tile", ScalarType::U32, k_subgroups * factor_words);
+  // NF4: the code table (code_pieces), one for the workgroup.
+  const CodePieces pieces = nf4 ? code_pieces(shape.code_book, input) : CodePieces{};
+  const std::uint32_t entry_words = code_table_entry_words(input);
+  BufferRef code_table;
+  if (nf4) code_table = program.shared("code_table", ScalarType::U32, kCodeTableEntries * entry_words);
   const KSubgroupMeeting meeting =
       declare_k_subgroup_meeting(program, k_subgroups, kSubgroupSize * met_per_lane, ScalarType::F32,
                                  split.meeting_in_weight_tile() ? w_tile : BufferRef{});
   program.launch({kSubgroupSize * k_subgroups, 1, 1}, {column_tiles, split.row_tiles, split.splits()});
   program.body([&](Body& body) {
-    body.region(nvfp4 ? kDequantMatmulNvfp4Id : fp8 ? kDequantMatmulFp8Id : kDequantMatmulInt4Id, [&](Body& region) {
+    const char* region_id = nvfp4 ? kDequantMatmulNvfp4Id : fp8 ? kDequantMatmulFp8Id : nf4 ? kNf4GemmId : kDequantMatmulInt4Id;
+    body.region(region_id, [&](Body& region) {
       Expr local = k_subgroups == 1 ? Expr() : region.let("local", local_id(0));
       Expr lane = k_subgroups == 1 ? region.let("lane", local_id(0)) : region.let("lane", local % kSubgroupSize);
       Expr k_subgroup = k_subgroups == 1 ? u32(0) : region.let("k_subgroup", local / kSubgroupSize);
@@ -501,13 +595,45 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       Expr sidecar_base = fp8 ? Expr() : tile_base("sidecar", sidecar_tile);
       stage_rows(region, {w_tile, x_tile, w, x, lane, k_start, split_rows, first_row, first_column, w_base, x_base},
                  split, m, k, n, ragged);
+      if (nf4) {
+        // NF4's scales are column-major too (b_scales[column * blocks + block]): lane l
+        // copies column l's, 4 bytes a block, into scale_tile[block][l] as int4's sidecars lie.
+        for (std::uint32_t b = 0; b < split.blocks_per_split; ++b) {
+          region.if_then(first_block + u32(b) < u32(blocks), [&, b](Body& copy) {
+            copy.async_copy(scale_tile, plus(sidecar_base + lane, b * kTileColumns), scales,
+                            (first_column + lane) * blocks + first_block + u32(b), 4);
+          });
+        }
+        // The code table: entry v (its words at v * entry_words) holds, per piece, the low
+        // nibble's piece in the low half and the high nibble's in the high half. Invocation i
+        // fills entries i, i + invocations, ..: their low nibble is its lane's (i % 16), whose
+        // pieces it looks up, and the high nibble's pieces come by shuffle from that lane.
+        const std::uint32_t invocations = kSubgroupSize * k_subgroups;
+        Expr index = k_subgroups == 1 ? lane : local;
+        Expr code = region.let("table_code", lane & 15u);
+        std::vector<Expr> own;  // u32 pairs of pieces: (0, 1), (2)
+        for (std::uint32_t p = 0; p < pieces.count; p += 2) {
+          own.push_back(region.let(fmt::format("code_pieces{}", p / 2), code_piece_pair(pieces, p, code)));
+        }
+        for (std::uint32_t e = 0; e < kCodeTableEntries / invocations; ++e) {
+          Expr high_code = region.let(fmt::format("table_high{}", e), (index + u32(e * invocations)) >> 4u);
+          std::vector<Expr> words;
+          for (std::uint32_t q = 0; q < own.size(); ++q) {
+            Expr other = subgroup_shuffle(own[q], high_code);
+            words.push_back(permute(own[q], other, u32(0x5410u)));
+            if (words.size() < pieces.count) words.push_back(permute(own[q], other, u32(0x7632u)));
+          }
+          while (words.size() < entry_words) words.push_back(u32(0));
+          region.store(code_table, (index + u32(e * invocations)) * entry_words, make_vector(words));
+        }
+      }
       // Sidecars, 16 bytes a copy: int4's 8 a block (32 columns of f32), NVFP4's 2 a scale
       // block (32 E4M3 bytes); blocks past the last skipped.
       const std::uint32_t chunks_per_block = nvfp4 ? kTileColumns / 16 : kTileColumns / 4;
       const std::uint32_t sidecar_chunks = (nvfp4 ? scale_blocks : split.blocks_per_split) * chunks_per_block;
       const std::uint32_t last_block = nvfp4 ? k / kNvfp4ScaleRows : blocks;
       Expr first_sidecar_block = nvfp4 ? region.let("first_scale_block", k_start / kNvfp4ScaleRows) : first_block;
-      if (!fp8) region.loop("sidecar_copy", u32(0), u32(ceil_div(sidecar_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
+      if (!fp8 && !nf4) region.loop("sidecar_copy", u32(0), u32(ceil_div(sidecar_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
         Expr chunk = loop.let("sidecar_chunk", c * kSubgroupSize + lane);
         Expr chunk_block = loop.let("chunk_block", first_sidecar_block + chunk / chunks_per_block);
         loop.if_then(logical_and(chunk < sidecar_chunks, chunk_block < last_block), [&](Body& copy) {
@@ -543,9 +669,14 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       // 2t, 2t + 1 of each matrix (decode_row_pair). FP8: lane l names 16-byte half l / 16 of
       // row 8 ((l / 8) % 2) + l % 8 of a k-step (8 words a row; matrices: half 0 rows 0-7,
       // 8-15, half 1 rows 0-7, 8-15), decode_fp8_step.
+      // NF4 (column-major tile, non-transposed ldmatrix): lane l names column 4 (l % 8) +
+      // l / 8 of a 32-row span (matrix i = tile i: mma column g of tile j is column 4g + j,
+      // as int4's), giving lane (g, t) its column's rows 8t .. 8t + 7 of the span: the k-steps
+      // run over a permutation of k (nf4_step).
       Expr matrix = region.let("matrix", lane / 8u);
-      Expr w_lane = fp8 ? region.let("w_lane", w_base + ((matrix & 1u) * 8u + lane % 8u) * 8u + (lane / 16u) * 4u)
-                        : region.let("w_lane", w_base + lane * 4u);
+      Expr w_lane = fp8   ? region.let("w_lane", w_base + ((matrix & 1u) * 8u + lane % 8u) * 8u + (lane / 16u) * 4u)
+                    : nf4 ? region.let("w_lane", w_base + ((lane % 8u) * 4u + matrix) * (rows / 8))
+                          : region.let("w_lane", w_base + lane * 4u);
       // ldmatrix rows of A: lane 8i + r names row r of matrix i (rows 0-7 / 8-15, k 0-7 / 8-15)
       // of m-tile mt, clamped to the staged rows (the rows past m are never stored).
       Expr a_tile_row = region.let("a_tile_row", (matrix & 1u) * 8u + lane % 8u);
@@ -554,6 +685,14 @@ Program tensor_gemm(const TensorGemmShape& shape) {
         Expr row = plus(a_tile_row, mt * kTileRows);
         if (mt * kTileRows + kTileRows > x_tile_rows) row = min(row, u32(x_tile_rows - 1));
         a_row_start.push_back(region.let(fmt::format("a_row_start{}", mt), x_base + row * rows + (matrix / 2u) * 8u));
+      }
+      // NF4's A rows g and g + 8 of each m-tile (clamped as above), from column 8t of a
+      // span: a lane loads its fragments itself (nf4_step's permutation of k).
+      std::vector<Expr> a_lane_rows;  // [mt * 2 + half]
+      for (std::uint32_t v = 0; v < 2 * m_tiles && nf4; ++v) {
+        Expr row = plus(group, (v / 2) * kTileRows + (v % 2) * 8);
+        if ((v / 2) * kTileRows + (v % 2) * 8 + 8 > x_tile_rows) row = min(row, u32(x_tile_rows - 1));
+        a_lane_rows.push_back(region.let(fmt::format("a_lane_row{}_{}", v / 2, v % 2), x_base + row * rows + thread * 8u));
       }
       // int4 folds each block's mma sums into f32 accumulators with its sidecars; NVFP4's
       // scales are in B, so its mma sums run over the whole part.
@@ -591,7 +730,12 @@ Program tensor_gemm(const TensorGemmShape& shape) {
             a_block.push_back(owned.let(fmt::format("a_block{}", mt), a_row_start[mt] + local_block * block_size));
           }
           const std::uint32_t row_words = split.weight_row_bytes() / 4;
-          Expr w_block = owned.let("w_block", w_lane + local_block * (block_size * row_words));
+          // NF4: a block is 32 bytes of each tile column, and its x from a_lane_rows.
+          Expr w_block = owned.let("w_block", w_lane + local_block * (nf4 ? block_size / 8 : block_size * row_words));
+          std::vector<Expr> a_lane_block;
+          for (std::uint32_t v = 0; v < a_lane_rows.size(); ++v) {
+            a_lane_block.push_back(owned.let(fmt::format("a_lane_block{}_{}", v / 2, v % 2), a_lane_rows[v] + local_block * block_size));
+          }
           // NVFP4: the block's B factors of the lane's columns, 32 words a k-step.
           Expr factor_block =
               nvfp4 ? owned.let("factor_block", factor_lane + local_block * (block_steps * kTileColumns)) : Expr();
@@ -604,13 +748,50 @@ Program tensor_gemm(const TensorGemmShape& shape) {
           // nibbles two registers a step (rows 2t, 2t + 1 and 2t + 8, 2t + 9), FP8 four.
           const std::uint32_t step_registers = fp8 ? 4 : 2;
           auto load_b = [&](Body& step_body, const Expr& k_offset, std::uint32_t step_count, const std::string& suffix) {
+            if (nf4) {  // a 32-row span: k_offset / 8 words into each tile column
+              const Expr address = plus(w_block, std::uint32_t(k_offset.as<Literal>()->bits) / 8);
+              return step_body.let("b_codes" + suffix, subgroup_load_matrix(w_tile, address, 4));
+            }
             return step_body.let("b_halves" + suffix, subgroup_load_matrix(w_tile, at(w_block, row_words, k_offset),
                                                                            step_registers * step_count, true));
+          };
+          // NF4: the k-steps of a 32-row span run over k in the order that puts rows 8t + 4s ..
+          // 8t + 4s + 3 at mma rows 2t, 2t + 1, 2t + 8, 2t + 9 of step s, so that a lane's
+          // ldmatrix register of a tile holds its B codes (bytes 2s, 2s + 1: two codes each)
+          // and its A pairs are one 8-byte load per row. A byte's code table entry
+          // (code_pieces) gives each piece's B pair; the pieces' mmas add into the same sums.
+          auto nf4_step = [&](Body& step_body, std::uint32_t k_offset, const Expr& loaded, std::uint32_t s,
+                              const std::string& suffix) {
+            const std::uint32_t offset = (k_offset / 32) * 32 + 4 * s;
+            std::vector<Expr> a;
+            for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
+              Expr low = step_body.let(fmt::format("a_low{}{}", mt, suffix), x_tile.load_words(plus(a_lane_block[2 * mt], offset), 2));
+              Expr high = step_body.let(fmt::format("a_high{}{}", mt, suffix), x_tile.load_words(plus(a_lane_block[2 * mt + 1], offset), 2));
+              a.push_back(make_vector({extract_lane(low, 0), extract_lane(high, 0), extract_lane(low, 1), extract_lane(high, 1)}));
+            }
+            const int entry_shift = entry_words == 2 ? 1 : 2;  // log2(entry_words)
+            auto entry = [&](const Expr& codes, std::uint32_t byte, const std::string& entry_name) {
+              Expr address = shift_left(codes, entry_shift - int(8 * byte)) & u32(0xFFu << entry_shift);
+              return step_body.let(entry_name, code_table.load(address, entry_words));
+            };
+            for (std::uint32_t j = 0; j < kTiles; ++j) {
+              Expr codes = extract_lane(loaded, j);
+              Expr low = entry(codes, 2 * s, fmt::format("entry{}_low{}", j, suffix));
+              Expr high = entry(codes, 2 * s + 1, fmt::format("entry{}_high{}", j, suffix));
+              for (std::uint32_t p = 0; p < pieces.count; ++p) {
+                Expr b = make_vector({extract_lane(low, p), extract_lane(high, p)});
+                for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
+                  Expr& sum = sums[mt * kTiles + j];
+                  step_body.assign(sum, subgroup_mma(input, a[mt], b, sum));
+                }
+              }
+            }
           };
           // One 16-row k-step at a_block + k_offset (x tile) with its B registers `regs`
           // (step_registers of them: the first of `loaded` from `first`).
           auto k_step = [&](Body& step_body, const Expr& k_offset, const Expr& loaded, std::uint32_t first,
                             const std::string& suffix) {
+            if (nf4) return nf4_step(step_body, std::uint32_t(k_offset.as<Literal>()->bits), loaded, first / 2, suffix);
             std::vector<Expr> a;
             for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
               a.push_back(step_body.let(fmt::format("a{}{}", mt, suffix),
@@ -754,6 +935,10 @@ Program tensor_gemm(const TensorGemmShape& shape) {
         if (nvfp4) {
           Expr global = store_body.let("global", global_scale[0u]);
           for (Expr& total : totals) total = (total * 128.0) * global;
+        }
+        // NF4 f16: the code table holds v 2^8 (code_pieces).
+        for (Expr& total : totals) {
+          if (nf4 && pieces.scale != 1.0) total = total * (1.0 / pieces.scale);
         }
         const std::uint32_t runs = fp8 ? 2 : 1, run_words = 4 / runs;
         for (std::uint32_t r = 0; r < runs; ++r) {

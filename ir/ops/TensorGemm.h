@@ -10,7 +10,10 @@
 // - dequant_matmul_nvfp4: E2M1 codes with E4M3 scale bytes [ceil(k/16), n] and an f32
 //   global scale (NVIDIA's NVFP4; OCP MX v1.0 for E2M1, OFP8 rev 1.0 for E4M3);
 // - dequant_matmul_fp8: E4M3 or E5M2 bytes W [k, n] (OFP8 rev 1.0) with an f32 scale per
-//   column.
+//   column;
+// - nf4_gemm with "accumulate": "f32" (ir/ops/Nf4Gemm.h, aprender-gpu 0.31.2): A [m, k], B
+//   column-major (a column's codes k-contiguous, two a byte) with the NF4 (QLoRA) or
+//   bitsandbytes FP4 code book and f32 scales per 64-row block.
 // NVFP4's and FP8's "blocks" below are staging units of 64 rows: their scales apply to B
 // or per column, so their mma sums run over a whole part (see their decoding below).
 // - Work split: a subgroup owns an m-tile of M rows of x (16, or 32 for m > 16: two 16-row
@@ -56,7 +59,17 @@
 //   5 instructions per pair of codes. The mma sums run over the whole part; the store
 //   multiplies by 2^7 (exact) and the global scale (one rounding). Parts hold at most 128
 //   rows (int4: 256), since the decode costs twice int4's per code.
-// - FP8 decoding: weight rows are 32 bytes (the 32 columns; two cp.async chunks), one
+// - NF4 decoding: the tile holds each column's part contiguous (16-byte copies of a
+//   column), and a non-transposed ldmatrix.x4 gives lane (g, t) its tile-j column's rows
+//   8t .. 8t + 7 of a 32-row span (column 4g + j, as int4's). The k-steps run over a
+//   permutation of k: step s of a span puts rows 8t + 4s .. 8t + 4s + 3 at mma rows 2t,
+//   2t + 1, 2t + 8, 2t + 9, so a lane's B codes are bytes 2s, 2s + 1 of its register and its
+//   A pairs one 8-byte shared load per row (reinterpreting the x tile as u32 words). The
+//   code values (24-bit f32 constants) are sums of 16-bit pieces that the mma multiplies one
+//   by one into the same sums: f16 hi + lo of v 2^8 (within 2^-22 |v 2^8|: 4u a term; the
+//   store multiplies by 2^-8), bf16 hi + mid + lo (exact). A 256-entry shared table, built
+//   by shuffles at the start, gives a byte's pieces for both its codes in one 8- or 16-byte
+//   load. Blocks fold as int4's symmetric ones: acc = fma(s, D, acc). are 32 bytes (the 32 columns; two cp.async chunks), one
 //   ldmatrix.x4.trans a k-step; tile j = 2h + e takes column 16h + 2g + e as its mma column
 //   g, so that a lane's 16-bit element g of rows 2t, 2t + 1 of half h holds the codes of
 //   tiles 2h and 2h + 1. A prmt places a column's two codes in the high bytes of an f16x2:
@@ -77,20 +90,23 @@
 // Numerics: the mma model (ir/Mma.h) sums a block's products in k order per 16-row step;
 // with u = 2^-24 and T_p the per-term magnitudes of DequantMatmul.h's bound, the longest
 // chain of f32 roundings of an output is L = block_size + 4 + blocks + parts for int4 (the
-// parts meet as k-subgroups, then as splits; parts <= blocks) and L = k + 4 + ceil(k/16)
-// for NVFP4 and FP8 (a part's whole chain, the meetings, the global or column scale), so
-// |tensor - exact| <= 2 u L sum_p T_p (f32 value before the store); where every product
+// parts meet as k-subgroups, then as splits; parts <= blocks), L = 3 * 64 + 4 + 2 blocks
+// for NF4 (up to 3 pieces a code in a block's chain), and L = k + 4 + ceil(k/16) for NVFP4
+// and FP8 (a part's whole chain, the meetings, the global or column scale), so
+// |tensor - exact| <= 2 u L sum_p T_p (f32 value before the store; NF4 f16 adds 4 u sum_p T_p
+// for its pieces); where every product
 // and partial sum is exact (small integers, power-of-two scales) it equals the seed bit for bit.
 // NVFP4 NaN scale codes and FP8 NaN codes make their columns NaN, as in the seed (E5M2's
 // infinities stay infinities, or NaN against a zero or opposite one); an infinite global scale
 // gives +-inf where the seed's per-element products may give NaN (0 * inf), as the batch-1
 // fast schedule does.
 // Requirements (else OpError naming the value): activation f16 or bf16 (f32 x would need a
-// rounding the f32 bound does not allow), n % 32 == 0, k % 16 == 0; int4 also
+// rounding the f32 bound does not allow), n % 32 == 0, k % 16 == 0 (NF4: k % 64); int4 also
 // block_size % 16 == 0 and a block's rows and sidecars fit the 48 KiB staging (at most 1008
 // at m = 16, 608 at m >= 32).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -105,11 +121,13 @@ enum class TensorWeights : std::uint8_t {
   Int4,   ///< dequant_matmul_int4: codes 0..15 with f32 block sidecars (BlockAffineMode)
   Nvfp4,  ///< dequant_matmul_nvfp4: E2M1 codes, E4M3 scales per 16 rows, an f32 global scale
   Fp8,    ///< dequant_matmul_fp8: E4M3 or E5M2 bytes, an f32 scale per column
+  Nf4,    ///< nf4_gemm (f32 accumulation): 16-entry code book, f32 scales per 64-row block
 };
 
 /// One tensor-core GEMM: the op's format and shape. `block_size` and `mode` are
 /// dequant_matmul_int4's (rows per sidecar block, sidecar mode), which NVFP4 (blocks of
-/// 16 rows) and FP8 ignore; `fp8_format` is FP8's.
+/// 16 rows), FP8 and NF4 (blocks of 64 rows) ignore; `fp8_format` is FP8's and
+/// `code_book` NF4's (kNf4Table or kBnbFp4Table, ir/ops/Quantize.h).
 struct TensorGemmShape {
   TensorWeights weights = TensorWeights::Int4;
   std::uint32_t m = 0, k = 0, n = 0;
@@ -117,6 +135,7 @@ struct TensorGemmShape {
   BlockAffineMode mode = BlockAffineMode::Symmetric;
   ScalarType activation = ScalarType::F16;
   Fp8Format fp8_format = Fp8Format::E4M3;  // Fp8's
+  std::array<float, 16> code_book{};       // Nf4's values of the codes 0..15
 };
 
 /// Why the tensor-core GEMM cannot run this shape (the file comment's requirements), or nullopt.

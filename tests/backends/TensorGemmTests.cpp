@@ -1,7 +1,8 @@
-// The tensor-core GEMM (ir/ops/TensorGemm.h) of dequant_matmul_int4, dequant_matmul_nvfp4
-// and dequant_matmul_fp8 (E4M3, E5M2) for batches m >= 2 with f16 and bf16 activations: within the stated f32 bound of the seed
-// program on random inputs, equal to it bit for bit where every partial sum is exact (small
-// integers and power-of-two scales), the emulated mma/PTX equal to the interpreter bit for
+// The tensor-core GEMM (ir/ops/TensorGemm.h) of dequant_matmul_int4, dequant_matmul_nvfp4,
+// dequant_matmul_fp8 (E4M3, E5M2) and nf4_gemm (f32 accumulation; NF4 and bitsandbytes FP4
+// code books) for batches m >= 2 with f16 and bf16 activations: within the stated f32 bound
+// of the seed program on random inputs, equal to it bit for bit where every partial sum is
+// exact (small integers and power-of-two scales; not NF4, whose code book has 24-bit values), the emulated mma/PTX equal to the interpreter bit for
 // bit on sm_80 and sm_90, and every shape it cannot run named in the error.
 #include <catch2/catch.hpp>
 
@@ -18,6 +19,8 @@
 #include "ir/Arithmetic.h"
 #include "ir/Printer.h"
 #include "ir/ops/DequantMatmul.h"
+#include "ir/ops/Nf4Gemm.h"
+#include "ir/ops/Quantize.h"
 #include "ir/ops/Registry.h"
 #include "ir/ops/TensorGemm.h"
 #include "lower/LowerToPtx.h"
@@ -46,6 +49,7 @@ struct Shape {
   ScalarType activation;
   TensorWeights weights = TensorWeights::Int4;
   Fp8Format fp8_format = Fp8Format::E4M3;
+  ir::ops::Nf4CodeBook code_book = ir::ops::Nf4CodeBook::Nf4;
 };
 
 Shape nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, ScalarType activation) {
@@ -54,10 +58,20 @@ Shape nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, ScalarType activa
 Shape fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp8Format format, ScalarType activation) {
   return {m, k, n, 16, BlockAffineMode::Symmetric, activation, TensorWeights::Fp8, format};
 }
+Shape nf4(std::uint32_t m, std::uint32_t k, std::uint32_t n, ScalarType activation,
+          ir::ops::Nf4CodeBook code_book = ir::ops::Nf4CodeBook::Nf4) {
+  return {m, k, n, 64, BlockAffineMode::Symmetric, activation, TensorWeights::Nf4, Fp8Format::E4M3, code_book};
+}
+/// nf4_gemm's buffers are a, b_nf4, b_scales and c.
+const char* output_of(const Shape& s) { return s.weights == TensorWeights::Nf4 ? "c" : "out"; }
 
 std::string describe(const Shape& s) {
   if (s.weights == TensorWeights::Nvfp4) {
     return fmt::format("nvfp4 m={} k={} n={} {}", s.m, s.k, s.n, ir::to_string(s.activation));
+  }
+  if (s.weights == TensorWeights::Nf4) {
+    return fmt::format("{} m={} k={} n={} {}", s.code_book == ir::ops::Nf4CodeBook::Nf4 ? "nf4" : "fp4", s.m, s.k,
+                       s.n, ir::to_string(s.activation));
   }
   if (s.weights == TensorWeights::Fp8) {
     return fmt::format("fp8 {} m={} k={} n={} {}", ir::ops::to_string(s.fp8_format), s.m, s.k, s.n,
@@ -97,6 +111,14 @@ struct Inputs {
   std::vector<std::uint8_t> w, scale_codes;
   float global_scale = 1.0f;
   BufferSet buffers(const Shape& s) const {
+    if (s.weights == TensorWeights::Nf4) {
+      std::vector<std::uint32_t> words(w.size() / 4);
+      std::memcpy(words.data(), w.data(), w.size());
+      return {{"a", halves(s.activation, x)},
+              {"b_nf4", HostBuffer::from(ScalarType::U32, words)},
+              {"b_scales", HostBuffer::from(ScalarType::F32, scales)},
+              {"c", halves(s.activation, std::vector<float>(std::size_t{s.m} * s.n, -7.0f))}};
+    }
     BufferSet set{{"x", halves(s.activation, x)}, {"w", HostBuffer::from(ScalarType::U8, w)}};
     if (s.weights == TensorWeights::Nvfp4) {
       set["scales"] = HostBuffer::from(ScalarType::U8, scale_codes);
@@ -116,6 +138,14 @@ Inputs make_inputs(const Shape& s, bool exact, std::uint64_t seed) {
   std::uniform_int_distribution<int> small(-3, 3);
   Inputs in;
   for (std::uint32_t i = 0; i < s.m * s.k; ++i) in.x.push_back(round_to(s.activation, exact ? float(small(engine)) : real(engine)));
+  if (s.weights == TensorWeights::Nf4) {
+    // Codes: k/2 bytes a column (column-major, ir/ops/Nf4Gemm.h); scales per 64-row block.
+    for (std::uint32_t i = 0; i < s.k * s.n / 2; ++i) in.w.push_back(static_cast<std::uint8_t>(engine()));
+    for (std::uint32_t i = 0; i < s.n * (s.k / 64); ++i) {
+      in.scales.push_back(exact ? std::ldexp(1.0f, int(engine() % 4) - 2) : 0.01f + std::abs(real(engine)));
+    }
+    return in;
+  }
   if (s.weights == TensorWeights::Fp8) {
     // Exact: signed codes of 0.5 .. 3.75 (E4M3 exponent fields 6 .. 8, E5M2 14 .. 16) and
     // power-of-two column scales; random: every code below 2 in magnitude (exponent
@@ -163,10 +193,13 @@ std::vector<float> run(const ir::Program& program, const Shape& s, const Inputs&
   BufferSet buffers = allocate_buffers(program);  // the split-K scratch, zeroed
   for (auto& [name, buffer] : in.buffers(s)) buffers[name] = buffer;
   tests::run_on(program, buffers, target);
-  return floats(s.activation, buffers.at("out"));
+  return floats(s.activation, buffers.at(output_of(s)));
 }
 
 ir::Program program_of(const Shape& s, KernelSchedule schedule) {
+  if (s.weights == TensorWeights::Nf4) {
+    return ir::ops::nf4_gemm(s.m, s.n, s.k, ir::ops::Nf4Accumulation::F32, schedule, {}, s.activation, s.code_book);
+  }
   if (s.weights == TensorWeights::Nvfp4) return ir::ops::dequant_matmul_nvfp4(s.m, s.k, s.n, schedule, s.activation);
   if (s.weights == TensorWeights::Fp8) {
     return ir::ops::dequant_matmul_fp8(s.m, s.k, s.n, s.fp8_format, schedule, s.activation);
@@ -182,6 +215,13 @@ double term_sum(const Shape& s, const Inputs& in, std::uint32_t i, std::uint32_t
   for (std::uint32_t p = 0; p < s.k; ++p) {
     const std::size_t e = std::size_t{p} * s.n + j, b = std::size_t{p / s.block_size} * s.n + j;
     const double x = std::fabs(in.x[i * s.k + p]);
+    if (s.weights == TensorWeights::Nf4) {  // column j's byte p / 2, low nibble first
+      const std::uint32_t code = (in.w[(std::size_t{j} * s.k + p) / 2] >> (4 * (p % 2))) & 15;
+      const double value = s.code_book == ir::ops::Nf4CodeBook::Nf4 ? testing::nf4_value(code)
+                                                                     : double(ir::ops::kBnbFp4Table[code]);
+      terms += x * std::fabs(value * in.scales[std::size_t{j} * (s.k / 64) + p / 64]);
+      continue;
+    }
     if (s.weights == TensorWeights::Fp8) {
       terms += x * std::fabs(testing::fp8_value(in.w[e], s.fp8_format == Fp8Format::E4M3) * in.scales[j]);
       continue;
@@ -202,7 +242,7 @@ double term_sum(const Shape& s, const Inputs& in, std::uint32_t i, std::uint32_t
 
 }  // namespace
 
-TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 and fp8 agree with the seed within the f32 bound, exactly on exact inputs",
+TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 and nf4_gemm agree with the seed within the f32 bound, exactly on exact inputs",
           "[backends][tensor_gemm]") {
   std::vector<Shape> shapes;
   for (ScalarType activation : {ScalarType::F16, ScalarType::BF16}) {
@@ -228,14 +268,22 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 and fp8 agree with the seed wit
       shapes.push_back(fp8(3, 2048, 32, format, activation));   // k-subgroups and splits
       shapes.push_back(fp8(40, 512, 64, format, activation));   // two row tiles; k-subgroups meet in their own array
     }
+    for (ir::ops::Nf4CodeBook book : {ir::ops::Nf4CodeBook::Nf4, ir::ops::Nf4CodeBook::BnbFp4}) {
+      shapes.push_back(nf4(2, 64, 32, activation, book));      // one block
+      shapes.push_back(nf4(9, 704, 64, activation, book));     // ragged last part
+      shapes.push_back(nf4(3, 2048, 32, activation, book));    // k-subgroups and splits
+      shapes.push_back(nf4(40, 512, 64, activation, book));    // two row tiles; k-subgroups meet in their own array
+    }
   }
   for (const Shape& s : shapes) {
     INFO(describe(s));
     const ir::Program tensor = tensor_program(s), seed = seed_program(s);
     REQUIRE(tensor.caller_buffers() == seed.caller_buffers());
     // Exact inputs: every product and partial sum is an exact f32, so both are exact.
-    const Inputs exact = make_inputs(s, true, s.m * 31 + s.k);
-    CHECK(run(tensor, s, exact) == run(seed, s, exact));
+    if (s.weights != TensorWeights::Nf4) {
+      const Inputs exact = make_inputs(s, true, s.m * 31 + s.k);
+      CHECK(run(tensor, s, exact) == run(seed, s, exact));
+    }
     // Random inputs: |tensor - seed| within both bounds around the exact value (TensorGemm.h,
     // DequantMatmul.h) plus the two roundings to the activation type.
     const Inputs in = make_inputs(s, false, s.m * 17 + s.n);
@@ -245,9 +293,12 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 and fp8 agree with the seed wit
     // int4: the parts of K meet in k-subgroups and splits, at most one addition a block.
     // NVFP4: one mma chain over a part's rows, the parts' additions, the global scale.
     // FP8: the same, with the column scale for the global scale.
-    const double tensor_chain =
-        s.weights != TensorWeights::Int4 ? s.k + 4.0 + blocks : s.block_size + 4.0 + blocks + blocks;
-    const double chain = tensor_chain + (s.k + 2);
+    // NF4: the code book's 2 or 3 pieces a code add into one block's chain, f16's pieces miss
+    // by 4u a term (TensorGemm.h); the seed rounds each dequantized weight once more.
+    const double tensor_chain = s.weights == TensorWeights::Nf4 ? 3.0 * s.block_size + 8 + 2 * blocks
+                                : s.weights != TensorWeights::Int4 ? s.k + 4.0 + blocks
+                                                                   : s.block_size + 4.0 + blocks + blocks;
+    const double chain = tensor_chain + (s.k + 2) + (s.weights == TensorWeights::Nf4 ? 1 : 0);
     unsigned checked = 0;
     for (std::uint32_t i = 0; i < s.m; ++i) {
       for (std::uint32_t j = 0; j < s.n; ++j) {
@@ -334,7 +385,7 @@ TEST_CASE("tensor-core dequant_matmul_fp8: NaN and infinite codes give the seed'
   }
 }
 
-TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 and fp8: the emulated PTX equals the interpreter bit for bit", "[backends][tensor_gemm]") {
+TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 and nf4_gemm: the emulated PTX equals the interpreter bit for bit", "[backends][tensor_gemm]") {
   // The staging's three forms: x chunks that divide a subgroup's 32 (several rows per
   // copy, rows past m skipped per lane or per row tile), that fill it (one row per copy:
   // 256-row splits), and the ragged last split's loop; two k-subgroups per workgroup,
@@ -356,7 +407,10 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 and fp8: the emulated PTX equal
                          fp8(33, 96, 32, Fp8Format::E4M3, ScalarType::BF16),
                          fp8(9, 736, 64, Fp8Format::E5M2, ScalarType::F16),
                          fp8(3, 2048, 32, Fp8Format::E5M2, ScalarType::BF16),
-                         fp8(40, 512, 64, Fp8Format::E4M3, ScalarType::F16)}) {
+                         fp8(40, 512, 64, Fp8Format::E4M3, ScalarType::F16), nf4(5, 128, 64, ScalarType::F16),
+                         nf4(33, 192, 32, ScalarType::BF16, ir::ops::Nf4CodeBook::BnbFp4),
+                         nf4(9, 704, 64, ScalarType::F16), nf4(3, 2048, 32, ScalarType::BF16),
+                         nf4(40, 512, 64, ScalarType::F16)}) {
     const ir::Program program = tensor_program(s);
     const Inputs in = make_inputs(s, false, s.k + s.n);
     const std::vector<float> reference = run(program, s, in);
@@ -434,7 +488,7 @@ TEST_CASE("tensor-core dequant_matmul_nvfp4 names each shape it cannot run", "[b
   CHECK(automatic.shared.empty());
 }
 
-TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 and fp8 assemble with ptxas for sm_80 and sm_90 without spills, and sm_75 refuses it",
+TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 and nf4_gemm assemble with ptxas for sm_80 and sm_90 without spills, and sm_75 refuses it",
           "[backends][tensor_gemm][ptxas]") {
   if (!ptx::ptxas_available()) {
     const char* require = std::getenv("QUANTC_REQUIRE_PTXAS");
@@ -447,7 +501,8 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 and fp8 assemble with ptxas for
                          Shape{5, 11008, 4096, 32, BlockAffineMode::Symmetric, ScalarType::F16},
                          nvfp4(16, 4096, 4096, ScalarType::F16), nvfp4(64, 4096, 11008, ScalarType::BF16),
                          fp8(16, 4096, 4096, Fp8Format::E4M3, ScalarType::BF16),
-                         fp8(64, 4096, 11008, Fp8Format::E5M2, ScalarType::BF16)}) {
+                         fp8(64, 4096, 11008, Fp8Format::E5M2, ScalarType::BF16),
+                         nf4(16, 4096, 4096, ScalarType::F16), nf4(64, 4096, 11008, ScalarType::BF16)}) {
     // The -O2 program, as `quantc emit` and the runtime lower it.
     const ir::Program program = lower::optimize(tensor_program(s), lower::PassOptions{});
     for (const char* name : {"sm_80", "sm_90"}) {

@@ -253,7 +253,8 @@ TEST_CASE("workgroup arrays: loads and stores are typed and their alignment prov
       Let::make("a", Load::make(ScalarType::U32, "tile", i)),                                   // wrong type
       Let::make("b", Load::make(Type(ScalarType::F32, 4), "tile", i * u32(2))),                 // unaligned
       Store::make("tile", i + u32(1), Load::make(Type(ScalarType::F32, 2), "tile", i, 4), 4),   // stated 4: fine
-      Let::make("c", Load::make(ScalarType::U32, "raw", i * u32(4), 0, true)),                  // reinterpret
+      Let::make("c", Load::make(ScalarType::U32, "tile", i, 0, true)),                          // reinterpret f32
+      Let::make("e", Load::make(Type(ScalarType::U32, 2), "raw", i * u32(8), 0, true)),          // u8 as u32x2: fine
       Let::make("d", BufferLength::make("tile")),
   });
   std::string problems = problems_of(program);
@@ -262,7 +263,8 @@ TEST_CASE("workgroup arrays: loads and stores are typed and their alignment prov
   CHECK_THAT(problems, Catch::Contains("load from workgroup array 'tile' has type u32 but the array holds f32"));
   CHECK_THAT(problems, Catch::Contains("load from 'tile' at index `(i * 2u32)` is a f32x4 access stating 16-byte "
                                        "alignment, but the index is only known to be a multiple of 2"));
-  CHECK_THAT(problems, Catch::Contains("reinterpreting load of u32 from workgroup array 'raw'"));
+  CHECK_THAT(problems, Catch::Contains("reinterpreting load of u32 from workgroup array 'tile' needs an array of 8- "
+                                       "or 16-bit elements"));
   CHECK_THAT(problems, Catch::Contains("len(tile) of a workgroup array: its size is static (128 elements)"));
   CHECK(verify(program).size() == 5);  // the stated-4 f32x2 access is fine
 }

@@ -408,7 +408,9 @@ TEST_CASE("dequant schedule fast names the shape it cannot run and auto falls ba
                     Catch::Contains("n=30 is not a multiple of 4") && Catch::Contains("pad n to a multiple of 4"));
   CHECK_THROWS_WITH(dequant_matmul_int4(1, 64, 44, 32, true, KernelSchedule::Fast),
                     Catch::Contains("n=44 is not a multiple of 8"));
-  CHECK_THROWS_WITH(dequant_matmul_fp8(3, 64, 32, Fp8Format::E4M3, KernelSchedule::Fast), Catch::Contains("m=3 is not 1"));
+  // Batches of fp8 (as int4's and nvfp4's) run on the tensor cores, with f16/bf16 activations only.
+  CHECK_THROWS_WITH(dequant_matmul_fp8(3, 64, 32, Fp8Format::E4M3, KernelSchedule::Fast),
+                    Catch::Contains("m=3 > 1 runs on the tensor cores") && Catch::Contains("activation f32"));
   CHECK_THROWS_WITH(dequant_matmul_nvfp4(1, 64, 12, KernelSchedule::Fast), Catch::Contains("n=12 is not a multiple of 8"));
   // The seed's own errors come first for every schedule.
   CHECK_THROWS_WITH(dequant_matmul_int4(1, 64, 64, 0, true, KernelSchedule::Fast), Catch::Contains("block_size=0"));

@@ -271,8 +271,15 @@ TEST_CASE("fast nf4 schedules keep NaN and infinity as the seed does", "[nf4][sc
 }
 
 TEST_CASE("schedule fast names m and the fix and auto picks fast only at m == 1", "[nf4][schedule]") {
+  // m > 1: the tensor-core GEMM (ir/ops/TensorGemm.h), which sums in f32 and takes f16/bf16.
   CHECK_THROWS_WITH(nf4_gemm(3, 16, 64, Nf4Accumulation::F64, KernelSchedule::Fast),
-                    Catch::Contains("m=3") && Catch::Contains("m == 1") && Catch::Contains("\"schedule\": \"seed\""));
+                    Catch::Contains("m=3") && Catch::Contains("\"accumulate\": \"f32\"") &&
+                        Catch::Contains("\"schedule\": \"seed\""));
+  CHECK_THROWS_WITH(nf4_gemm(3, 32, 64, Nf4Accumulation::F32, KernelSchedule::Fast),
+                    Catch::Contains("m=3 > 1 runs on the tensor cores") && Catch::Contains("activation f32"));
+  CHECK_THROWS_WITH(nf4_gemm(3, 16, 64, Nf4Accumulation::F32, KernelSchedule::Fast, {}, ScalarType::F16),
+                    Catch::Contains("n=16 is not a multiple of 32"));
+  CHECK(nf4_gemm(3, 32, 64, Nf4Accumulation::F32, KernelSchedule::Fast, {}, ScalarType::BF16).shared.size() > 0);
   CHECK_THROWS_WITH(nf4_gemm_transpose(2, 16, 64, KernelSchedule::Fast),
                     Catch::Contains("nf4_gemm_transpose m=2") && Catch::Contains("\"schedule\": \"seed\""));
   // The seed's own errors come first for both schedules.
