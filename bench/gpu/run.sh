@@ -22,7 +22,9 @@
 #      launch, L2 flushed before each, median of 200 after 10 warm-up);
 #   4. torch's FP16 F.linear at the same shapes (cuBLAS), timed the same way;
 #   5. the expert kernels of bench/experts/ (nvcc -ptx here, launched by `quantc run FILE.ptx
-#      --backend cuda --time 200` with the geometry in bench/gpu/launches.jsonl);
+#      --backend cuda --time 200` with the geometry in bench/gpu/launches.jsonl), and the
+#      small batches m = 2..64 of every tensor-core format (int4, NVFP4, FP8, NF4; f16
+#      activations, "schedule": "fast") against torch's FP16 F.linear with x [m, in];
 #   6. the report: achieved GB/s, % of measured device-to-device copy bandwidth, speed-up
 #      over FP16, and the cost model's error (`quantc profile --json`'s modeled_us against the
 #      measured time), into bench/results/gpu-<device>.md;

@@ -5,6 +5,7 @@ Called by bench/gpu/run.sh (steps 3 to 6); writes Markdown sections to stdout.
 
     time_kernels.py --quantc PATH [--launches bench/gpu/launches.jsonl] [--launches-count 200]
                     [--warmup 10] [--shapes llama|minilm|all] [--filter TEXT] [--profiles FILE]
+                    [--batches 2,4,8,16,32,64]
     time_kernels.py --quantc PATH --write-profiles FILE [--sm 90] [--shapes ...] [--filter TEXT]
                     [--schedule seed|fast|both] [--jobs N]
 
@@ -22,6 +23,12 @@ What each number is:
     geometry kernels_bench plans (bench/gpu/launches.jsonl, written by scripts/bench_kernels.sh).
   - FP16: torch.nn.functional.linear(x, w) with x [1, in] and w [out, in] in float16 (cuBLAS),
     timed with torch.cuda.Event the same way (L2 flushed before each launch).
+  - small batches (--batches, m > 1): the tensor-core GEMM of every format it runs
+    (dequant_matmul_int4 b128 asym, dequant_matmul_nvfp4, dequant_matmul_fp8 e4m3, nf4_gemm f32;
+    f16 activations, "schedule": "fast") against FP16 F.linear with x [m, in], timed the same
+    way. The check against the interpreter accepts 1e-2 (--batch-tolerance): the tensor cores
+    sum a k-step's products in their own order (README, "Tensor cores"), and the f16 outputs
+    round the difference to whole f16 ulps.
   - copy bandwidth: a 1 GiB device-to-device copy (bytes read + written per second).
   - GB/s: the kernel's unique bytes read + written (from `quantc profile --json`) per second.
   - launch overhead: a one-element torch kernel timed the same way (what the events see
@@ -73,6 +80,19 @@ def batch1_specs(k, n):
     ]
 
 
+def batch_specs(k, n, m):
+    """(label, spec without schedule) of every tensor-core case at in=k, out=n and batch m (run
+    with "schedule": "fast"); labels follow kernels_bench's small-batch table ("op KxN extras mM")."""
+    shape, dims = f"{k}x{n}", {"m": m, "k": k, "n": n, "activation": "f16"}
+    return [
+        (f"dequant_matmul_int4 {shape} b128 asym m{m}",
+         {"op": "dequant_matmul_int4", **dims, "block_size": 128, "asymmetric": True}),
+        (f"dequant_matmul_nvfp4 {shape} m{m}", {"op": "dequant_matmul_nvfp4", **dims}),
+        (f"dequant_matmul_fp8 {shape} e4m3 m{m}", {"op": "dequant_matmul_fp8", **dims, "format": "e4m3"}),
+        (f"nf4_gemm {shape} f32 m{m}", {"op": "nf4_gemm", **dims, "accumulate": "f32"}),
+    ]
+
+
 def canonical(spec):
     """A spec's identity for lookups: sorted keys, the op's defaults filled in."""
     defaults = {"nf4_gemm": {"accumulate": "f64"}, "dequant_matmul_int4": {"asymmetric": False}}
@@ -120,6 +140,12 @@ def cases(shapes, text_filter):
     return [(k, n, label, spec) for k, n in shapes for label, spec in batch1_specs(k, n) if text_filter in label]
 
 
+def batch_cases(shapes, batches, text_filter):
+    """(in, out, m, label, spec) for every small-batch case whose label contains `text_filter`."""
+    return [(k, n, m, label, spec) for k, n in shapes for m in batches for label, spec in batch_specs(k, n, m)
+            if text_filter in label]
+
+
 def write_profiles(args, shapes):
     """--write-profiles: the cost model's numbers for every case and schedule, one JSON line
     each, `--jobs` profiles at a time (each is one single-threaded emulation)."""
@@ -127,6 +153,7 @@ def write_profiles(args, shapes):
 
     schedules = ("seed", "fast") if args.schedule == "both" else (args.schedule,)
     work = [(label, spec, schedule) for _, _, label, spec in cases(shapes, args.filter) for schedule in schedules]
+    work += [(label, spec, "fast") for _, _, _, label, spec in batch_cases(shapes, args.batch_list, args.filter)]
     with tempfile.TemporaryDirectory() as scratch, open(args.write_profiles, "w") as out:
         def profile_one(index):
             label, spec, schedule = work[index]
@@ -174,11 +201,12 @@ def torch_measurements(args, shapes):
     tiny = torch.zeros(1, device="cuda")
     launch_us = torch_time(lambda: tiny.add_(1))
     del source, target
-    fp16_us = {}
+    fp16_us = {}  # (in, out) at batch 1, (in, out, m) at the small batches
     for k, n in shapes:
-        x = torch.randn(1, k, device="cuda", dtype=torch.float16)
         w = torch.randn(n, k, device="cuda", dtype=torch.float16)
-        fp16_us[(k, n)] = torch_time(lambda: F.linear(x, w))
+        for m in [1] + args.batch_list:
+            x = torch.randn(m, k, device="cuda", dtype=torch.float16)
+            fp16_us[(k, n) if m == 1 else (k, n, m)] = torch_time(lambda: F.linear(x, w))
     major, minor = torch.cuda.get_device_capability()
     return torch.cuda.get_device_name(), 10 * major + minor, copy_gbs, launch_us, fp16_us
 
@@ -220,9 +248,14 @@ def main():
     parser.add_argument("--schedule", choices=["seed", "fast", "both"], default="both",
                         help="which schedules to time (or, with --write-profiles, to profile)")
     parser.add_argument("--jobs", type=int, default=1, help="with --write-profiles: profiles run at a time")
+    parser.add_argument("--batches", default="2,4,8,16,32,64",
+                        help="batch sizes m > 1 of the tensor-core table, comma-separated ('' for none)")
+    parser.add_argument("--batch-tolerance", type=float, default=1e-2,
+                        help="--compare tolerance of the tensor-core cases (their sums' order differs on a GPU)")
     parser.add_argument("--model-device", help="cost-model device key (h100_sxm, h200, a100, l40s) for the model "
                                                "error column; default: from the GPU's name")
     args = parser.parse_args()
+    args.batch_list = [int(m) for m in args.batches.split(",") if m]
 
     shapes = {"llama": LLAMA_SHAPES, "minilm": MINILM_SHAPES, "all": LLAMA_SHAPES + MINILM_SHAPES}[args.shapes]
     if args.write_profiles:
@@ -235,7 +268,8 @@ def main():
                 profiles[record["key"]] = record
     if args.without_torch:
         device_name, sm = "no torch", args.sm
-        copy_gbs, launch_us, fp16_us = float("nan"), 0.0, {shape: float("nan") for shape in shapes}
+        copy_gbs, launch_us = float("nan"), 0.0
+        fp16_us = {key: float("nan") for k, n in shapes for key in [(k, n)] + [(k, n, m) for m in args.batch_list]}
     else:
         device_name, sm, copy_gbs, launch_us, fp16_us = torch_measurements(args, shapes)
     key = args.model_device or model_key(device_name)
@@ -314,6 +348,26 @@ def main():
                 cell = lambda v: f"{v:.2f}" if v else "–"
                 ratio = f"{fast / us:.2f}×" if fast else "–"
                 print(f"| {case['label']} | {us:.2f} | {cell(seed)} | {cell(fast)} | {ratio} |")
+
+        if args.batch_list:
+            print("\n## Small batches on the tensor cores (f16 activations, checked against the interpreter "
+                  f"within {args.batch_tolerance:g})\n")
+            print("| case | us | FP16 F.linear us | × FP16 | modeled us | model error |\n|---|--:|--:|--:|--:|--:|")
+            for k, n, m, label, spec in batch_cases(shapes, args.batch_list, args.filter):
+                path = os.path.join(scratch, "spec.json")
+                with open(path, "w") as file:
+                    json.dump({**spec, "schedule": "fast"}, file)
+                us, error = run_timed([args.quantc, "run", path, "--random-inputs", "1", "--compare", "reference",
+                                       "--tolerance", str(args.batch_tolerance), "--threads", "0", *quantc_args])
+                if us is None:
+                    failures.append(f"{label}: {error[0]}")
+                    print(f"| {label} | failed | | | | |")
+                    continue
+                record = profiles.get(profile_key(spec, "fast", sm)) or profile_record(args.quantc, path, sm)
+                modeled = record["modeled_us"].get(key) if record and key else None
+                model = f"{modeled:.2f} | {modeled / max(us - launch_us, 1e-3) - 1:+.0%}" if modeled else "– | –"
+                fp16 = fp16_us[(k, n, m)]
+                print(f"| {label} | {us:.2f} | {fp16:.2f} | {fp16 / us:.2f}× | {model} |")
 
     print_summary(summary)
     if failures:

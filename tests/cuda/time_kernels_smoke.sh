@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Runs bench/gpu/time_kernels.py on the emulated CUDA driver for one small case and checks
-# that both tables have a timed row (quantc fast with the model's error, and the expert).
+# that the three tables have a timed row (quantc fast with the model's error, the expert, and
+# the tensor-core GEMM at m = 2).
 #   time_kernels_smoke.sh PYTHON SCRIPT QUANTC EMULATED_DRIVER NVCC
 set -euo pipefail
 python=$1 script=$2 quantc=$3 driver=$4 nvcc=$5
 report=$(PATH="$(dirname "$nvcc"):$PATH" QUANTC_CACHE=0 QUANTC_CUDA_DRIVER="$driver" \
   "$python" "$script" --quantc "$quantc" --without-torch --model-device h100_sxm --shapes minilm \
-  --filter 'dequant_matmul_int4 384x384' --launches-count 3 --warmup 1)
+  --filter 'dequant_matmul_int4 384x384' --batches 2 --launches-count 3 --warmup 1)
 echo "$report"
 number='[0-9]+(\.[0-9]+)?'
 grep -Eq "^\| dequant_matmul_int4 384x384 b64 asym \| fast \| $number \|.*\| $number \| [-+][0-9]+% \|$" <<<"$report" ||
   { echo "error: no timed quantc row with a model error" >&2; exit 1; }
 grep -Eq "^\| dequant_matmul_int4 384x384 b64 asym \| $number \| $number \| $number \| $number×" <<<"$report" ||
   { echo "error: no timed expert row" >&2; exit 1; }
+grep -Eq "^\| dequant_matmul_int4 384x384 b128 asym m2 \| $number \| nan \| nan× \| $number \| [-+][0-9]+% \|$" <<<"$report" ||
+  { echo "error: no timed tensor-core row with a model error" >&2; exit 1; }
