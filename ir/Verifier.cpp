@@ -45,14 +45,7 @@ class StatementChecker : public IRVisitor {
   void visit_Load(const Load& node) override {
     if (const SharedDecl* array = program_.find_shared(node.buffer)) {
       if (node.reinterpret) {
-        const unsigned element_bytes = memory_bytes(array->element);
-        if (element_bytes != 1 && element_bytes != 2) {
-          report("reinterpreting load of {} from workgroup array '{}' needs an array of 8- or 16-bit elements (u8, "
-                 "i8, u16, f16, bf16), but the array holds {}; declare it with the element type you load",
-                 to_string(node.type), node.buffer, to_string(array->element));
-        } else {
-          check_alignment("load from", node.buffer, node.index, node.type, node.alignment, element_bytes);
-        }
+        check_reinterpreting_load(node, array->element, true);
       } else if (array->element != node.type.element()) {
         report("load from workgroup array '{}' has type {} but the array holds {}", node.buffer, to_string(node.type),
                to_string(array->element));
@@ -64,14 +57,7 @@ class StatementChecker : public IRVisitor {
     }
     if (const BufferDecl* buffer = find_buffer(node.buffer, "load from")) {
       if (node.reinterpret) {
-        const unsigned element_bytes = buffer->element == ScalarType::Bool ? 0 : memory_bytes(buffer->element);
-        if (element_bytes != 1 && element_bytes != 2) {
-          report("reinterpreting load of {} from '{}' needs a buffer of 8- or 16-bit elements (u8, i8, u16, f16, "
-                 "bf16), but the buffer holds {}",
-                 to_string(node.type), node.buffer, to_string(buffer->element));
-        } else {
-          check_alignment("load from", node.buffer, node.index, node.type, node.alignment, element_bytes);
-        }
+        check_reinterpreting_load(node, buffer->element, false);
       } else if (buffer->element != node.type.element()) {
         report("load from '{}' has type {} but the buffer holds {}", node.buffer, to_string(node.type),
                to_string(buffer->element));
@@ -259,6 +245,21 @@ class StatementChecker : public IRVisitor {
   /// element size must be a multiple of the alignment for every invocation.
   /// `index_bytes` is the byte size of one index step (the buffer's element; 0: the
   /// access type's element, which is the buffer's except for reinterpreting loads).
+  /// A reinterpreting load reads u32 words from a buffer or workgroup array (`shared`) of 8-
+  /// or 16-bit elements, at an index whose byte offset is a multiple of the words' size.
+  void check_reinterpreting_load(const Load& node, ScalarType element, bool shared) {
+    const unsigned element_bytes = element == ScalarType::Bool ? 0 : memory_bytes(element);
+    if (element_bytes == 1 || element_bytes == 2) {
+      check_alignment("load from", node.buffer, node.index, node.type, node.alignment, element_bytes);
+      return;
+    }
+    const char* holder = shared ? "array" : "buffer";
+    report("reinterpreting load of {} from {}'{}' needs {} {} of 8- or 16-bit elements (u8, i8, u16, f16, bf16), but "
+           "the {} holds {}",
+           to_string(node.type), shared ? "workgroup array " : "", node.buffer, shared ? "an" : "a", holder, holder,
+           to_string(element));
+  }
+
   void check_alignment(std::string_view what, const std::string& buffer, const Expr& index, Type type,
                        unsigned alignment, unsigned index_bytes = 0) {
     const unsigned element_bytes = index_bytes != 0 ? index_bytes : byte_size(type.element());

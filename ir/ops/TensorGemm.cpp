@@ -4,15 +4,13 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
-#include <stdexcept>
 #include <vector>
 
-#include "ir/Arithmetic.h"
 #include "ir/Builder.h"
 #include "ir/ops/Checks.h"
 #include "ir/ops/Nf4Gemm.h"
 #include "ir/ops/SplitK.h"
+#include "ir/ops/TensorDecode.h"
 
 namespace quantc::ir::ops {
 
@@ -38,193 +36,54 @@ constexpr std::uint32_t kSharedBytesPerSm = 200 * 1024;
 /// The staging a split aims to stay within (more splits where blocks allow): 16 KiB keeps
 /// 14 one-warp workgroups per H100 SM, and each warp's chain short.
 constexpr std::uint32_t kPreferredStagedBytes = 16 * 1024;
-/// The weight rows a part aims to stay within: short warps' chains, so that a grid of
-/// several waves loses little to its last one (int4 4096x11008 at m = 2: 9.2 us, 12.7 with
-/// parts of 512 rows). NVFP4 decodes a pair of codes in 5 instructions against int4's 2.25
-/// (decode_e2m1_row_pair), FP8 (E4M3) 4 and flags its NaN codes (decode_fp8_step), so
-/// their parts hold half the rows for the same chain (NVFP4 4096x4096 at m = 2: 3.2 us,
-/// 4.8 with 256 rows).
-std::uint32_t preferred_part_rows(TensorWeights weights) { return weights == TensorWeights::Int4 ? 256 : 128; }
 /// The preferred rows of a workgroup's k-subgroups together where the grid takes several
-/// waves: 2 int4 parts, 4 NVFP4 parts.
+/// waves: 2 int4 parts, 4 parts of the other formats (FormatTraits::preferred_part_rows).
 constexpr std::uint32_t kMultiWaveWorkgroupRows = 512;
+/// Shared memory an int4 block's sidecars take: both of them counted, 32 columns of f32 each.
+constexpr std::uint32_t kSidecarBytesPerBlock = 2 * kTileColumns * 4;
+/// NVFP4's rows per scale.
+constexpr std::uint32_t kNvfp4ScaleRows = 16;
+/// Shared memory of a 16-row scale block of the 32 columns: 32 E4M3 bytes as staged, and
+/// their B factors (decode_nvfp4_scale_word: 8 column groups x 4 tiles x one u32).
+constexpr std::uint32_t kNvfp4ScaleBlockBytes = kTileColumns + kTileColumns * 4;
+/// NF4's rows per scale block.
+constexpr std::uint32_t kNf4BlockRows = 64;
 
-/// The 16-bit pattern whose low 4 mantissa bits are free: 1024 (f16 0x6400, ulp 1) or
-/// 128 (bf16 0x4300, ulp 1); OR-ing a code q gives 1024 + q or 128 + q exactly.
-std::uint32_t half_magic(ScalarType input) { return input == ScalarType::F16 ? 0x6400u : 0x4300u; }
-/// One in both halves: the all-ones B that makes mma sum A's rows.
-std::uint32_t half_ones(ScalarType input) { return input == ScalarType::F16 ? 0x3c003c00u : 0x3f803f80u; }
-
-/// The B registers of the four mma tiles for two consecutive weight rows (k, k + 1) of a
-/// lane. Columns are interleaved over the tiles: mma column g of tile j is the subgroup's
-/// column 4g + j, so group g's four columns are the four nibbles of half-word g of every
-/// 16-byte row, and `halves` holds row k's half-word g in its low half and row k + 1's in
-/// its high half: what ldmatrix.trans gives lane (g, t) for rows 2t and 2t + 1 of an 8-row
-/// matrix (one "element" = 4 codes). Each tile's pair is then one lop3 (mask the
-/// nibble, OR in the exponent of 1024 for f16 or 128 for bf16) and one exact f16x2/bf16x2
-/// operation: a subtraction of the bias for a nibble at bits 0..3; for f16, whose 10
-/// mantissa bits also hold a nibble at bits 4..7 (1024 + 16 q), an fma by 1/16 less
-/// 1024 / 16 instead, which saves the shift (tiles 1 and 3). bf16 has 7 mantissa bits, so
-/// each of its tiles shifts its nibble to bits 0..3 first. 1.125 instructions per code for
-/// f16, 1.375 for bf16 (Marlin's lop3 dequantization, without its offline reordering).
-std::array<Expr, 4> decode_row_pair(Body& body, ScalarType input, const Expr& halves, const std::string& name) {
-  const Type pair(input, 2);
-  const std::uint32_t magic = half_magic(input) * 0x10001u;
-  const Expr bias = bitcast(pair, u32(magic));
-  auto low_nibble = [&](const Expr& bits) {
-    return bitcast(ScalarType::U32, bitcast(pair, (bits & u32(0x000F000Fu)) | u32(magic)) - bias);
-  };
-  if (input == ScalarType::F16) {
-    const Expr sixteenth = bitcast(pair, u32(0x2C002C00u));       // 1/16
-    const Expr bias_sixteenth = bitcast(pair, u32(0xD400D400u));  // -1024 / 16
-    auto high_nibble = [&](const Expr& bits) {
-      return bitcast(ScalarType::U32,
-                     fma(bitcast(pair, (bits & u32(0x00F000F0u)) | u32(magic)), sixteenth, bias_sixteenth));
-    };
-    Expr shifted = body.let(name + "_shifted", halves >> 8u);
-    return {low_nibble(halves), high_nibble(halves), low_nibble(shifted), high_nibble(shifted)};
-  }
-  return {low_nibble(halves), low_nibble(halves >> 4u), low_nibble(halves >> 8u), low_nibble(halves >> 12u)};
-}
-
-/// `bits` shifted left by `left` bits (right where negative).
-Expr shift_left(const Expr& bits, int left) {
-  if (left == 0) return bits;
-  return left > 0 ? bits << std::uint32_t(left) : bits >> std::uint32_t(-left);
-}
-
-/// NVFP4's B factors: an mma B register of tile j holds rows of one column and one 16-row
-/// scale block, so it is scaled by one pair (s', s'). s' = s 2^7 (f16) or s 2^119 (bf16):
-/// what makes the E2M1 patterns of decode_e2m1_row_pair exact products v s 2^-7 (the
-/// store multiplies by 2^7). `codes` holds the E4M3 scale bytes of the lane's columns
-/// 4g + j in byte j. Per tile: a prmt puts byte j into the high byte of both halves, the
-/// exponent and mantissa move into the f16/bf16 pattern of s 2^-8 / s 2^-120 (E4M3's bias
-/// is 7, f16's 15, bf16's 127; subnormal scales map to subnormal patterns), and exact
-/// power-of-two multiplies give s'. NaN codes (0x7F, 0xFF: E4M3 has no infinity) become
-/// 0xFFFF, a NaN in both types, so that the column's sums are NaN as the seed's are.
-std::array<Expr, 4> decode_scale_word(Body& body, ScalarType input, const Expr& codes, const std::string& name) {
-  const Type pair(input, 2);
-  const bool f16 = input == ScalarType::F16;
-  // Byte b & 0x7F plus 1 has its top bit set only for b & 0x7F == 0x7F.
-  Expr nan_bytes = body.let(name + "_nan", (codes & u32(0x7F7F7F7Fu)) + u32(0x01010101u));
-  std::array<Expr, 4> factors;
-  for (std::uint32_t j = 0; j < 4; ++j) {
-    Expr high = permute(codes, u32(0), u32(0x0404u | j << 4 | j << 12));  // [0, b_j, 0, b_j]
-    Expr bits = f16 ? ((high >> 1u) & u32(0x3F803F80u)) | (high & u32(0x80008000u))
-                    : ((high >> 4u) & u32(0x07F007F0u)) | (high & u32(0x80008000u));
-    Expr value = f16 ? bitcast(pair, bits) * bitcast(pair, u32(0x78007800u))  // x 2^15
-                     : (bitcast(pair, bits) * bitcast(pair, u32(0x7F007F00u))) *  // x 2^127
-                           bitcast(pair, u32(0x77807780u));                       // x 2^112
-    Expr nan_mask = permute(nan_bytes, u32(0), u32((8u | j) * 0x1111u));  // byte j's top bit, everywhere
-    factors[j] = body.let(fmt::format("{}{}", name, j), bitcast(ScalarType::U32, value) | nan_mask);
-  }
-  return factors;
-}
-
-/// The NVFP4 B registers of the four mma tiles for two consecutive weight rows (k, k + 1)
-/// of a lane, laid out as for decode_row_pair (half-word g of each row: the E2M1 codes of
-/// columns 4g .. 4g + 3, tile j's in nibble j). A code's sign, exponent and mantissa bits
-/// move into the pattern whose value is v 2^-14 (f16: bits 15, 10..11, 9) or v 2^-126
-/// (bf16: bits 15, 7..8, 6), exactly: E2M1's bias 1 against 15 / 127, its subnormal 0.5
-/// a subnormal pattern. One multiply by the tile's scale factor (decode_scale_word) gives
-/// v s 2^-7, exact: at most 6 significant bits, within the normal and subnormal range.
-/// 4.75 instructions per pair of codes.
-std::array<Expr, 4> decode_e2m1_row_pair(ScalarType input, const Expr& halves, const std::array<Expr, 4>& factors) {
-  const Type pair(input, 2);
-  const bool f16 = input == ScalarType::F16;
-  std::array<Expr, 4> b;
-  for (std::uint32_t j = 0; j < 4; ++j) {
-    const int nibble = int(4 * j);
-    Expr magnitude = f16 ? shift_left(halves, 9 - nibble) & u32(0x0E000E00u) : shift_left(halves, 6 - nibble) & u32(0x01C001C0u);
-    Expr pattern = magnitude | (shift_left(halves, 12 - nibble) & u32(0x80008000u));
-    b[j] = bitcast(ScalarType::U32, bitcast(pair, pattern) * bitcast(pair, factors[j]));
-  }
-  return b;
-}
-
-/// FP8's B registers (u32x2) of the four mma tiles of a k-step. ldmatrix.trans of the
-/// 32-byte weight rows as 16-bit elements hands lane (g, t) element g of rows 2t, 2t + 1 of
-/// each 16-byte half h (`regs[2h]`; rows 2t + 8, 2t + 9 in `regs[2h + 1]`): the codes of
-/// columns 16h + 2g (bytes 0, 2) and 16h + 2g + 1 (bytes 1, 3), so tile j = 2h + e takes
-/// column 16h + 2g + e as its mma column g (fp8_column). A prmt puts a column's two codes
-/// into the high bytes of an f16x2 pair: E5M2's f16 pattern, exactly (infinities and NaN
-/// included); E4M3's exponent and mantissa move down one bit into the pattern of v 2^-8
-/// (subnormals included; NaN codes are flagged apart, fp8_nan_bytes), and the store
-/// multiplies by 2^8. bf16: E4M3 by the bf16 pattern of v 2^-120 times 2^112 (v 2^-8,
-/// exact); E5M2 through f32 (exact, infinities and NaN kept). Instructions per pair of
-/// codes: E5M2 f16 1, E4M3 f16 4, E4M3 bf16 5, E5M2 bf16 4.
-std::array<Expr, 4> decode_fp8_step(ScalarType input, Fp8Format format, const std::array<Expr, 4>& regs) {
-  auto decode = [&](const Expr& reg, std::uint32_t e) {
-    Expr high = permute(reg, u32(0), u32(0x0404u | e << 4 | (2 + e) << 12));  // [0, byte e, 0, byte 2 + e]
-    const Expr sign = high & u32(0x80008000u);
-    if (input == ScalarType::F16) {
-      if (format == Fp8Format::E5M2) return high;
-      return ((high >> 1u) & u32(0x3F803F80u)) | sign;
-    }
-    const Type pair(ScalarType::BF16, 2);
-    if (format == Fp8Format::E4M3) {
-      Expr pattern = ((high >> 4u) & u32(0x07F007F0u)) | sign;
-      return bitcast(ScalarType::U32, bitcast(pair, pattern) * bitcast(pair, u32(0x77807780u)));  // x 2^112
-    }
-    Expr halves = bitcast(Type(ScalarType::F16, 2), high);
-    return bitcast(ScalarType::U32, cast(pair, make_vector({cast(ScalarType::F32, extract_lane(halves, 0)),
-                                                            cast(ScalarType::F32, extract_lane(halves, 1))})));
-  };
-  std::array<Expr, 4> b;
-  for (std::uint32_t j = 0; j < 4; ++j) {
-    const std::uint32_t h = j / 2, e = j % 2;
-    b[j] = make_vector({decode(regs[2 * h], e), decode(regs[2 * h + 1], e)});
-  }
-  return b;
-}
-
-/// E4M3's NaN codes (0x7F, 0xFF) among the four bytes of `reg`: each byte's top bit set
-/// where it is one (b & 0x7F plus 1 reaches 0x80 only for 0x7F), the rest garbage below it.
-Expr fp8_nan_bytes(const Expr& reg) { return (reg & u32(0x7F7F7F7Fu)) + u32(0x01010101u); }
-
-/// An NF4 code book as sums of 16-bit pieces that the mma multiplies one by one into the
-/// same sums. f16: v 2^8 = hi + lo + r with hi = rn(v 2^8), lo = rn(v 2^8 - hi) and
-/// |r| <= 2^-22 |v 2^8| (4u; 2^8 keeps lo clear of f16's subnormals for the tables'
-/// smallest nonzero entries), checked here; the store multiplies by 2^-8. bf16: v = hi +
-/// mid + lo exactly (3 x 8 significant bits hold an f32's 24).
-struct CodePieces {
-  std::uint32_t count = 0;                                 // pieces a code: 2 (f16) or 3 (bf16)
-  std::array<std::array<std::uint16_t, 3>, 16> bits{};     // per code, the pieces' bit patterns
-  double scale = 1.0;                                      // the pieces sum to v * scale
+/// What the schedule needs of a weight format, one row per TensorWeights.
+struct FormatTraits {
+  const char* op;       // the op, in error messages
+  const char* program;  // the program's name: the seed's
+  const char* region;   // the op id of its region
+  /// Bytes of a subgroup's weight row (its 32 columns): 16 of nibbles, 32 of FP8 bytes.
+  std::uint32_t weight_row_bytes;
+  /// The weight rows a part aims to stay within: short warps' chains, so that a grid of
+  /// several waves loses little to its last one (int4 4096x11008 at m = 2: 9.2 us, 12.7
+  /// with parts of 512 rows). The other formats decode a pair of codes in 3-5 instructions
+  /// against int4's 2.25 (TensorDecode.h), so their parts hold half the rows for the same
+  /// chain (NVFP4 4096x4096 at m = 2: 3.2 us, 4.8 with 256 rows).
+  std::uint32_t preferred_part_rows;
+  /// The schedule's blocks: 0 for the op's block_size (int4's sidecar blocks), else NF4's
+  /// scale blocks or the staging blocks of NVFP4 and FP8 (64 rows, which only size the parts).
+  std::uint32_t block_rows;
+  /// Shared memory of a weight row's scales (NVFP4: its share of the scale blocks) and of a
+  /// block's f32 sidecars (int4: both, counted for every mode; NF4: its scales).
+  std::uint32_t scale_bytes_per_row, sidecar_bytes_per_block;
+  /// Whether each block's mma sums fold into f32 accumulators with its sidecars (int4,
+  /// NF4), rather than running over the whole part (scales in B or per column).
+  bool folds_blocks;
 };
 
-CodePieces code_pieces(const std::array<float, 16>& book, ScalarType input) {
-  CodePieces pieces;
-  const bool f16 = input == ScalarType::F16;
-  pieces.count = f16 ? 2 : 3;
-  pieces.scale = f16 ? 256.0 : 1.0;
-  auto round16 = [&](double value, std::uint16_t& bits) {
-    if (f16) {
-      const arith::Float16 half = arith::convert<arith::Float16>(float(value));
-      bits = half.bits;
-      return double(arith::convert<float>(half));
-    }
-    const arith::BFloat16 half = arith::convert<arith::BFloat16>(float(value));
-    bits = half.bits;
-    return double(arith::convert<float>(half));
+const FormatTraits& traits_of(TensorWeights weights) {
+  static const FormatTraits kTraits[] = {
+      {"dequant_matmul_int4", "dequant_matmul_int4", kDequantMatmulInt4Id, 16, 256, 0, 0, kSidecarBytesPerBlock, true},
+      {"dequant_matmul_nvfp4", "dequant_matmul_nvfp4", kDequantMatmulNvfp4Id, 16, 128, 64,
+       kNvfp4ScaleBlockBytes / kNvfp4ScaleRows, 0, false},
+      {"dequant_matmul_fp8", "dequant_matmul_fp8", kDequantMatmulFp8Id, 32, 128, 64, 0, 0, false},
+      {"nf4_gemm", "nf4_gemm_f32_accumulate", kNf4GemmId, 16, 128, kNf4BlockRows, 0, kSidecarBytesPerBlock / 2, true},
   };
-  for (std::uint32_t code = 0; code < 16; ++code) {
-    const double value = double(book[code]) * pieces.scale;
-    double rest = value;
-    for (std::uint32_t p = 0; p < pieces.count; ++p) rest -= round16(rest, pieces.bits[code][p]);
-    if (std::fabs(rest) > (f16 ? std::ldexp(std::fabs(value), -22) : 0.0)) {
-      throw std::logic_error(fmt::format("code book entry {} ({}) is not within the 16-bit pieces' bound", code, book[code]));
-    }
-  }
-  return pieces;
+  return kTraits[static_cast<std::size_t>(weights)];
 }
 
-/// The Lookup of `pieces` p and p + 1 of code `code` as one u32 (p's in the low half).
-Expr code_piece_pair(const CodePieces& pieces, std::uint32_t p, const Expr& code) {
-  std::vector<std::uint64_t> table;
-  for (const auto& bits : pieces.bits) table.push_back(bits[p] | (p + 1 < pieces.count ? std::uint32_t{bits[p + 1]} << 16 : 0u));
-  return Lookup::make(ScalarType::U32, std::move(table), code);
-}
 
 /// The work split (file comment): M = m_tiles * 16 rows by 32 columns per workgroup
 /// ("unit": column_tiles x row_tiles of them), and K in `splits` splits of
@@ -232,8 +91,7 @@ Expr code_piece_pair(const CodePieces& pieces, std::uint32_t p, const Expr& code
 struct TensorGemmSplit {
   TensorWeights weights = TensorWeights::Int4;
   std::uint32_t m = 0;
-  /// Bytes of a subgroup's weight row (its 32 columns): 16 of nibbles, 32 of FP8 bytes.
-  std::uint32_t weight_row_bytes() const { return weights == TensorWeights::Fp8 ? 32 : 16; }
+  std::uint32_t weight_row_bytes() const { return traits_of(weights).weight_row_bytes; }
   std::uint32_t m_tiles = 1, column_tiles = 0, row_tiles = 0;
   std::uint32_t blocks = 0, parts = 1, blocks_per_split = 1, block_size = 16;
   /// Shared memory a workgroup holds once, whatever its k-subgroups (NF4's code table).
@@ -260,39 +118,18 @@ struct TensorGemmSplit {
   std::uint32_t meeting_bytes() const { return meeting_in_weight_tile() ? 0 : kSubgroupSize * met_per_lane() * 4; }
 };
 
-/// Shared memory an int4 block's sidecars take: both of them counted, 32 columns of f32 each.
-constexpr std::uint32_t kSidecarBytesPerBlock = 2 * kTileColumns * 4;
-/// NVFP4's rows per scale.
-constexpr std::uint32_t kNvfp4ScaleRows = 16;
-/// The rows of the staging blocks of the formats without f32 block sidecars (NVFP4: 4
-/// scale blocks; FP8): the schedule's "block_size", which only sizes the parts.
-constexpr std::uint32_t kStagedBlockRows = 64;
-/// Shared memory of a 16-row scale block of the 32 columns: 32 E4M3 bytes as staged, and
-/// their B factors (decode_scale_word: 8 column groups x 4 tiles x one u32).
-constexpr std::uint32_t kNvfp4ScaleBlockBytes = kTileColumns + kTileColumns * 4;
-
-/// Shared memory a weight row takes: its 16 bytes of W, 2 bytes of each x tile row and
-/// (NVFP4) its share of the scale blocks.
+/// Shared memory a weight row takes: its W bytes, 2 bytes of each x tile row and its
+/// scales' share.
 std::uint32_t staged_bytes_per_row(const TensorGemmSplit& split) {
-  const std::uint32_t scales = split.weights == TensorWeights::Nvfp4 ? kNvfp4ScaleBlockBytes / kNvfp4ScaleRows : 0;
-  return split.weight_row_bytes() + split.x_tile_rows() * 2 + scales;
+  return split.weight_row_bytes() + split.x_tile_rows() * 2 + traits_of(split.weights).scale_bytes_per_row;
 }
 
-/// Shared memory an (int4) block's sidecars take.
-std::uint32_t staged_bytes_per_block(const TensorGemmSplit& split) {
-  if (split.weights == TensorWeights::Nf4) return kSidecarBytesPerBlock / 2;  // the scales only
-  return split.weights == TensorWeights::Int4 ? kSidecarBytesPerBlock : 0;
-}
-
-/// NF4's code table: one per workgroup, per byte value the pieces (code_pieces) of both its
-/// codes, one u32 a piece (low half: the low nibble's), padded to 2 or 4 words.
-constexpr std::uint32_t kCodeTableEntries = 256;
-std::uint32_t code_table_entry_words(ScalarType input) { return input == ScalarType::F16 ? 2 : 4; }
 
 /// Shared memory one subgroup stages: its part's weight rows and x tile columns, and its
 /// blocks' sidecars or scales.
 std::uint32_t staged_bytes(const TensorGemmSplit& split) {
-  return split.rows() * staged_bytes_per_row(split) + split.blocks_per_split * staged_bytes_per_block(split);
+  return split.rows() * staged_bytes_per_row(split) +
+         split.blocks_per_split * traits_of(split.weights).sidecar_bytes_per_block;
 }
 
 /// Shared memory a k-subgroup takes in its workgroup: its staging, and its part of the
@@ -325,7 +162,7 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
   split.blocks = ceil_div(k, block_size);
   split.parts = choose_splits(split.units(), split.blocks, 1);
   split.blocks_per_split = ceil_div(split.blocks, split.parts);
-  const std::uint32_t part_rows = preferred_part_rows(weights);
+  const std::uint32_t part_rows = traits_of(weights).preferred_part_rows;
   while ((staged_bytes(split) > kPreferredStagedBytes || split.rows() > part_rows) && split.blocks_per_split > 1) {
     split.parts *= 2;
     split.blocks_per_split = ceil_div(split.blocks, split.parts);
@@ -454,13 +291,10 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
   });
 }
 
-/// NF4's rows per scale block.
-constexpr std::uint32_t kNf4BlockRows = 64;
-
-/// The rows of the schedule's blocks: int4's and NF4's sidecar blocks, NVFP4's and FP8's staging blocks.
+/// The rows of the schedule's blocks (FormatTraits::block_rows).
 std::uint32_t schedule_block_size(const TensorGemmShape& shape) {
-  if (shape.weights == TensorWeights::Nf4) return kNf4BlockRows;
-  return shape.weights == TensorWeights::Int4 ? shape.block_size : kStagedBlockRows;
+  const std::uint32_t rows = traits_of(shape.weights).block_rows;
+  return rows == 0 ? shape.block_size : rows;
 }
 
 }  // namespace
@@ -495,17 +329,16 @@ std::optional<std::string> tensor_gemm_unsupported(const TensorGemmShape& shape)
 Program tensor_gemm(const TensorGemmShape& shape) {
   const bool nvfp4 = shape.weights == TensorWeights::Nvfp4, fp8 = shape.weights == TensorWeights::Fp8;
   const bool nf4 = shape.weights == TensorWeights::Nf4;
-  // Whether the mma sums run over the whole part (scales in B or per column) rather
-  // than folding each block's with its f32 sidecars (int4, NF4).
-  const bool whole_part_sums = nvfp4 || fp8;
   const bool e4m3 = fp8 && shape.fp8_format == Fp8Format::E4M3;
-  const char* name = nvfp4 ? "dequant_matmul_nvfp4" : fp8 ? "dequant_matmul_fp8" : nf4 ? "nf4_gemm" : "dequant_matmul_int4";
+  const FormatTraits& format = traits_of(shape.weights);
+  const char* name = format.op;
   if (auto reason = tensor_gemm_unsupported(shape)) {
     throw OpError(fmt::format("Fix: {} has no tensor-core schedule: {}", name, *reason));
   }
   const std::uint32_t m = shape.m, k = shape.k, n = shape.n;
-  const BlockAffineMode mode = whole_part_sums || nf4 ? BlockAffineMode::Symmetric : shape.mode;
+  const BlockAffineMode mode = shape.weights == TensorWeights::Int4 ? shape.mode : BlockAffineMode::Symmetric;
   const ScalarType activation = shape.activation;
+  const bool whole_part_sums = !format.folds_blocks;
   const std::uint32_t block_size = schedule_block_size(shape);
   const TensorGemmSplit split = tensor_gemm_split(shape.weights, m, k, n, block_size, shape.activation);
   const std::uint32_t blocks = split.blocks;
@@ -527,7 +360,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   const std::uint32_t met_per_lane = split.met_per_lane();
 
   // The seed's names: nf4_gemm's a, b_nf4 (u32 words), b_scales and c (its f32 program's name).
-  ProgramBuilder program(nf4 ? "nf4_gemm_f32_accumulate" : name);
+  ProgramBuilder program(format.program);
   BufferRef x = program.input(nf4 ? "a" : "x", activation, m * k);
   BufferRef w = nf4   ? program.input("b_nf4", ScalarType::U32, checked_count(name, "n*k/8", n, k / 8))
                 : fp8 ? program.input("w", ScalarType::U8, checked_count(name, "k*n (weight bytes)", k, n))
@@ -548,7 +381,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   BufferRef w_tile = program.shared("w_tile", ScalarType::F32, k_subgroups * w_tile_words);
   BufferRef x_tile = program.shared("x_tile", activation, k_subgroups * x_tile_rows * rows);
   // int4: the blocks' sidecars (32 f32 a block each); NVFP4: the scale blocks' E4M3
-  // bytes (8 words a block) and their B factors (32 words a block: decode_scale_word).
+  // bytes (8 words a block) and their B factors (32 words a block: decode_nvfp4_scale_word).
   const std::uint32_t scale_blocks = rows / kNvfp4ScaleRows;  // NVFP4's, of a part
   const std::uint32_t sidecar_tile = nvfp4 ? scale_blocks * kTileColumns / 4 : split.blocks_per_split * kTileColumns;
   BufferRef scale_tile;
@@ -570,8 +403,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
                                  split.meeting_in_weight_tile() ? w_tile : BufferRef{});
   program.launch({kSubgroupSize * k_subgroups, 1, 1}, {column_tiles, split.row_tiles, split.splits()});
   program.body([&](Body& body) {
-    const char* region_id = nvfp4 ? kDequantMatmulNvfp4Id : fp8 ? kDequantMatmulFp8Id : nf4 ? kNf4GemmId : kDequantMatmulInt4Id;
-    body.region(region_id, [&](Body& region) {
+    body.region(format.region, [&](Body& region) {
       Expr local = k_subgroups == 1 ? Expr() : region.let("local", local_id(0));
       Expr lane = k_subgroups == 1 ? region.let("lane", local_id(0)) : region.let("lane", local % kSubgroupSize);
       Expr k_subgroup = k_subgroups == 1 ? u32(0) : region.let("k_subgroup", local / kSubgroupSize);
@@ -657,7 +489,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
           Expr word = loop.let("scale_word", c * kSubgroupSize + lane);
           loop.if_then(word < part_words, [&](Body& decode) {
             Expr codes = decode.let("scale_codes", scale_tile[sidecar_base + word]);
-            const std::array<Expr, 4> factors = decode_scale_word(decode, input, codes, "scale_factor");
+            const std::array<Expr, 4> factors = decode_nvfp4_scale_word(decode, input, codes, "scale_factor");
             decode.store(factor_tile, factor_base + word * 4u, make_vector({factors[0], factors[1], factors[2], factors[3]}));
           });
         });
@@ -666,7 +498,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
 
       // ldmatrix.trans rows of B. Nibbles: lane l names weight row l of a pair of k-steps
       // (matrix i = rows 8i .. 8i + 7; 4 words a row), giving lane (g, t) half-word g of rows
-      // 2t, 2t + 1 of each matrix (decode_row_pair). FP8: lane l names 16-byte half l / 16 of
+      // 2t, 2t + 1 of each matrix (decode_int4_row_pair). FP8: lane l names 16-byte half l / 16 of
       // row 8 ((l / 8) % 2) + l % 8 of a k-step (8 words a row; matrices: half 0 rows 0-7,
       // 8-15, half 1 rows 0-7, 8-15), decode_fp8_step.
       // NF4 (column-major tile, non-transposed ldmatrix): lane l names column 4 (l % 8) +
@@ -813,11 +645,11 @@ Program tensor_gemm(const TensorGemmShape& shape) {
                                           factor_tile.load(at(factor_block, kTileColumns / kStepRows, k_offset), 4));
               const std::array<Expr, 4> factors = {extract_lane(loaded, 0), extract_lane(loaded, 1),
                                                    extract_lane(loaded, 2), extract_lane(loaded, 3)};
-              low_rows = decode_e2m1_row_pair(input, low_halves, factors);
-              high_rows = decode_e2m1_row_pair(input, high_halves, factors);
+              low_rows = decode_nvfp4_row_pair(input, low_halves, factors);
+              high_rows = decode_nvfp4_row_pair(input, high_halves, factors);
             } else {
-              low_rows = decode_row_pair(step_body, input, low_halves, "rows_low" + suffix);
-              high_rows = decode_row_pair(step_body, input, high_halves, "rows_high" + suffix);
+              low_rows = decode_int4_row_pair(step_body, input, low_halves, "rows_low" + suffix);
+              high_rows = decode_int4_row_pair(step_body, input, high_halves, "rows_high" + suffix);
             }
             for (std::uint32_t j = 0; j < kTiles; ++j) {
               Expr b = step_body.let(fmt::format("b{}{}", j, suffix),
@@ -858,7 +690,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
           }
           if (whole_part_sums) return;
           // Fold the block: element e of tile j is (row g + 8 (e >> 1), column 8t + 4 (e & 1) + j)
-          // (decode_row_pair's interleave): the lane's columns are 8t .. 8t + 7, whose
+          // (decode_int4_row_pair's interleave): the lane's columns are 8t .. 8t + 7, whose
           // sidecars are two 16-byte loads each.
           const Expr sidecar = owned.let("sidecar", sidecar_base + local_block * kTileColumns + thread * 8u);
           const std::array<Expr, 2> s = {owned.let("s_low", scale_tile.load(sidecar, 4)),
@@ -895,7 +727,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       Expr owner = m % tile_rows == 0 ? boolean(true) : region.let("owner", first_row + group < m);
       // E4M3: whether each of the lane's output columns met a NaN code. Byte j = 2h + e of
       // `nan_columns` flags B column 16h + 2g + e over the lane's rows, then over its group's
-      // four lanes; output column 16h + 4t + 2c + e (fp8_column) is B column g' = 2t + c's.
+      // four lanes; output column 16h + 4t + 2c + e (decode_fp8_step) is B column g' = 2t + c's.
       std::array<Expr, 2> nan_columns;
       if (e4m3) {
         auto rows_folded = [&](const Expr& bytes) { return (bytes | (bytes >> 16u)) & u32(0x8080u); };
@@ -927,7 +759,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       // runs of consecutive ones, one vector store a run. Nibbles: one run of eight,
       // 8t .. 8t + 7 (tile j's element e at 8t + 4e + j); FP8: two of four, 16h + 4t ..
       // 16h + 4t + 3 (tile 2h + e's element c at 16h + 4t + 2c + e).
-      // NVFP4's sums are of v s 2^-7 (decode_e2m1_row_pair): times 2^7 (exact), then the
+      // NVFP4's sums are of v s 2^-7 (decode_nvfp4_row_pair): times 2^7 (exact), then the
       // global scale (one rounding). FP8's: times 2^8 for E4M3 (exact), then the column's
       // scale (one rounding).
       auto store_outputs = [&](Body& store_body, const std::vector<Expr>& met_totals) {
