@@ -526,8 +526,8 @@ Program tensor_gemm(const TensorGemmShape& shape) {
         if ((v / 2) * kTileRows + (v % 2) * 8 + 8 > x_tile_rows) row = min(row, u32(x_tile_rows - 1));
         a_lane_rows.push_back(region.let(fmt::format("a_lane_row{}_{}", v / 2, v % 2), x_base + row * rows + thread * 8u));
       }
-      // int4 folds each block's mma sums into f32 accumulators with its sidecars; NVFP4's
-      // scales are in B, so its mma sums run over the whole part.
+      // int4 and NF4 fold each block's mma sums into f32 accumulators with its sidecars;
+      // NVFP4's scales are in B and FP8's per column, so their mma sums run over the whole part.
       // sums[mt * kTiles + j]: m-tile mt, 8-column tile j.
       const Expr zero4 = make_vector({f32(0.0f), f32(0.0f), f32(0.0f), f32(0.0f)});
       std::vector<Expr> acc, part_sums;
