@@ -22,6 +22,7 @@
 #include "ir/ops/Nf4Gemm.h"
 #include "ir/ops/Quantize.h"
 #include "ir/ops/Registry.h"
+#include "ir/ops/TensorDecode.h"
 #include "ir/ops/TensorGemm.h"
 #include "lower/LowerToPtx.h"
 #include "lower/PassManager.h"
@@ -513,5 +514,33 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 and nf4_gemm assemble with 
       CHECK(result.spill_bytes() == 0);
     }
     CHECK_THROWS_WITH(lower::lower_to_ptx(program, ptx::parse_target("sm_75")), Catch::Contains("needs sm_80"));
+  }
+}
+
+TEST_CASE("tensor-core nf4_gemm: the code books as 16-bit pieces sum to their f32 values", "[backends][tensor_gemm]") {
+  // f16: hi + lo of v 2^8 within 2^-22 |v 2^8| (TensorDecode.h); bf16: hi + mid + lo exact.
+  auto value_of = [](ScalarType type, std::uint16_t bits) {
+    return type == ScalarType::F16 ? double(ir::arith::convert<float>(ir::arith::Float16{bits}))
+                                   : double(ir::arith::convert<float>(ir::arith::BFloat16{bits}));
+  };
+  for (const std::array<float, 16>* book : {&ir::ops::kNf4Table, &ir::ops::kBnbFp4Table}) {
+    for (ScalarType type : {ScalarType::F16, ScalarType::BF16}) {
+      const ir::ops::CodePieces pieces = ir::ops::code_pieces(*book, type);
+      CHECK(pieces.count == (type == ScalarType::F16 ? 2u : 3u));
+      double worst = 0;
+      unsigned need_more_pieces = 0;  // codes one piece alone would miss
+      for (std::uint32_t code = 0; code < 16; ++code) {
+        double sum = 0;
+        for (std::uint32_t p = 0; p < pieces.count; ++p) sum += value_of(type, pieces.bits[code][p]);
+        const double expected = double((*book)[code]) * pieces.scale;
+        INFO(ir::to_string(type) << " code " << code << ": pieces " << sum << ", value " << expected);
+        if (type == ScalarType::BF16) CHECK(sum == expected);
+        else CHECK(std::fabs(sum - expected) <= std::ldexp(std::fabs(expected), -22));
+        if (expected != 0) worst = std::max(worst, std::fabs(sum - expected) / std::fabs(expected));
+        need_more_pieces += value_of(type, pieces.bits[code][0]) != expected;
+      }
+      CHECK(need_more_pieces >= 8);
+      if (type == ScalarType::F16 && book == &ir::ops::kNf4Table) CHECK(worst > 0);  // two f16 pieces are not exact
+    }
   }
 }
