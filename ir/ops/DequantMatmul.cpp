@@ -891,15 +891,6 @@ Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, 
   return program.build();
 }
 
-namespace {
-/// The tensor-core GEMM of a batch (m > 1), or the OpError of "fast" naming why it cannot run.
-Program tensor_gemm_or_throw(const char* name, const TensorGemmShape& shape) {
-  if (auto reason = tensor_gemm_unsupported(shape)) {
-    throw_fast_unsupported(name, fmt::format("m={} > 1 runs on the tensor cores, but {}", shape.m, *reason));
-  }
-  return tensor_gemm(shape);
-}
-}  // namespace
 
 Program dequant_matmul_int8(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t block_size,
                            BlockAffineMode mode, KernelSchedule schedule, ScalarType activation) {
@@ -925,7 +916,7 @@ Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, s
     // Batches: "fast" is the tensor-core GEMM (ir/ops/TensorGemm.h, sm_80+). "auto" keeps the
     // seed, which every target runs: op constructors do not know the target.
     if (schedule == KernelSchedule::Auto) return int4_seed(m, k, n, block_size, mode, activation);
-    return tensor_gemm_or_throw(name, {TensorWeights::Int4, m, k, n, block_size, mode, activation});
+    return fast_tensor_gemm({TensorWeights::Int4, m, k, n, block_size, mode, activation});
   }
   auto reason = fast_unsupported(name, m, n, 2);
   if (reason && schedule == KernelSchedule::Auto) return int4_seed(m, k, n, block_size, mode, activation);
@@ -954,7 +945,7 @@ Program dequant_matmul_fp8(std::uint32_t m, std::uint32_t k, std::uint32_t n, Fp
     if (schedule == KernelSchedule::Auto) return dequant_matmul_fp8(m, k, n, format, activation);
     TensorGemmShape shape{TensorWeights::Fp8, m, k, n, 16, BlockAffineMode::Symmetric, activation};
     shape.fp8_format = format;
-    return tensor_gemm_or_throw(name, shape);
+    return fast_tensor_gemm(shape);
   }
   auto reason = fast_unsupported(name, m, n, 1);
   if (reason && schedule == KernelSchedule::Auto) return dequant_matmul_fp8(m, k, n, format, activation);
@@ -972,7 +963,7 @@ Program dequant_matmul_nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, 
   if (m > 1) {
     // Batches: as dequant_matmul_int4.
     if (schedule == KernelSchedule::Auto) return dequant_matmul_nvfp4(m, k, n, activation);
-    return tensor_gemm_or_throw(name, {TensorWeights::Nvfp4, m, k, n, kNvfp4BlockSize, BlockAffineMode::Symmetric,
+    return fast_tensor_gemm({TensorWeights::Nvfp4, m, k, n, kNvfp4BlockSize, BlockAffineMode::Symmetric,
                                        activation});
   }
   auto reason = fast_unsupported(name, m, n, 2);
@@ -1025,11 +1016,11 @@ Fp8Format fp8_format_arg(const OpArgs& args) {
 
 namespace {
 /// `buffers` followed by the fast GEMV's split-K scratch entries (SplitK.h): f32
-/// partials for `splits * n` outputs, one counter per warp of columns.
+/// partials for `splits * n` outputs (the tensor-core GEMM's `partials` where given), one
+/// counter per warp of columns.
 std::vector<BufferSpec> with_split_k(std::vector<BufferSpec> buffers, const std::string& units,
                                      const std::string& partials = "splits * n") {
-  for (BufferSpec& scratch : split_k_buffer_specs(ScalarType::F32, partials, units)) buffers.push_back(std::move(scratch));
-  return buffers;
+  return with_split_k_buffers(std::move(buffers), ScalarType::F32, partials, units);
 }
 }  // namespace
 

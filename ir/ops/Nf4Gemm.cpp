@@ -506,12 +506,7 @@ Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulat
     }
     TensorGemmShape shape{TensorWeights::Nf4, m, k, n, 64, BlockAffineMode::Symmetric, activation};
     shape.code_book = code_book == Nf4CodeBook::Nf4 ? kNf4Table : kBnbFp4Table;
-    if (auto reason = tensor_gemm_unsupported(shape)) {
-      throw OpError(fmt::format("Fix: {} has no fast schedule: m={} > 1 runs on the tensor cores, but {}; use "
-                                "\"schedule\": \"seed\" (or \"auto\").",
-                                op, m, *reason));
-    }
-    return tensor_gemm(shape);
+    return fast_tensor_gemm(shape);
   }
   return nf4_gemv_fast(n, k, accumulation, split, activation, code_book);
 }
@@ -554,14 +549,6 @@ Nf4Accumulation parse_accumulation(const std::string& text) {
 }
 }  // namespace
 
-namespace {
-/// `buffers` followed by the split-K scratch entries (SplitK.h).
-std::vector<BufferSpec> with_split_k(std::vector<BufferSpec> buffers, ScalarType element, const std::string& partials,
-                                     const std::string& units) {
-  for (BufferSpec& scratch : split_k_buffer_specs(element, partials, units)) buffers.push_back(std::move(scratch));
-  return buffers;
-}
-}  // namespace
 
 std::vector<std::uint64_t> code_book_table(Nf4CodeBook code_book) {
   return f32_lookup_table(code_book == Nf4CodeBook::Nf4 ? kNf4Table : kBnbFp4Table);
@@ -590,7 +577,7 @@ std::vector<OpInfo> nf4_gemm_ops() {
       .layout = layout + "; A, C row-major; one invocation per output",
       .seed = seed,
       .params = {m, n, k, accumulate, quant_type, schedule_param(), activation_param()},
-      .buffers = with_split_k({activation_buffer("a", "input", "m*k", {"m", "k"}),
+      .buffers = with_split_k_buffers({activation_buffer("a", "input", "m*k", {"m", "k"}),
                                {"b_nf4", "weight", ScalarType::U32, "n*k/8", {"n", "k/8"}},
                                {"b_scales", "sidecar", ScalarType::F32, "n*k/64", {"n", "k/64"}},
                                activation_buffer("c", "output", "m*n", {"m", "n"})},
@@ -629,7 +616,7 @@ std::vector<OpInfo> nf4_gemm_ops() {
       .layout = layout + "; A, C row-major; one invocation per output",
       .seed = seed,
       .params = {m, n, k, quant_type, schedule_param(), activation_param()},
-      .buffers = with_split_k({activation_buffer("a", "input", "m*n", {"m", "n"}),
+      .buffers = with_split_k_buffers({activation_buffer("a", "input", "m*n", {"m", "n"}),
                                {"b_nf4", "weight", ScalarType::U32, "n*k/8", {"n", "k/8"}},
                                {"b_scales", "sidecar", ScalarType::F32, "n*k/64", {"n", "k/64"}},
                                activation_buffer("c", "output", "m*k", {"m", "k"})},

@@ -126,10 +126,12 @@ void emit_k_subgroup_meeting(Body& body, const KSubgroupMeeting& meeting, const 
   });
 }
 
-std::vector<BufferSpec> split_k_buffer_specs(ScalarType element, const std::string& partials_count,
-                                             const std::string& units_count) {
+std::vector<BufferSpec> with_split_k_buffers(std::vector<BufferSpec> buffers, ScalarType element,
+                                             const std::string& partials_count, const std::string& units_count) {
   const std::string when = " (fast schedule, when it splits K across workgroups; provided zeroed by the runtime)";
-  return {{"partials", "scratch", element, partials_count + when}, {"arrivals", "scratch", ScalarType::U32, units_count + when}};
+  buffers.push_back({"partials", "scratch", element, partials_count + when});
+  buffers.push_back({"arrivals", "scratch", ScalarType::U32, units_count + when});
+  return buffers;
 }
 
 std::uint32_t choose_k_subgroups(std::uint64_t chunks, std::uint32_t lanes_per_subgroup, std::uint32_t chunks_per_lane,

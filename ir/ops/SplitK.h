@@ -66,11 +66,12 @@ void emit_split_k_meeting(Body& body, const SplitK& split_k, const Expr& owner, 
 /// kSplitKTargetWorkgroups workgroups, while every lane keeps at least one chunk.
 std::uint32_t choose_splits(std::uint32_t units, std::uint32_t chunks, std::uint32_t lanes_per_split);
 
-/// The registry entries of the two scratch buffers, for ops whose fast schedule may
-/// split K: `partials` (`element`, `partials_count` elements) and `arrivals` (u32,
-/// `units_count`), both noted as present only when the fast schedule splits K.
-std::vector<BufferSpec> split_k_buffer_specs(ScalarType element, const std::string& partials_count,
-                                             const std::string& units_count);
+/// An op's registry buffers `buffers` followed by the entries of the two scratch buffers,
+/// for ops whose fast schedule may split K: `partials` (`element`, `partials_count`
+/// elements) and `arrivals` (u32, `units_count`), both noted as present only when the fast
+/// schedule splits K.
+std::vector<BufferSpec> with_split_k_buffers(std::vector<BufferSpec> buffers, ScalarType element,
+                                             const std::string& partials_count, const std::string& units_count);
 
 /// K split across the subgroups of one workgroup ("k-subgroups"): each subgroup reduces
 /// its part of K for the same outputs, then they meet in shared memory, without atomics:

@@ -57,6 +57,8 @@ std::array<Expr, 4> decode_nvfp4_scale_word(Body& body, ScalarType input, const 
 /// v s 2^-7, exact: at most 6 significant bits, within the normal and subnormal range.
 /// 4.75 instructions per pair of codes.
 std::array<Expr, 4> decode_nvfp4_row_pair(ScalarType input, const Expr& halves, const std::array<Expr, 4>& factors);
+/// What decode_nvfp4_row_pair's B values are of v s: 2^-7.
+inline constexpr double kNvfp4DecodedScale = 1.0 / 128;
 
 /// FP8's B registers (u32x2) of the four mma tiles of a k-step. ldmatrix.trans of the
 /// 32-byte weight rows as 16-bit elements hands lane (g, t) element g of rows 2t, 2t + 1 of
@@ -70,6 +72,8 @@ std::array<Expr, 4> decode_nvfp4_row_pair(ScalarType input, const Expr& halves, 
 /// exact); E5M2 through f32 (exact, infinities and NaN kept). Instructions per pair of
 /// codes: E5M2 f16 1, E4M3 f16 4, E4M3 bf16 5, E5M2 bf16 4.
 std::array<Expr, 4> decode_fp8_step(ScalarType input, Fp8Format format, const std::array<Expr, 4>& regs);
+/// What decode_fp8_step's B values are of v: 2^-8 for E4M3, 1 for E5M2.
+inline constexpr double kE4m3DecodedScale = 1.0 / 256;
 
 /// E4M3's NaN codes (0x7F, 0xFF) among the four bytes of `reg`: each byte's top bit set
 /// where it is one (b & 0x7F plus 1 reaches 0x80 only for 0x7F), the rest garbage below it.

@@ -759,18 +759,15 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       // runs of consecutive ones, one vector store a run. Nibbles: one run of eight,
       // 8t .. 8t + 7 (tile j's element e at 8t + 4e + j); FP8: two of four, 16h + 4t ..
       // 16h + 4t + 3 (tile 2h + e's element c at 16h + 4t + 2c + e).
-      // NVFP4's sums are of v s 2^-7 (decode_nvfp4_row_pair): times 2^7 (exact), then the
-      // global scale (one rounding). FP8's: times 2^8 for E4M3 (exact), then the column's
-      // scale (one rounding).
+      // The sums are of the decoders' values (TensorDecode.h): the power of two they hold is
+      // undone (exact), then NVFP4's global scale or FP8's column scale applies (one rounding).
+      const double decoded_scale = nvfp4 ? kNvfp4DecodedScale : e4m3 ? kE4m3DecodedScale : nf4 ? pieces.scale : 1.0;
       auto store_outputs = [&](Body& store_body, const std::vector<Expr>& met_totals) {
         std::vector<Expr> totals = met_totals;
-        if (nvfp4) {
-          Expr global = store_body.let("global", global_scale[0u]);
-          for (Expr& total : totals) total = (total * 128.0) * global;
-        }
-        // NF4 f16: the code table holds v 2^8 (code_pieces).
+        Expr global = nvfp4 ? store_body.let("global", global_scale[0u]) : Expr();
         for (Expr& total : totals) {
-          if (nf4 && pieces.scale != 1.0) total = total * (1.0 / pieces.scale);
+          if (decoded_scale != 1.0) total = total * (1.0 / decoded_scale);
+          if (nvfp4) total = total * global;
         }
         const std::uint32_t runs = fp8 ? 2 : 1, run_words = 4 / runs;
         for (std::uint32_t r = 0; r < runs; ++r) {
@@ -786,10 +783,8 @@ Program tensor_gemm(const TensorGemmShape& shape) {
               for (std::uint32_t w = 0; w < run_words; ++w) {
                 const std::uint32_t c = fp8 ? w : w / 2, j = fp8 ? 2 * r : (w % 2) * 2;
                 auto total = [&](std::uint32_t tile) {
-                  Expr value = totals[(mt * kTiles + tile) * elements + 2 * h + c];
-                  if (!fp8) return value;
-                  if (e4m3) value = value * 256.0;
-                  return value * extract_lane(column_scales, 2 * c + tile % 2);
+                  const Expr& value = totals[(mt * kTiles + tile) * elements + 2 * h + c];
+                  return fp8 ? value * extract_lane(column_scales, 2 * c + tile % 2) : value;
                 };
                 words.push_back(bitcast(ScalarType::U32, cast(Type(activation, 2), make_vector({total(j), total(j + 1)}))));
               }
@@ -811,6 +806,15 @@ Program tensor_gemm(const TensorGemmShape& shape) {
     });
   });
   return program.build();
+}
+
+Program fast_tensor_gemm(const TensorGemmShape& shape) {
+  if (auto reason = tensor_gemm_unsupported(shape)) {
+    throw OpError(fmt::format("Fix: {} has no fast schedule: m={} > 1 runs on the tensor cores, but {}; use "
+                              "\"schedule\": \"seed\" (or \"auto\").",
+                              traits_of(shape.weights).op, shape.m, *reason));
+  }
+  return tensor_gemm(shape);
 }
 
 }  // namespace quantc::ir::ops

@@ -118,4 +118,9 @@ std::optional<std::string> tensor_gemm_unsupported(const TensorGemmShape& shape)
 /// Errors: OpError where tensor_gemm_unsupported gives a reason.
 Program tensor_gemm(const TensorGemmShape& shape);
 
+/// tensor_gemm as an op's "schedule": "fast" for a batch (m > 1). Errors: OpError "Fix:
+/// <op> has no fast schedule: m=<m> > 1 runs on the tensor cores, but <reason>; use
+/// "schedule": "seed" (or "auto")." where tensor_gemm_unsupported gives a reason.
+Program fast_tensor_gemm(const TensorGemmShape& shape);
+
 }  // namespace quantc::ir::ops
