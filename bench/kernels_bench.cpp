@@ -238,9 +238,10 @@ struct BatchRow {
 const std::vector<std::uint32_t> kBatches = {2, 4, 8, 16, 32, 64};
 /// The ops of the small-batch table: dequant_matmul_int4 with block 128 and zero points,
 /// dequant_matmul_nvfp4 (16-row E4M3 scales, an f32 global scale), dequant_matmul_fp8
-/// (E4M3, a scale per column), nf4_gemm (f32 accumulation, 64-row blocks).
+/// (E4M3, a scale per column), nf4_gemm (f32 accumulation, 64-row blocks) and
+/// linear_4bit_affine_grouped (GPTQ, group 128, in sorted order: no act-order).
 const std::vector<const char*> kBatchOps = {"dequant_matmul_int4", "dequant_matmul_nvfp4", "dequant_matmul_fp8",
-                                            "nf4_gemm"};
+                                            "nf4_gemm", "linear_4bit_affine_grouped"};
 
 BatchRow profile_batch(const std::string& op, std::uint32_t in, std::uint32_t out, std::uint32_t m) {
   ir::ops::OpArgs args = ir::ops::OpArgs::dims({{"m", m}, {"k", in}, {"n", out}});
@@ -250,6 +251,7 @@ BatchRow profile_batch(const std::string& op, std::uint32_t in, std::uint32_t ou
   }
   if (op == "dequant_matmul_fp8") args.set("format", std::string("e4m3"));
   if (op == "nf4_gemm") args.set("accumulate", std::string("f32"));
+  if (op == "linear_4bit_affine_grouped") args.set("group_size", 128u);
   args.set("activation", std::string("f16"));
   args.set("schedule", std::string("fast"));
   return {op, in, out, m, profile_on_h100(op, args)};
@@ -259,8 +261,9 @@ std::string batch_table(const std::vector<BatchRow>& rows, const DeviceSpec& dev
   std::string text;
   text += "\n## Small batches on the tensor cores (H100 SXM model)\n\n";
   text += "`dequant_matmul_int4` (block 128 with zero points), `dequant_matmul_nvfp4` (E4M3 scales per 16 "
-          "rows, f32 global scale), `dequant_matmul_fp8` (E4M3, f32 scale per column) and `nf4_gemm` (`\"accumulate\": \"f32\"`, "
-          "f32 scales per 64 rows) with f16 activations, `\"schedule\": \"fast\"`: the tensor-core GEMM of `ir/ops/TensorGemm.h` (m > 1). Tensor-bound µs = the `mma` count on the tensor "
+          "rows, f32 global scale), `dequant_matmul_fp8` (E4M3, f32 scale per column), `nf4_gemm` (`\"accumulate\": \"f32\"`, "
+          "f32 scales per 64 rows) and `linear_4bit_affine_grouped` (GPTQ's layout, group 128, u32 zero points, a bias; "
+          "no act-order) with f16 activations, `\"schedule\": \"fast\"`: the tensor-core GEMM of `ir/ops/TensorGemm.h` (m > 1). Tensor-bound µs = the `mma` count on the tensor "
           "pipe (2048 multiply-adds each at 1024 per SM and clock); FP16 ideal µs = the bytes of an FP16 GEMM "
           "(k·n·2 weight bytes, plus x and out) at the sustained DRAM bandwidth, the time the model gives any "
           "kernel that only moves those bytes (modeled µs use the same rule; at the peak bandwidth the ideal would "

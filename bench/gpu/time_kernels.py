@@ -24,7 +24,8 @@ What each number is:
   - FP16: torch.nn.functional.linear(x, w) with x [1, in] and w [out, in] in float16 (cuBLAS),
     timed with torch.cuda.Event the same way (L2 flushed before each launch).
   - small batches (--batches, m > 1): the tensor-core GEMM of every format it runs
-    (dequant_matmul_int4 b128 asym, dequant_matmul_nvfp4, dequant_matmul_fp8 e4m3, nf4_gemm f32;
+    (dequant_matmul_int4 b128 asym, dequant_matmul_nvfp4, dequant_matmul_fp8 e4m3, nf4_gemm f32,
+    linear_4bit_affine_grouped g128 with and without act_order;
     f16 activations, "schedule": "fast") against FP16 F.linear with x [m, in], timed the same
     way. The check against the interpreter accepts 1e-2 (--batch-tolerance): the tensor cores
     sum a k-step's products in their own order (README, "Tensor cores"), and the f16 outputs
@@ -90,6 +91,10 @@ def batch_specs(k, n, m):
         (f"dequant_matmul_nvfp4 {shape} m{m}", {"op": "dequant_matmul_nvfp4", **dims}),
         (f"dequant_matmul_fp8 {shape} e4m3 m{m}", {"op": "dequant_matmul_fp8", **dims, "format": "e4m3"}),
         (f"nf4_gemm {shape} f32 m{m}", {"op": "nf4_gemm", **dims, "accumulate": "f32"}),
+        (f"linear_4bit_affine_grouped {shape} g128 m{m}",
+         {"op": "linear_4bit_affine_grouped", **dims, "group_size": 128}),
+        (f"linear_4bit_affine_grouped {shape} g128 act_order m{m}",
+         {"op": "linear_4bit_affine_grouped", **dims, "group_size": 128, "act_order": True}),
     ]
 
 

@@ -7,6 +7,8 @@
 #include "ir/ops/Checks.h"
 #include "ir/ops/Nibbles.h"
 #include "ir/ops/QuantizedGemv.h"
+#include "ir/ops/SplitK.h"
+#include "ir/ops/TensorGemm.h"
 
 namespace quantc::ir::ops {
 namespace {
@@ -15,7 +17,6 @@ constexpr std::uint32_t kWorkgroupInvocations = 256;
 constexpr std::uint32_t kLanesPerOutput = 32;  // one subgroup per output (grouped op)
 constexpr std::uint32_t kOutputsPerWorkgroup = kWorkgroupInvocations / kLanesPerOutput;
 constexpr char kLinear4BitId[] = "vyre-libs::nn::linear_4bit";
-constexpr char kAffineGroupedId[] = "vyre-libs::nn::linear_4bit_affine_grouped";
 
 void check_dims(const char* op, std::uint32_t in_dim, std::uint32_t out_dim) {
   require_nonzero(op, "k", in_dim, "empty reduction");
@@ -60,15 +61,28 @@ Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, ScalarType acti
 
 namespace {
 
+/// The most rows of x: one workgroup row of the seed's grid each.
+constexpr std::uint32_t kMaxRows = 65535;
+
 /// The affine op's parameter checks (OpError as documented) and its `out` element count,
-/// shared by both schedules so that they reject the same shapes and declare the same buffers.
-std::uint32_t affine_grouped_out_count(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size) {
+/// shared by every schedule so that they reject the same shapes and declare the same buffers.
+std::uint32_t affine_grouped_out_count(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,
+                                       std::uint32_t m) {
   const char* op = "linear_4bit_affine_grouped";
   check_dims(op, in_dim, out_dim);
   require_nonzero(op, "group_size", group_size, "group size must be > 0");
+  require_nonzero(op, "m", m, "no activation rows; pass m >= 1");
+  if (m > kMaxRows) {
+    throw OpError(fmt::format("Fix: {} m={} is above {} (one workgroup row per row of x); split the batch.", op, m,
+                              kMaxRows));
+  }
   check_divisible_by_8(op, in_dim);
   checked_count(op, "k/8 * n", in_dim / 8, out_dim);
   checked_count(op, "group_count*n (sidecar elements)", ceil_div(in_dim, group_size), out_dim);
+  if (m > 1) {
+    checked_count(op, "m*k (x elements)", m, in_dim);
+    return checked_count(op, "m*n (out elements)", m, out_dim);
+  }
   return checked_count(op, "ceil(n/8)*256 (padded outputs)", ceil_div(out_dim, kOutputsPerWorkgroup),
                        kWorkgroupInvocations);
 }
@@ -76,8 +90,9 @@ std::uint32_t affine_grouped_out_count(std::uint32_t in_dim, std::uint32_t out_d
 }  // namespace
 
 Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,
-                                   ScalarType activation, bool act_order) {
-  const std::uint32_t padded_outputs = affine_grouped_out_count(in_dim, out_dim, group_size);
+                                   ScalarType activation, bool act_order, std::uint32_t m) {
+  const std::uint32_t out_count = affine_grouped_out_count(in_dim, out_dim, group_size, m);
+  const bool batch = m > 1;
   const std::uint32_t packed_words = in_dim / 8 * out_dim;
   const std::uint32_t group_count = ceil_div(in_dim, group_size);
   const std::uint32_t sidecar_count = group_count * out_dim;
@@ -85,18 +100,22 @@ Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, 
   std::uint32_t chunks = ceil_div(in_dim, kLanesPerOutput);
 
   ProgramBuilder program("linear_4bit_affine_grouped");
-  BufferRef x = program.input("x", activation, in_dim);
+  BufferRef x = program.input("x", activation, m * in_dim);
   BufferRef perm;
   if (act_order) perm = program.input("perm", ScalarType::U32, in_dim);
   BufferRef w = program.input("w", ScalarType::U32, packed_words);
   BufferRef scale = program.input("scale", ScalarType::F32, sidecar_count);
   BufferRef zero_point = program.input("zero_point", ScalarType::U32, sidecar_count);
   BufferRef b = program.input("b", activation, out_dim);
-  BufferRef out = program.output("out", activation, padded_outputs);
-  program.set_output_byte_range("out", ByteRange{0, std::uint64_t{out_dim} * byte_size(activation)});
-  program.launch({kWorkgroupInvocations, 1, 1}, {workgroups, 1, 1});
+  BufferRef out = program.output("out", activation, out_count);
+  if (!batch) program.set_output_byte_range("out", ByteRange{0, std::uint64_t{out_dim} * byte_size(activation)});
+  program.launch({kWorkgroupInvocations, 1, 1}, {workgroups, m, 1});
   program.body([&](Body& body) {
-    body.region(kAffineGroupedId, [&](Body& region) {
+    body.region(kLinear4BitAffineGroupedId, [&](Body& region) {
+      // A batch runs the seed's program once per row of x: workgroup row r reads x[r, :]
+      // and writes out[r, :].
+      Expr row = batch ? region.let("row", workgroup_id(1)) : Expr();
+      auto x_at = [&](const Expr& feature) { return batch ? x[row * in_dim + feature] : x[feature]; };
       Expr local = region.let("local", local_id(0));
       Expr warp = region.let("warp", local / kLanesPerOutput);
       Expr lane = region.let("lane", local % kLanesPerOutput);
@@ -123,13 +142,13 @@ Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, 
             Expr weight = (cast(ScalarType::F32, nibble(packed_word, lane_in_word)) -
                            cast(ScalarType::F32, group_zero_point)) *
                           group_scale;
-            Expr activation_value = act_order ? x[perm[k]] : x[k];
+            Expr activation_value = x_at(act_order ? perm[k] : k);
             in_range.assign(local_acc, local_acc + widen(activation_value) * weight);
           });
         });
         Expr warp_sum = per_output.let("warp_sum", subgroup_add(local_acc));
         per_output.if_then(eq(lane, u32(0)), [&](Body& leader) {
-          leader.store(out, out_idx, narrow(activation, widen(b[out_idx]) + warp_sum));
+          leader.store(out, batch ? row * out_dim + out_idx : out_idx, narrow(activation, widen(b[out_idx]) + warp_sum));
         });
       });
     });
@@ -148,12 +167,23 @@ Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, KernelSchedule 
 }
 
 Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,
-                                   KernelSchedule schedule, ScalarType activation, bool act_order) {
+                                   KernelSchedule schedule, ScalarType activation, bool act_order, std::uint32_t m) {
   if (schedule == KernelSchedule::Seed) {
-    return linear_4bit_affine_grouped(in_dim, out_dim, group_size, activation, act_order);
+    return linear_4bit_affine_grouped(in_dim, out_dim, group_size, activation, act_order, m);
   }
-  NibbleGemv gemv{"linear_4bit_affine_grouped", kAffineGroupedId, in_dim, out_dim, group_size,
-                  affine_grouped_out_count(in_dim, out_dim, group_size), activation, act_order};
+  const std::uint32_t out_count = affine_grouped_out_count(in_dim, out_dim, group_size, m);
+  if (m > 1) {
+    // Batches: "fast" is the tensor-core GEMM (ir/ops/TensorGemm.h, sm_80+). "auto" keeps the
+    // seed, which every target runs: op constructors do not know the target.
+    if (schedule == KernelSchedule::Auto) {
+      return linear_4bit_affine_grouped(in_dim, out_dim, group_size, activation, act_order, m);
+    }
+    TensorGemmShape shape{TensorWeights::Gptq, m, in_dim, out_dim, group_size, BlockAffineMode::ZeroPoint, activation};
+    shape.act_order = act_order;
+    return fast_tensor_gemm(shape);
+  }
+  NibbleGemv gemv{"linear_4bit_affine_grouped", kLinear4BitAffineGroupedId, in_dim, out_dim, group_size,
+                  out_count, activation, act_order};
   if (schedule == KernelSchedule::Auto && nibble_gemv_unsupported(gemv)) {
     return linear_4bit_affine_grouped(in_dim, out_dim, group_size, activation, act_order);
   }
@@ -162,12 +192,13 @@ Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, 
 
 namespace {
 
-/// The affine op's test shape: k, n, group_size, the schedule and act_order.
+/// The affine op's test shape: k, n, group_size, the schedule, act_order and m.
 OpArgs affine_shape(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size, const char* schedule,
-                    bool act_order) {
+                    bool act_order, std::uint32_t m = 1) {
   OpArgs args = scheduled(OpArgs::dims({{"k", in_dim}, {"n", out_dim}, {"group_size", group_size}}),
                           schedule);
   args.set("act_order", act_order);
+  if (m != 1) args.set("m", m);
   return args;
 }
 
@@ -183,6 +214,9 @@ std::vector<OpInfo> linear_4bit_ops() {
                       "read x through perm: input feature k of w multiplies x[perm[k]] (GPTQ act-order, rows sorted "
                       "by group at convert time)",
                       "false", "", {}};
+  ParamSpec m{"m", ParamType::U32,
+              "activation rows: x [m, k], out [m, n]; m > 1 runs on the tensor cores with \"schedule\": \"fast\"",
+              "1", "> 0, <= 65535", {}};
   std::vector<OpInfo> ops;
   ops.push_back(OpInfo{
       .name = "linear_4bit",
@@ -221,21 +255,24 @@ std::vector<OpInfo> linear_4bit_ops() {
                  "(act_order: x[perm[k]])",
       .layout = "w as linear_4bit; sidecars [ceil(k/group_size), n] (output fastest); one subgroup per output",
       .seed = seed,
-      .params = {k, n, group_size, act_order, schedule_param(), activation_param()},
-      .buffers = {activation_buffer("x", "input", "k"),
-                  {"perm", "index", ScalarType::U32, "k (act_order only)", {"k"}},
-                  {"w", "weight", ScalarType::U32, "k/8 * n", {"k/8", "n"}},
-                  {"scale", "sidecar", ScalarType::F32, "ceil(k/group_size) * n",
-                   {"ceil(k/group_size)", "n"}},
-                  {"zero_point", "sidecar", ScalarType::U32, "ceil(k/group_size) * n",
-                   {"ceil(k/group_size)", "n"}},
-                  activation_buffer("b", "bias", "n"),
-                  activation_buffer("out", "output", "ceil(out_dim/8) * 256 (elements [0, out_dim) are the result)")},
+      .params = {k, n, group_size, act_order, schedule_param(), activation_param(), m},
+      .buffers = with_split_k_buffers(
+          {activation_buffer("x", "input", "m * k", {"m", "k"}),
+           {"perm", "index", ScalarType::U32, "k (act_order only)", {"k"}},
+           {"w", "weight", ScalarType::U32, "k/8 * n", {"k/8", "n"}},
+           {"scale", "sidecar", ScalarType::F32, "ceil(k/group_size) * n", {"ceil(k/group_size)", "n"}},
+           {"zero_point", "sidecar", ScalarType::U32, "ceil(k/group_size) * n", {"ceil(k/group_size)", "n"}},
+           activation_buffer("b", "bias", "n"),
+           activation_buffer("out", "output",
+                             "m * n for m > 1; ceil(n/8) * 256 at m = 1 (elements [0, n) are the result)")},
+          ScalarType::F32, "splits * 16 * n * M/16 * ceil(m/M) (m > 1)",
+          "n/32 * ceil(m/M) (m > 1: the tensor-core GEMM, M = 16 for m <= 16, else 32)"),
       .build =
           [](const OpArgs& args) {
             return linear_4bit_affine_grouped(args.u32("k"), args.u32("n"), args.u32("group_size"),
                                               schedule_of(args), activation_of(args),
-                                              args.has("act_order") && args.boolean("act_order"));
+                                              args.has("act_order") && args.boolean("act_order"),
+                                              args.has("m") ? args.u32("m") : 1);
           },
       .test_shapes = {scheduled(OpArgs::dims({{"k", 8}, {"n", 2}, {"group_size", 4}}), "seed"),
                       scheduled(OpArgs::dims({{"k", 32}, {"n", 8}, {"group_size", 32}}), "seed"),
@@ -265,7 +302,11 @@ std::vector<OpInfo> linear_4bit_ops() {
                       affine_shape(12800, 4, 128, "fast", true), affine_shape(1024, 8, 128, "fast", true),
                       activated(affine_shape(40, 9, 16, "seed", true), "f16"),
                       activated(affine_shape(200, 8, 64, "fast", true), "f16"),
-                      activated(affine_shape(200, 8, 64, "fast", true), "bf16")},
+                      activated(affine_shape(200, 8, 64, "fast", true), "bf16"),
+                      // batches: the seed once per row (the tensor cores' programs, sm_80+ and
+                      // f16/bf16 only, are swept by tests/backends/TensorGemmTests.cpp)
+                      activated(affine_shape(72, 9, 24, "seed", false, 3), "f16"),
+                      affine_shape(40, 9, 16, "seed", true, 2)},
   });
   return ops;
 }

@@ -26,6 +26,9 @@
 
 namespace quantc::ir::ops {
 
+/// The region op id of linear_4bit_affine_grouped's programs, every schedule's.
+inline constexpr char kLinear4BitAffineGroupedId[] = "vyre-libs::nn::linear_4bit_affine_grouped";
+
 /// `out[i] = b[i] + sum_k x[k] * nibble(w, k, i)` with unsigned nibbles 0..15.
 /// Buffers (bindings in order; A = the activation type): x A[in_dim],
 /// w u32[in_dim/8*out_dim], b A[out_dim] (all read-only), out A[out_dim] (read-write).
@@ -53,6 +56,14 @@ Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, ScalarType acti
 /// Errors (OpError): in_dim == 0, out_dim == 0, group_size == 0 (message contains
 /// "group_size=0"), in_dim % 8 != 0 ("not divisible by 8"), and overflow of the packed,
 /// sidecar or padded output counts.
+///
+/// Batches ("m" > 1: an extension, the seed is a matrix-vector product): x is A[m, in_dim]
+/// and out A[m, out_dim], row-major (the feature index fastest), without padding; the seed
+/// program runs once per row (workgroup row r reads x[r, :] and writes out[r, :], a grid of
+/// ceil(out_dim/8) x m workgroups) with the bounds above per row. With act_order each row
+/// reads x[r, perm[k]], so a perm value past in_dim reads the next row's x (the last row's
+/// is out of bounds). Errors (OpError) as above, and m == 0, m > 65535 (the grid's rows),
+/// m*in_dim or m*out_dim past 2^32-1.
 ///
 /// Act-order ("act_order": true; GPTQ desc_act checkpoints): the activations are read
 /// through a permutation. A buffer perm u32[in_dim] (read-only) follows x, and
@@ -88,18 +99,28 @@ Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, ScalarType acti
 ///    L2), g_idx adds the same in_dim*4 bytes as perm, and the fast schedule's
 ///    s * (sum x*q - z * sum x) factoring per group is lost (a multiply per weight).
 Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,
-                                   ScalarType activation = ScalarType::F32, bool act_order = false);
+                                   ScalarType activation = ScalarType::F32, bool act_order = false,
+                                   std::uint32_t m = 1);
 
 /// The op with the program `schedule` picks (ir/ops/QuantizedGemv.h): Seed is the
 /// constructor above; Fast is nibble_gemv, whose reduction order differs (results agree
 /// within the f32 accumulation bound) and which needs out_dim % 8 == 0 (OpError
 /// otherwise); Auto takes Fast where it can run. Same buffers and errors as above, for
 /// every activation type and with act_order (the fast schedule's gathers: QuantizedGemv.h).
+/// Batches (m > 1; the linear_4bit_affine_grouped constructor above documents its m):
+/// Fast is the tensor-core GEMM (ir/ops/TensorGemm.h, TensorWeights::Gptq; sm_80+), within
+/// 2 u L (|b[i]| + sum_k |x w|) of the exact value, L = group_size + 5 + 2 ceil(k /
+/// group_size), and equal to the seed bit for bit where every partial sum is exact; it
+/// needs f16 or bf16 activations, n % 32 == 0, k % 32 == 0 and group_size % 32 == 0 with a
+/// group's rows within its shared-memory staging (OpError "Fix: linear_4bit_affine_grouped
+/// has no fast schedule: m=.. > 1 runs on the tensor cores, but <reason>" otherwise). Auto
+/// keeps the seed for batches: it runs on every target, and op constructors do not know
+/// the target.
 Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, KernelSchedule schedule,
                     ScalarType activation = ScalarType::F32);
 Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,
                                    KernelSchedule schedule, ScalarType activation = ScalarType::F32,
-                                   bool act_order = false);
+                                   bool act_order = false, std::uint32_t m = 1);
 
 /// Registry entries for linear_4bit and linear_4bit_affine_grouped ("schedule": auto by
 /// default; "activation": f32 by default; the affine op's "act_order": false by default,

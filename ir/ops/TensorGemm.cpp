@@ -8,6 +8,7 @@
 
 #include "ir/Builder.h"
 #include "ir/ops/Checks.h"
+#include "ir/ops/Linear4Bit.h"
 #include "ir/ops/Nf4Gemm.h"
 #include "ir/ops/SplitK.h"
 #include "ir/ops/TensorDecode.h"
@@ -48,6 +49,10 @@ constexpr std::uint32_t kNvfp4ScaleRows = 16;
 constexpr std::uint32_t kNvfp4ScaleBlockBytes = kTileColumns + kTileColumns * 4;
 /// NF4's rows per scale block.
 constexpr std::uint32_t kNf4BlockRows = 64;
+/// GPTQ's rows per u32 word, and a span: the 32 rows of a word of each of a lane group's
+/// four lanes, two mma k-steps (gptq_span).
+constexpr std::uint32_t kGptqWordRows = 8;
+constexpr std::uint32_t kGptqSpanRows = 32;
 
 /// What the schedule needs of a weight format, one row per TensorWeights.
 struct FormatTraits {
@@ -80,6 +85,8 @@ const FormatTraits& traits_of(TensorWeights weights) {
        kNvfp4ScaleBlockBytes / kNvfp4ScaleRows, 0, false},
       {"dequant_matmul_fp8", "dequant_matmul_fp8", kDequantMatmulFp8Id, 32, 128, 64, 0, 0, false},
       {"nf4_gemm", "nf4_gemm_f32_accumulate", kNf4GemmId, 16, 128, kNf4BlockRows, 0, kSidecarBytesPerBlock / 2, true},
+      {"linear_4bit_affine_grouped", "linear_4bit_affine_grouped", kLinear4BitAffineGroupedId, 16, 256, 0, 0,
+       kSidecarBytesPerBlock, true},
   };
   return kTraits[static_cast<std::size_t>(weights)];
 }
@@ -216,10 +223,64 @@ void stage_columns(Body& region, const Staging& at, const TensorGemmSplit& split
   }
 }
 
+/// GPTQ's weights are u32 words of 8 rows of one column, [k/8, n] (ir/ops/Linear4Bit.h),
+/// so a part's word rows of the subgroup's 32 columns are 128 contiguous bytes each, 8
+/// chunks of 16: lane l copies chunk l % 8 of word row l / 8, four word rows (32 rows) a
+/// copy. In the tile, word row r's chunk c lies at chunk c ^ 2 (r % 4) of its 128 bytes, so
+/// that the 16-byte loads of a span (lane (g, t): chunk g of word row t) fall in distinct
+/// banks within each quarter-warp; copies past a ragged last part's rows are skipped.
+void stage_word_rows(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t n, bool ragged) {
+  const std::uint32_t copies = split.rows() / kGptqSpanRows;
+  Expr word_row = region.let("w_word_row", at.lane / 8u);
+  Expr chunk = region.let("w_chunk", at.lane % 8u);
+  Expr destination = region.let("w_destination", at.w_base + word_row * kTileColumns + (chunk ^ (word_row * 2u)) * 4u);
+  Expr source = region.let("w_source", (at.k_start / kGptqWordRows + word_row) * n + at.first_column + chunk * 4u);
+  for (std::uint32_t c = 0; c < copies; ++c) {
+    auto copy = [&, c](Body& body) {
+      body.async_copy(at.w_tile, plus(destination, c * 4 * kTileColumns), at.w, plus(source, c * 4 * n), 16);
+    };
+    if (ragged) region.if_then(u32(kGptqSpanRows * c) < at.split_rows, copy);
+    else copy(region);
+  }
+}
+
+/// GPTQ act-order: the part's x tile gathered through perm (ir/ops/Linear4Bit.h),
+/// x_tile[r][c] = x[first_row + r][perm[k_start + c]]. Lane l takes the column pairs 2l,
+/// 2l + 64, ..: per pair one 8-byte load of perm and, per tile row, two 2-byte loads of x
+/// and one 4-byte store; tile rows past m read row m - 1, and pairs past a ragged last
+/// part's rows are skipped. Plain loads and stores: the staging's barrier covers them.
+void gather_x_rows(Body& region, const Staging& at, const BufferRef& perm, const TensorGemmSplit& split,
+                   std::uint32_t m, std::uint32_t k, bool ragged) {
+  const std::uint32_t rows = split.rows(), x_rows = split.x_tile_rows();
+  std::vector<Expr> row_starts;  // x's first element of each tile row
+  for (std::uint32_t r = 0; r < x_rows; ++r) {
+    Expr row = plus(at.first_row, r);
+    if (split.row_tiles > 1 && m % split.tile_rows() != 0) row = min(row, u32(m - 1));
+    row_starts.push_back(region.let(fmt::format("gather_row{}", r), row * k));
+  }
+  for (std::uint32_t c = 0; c * 2 * kSubgroupSize < rows; ++c) {
+    Expr column = region.let(fmt::format("gather_column{}", c), plus(at.lane * 2u, c * 2 * kSubgroupSize));
+    auto gather = [&, c](Body& body) {
+      Expr features = body.let(fmt::format("gather_perm{}", c), perm.load(at.k_start + column, 2));
+      for (std::uint32_t r = 0; r < x_rows; ++r) {
+        Expr pair = make_vector({at.x[row_starts[r] + extract_lane(features, 0)], at.x[row_starts[r] + extract_lane(features, 1)]});
+        body.store(at.x_tile, at.x_base + plus(column, r * rows), pair);
+      }
+    };
+    if (ragged) region.if_then(column < at.split_rows, gather);
+    else if ((c + 1) * 2 * kSubgroupSize > rows) region.if_then(column < u32(rows), gather);
+    else gather(region);
+  }
+}
+
+/// The part's weights and x rows into the tiles (above); `copy_x` false leaves x to
+/// gather_x_rows.
 void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t m, std::uint32_t k,
-                std::uint32_t n, bool ragged) {
-  const bool column_major = split.weights == TensorWeights::Nf4;
+                std::uint32_t n, bool ragged, bool copy_x) {
+  const bool column_major = split.weights == TensorWeights::Nf4, word_rows = split.weights == TensorWeights::Gptq;
   if (column_major) stage_columns(region, at, split, k, ragged);
+  if (word_rows) stage_word_rows(region, at, split, n, ragged);
+  const bool byte_rows = !column_major && !word_rows;  // 16 or 32 bytes of a weight row, n fastest
   const std::uint32_t rows = split.rows(), x_rows = split.x_tile_rows();
   const bool bytes = split.weights == TensorWeights::Fp8;
   const std::uint32_t row_bytes = bytes ? n : n / 2;  // of a row of W
@@ -232,7 +293,7 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
   const bool test_rows = split.row_tiles > 1 && m % split.tile_rows() != 0;
   if (!ragged && (row_chunks % kSubgroupSize == 0 || kSubgroupSize % row_chunks == 0)) {
     // Lane l copies chunk l % weight_chunks of row l / weight_chunks, chunk_rows rows at once.
-    if (!column_major) {
+    if (byte_rows) {
       Expr w_destination = region.let("w_destination", at.w_base + lane * 4u);
       Expr w_source = weight_chunks == 1
                           ? region.let("w_source", (at.k_start + lane) * row_bytes + first_byte)
@@ -247,6 +308,7 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
         else region.if_then(lane < u32((rows - c * chunk_rows) * weight_chunks), copy);
       }
     }
+    if (!copy_x) return;
     // x: a copy covers `rows_per_copy` tile rows (row_chunks divides 32) or a 32-chunk
     // stretch of one row (32 divides row_chunks).
     const std::uint32_t rows_per_copy = std::max(1u, kSubgroupSize / row_chunks);
@@ -271,7 +333,7 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
     }
     return;
   }
-  if (!column_major) region.loop("w_copy", u32(0), u32(ceil_div(rows * weight_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
+  if (byte_rows) region.loop("w_copy", u32(0), u32(ceil_div(rows * weight_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
     Expr chunk = loop.let(weight_chunks == 1 ? "copy_row" : "w_chunk", c * kSubgroupSize + lane);
     Expr row = weight_chunks == 1 ? chunk : loop.let("copy_row", chunk / weight_chunks);
     loop.if_then(row < at.split_rows, [&](Body& copy) {
@@ -280,7 +342,7 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
       copy.async_copy(at.w_tile, at.w_base + chunk * 4u, at.w, source, 16);
     });
   });
-  region.loop("x_copy", u32(0), u32(ceil_div(x_rows * row_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
+  if (copy_x) region.loop("x_copy", u32(0), u32(ceil_div(x_rows * row_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
     Expr chunk = loop.let("chunk", c * kSubgroupSize + lane);
     Expr tile_row = loop.let("tile_row", chunk / row_chunks);
     Expr column = loop.let("chunk_column", (chunk % row_chunks) * 8u);
@@ -313,22 +375,30 @@ std::optional<std::string> tensor_gemm_unsupported(const TensorGemmShape& shape)
   if (weights == TensorWeights::Nf4 && k % kNf4BlockRows != 0) {
     return fmt::format("k={} is not a multiple of {} (NF4's blocks)", k, kNf4BlockRows);
   }
-  if (weights != TensorWeights::Int4) return std::nullopt;  // 64-row blocks fit every m
-  if (block_size % kStepRows != 0) {
-    return fmt::format("block_size={} is not a multiple of {} (a block folds whole mma steps)", block_size, kStepRows);
+  const bool gptq = weights == TensorWeights::Gptq;
+  if (gptq && k % kGptqSpanRows != 0) {
+    return fmt::format("k={} is not a multiple of {} (a lane group's four words of 8 rows: two mma steps)", k,
+                       kGptqSpanRows);
+  }
+  if (weights != TensorWeights::Int4 && !gptq) return std::nullopt;  // 64-row blocks fit every m
+  const char* block_name = gptq ? "group_size" : "block_size";
+  const std::uint32_t block_multiple = gptq ? kGptqSpanRows : kStepRows;
+  if (block_size % block_multiple != 0) {
+    return fmt::format("{}={} is not a multiple of {} (a block folds whole mma steps{})", block_name, block_size,
+                       block_multiple, gptq ? " of whole words" : "");
   }
   const TensorGemmSplit one_block = block_split(weights, m, block_size, activation);
   if (staged_bytes(one_block) > kMaxStagedBytes) {
     const std::uint32_t most = (kMaxStagedBytes - kSidecarBytesPerBlock) / staged_bytes_per_row(one_block);
-    return fmt::format("block_size={} is above {} at m={} (a block's rows are staged in 48 KiB of shared memory)",
-                       block_size, most / kStepRows * kStepRows, m);
+    return fmt::format("{}={} is above {} at m={} (a block's rows are staged in 48 KiB of shared memory)", block_name,
+                       block_size, most / block_multiple * block_multiple, m);
   }
   return std::nullopt;
 }
 
 Program tensor_gemm(const TensorGemmShape& shape) {
   const bool nvfp4 = shape.weights == TensorWeights::Nvfp4, fp8 = shape.weights == TensorWeights::Fp8;
-  const bool nf4 = shape.weights == TensorWeights::Nf4;
+  const bool nf4 = shape.weights == TensorWeights::Nf4, gptq = shape.weights == TensorWeights::Gptq;
   const bool e4m3 = fp8 && shape.fp8_format == Fp8Format::E4M3;
   const FormatTraits& format = traits_of(shape.weights);
   const char* name = format.op;
@@ -336,7 +406,10 @@ Program tensor_gemm(const TensorGemmShape& shape) {
     throw OpError(fmt::format("Fix: {} has no tensor-core schedule: {}", name, *reason));
   }
   const std::uint32_t m = shape.m, k = shape.k, n = shape.n;
-  const BlockAffineMode mode = shape.weights == TensorWeights::Int4 ? shape.mode : BlockAffineMode::Symmetric;
+  // GPTQ's zero points are int4's ZeroPoint mode: w = (q - z) * s per group.
+  const BlockAffineMode mode = shape.weights == TensorWeights::Int4 ? shape.mode
+                               : gptq                               ? BlockAffineMode::ZeroPoint
+                                                                    : BlockAffineMode::Symmetric;
   const ScalarType activation = shape.activation;
   const bool whole_part_sums = !format.folds_blocks;
   const std::uint32_t block_size = schedule_block_size(shape);
@@ -359,16 +432,24 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   const std::uint32_t elements = split.elements();  // per tile: e = 0 .. elements - 1
   const std::uint32_t met_per_lane = split.met_per_lane();
 
-  // The seed's names: nf4_gemm's a, b_nf4 (u32 words), b_scales and c (its f32 program's name).
+  // The seed's names and binding order: nf4_gemm's a, b_nf4 (u32 words), b_scales and c (its
+  // f32 program's name); linear_4bit_affine_grouped's x, perm, w (u32 words), scale,
+  // zero_point (u32) and b.
   ProgramBuilder program(format.program);
   BufferRef x = program.input(nf4 ? "a" : "x", activation, m * k);
-  BufferRef w = nf4   ? program.input("b_nf4", ScalarType::U32, checked_count(name, "n*k/8", n, k / 8))
-                : fp8 ? program.input("w", ScalarType::U8, checked_count(name, "k*n (weight bytes)", k, n))
-                      : program.input("w", ScalarType::U8, ceil_div(k * n, 2));
-  BufferRef scales = program.input(nf4 ? "b_scales" : "scales", nvfp4 ? ScalarType::U8 : ScalarType::F32, sidecar_count);
-  BufferRef second, global_scale;
-  if (const char* sidecar = second_sidecar(mode)) second = program.input(sidecar, ScalarType::F32, sidecar_count);
+  BufferRef perm;
+  if (gptq && shape.act_order) perm = program.input("perm", ScalarType::U32, k);
+  BufferRef w = nf4    ? program.input("b_nf4", ScalarType::U32, checked_count(name, "n*k/8", n, k / 8))
+                : gptq ? program.input("w", ScalarType::U32, checked_count(name, "k/8*n", k / kGptqWordRows, n))
+                : fp8  ? program.input("w", ScalarType::U8, checked_count(name, "k*n (weight bytes)", k, n))
+                       : program.input("w", ScalarType::U8, ceil_div(k * n, 2));
+  BufferRef scales = program.input(nf4 ? "b_scales" : gptq ? "scale" : "scales", nvfp4 ? ScalarType::U8 : ScalarType::F32,
+                                   sidecar_count);
+  BufferRef second, global_scale, bias;
+  if (gptq) second = program.input("zero_point", ScalarType::U32, sidecar_count);
+  else if (const char* sidecar = second_sidecar(mode)) second = program.input(sidecar, ScalarType::F32, sidecar_count);
   if (nvfp4) global_scale = program.input("global_scale", ScalarType::F32, 1);
+  if (gptq) bias = program.input("b", activation, n);
   BufferRef out = program.output(nf4 ? "c" : "out", activation, m * n);
   const SplitK split_k = declare_split_k(
       program, split.splits(), checked_count(name, "units*32*sums", split.units(), kSubgroupSize * met_per_lane),
@@ -390,7 +471,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
                                 k_subgroups * sidecar_tile);
   }
   BufferRef second_tile, factor_tile;
-  if (with_sums) second_tile = program.shared("second_tile", ScalarType::F32, k_subgroups * sidecar_tile);
+  if (with_sums) second_tile = program.shared("second_tile", second.element, k_subgroups * sidecar_tile);
   const std::uint32_t factor_words = scale_blocks * kTileColumns;
   if (nvfp4) factor_tile = program.shared("scale_factor_tile", ScalarType::U32, k_subgroups * factor_words);
   // NF4: the code table (code_pieces), one for the workgroup.
@@ -425,8 +506,9 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       };
       Expr w_base = tile_base("w", w_tile_words), x_base = tile_base("x", x_tile_rows * rows);
       Expr sidecar_base = fp8 ? Expr() : tile_base("sidecar", sidecar_tile);
-      stage_rows(region, {w_tile, x_tile, w, x, lane, k_start, split_rows, first_row, first_column, w_base, x_base},
-                 split, m, k, n, ragged);
+      const Staging staging{w_tile, x_tile, w, x, lane, k_start, split_rows, first_row, first_column, w_base, x_base};
+      stage_rows(region, staging, split, m, k, n, ragged, perm.name.empty());
+      if (!perm.name.empty()) gather_x_rows(region, staging, perm, split, m, k, ragged);
       if (nf4) {
         // NF4's scales are column-major too (b_scales[column * blocks + block]): lane l
         // copies column l's, 4 bytes a block, into scale_tile[block][l] as int4's sidecars lie.
@@ -506,9 +588,13 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       // as int4's), giving lane (g, t) its column's rows 8t .. 8t + 7 of the span: the k-steps
       // run over a permutation of k (nf4_step).
       Expr matrix = region.let("matrix", lane / 8u);
-      Expr w_lane = fp8   ? region.let("w_lane", w_base + ((matrix & 1u) * 8u + lane % 8u) * 8u + (lane / 16u) * 4u)
-                    : nf4 ? region.let("w_lane", w_base + ((lane % 8u) * 4u + matrix) * (rows / 8))
-                          : region.let("w_lane", w_base + lane * 4u);
+      // GPTQ (word-row tile, plain 16-byte loads): lane (g, t) reads chunk g of word row t of a
+      // span (stage_word_rows' swizzle), the words of its columns 4g + j, j = 0 .. 3, whose
+      // nibbles are rows 8t .. 8t + 7 (gptq_span).
+      Expr w_lane = fp8    ? region.let("w_lane", w_base + ((matrix & 1u) * 8u + lane % 8u) * 8u + (lane / 16u) * 4u)
+                    : nf4  ? region.let("w_lane", w_base + ((lane % 8u) * 4u + matrix) * (rows / 8))
+                    : gptq ? region.let("w_lane", w_base + thread * kTileColumns + (group ^ (thread * 2u)) * 4u)
+                           : region.let("w_lane", w_base + lane * 4u);
       // ldmatrix rows of A: lane 8i + r names row r of matrix i (rows 0-7 / 8-15, k 0-7 / 8-15)
       // of m-tile mt, clamped to the staged rows (the rows past m are never stored).
       Expr a_tile_row = region.let("a_tile_row", (matrix & 1u) * 8u + lane % 8u);
@@ -518,10 +604,10 @@ Program tensor_gemm(const TensorGemmShape& shape) {
         if (mt * kTileRows + kTileRows > x_tile_rows) row = min(row, u32(x_tile_rows - 1));
         a_row_start.push_back(region.let(fmt::format("a_row_start{}", mt), x_base + row * rows + (matrix / 2u) * 8u));
       }
-      // NF4's A rows g and g + 8 of each m-tile (clamped as above), from column 8t of a
-      // span: a lane loads its fragments itself (nf4_step's permutation of k).
+      // NF4's and GPTQ's A rows g and g + 8 of each m-tile (clamped as above), from column 8t
+      // of a span: a lane loads its fragments itself (nf4_step's and gptq_span's permutations of k).
       std::vector<Expr> a_lane_rows;  // [mt * 2 + half]
-      for (std::uint32_t v = 0; v < 2 * m_tiles && nf4; ++v) {
+      for (std::uint32_t v = 0; v < 2 * m_tiles && (nf4 || gptq); ++v) {
         Expr row = plus(group, (v / 2) * kTileRows + (v % 2) * 8);
         if ((v / 2) * kTileRows + (v % 2) * 8 + 8 > x_tile_rows) row = min(row, u32(x_tile_rows - 1));
         a_lane_rows.push_back(region.let(fmt::format("a_lane_row{}_{}", v / 2, v % 2), x_base + row * rows + thread * 8u));
@@ -584,6 +670,10 @@ Program tensor_gemm(const TensorGemmShape& shape) {
               const Expr address = plus(w_block, std::uint32_t(k_offset.as<Literal>()->bits) / 8);
               return step_body.let("b_codes" + suffix, subgroup_load_matrix(w_tile, address, 4));
             }
+            if (gptq) {  // a 32-row span: 4 word rows of 32 words
+              return step_body.let("b_words" + suffix,
+                                   bitcast(Type(ScalarType::U32, 4), w_tile.load(at(w_block, 4, k_offset), 4)));
+            }
             return step_body.let("b_halves" + suffix, subgroup_load_matrix(w_tile, at(w_block, row_words, k_offset),
                                                                            step_registers * step_count, true));
           };
@@ -616,6 +706,47 @@ Program tensor_gemm(const TensorGemmShape& shape) {
                   Expr& sum = sums[mt * kTiles + j];
                   step_body.assign(sum, subgroup_mma(input, a[mt], b, sum));
                 }
+              }
+            }
+          };
+          // GPTQ: a 32-row span from k_offset. Lane (g, t)'s word of tile j holds its column's
+          // rows 8t .. 8t + 7 (nibble i: row 8t + i), which decode_int4_row_pair pairs as
+          // nibbles (i, i + 4). Step s puts rows 8t + 2s, 8t + 2s + 4 at mma rows 2t, 2t + 1
+          // and rows 8t + 2s + 1, 8t + 2s + 5 at 2t + 8, 2t + 9 (pairs 2s, 2s + 1), and A the
+          // same rows of x: one 16-byte load of x[8t .. 8t + 7] per row, a prmt per register.
+          auto gptq_span = [&](Body& span_body, const Expr& k_offset, const Expr& words, const std::string& suffix) {
+            std::vector<std::array<Expr, 4>> pairs;  // [j][i]: nibbles i, i + 4 of tile j's word
+            for (std::uint32_t j = 0; j < kTiles; ++j) {
+              pairs.push_back(decode_int4_row_pair(span_body, input, extract_lane(words, j), fmt::format("rows{}{}", j, suffix)));
+            }
+            std::vector<Expr> x_words;  // [mt * 2 + half]: x[row][8t .. 8t + 7] as 4 words
+            for (std::uint32_t v = 0; v < a_lane_block.size(); ++v) {
+              x_words.push_back(span_body.let(fmt::format("a_words{}_{}{}", v / 2, v % 2, suffix),
+                                              x_tile.load_words(at(a_lane_block[v], 1, k_offset), 4)));
+            }
+            for (std::uint32_t step = 0; step < 2; ++step) {
+              const std::string step_suffix = fmt::format("{}_{}", suffix, step);
+              std::vector<Expr> a;
+              for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
+                // x[8t + 2s], x[8t + 2s + 4] are the low halves of words s and s + 2; the odd rows the high.
+                auto pick = [&](std::uint32_t v, std::uint32_t selector) {
+                  return permute(extract_lane(x_words[v], step), extract_lane(x_words[v], step + 2), u32(selector));
+                };
+                a.push_back(span_body.let(fmt::format("a{}{}", mt, step_suffix),
+                                          make_vector({pick(2 * mt, 0x5410u), pick(2 * mt + 1, 0x5410u),
+                                                       pick(2 * mt, 0x7632u), pick(2 * mt + 1, 0x7632u)})));
+              }
+              for (std::uint32_t j = 0; j < kTiles; ++j) {
+                Expr b = span_body.let(fmt::format("b{}{}", j, step_suffix),
+                                       make_vector({pairs[j][2 * step], pairs[j][2 * step + 1]}));
+                for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
+                  Expr& sum = sums[mt * kTiles + j];
+                  span_body.assign(sum, subgroup_mma(input, a[mt], b, sum));
+                }
+              }
+              const Expr ones = u32(half_ones(input));
+              for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
+                span_body.assign(x_sums[mt], subgroup_mma(input, a[mt], make_vector({ones, ones}), x_sums[mt]));
               }
             }
           };
@@ -671,9 +802,10 @@ Program tensor_gemm(const TensorGemmShape& shape) {
             // ragged last block (k % block_size != 0) tests each step (x2) against its count.
             const bool whole = k % block_size == 0;
             for (std::uint32_t step = 0; step < block_steps;) {
-              const std::uint32_t count = whole && step + 1 < block_steps && !fp8 ? 2 : 1;
+              const std::uint32_t count = gptq || (whole && step + 1 < block_steps && !fp8) ? 2 : 1;
               auto run = [&, step, count](Body& step_body) {
                 Expr b = load_b(step_body, u32(step * kStepRows), count, fmt::format("_step{}", step));
+                if (gptq) return gptq_span(step_body, u32(step * kStepRows), b, fmt::format("_span{}", step / 2));
                 for (std::uint32_t i = 0; i < count; ++i) {
                   k_step(step_body, u32((step + i) * kStepRows), b, step_registers * i, fmt::format("_step{}", step + i));
                 }
@@ -682,6 +814,11 @@ Program tensor_gemm(const TensorGemmShape& shape) {
               else owned.if_then(u32(step) < steps, run);
               step += count;
             }
+          } else if (gptq) {
+            owned.loop("span", u32(0), steps / 2u, [&](Body& span_body, Expr span) {
+              Expr k_offset = span_body.let("span_k", span * kGptqSpanRows);
+              gptq_span(span_body, k_offset, load_b(span_body, k_offset, 2, ""), "");
+            });
           } else {
             owned.loop("step", u32(0), steps, [&](Body& step_body, Expr step) {
               Expr b = load_b(step_body, step * kStepRows, 1, "");
@@ -696,9 +833,10 @@ Program tensor_gemm(const TensorGemmShape& shape) {
           const std::array<Expr, 2> s = {owned.let("s_low", scale_tile.load(sidecar, 4)),
                                          owned.let("s_high", scale_tile.load(sidecar + 4u, 4))};
           std::array<Expr, 2> seconds;
-          if (with_sums) {
-            seconds = {owned.let("second_low", second_tile.load(sidecar, 4)),
-                       owned.let("second_high", second_tile.load(sidecar + 4u, 4))};
+          if (with_sums) {  // GPTQ's zero points are u32
+            auto second_of = [&](const Expr& loaded) { return gptq ? cast(Type(ScalarType::F32, 4), loaded) : loaded; };
+            seconds = {owned.let("second_low", second_of(second_tile.load(sidecar, 4))),
+                       owned.let("second_high", second_of(second_tile.load(sidecar + 4u, 4)))};
           }
           for (std::uint32_t j = 0; j < kTiles; ++j) {
             for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
@@ -774,6 +912,8 @@ Program tensor_gemm(const TensorGemmShape& shape) {
           Expr column = store_body.let(r == 0 ? "column" : fmt::format("column{}", r),
                                        fp8 ? first_column + thread * 4u + 16u * r : first_column + thread * 8u);
           Expr column_scales = fp8 ? store_body.let(fmt::format("column_scales{}", r), scales.load(column, 4)) : Expr();
+          // GPTQ adds b to the sums: the run's 8 values as 4 words, a pair each.
+          Expr column_bias = gptq ? store_body.let("column_bias", bias.load_words(column, 4)) : Expr();
           for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
             for (std::uint32_t h = 0; h < elements / 2; ++h) {
               const std::string row_name = runs == 1 ? fmt::format("out_row{}_{}", mt, h) : fmt::format("out_row{}_{}_{}", mt, h, r);
@@ -784,6 +924,11 @@ Program tensor_gemm(const TensorGemmShape& shape) {
                 const std::uint32_t c = fp8 ? w : w / 2, j = fp8 ? 2 * r : (w % 2) * 2;
                 auto total = [&](std::uint32_t tile) {
                   const Expr& value = totals[(mt * kTiles + tile) * elements + 2 * h + c];
+                  if (gptq) {
+                    const std::uint32_t offset = 4 * c + tile;  // within the run
+                    Expr pair = bitcast(Type(activation, 2), extract_lane(column_bias, offset / 2));
+                    return cast(ScalarType::F32, extract_lane(pair, offset % 2)) + value;
+                  }
                   return fp8 ? value * extract_lane(column_scales, 2 * c + tile % 2) : value;
                 };
                 words.push_back(bitcast(ScalarType::U32, cast(Type(activation, 2), make_vector({total(j), total(j + 1)}))));

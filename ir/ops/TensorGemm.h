@@ -12,7 +12,11 @@
 // - dequant_matmul_fp8: E4M3 or E5M2 bytes W [k, n] (OFP8 rev 1.0), an f32 scale per column;
 // - nf4_gemm with "accumulate": "f32" (ir/ops/Nf4Gemm.h, aprender-gpu 0.31.2): B column-major
 //   (a column's codes k-contiguous, two a byte), the NF4 (QLoRA) or bitsandbytes FP4 code
-//   book, f32 scales per 64-row block.
+//   book, f32 scales per 64-row block;
+// - linear_4bit_affine_grouped (ir/ops/Linear4Bit.h, vyre-libs 0.6.3; GPTQ's layout): W as
+//   u32 words [k/8, n], a word's 8 nibbles 8 consecutive rows of one column, f32 scales and
+//   u32 zero points per group [ceil(k/group_size), n], a bias b A[n], and with act-order x
+//   read through perm. Its zero points fold as int4's ZeroPoint mode, b adds at the store.
 // What differs between them is a row of the format table in TensorGemm.cpp and a register
 // decoder of ir/ops/TensorDecode.h (the bit-level decoding and its exactness).
 // - Work split: a subgroup owns an m-tile of M rows of x (16, or 32 for m > 16: two 16-row
@@ -33,15 +37,19 @@
 //   holds m <= 8 rows the upper eight rows' sums are never folded or met (met = 8 a lane,
 //   else 16 per m-tile).
 // - Staging, one cp.async group: the part's weight rows (16 bytes of nibbles or 32 of FP8
-//   bytes a row; NF4 column by column), its x rows below m (only those where one row tile
+//   bytes a row; NF4 column by column; GPTQ 128-byte word rows, swizzled against bank
+//   conflicts), its x rows below m (GPTQ act-order: gathered through perm by plain loads) (only those where one row tile
 //   covers m: ldmatrix rows past them read the last) and its blocks' sidecars or scales,
 //   one wait and a barrier; for a whole part straight-line copies with [reg+imm] addresses.
 //   NVFP4 then turns its scale bytes into B factors once (decode_nvfp4_scale_word); NF4
 //   builds its code table (code_pieces) by shuffles.
 // - Per 16-row k-step (unrolled up to 16 per block, every shared address a register plus an
 //   immediate): A by one ldmatrix.x4 from the x tile (NF4: two 8-byte loads, its k-steps
-//   running over a permutation of k); B by ldmatrix from the weight tile (.trans, one x4 a
-//   pair of steps for nibbles, a step for FP8; NF4 plain, a pair of steps), the columns
+//   running over a permutation of k; GPTQ: a 16-byte load a row a pair of steps, a prmt a
+//   register); B by ldmatrix from the weight tile (.trans, one x4 a pair of steps for
+//   nibbles, a step for FP8; NF4 plain, a pair of steps; GPTQ one 16-byte load of four words
+//   a pair of steps, whose k-steps also run over a permutation of k so that each word's
+//   nibble pairs (i, i + 4) are B registers as int4's lop3 decoding makes them), the columns
 //   interleaved over the four mma tiles (mma column g of tile j is column 4g + j; FP8: of
 //   tile 2h + e column 16h + 2g + e), decoded per TensorDecode.h; then one mma per tile
 //   (NF4: one per code piece), and (int4 zero points, offsets) one against all-ones B for
@@ -63,7 +71,8 @@
 // Numerics: the mma model (ir/Mma.h) sums a step's products in k order; with u = 2^-24 and
 // T_p the per-term magnitudes of the ops' bounds (DequantMatmul.h, Nf4Gemm.h), the longest
 // chain of f32 roundings of an output is L = block_size + 4 + blocks + parts for int4 (the
-// parts meet as k-subgroups, then as splits; parts <= blocks), L = 3 * 64 + 4 + 2 blocks
+// parts meet as k-subgroups, then as splits; parts <= blocks; GPTQ one more for the bias,
+// |b| a term), L = 3 * 64 + 4 + 2 blocks
 // for NF4 (up to 3 pieces a code in a block's chain), and L = k + 4 + ceil(k/16) for NVFP4
 // and FP8 (a part's whole chain, the meetings, the global or column scale), so
 // |tensor - exact| <= 2 u L sum_p T_p (f32 value before the store; NF4 with f16 adds
@@ -74,9 +83,9 @@
 // scale gives +-inf where the seed's per-element products may give NaN (0 * inf), as the
 // batch-1 fast schedule does.
 // Requirements (else OpError naming the value): activation f16 or bf16 (f32 x would need a
-// rounding the f32 bound does not allow), n % 32 == 0, k % 16 == 0 (NF4: k % 64); int4 also
-// block_size % 16 == 0 and a block's rows and sidecars fit the 48 KiB staging (at most 1008
-// at m = 16, 608 at m >= 32).
+// rounding the f32 bound does not allow), n % 32 == 0, k % 16 == 0 (NF4: k % 64; GPTQ:
+// k % 32); int4 also block_size % 16 == 0 (GPTQ group_size % 32 == 0) and a block's rows and
+// sidecars fit the 48 KiB staging (at most 1008 at m = 16, 608 at m >= 32).
 #pragma once
 
 #include <array>
@@ -95,12 +104,14 @@ enum class TensorWeights : std::uint8_t {
   Nvfp4,  ///< dequant_matmul_nvfp4: E2M1 codes, E4M3 scales per 16 rows, an f32 global scale
   Fp8,    ///< dequant_matmul_fp8: E4M3 or E5M2 bytes, an f32 scale per column
   Nf4,    ///< nf4_gemm (f32 accumulation): 16-entry code book, f32 scales per 64-row block
+  Gptq,   ///< linear_4bit_affine_grouped: GPTQ's u32 words of 8 rows, f32 scales, u32 zero points, bias
 };
 
-/// One tensor-core GEMM: the op's format and shape. `block_size` and `mode` are
-/// dequant_matmul_int4's (rows per sidecar block, sidecar mode), which NVFP4 (blocks of
-/// 16 rows), FP8 and NF4 (blocks of 64 rows) ignore; `fp8_format` is FP8's and
-/// `code_book` NF4's (kNf4Table or kBnbFp4Table, ir/ops/Quantize.h).
+/// One tensor-core GEMM: the op's format and shape. `block_size` is dequant_matmul_int4's
+/// rows per sidecar block or GPTQ's group_size; `mode` is int4's sidecar mode (GPTQ is
+/// always ZeroPoint); NVFP4 (blocks of 16 rows), FP8 and NF4 (blocks of 64 rows) ignore
+/// both. `fp8_format` is FP8's, `code_book` NF4's (kNf4Table or kBnbFp4Table,
+/// ir/ops/Quantize.h) and `act_order` GPTQ's.
 struct TensorGemmShape {
   TensorWeights weights = TensorWeights::Int4;
   std::uint32_t m = 0, k = 0, n = 0;
@@ -109,6 +120,7 @@ struct TensorGemmShape {
   ScalarType activation = ScalarType::F16;
   Fp8Format fp8_format = Fp8Format::E4M3;  // Fp8's
   std::array<float, 16> code_book{};       // Nf4's values of the codes 0..15
+  bool act_order = false;                  // Gptq's: x read through perm (Linear4Bit.h)
 };
 
 /// Why the tensor-core GEMM cannot run this shape (the file comment's requirements), or nullopt.

@@ -1,6 +1,6 @@
 // The tensor-core GEMM (ir/ops/TensorGemm.h) of dequant_matmul_int4, dequant_matmul_nvfp4,
-// dequant_matmul_fp8 (E4M3, E5M2) and nf4_gemm (f32 accumulation; NF4 and bitsandbytes FP4
-// code books) for batches m >= 2 with f16 and bf16 activations: within the stated f32 bound
+// dequant_matmul_fp8 (E4M3, E5M2), nf4_gemm (f32 accumulation; NF4 and bitsandbytes FP4
+// code books) and linear_4bit_affine_grouped (GPTQ, with and without act-order) for batches m >= 2 with f16 and bf16 activations: within the stated f32 bound
 // of the seed program on random inputs, equal to it bit for bit where every partial sum is
 // exact (small integers and power-of-two scales; not NF4, whose code book has 24-bit values), the emulated mma/PTX equal to the interpreter bit for
 // bit on sm_80 and sm_90, and every shape it cannot run named in the error.
@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include "ir/Arithmetic.h"
 #include "ir/Printer.h"
 #include "ir/ops/DequantMatmul.h"
+#include "ir/ops/Linear4Bit.h"
 #include "ir/ops/Nf4Gemm.h"
 #include "ir/ops/Quantize.h"
 #include "ir/ops/Registry.h"
@@ -51,6 +53,7 @@ struct Shape {
   TensorWeights weights = TensorWeights::Int4;
   Fp8Format fp8_format = Fp8Format::E4M3;
   ir::ops::Nf4CodeBook code_book = ir::ops::Nf4CodeBook::Nf4;
+  bool act_order = false;  // GPTQ's
 };
 
 Shape nvfp4(std::uint32_t m, std::uint32_t k, std::uint32_t n, ScalarType activation) {
@@ -63,6 +66,12 @@ Shape nf4(std::uint32_t m, std::uint32_t k, std::uint32_t n, ScalarType activati
           ir::ops::Nf4CodeBook code_book = ir::ops::Nf4CodeBook::Nf4) {
   return {m, k, n, 64, BlockAffineMode::Symmetric, activation, TensorWeights::Nf4, Fp8Format::E4M3, code_book};
 }
+/// linear_4bit_affine_grouped: block_size is its group_size; zero points always.
+Shape gptq(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t group_size, ScalarType activation,
+           bool act_order = false) {
+  return {m, k, n, group_size, BlockAffineMode::ZeroPoint, activation, TensorWeights::Gptq, Fp8Format::E4M3,
+          ir::ops::Nf4CodeBook::Nf4, act_order};
+}
 /// nf4_gemm's buffers are a, b_nf4, b_scales and c.
 const char* output_of(const Shape& s) { return s.weights == TensorWeights::Nf4 ? "c" : "out"; }
 
@@ -73,6 +82,10 @@ std::string describe(const Shape& s) {
   if (s.weights == TensorWeights::Nf4) {
     return fmt::format("{} m={} k={} n={} {}", s.code_book == ir::ops::Nf4CodeBook::Nf4 ? "nf4" : "fp4", s.m, s.k,
                        s.n, ir::to_string(s.activation));
+  }
+  if (s.weights == TensorWeights::Gptq) {
+    return fmt::format("gptq m={} k={} n={} group={} {}{}", s.m, s.k, s.n, s.block_size, ir::to_string(s.activation),
+                       s.act_order ? " act_order" : "");
   }
   if (s.weights == TensorWeights::Fp8) {
     return fmt::format("fp8 {} m={} k={} n={} {}", ir::ops::to_string(s.fp8_format), s.m, s.k, s.n,
@@ -106,12 +119,26 @@ std::vector<float> floats(ScalarType type, const HostBuffer& buffer) {
 }
 
 /// Inputs: `exact` picks small integers and power-of-two scales (every sum exact).
-/// int4: f32 `scales` and `second`; NVFP4: E4M3 `scale_codes` and `global_scale`.
+/// int4: f32 `scales` and `second`; NVFP4: E4M3 `scale_codes` and `global_scale`; GPTQ:
+/// `w` as the bytes of its u32 words, `second` its zero points 0..15, `bias` and `perm`.
 struct Inputs {
-  std::vector<float> x, scales, second;
+  std::vector<float> x, scales, second, bias;
   std::vector<std::uint8_t> w, scale_codes;
+  std::vector<std::uint32_t> perm;
   float global_scale = 1.0f;
   BufferSet buffers(const Shape& s) const {
+    if (s.weights == TensorWeights::Gptq) {
+      std::vector<std::uint32_t> words(w.size() / 4), zero_points(second.begin(), second.end());
+      std::memcpy(words.data(), w.data(), w.size());
+      BufferSet set{{"x", halves(s.activation, x)},
+                    {"w", HostBuffer::from(ScalarType::U32, words)},
+                    {"scale", HostBuffer::from(ScalarType::F32, scales)},
+                    {"zero_point", HostBuffer::from(ScalarType::U32, zero_points)},
+                    {"b", halves(s.activation, bias)},
+                    {"out", halves(s.activation, std::vector<float>(std::size_t{s.m} * s.n, -7.0f))}};
+      if (s.act_order) set["perm"] = HostBuffer::from(ScalarType::U32, perm);
+      return set;
+    }
     if (s.weights == TensorWeights::Nf4) {
       std::vector<std::uint32_t> words(w.size() / 4);
       std::memcpy(words.data(), w.data(), w.size());
@@ -169,6 +196,12 @@ Inputs make_inputs(const Shape& s, bool exact, std::uint64_t seed) {
     return in;
   }
   for (std::uint32_t i = 0; i < (s.k * s.n + 1) / 2; ++i) in.w.push_back(static_cast<std::uint8_t>(engine()));
+  if (s.weights == TensorWeights::Gptq) {
+    // Zero points 0..15 and a random permutation of k (act-order).
+    for (std::uint32_t j = 0; j < s.n; ++j) in.bias.push_back(round_to(s.activation, exact ? float(small(engine)) : real(engine)));
+    for (std::uint32_t p = 0; p < s.k && s.act_order; ++p) in.perm.push_back(p);
+    std::shuffle(in.perm.begin(), in.perm.end(), engine);
+  }
   if (s.weights == TensorWeights::Nvfp4) {
     // Exact: signed powers of two 2^-2 .. 2^2 (E4M3 exponent fields 5 .. 9), so that a
     // sum of k products keeps within f32's 24 bits; random: every E4M3 code but NaN
@@ -184,7 +217,8 @@ Inputs make_inputs(const Shape& s, bool exact, std::uint64_t seed) {
   const std::uint32_t sidecars = (s.k + s.block_size - 1) / s.block_size * s.n;
   for (std::uint32_t i = 0; i < sidecars; ++i) {
     in.scales.push_back(exact ? std::ldexp(1.0f, int(engine() % 4) - 6) : 0.01f + std::abs(real(engine)) * 0.05f);
-    in.second.push_back(s.mode == BlockAffineMode::ZeroPoint ? (exact ? float(engine() % 16) : real(engine) * 4 + 8)
+    const bool integral = exact || s.weights == TensorWeights::Gptq;  // GPTQ's zero points are u32
+    in.second.push_back(s.mode == BlockAffineMode::ZeroPoint ? (integral ? float(engine() % 16) : real(engine) * 4 + 8)
                                                              : (exact ? std::ldexp(float(small(engine)), -4) : real(engine)));
   }
   return in;
@@ -205,17 +239,28 @@ ir::Program program_of(const Shape& s, KernelSchedule schedule) {
   if (s.weights == TensorWeights::Fp8) {
     return ir::ops::dequant_matmul_fp8(s.m, s.k, s.n, s.fp8_format, schedule, s.activation);
   }
+  if (s.weights == TensorWeights::Gptq) {
+    return ir::ops::linear_4bit_affine_grouped(s.k, s.n, s.block_size, schedule, s.activation, s.act_order, s.m);
+  }
   return ir::ops::dequant_matmul_int4(s.m, s.k, s.n, s.block_size, s.mode, schedule, s.activation);
 }
 ir::Program tensor_program(const Shape& s) { return program_of(s, KernelSchedule::Fast); }
 ir::Program seed_program(const Shape& s) { return program_of(s, KernelSchedule::Seed); }
 
-/// |x_p w_p| summed over p for out[i][j] (the bounds' sum of T_p), per the format oracles.
+/// |x_p w_p| summed over p for out[i][j] (the bounds' sum of T_p), per the format oracles;
+/// GPTQ's bias is one more term.
 double term_sum(const Shape& s, const Inputs& in, std::uint32_t i, std::uint32_t j) {
-  double terms = 0;
+  double terms = s.weights == TensorWeights::Gptq ? std::fabs(in.bias[j]) : 0.0;
   for (std::uint32_t p = 0; p < s.k; ++p) {
     const std::size_t e = std::size_t{p} * s.n + j, b = std::size_t{p / s.block_size} * s.n + j;
-    const double x = std::fabs(in.x[i * s.k + p]);
+    const double x = std::fabs(in.x[i * s.k + (s.act_order ? in.perm[p] : p)]);
+    if (s.weights == TensorWeights::Gptq) {  // word (p / 8, j), nibble p % 8
+      const std::size_t word = std::size_t{p / 8} * s.n + j;
+      std::uint32_t bits = 0;
+      std::memcpy(&bits, &in.w[4 * word], 4);
+      terms += x * (((bits >> (4 * (p % 8))) & 15) + in.second[b]) * in.scales[b];
+      continue;
+    }
     if (s.weights == TensorWeights::Nf4) {  // column j's byte p / 2, low nibble first
       const std::uint32_t code = (in.w[(std::size_t{j} * s.k + p) / 2] >> (4 * (p % 2))) & 15;
       const double value = s.code_book == ir::ops::Nf4CodeBook::Nf4 ? testing::nf4_value(code)
@@ -243,7 +288,7 @@ double term_sum(const Shape& s, const Inputs& in, std::uint32_t i, std::uint32_t
 
 }  // namespace
 
-TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 and nf4_gemm agree with the seed within the f32 bound, exactly on exact inputs",
+TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ agree with the seed within the f32 bound, exactly on exact inputs",
           "[backends][tensor_gemm]") {
   std::vector<Shape> shapes;
   for (ScalarType activation : {ScalarType::F16, ScalarType::BF16}) {
@@ -268,6 +313,14 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 and nf4_gemm agree with the
       shapes.push_back(fp8(9, 736, 64, format, activation));    // ragged last part and block
       shapes.push_back(fp8(3, 2048, 32, format, activation));   // k-subgroups and splits
       shapes.push_back(fp8(40, 512, 64, format, activation));   // two row tiles; k-subgroups meet in their own array
+    }
+    for (bool act_order : {false, true}) {
+      shapes.push_back(gptq(2, 64, 32, 32, activation, act_order));      // two one-span groups
+      shapes.push_back(gptq(17, 160, 96, 64, activation, act_order));    // a partial m-tile and a partial last group
+      shapes.push_back(gptq(9, 736, 32, 64, activation, act_order));     // two k-subgroups, the last part ragged
+      shapes.push_back(gptq(5, 1024, 32, 512, activation, act_order));   // 16 spans a group: a loop, not unrolled
+      shapes.push_back(gptq(3, 2048, 32, 128, activation, act_order));   // k-subgroups and splits
+      shapes.push_back(gptq(40, 512, 64, 32, activation, act_order));    // two row tiles
     }
     for (ir::ops::Nf4CodeBook book : {ir::ops::Nf4CodeBook::Nf4, ir::ops::Nf4CodeBook::BnbFp4}) {
       shapes.push_back(nf4(2, 64, 32, activation, book));      // one block
@@ -296,9 +349,10 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 and nf4_gemm agree with the
     // FP8: the same, with the column scale for the global scale.
     // NF4: the code book's 2 or 3 pieces a code add into one block's chain, f16's pieces miss
     // by 4u a term (TensorGemm.h); the seed rounds each dequantized weight once more.
-    const double tensor_chain = s.weights == TensorWeights::Nf4 ? 3.0 * s.block_size + 8 + 2 * blocks
-                                : s.weights != TensorWeights::Int4 ? s.k + 4.0 + blocks
-                                                                   : s.block_size + 4.0 + blocks + blocks;
+    // GPTQ: int4's chain and the bias.
+    const double tensor_chain = s.weights == TensorWeights::Nf4                                        ? 3.0 * s.block_size + 8 + 2 * blocks
+                                : s.weights == TensorWeights::Int4 || s.weights == TensorWeights::Gptq ? s.block_size + 5.0 + blocks + blocks
+                                                                                                       : s.k + 4.0 + blocks;
     const double chain = tensor_chain + (s.k + 2) + (s.weights == TensorWeights::Nf4 ? 1 : 0);
     unsigned checked = 0;
     for (std::uint32_t i = 0; i < s.m; ++i) {
@@ -386,7 +440,7 @@ TEST_CASE("tensor-core dequant_matmul_fp8: NaN and infinite codes give the seed'
   }
 }
 
-TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 and nf4_gemm: the emulated PTX equals the interpreter bit for bit", "[backends][tensor_gemm]") {
+TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ: the emulated PTX equals the interpreter bit for bit", "[backends][tensor_gemm]") {
   // The staging's three forms: x chunks that divide a subgroup's 32 (several rows per
   // copy, rows past m skipped per lane or per row tile), that fill it (one row per copy:
   // 256-row splits), and the ragged last split's loop; two k-subgroups per workgroup,
@@ -411,7 +465,10 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 and nf4_gemm: the emulated 
                          fp8(40, 512, 64, Fp8Format::E4M3, ScalarType::F16), nf4(5, 128, 64, ScalarType::F16),
                          nf4(33, 192, 32, ScalarType::BF16, ir::ops::Nf4CodeBook::BnbFp4),
                          nf4(9, 704, 64, ScalarType::F16), nf4(3, 2048, 32, ScalarType::BF16),
-                         nf4(40, 512, 64, ScalarType::F16)}) {
+                         nf4(40, 512, 64, ScalarType::F16), gptq(5, 128, 64, 64, ScalarType::F16),
+                         gptq(33, 96, 32, 32, ScalarType::BF16, true), gptq(9, 736, 32, 64, ScalarType::F16, true),
+                         gptq(5, 1024, 32, 512, ScalarType::BF16), gptq(3, 2048, 32, 128, ScalarType::F16, true),
+                         gptq(40, 512, 64, 32, ScalarType::BF16)}) {
     const ir::Program program = tensor_program(s);
     const Inputs in = make_inputs(s, false, s.k + s.n);
     const std::vector<float> reference = run(program, s, in);
@@ -489,7 +546,7 @@ TEST_CASE("tensor-core dequant_matmul_nvfp4 names each shape it cannot run", "[b
   CHECK(automatic.shared.empty());
 }
 
-TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 and nf4_gemm assemble with ptxas for sm_80 and sm_90 without spills, and sm_75 refuses it",
+TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ assemble with ptxas for sm_80 and sm_90 without spills, and sm_75 refuses it",
           "[backends][tensor_gemm][ptxas]") {
   if (!ptx::ptxas_available()) {
     const char* require = std::getenv("QUANTC_REQUIRE_PTXAS");
@@ -503,7 +560,9 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 and nf4_gemm assemble with 
                          nvfp4(16, 4096, 4096, ScalarType::F16), nvfp4(64, 4096, 11008, ScalarType::BF16),
                          fp8(16, 4096, 4096, Fp8Format::E4M3, ScalarType::BF16),
                          fp8(64, 4096, 11008, Fp8Format::E5M2, ScalarType::BF16),
-                         nf4(16, 4096, 4096, ScalarType::F16), nf4(64, 4096, 11008, ScalarType::BF16)}) {
+                         nf4(16, 4096, 4096, ScalarType::F16), nf4(64, 4096, 11008, ScalarType::BF16),
+                         gptq(16, 4096, 4096, 128, ScalarType::F16, true), gptq(64, 4096, 11008, 128, ScalarType::BF16),
+                         gptq(8, 11008, 4096, 128, ScalarType::BF16, true)}) {
     // The -O2 program, as `quantc emit` and the runtime lower it.
     const ir::Program program = lower::optimize(tensor_program(s), lower::PassOptions{});
     for (const char* name : {"sm_80", "sm_90"}) {
@@ -543,4 +602,33 @@ TEST_CASE("tensor-core nf4_gemm: the code books as 16-bit pieces sum to their f3
       if (type == ScalarType::F16 && book == &ir::ops::kNf4Table) CHECK(worst > 0);  // two f16 pieces are not exact
     }
   }
+}
+
+TEST_CASE("tensor-core linear_4bit_affine_grouped names each shape it cannot run", "[backends][tensor_gemm]") {
+  auto error = [](std::uint32_t n, std::uint32_t k, std::uint32_t group_size, ScalarType activation) {
+    try {
+      ir::ops::linear_4bit_affine_grouped(k, n, group_size, KernelSchedule::Fast, activation, false, 4);
+    } catch (const ir::ops::OpError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(error(64, 64, 64, ScalarType::F32), Catch::Contains("linear_4bit_affine_grouped") &&
+                                                     Catch::Contains("m=4 > 1 runs on the tensor cores") &&
+                                                     Catch::Contains("activation f32 is not f16 or bf16"));
+  CHECK_THAT(error(48, 64, 64, ScalarType::F16), Catch::Contains("n=48 is not a multiple of 32"));
+  CHECK_THAT(error(64, 48, 16, ScalarType::F16), Catch::Contains("k=48 is not a multiple of 32"));
+  CHECK_THAT(error(64, 64, 16, ScalarType::F16), Catch::Contains("group_size=16 is not a multiple of 32"));
+  CHECK_THAT(error(64, 4096, 4096, ScalarType::BF16), Catch::Contains("group_size=4096 is above 2016 at m=4"));
+  CHECK(error(64, 4096, 128, ScalarType::BF16) == "no error");
+  // "auto" keeps the seed for batches, which runs one workgroup row per row of x.
+  const ir::Program automatic =
+      ir::ops::linear_4bit_affine_grouped(64, 64, 32, KernelSchedule::Auto, ScalarType::F16, true, 4);
+  CHECK(automatic.shared.empty());
+  CHECK(automatic.workgroup_count[1] == 4);
+  // m = 0 and m past the seed's grid.
+  CHECK_THROWS_WITH(ir::ops::linear_4bit_affine_grouped(64, 64, 32, KernelSchedule::Seed, ScalarType::F16, false, 0),
+                    Catch::Contains("m=0"));
+  CHECK_THROWS_WITH(ir::ops::linear_4bit_affine_grouped(64, 64, 32, KernelSchedule::Fast, ScalarType::F16, false, 65536),
+                    Catch::Contains("m=65536 is above 65535"));
 }

@@ -23,7 +23,9 @@ TEST_CASE("quantc ops lists every registered op, as text and as JSON", "[cli]") 
   for (const auto& op : ops) {
     if (op["name"] == "linear_4bit_affine_grouped") {
       found = true;
-      CHECK(op["params"].size() == 6);  // k, n, group_size, act_order, schedule, activation
+      CHECK(op["params"].size() == 7);  // k, n, group_size, act_order, schedule, activation, m
+      CHECK(op["params"][6]["name"] == "m");
+      CHECK(op["params"][6]["default"] == 1);
       CHECK(op["params"][0]["name"] == "k");
       CHECK(op["params"][0]["aliases"] == nlohmann::json::array({"in_dim"}));
       CHECK(op["params"][1]["name"] == "n");
@@ -42,7 +44,7 @@ TEST_CASE("quantc ops lists every registered op, as text and as JSON", "[cli]") 
       CHECK(op["buffers"][1]["shape"] == nlohmann::json{"k"});
       CHECK_FALSE(op["buffers"][2].contains("element_from"));     // w: u32 words whatever the activations
       CHECK(op["buffers"][2]["shape"] == nlohmann::json{"k/8", "n"});  // w's logical shape
-      CHECK(op["buffers"][0]["shape"] == nlohmann::json{"k"});
+      CHECK(op["buffers"][0]["shape"] == nlohmann::json{"m", "k"});
     }
   }
   CHECK(found);

@@ -12,7 +12,7 @@ TEST_CASE("a valid spec fills defaults and keeps the target", "[spec]") {
   CHECK(spec.args.u32("group_size") == 64);
   CHECK(spec.target == "sm_90");
   CHECK(spec.canonical_json() ==
-        R"({"act_order":false,"activation":"f32","group_size":64,"k":256,"n":4096,"op":"linear_4bit_affine_grouped",)"
+        R"({"act_order":false,"activation":"f32","group_size":64,"k":256,"m":1,"n":4096,"op":"linear_4bit_affine_grouped",)"
         R"("schedule":"auto","target":"sm_90"})");
 }
 

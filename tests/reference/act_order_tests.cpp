@@ -8,6 +8,9 @@
 //
 // The bound is gemv_schedule_tests.cpp's: per group, c * u * sum_{k in g} |x_k| * (q_k +
 // z_g) * s_g * (n_g + 8) plus the bias, c = 2; the seed's per-term bound is smaller.
+// Batches (m > 1, f16/bf16 activations: the seed once per row and the tensor-core GEMM,
+// ir/ops/TensorGemm.h) are held to the tensor GEMM's bound, 2 u L (|b| + sum of terms)
+// with L = group_size + 5 + 2 groups, plus the rounding of the stored output.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -15,6 +18,7 @@
 #include <numeric>
 #include <random>
 
+#include "ir/Arithmetic.h"
 #include "ir/ops/Linear4Bit.h"
 #include "ir/ops/Registry.h"
 #include "runtime/backends/reference/Interpreter.h"
@@ -62,10 +66,33 @@ Layer random_layer(std::uint32_t in, std::uint32_t out, std::uint32_t group_size
   return layer;
 }
 
+/// f32 values as a buffer of `type` (f32, or f16/bf16 rounded to nearest even).
+HostBuffer activation_buffer(ScalarType type, const std::vector<float>& values) {
+  if (type == ScalarType::F32) return HostBuffer::from(ScalarType::F32, values);
+  std::vector<std::uint16_t> bits;
+  for (float v : values) {
+    bits.push_back(type == ScalarType::F16 ? arith::convert<arith::Float16>(v).bits
+                                           : arith::convert<arith::BFloat16>(v).bits);
+  }
+  return HostBuffer::from(type, bits);
+}
+
+/// A buffer of `type` as f32 values.
+std::vector<float> activation_values(ScalarType type, const HostBuffer& buffer) {
+  if (type == ScalarType::F32) return buffer.as<float>();
+  std::vector<float> values;
+  for (std::uint16_t bits : buffer.as<std::uint16_t>()) {
+    values.push_back(type == ScalarType::F16 ? arith::convert<float>(arith::Float16{bits})
+                                             : arith::convert<float>(arith::BFloat16{bits}));
+  }
+  return values;
+}
+
 /// The op's buffers for `layer`: input features sorted by group (stable), w packed in
 /// that order (GPTQ's layout: row j's nibble at bits 4*(j%8) of word (j/8, n)), perm the
-/// sorted order.
-BufferSet op_inputs(const Program& program, const Layer& layer, const std::vector<float>& x) {
+/// sorted order; x [m, in] and b of the activation type.
+BufferSet op_inputs(const Program& program, const Layer& layer, const std::vector<float>& x,
+                    ScalarType activation = ScalarType::F32) {
   std::vector<std::uint32_t> perm(layer.in);
   std::iota(perm.begin(), perm.end(), 0u);
   std::stable_sort(perm.begin(), perm.end(),
@@ -77,12 +104,12 @@ BufferSet op_inputs(const Program& program, const Layer& layer, const std::vecto
     }
   }
   BufferSet buffers = runtime::allocate_buffers(program);
-  buffers["x"] = HostBuffer::from(ScalarType::F32, x);
+  buffers["x"] = activation_buffer(activation, x);
   buffers["perm"] = HostBuffer::from(ScalarType::U32, perm);
   buffers["w"] = HostBuffer::from(ScalarType::U32, w);
   buffers["scale"] = HostBuffer::from(ScalarType::F32, layer.scales);
   buffers["zero_point"] = HostBuffer::from(ScalarType::U32, layer.zeros);
-  buffers["b"] = HostBuffer::from(ScalarType::F32, layer.bias);
+  buffers["b"] = activation_buffer(activation, layer.bias);
   return buffers;
 }
 
@@ -96,6 +123,7 @@ std::vector<float> run(const Program& program, const Layer& layer, const std::ve
 
 struct Exact {
   double value = 0, bound = 0;
+  double terms = 0;  // |b| + sum_k |x_k| (q_k + z) s
 };
 
 /// The f64 product of the layer's dequantized weights, and the fast schedule's bound.
@@ -109,9 +137,11 @@ Exact exact_output(const Layer& layer, const std::vector<float>& x, std::uint32_
     group_magnitude[layer.g_idx[k]] += std::fabs(x[k]) * (q + z) * s;
   }
   double magnitude = std::fabs(layer.bias[n]);
+  result.terms = magnitude;
   for (std::uint32_t g = 0; g < layer.groups; ++g) {
     const std::uint32_t size = std::min(layer.group_size, layer.in - g * layer.group_size);
     magnitude += group_magnitude[g] * double(size + 8);
+    result.terms += group_magnitude[g];
   }
   result.bound = 2 * std::ldexp(1.0, -24) * magnitude;
   return result;
@@ -242,4 +272,47 @@ TEST_CASE("act_order: a perm value past in_dim is an out-of-bounds load the inte
   fast_buffers["perm"] = HostBuffer::from(ScalarType::U32, perm);
   CHECK_THROWS_WITH(reference::run(fast, fast_buffers), Catch::Contains("out-of-bounds load") &&
                                                             Catch::Contains("x_staged") && Catch::Contains("64"));
+}
+
+TEST_CASE("act_order: batches of a GPTQ act-order layer match the f64 product of its dequantized weights",
+          "[linear4bit][act_order][tensor_gemm]") {
+  struct Case {
+    std::uint32_t in, out, group_size, m;
+    ScalarType activation;
+  };
+  // One m-tile of 3 rows, a partial m-tile of 17 with a ragged last part, two row tiles.
+  for (const Case c : {Case{256, 32, 32, 3, ScalarType::F16}, Case{1056, 64, 96, 17, ScalarType::BF16},
+                       Case{384, 32, 128, 40, ScalarType::F16}}) {
+    DYNAMIC_SECTION(c.m << "x" << c.in << "x" << c.out << " group " << c.group_size << " " << to_string(c.activation)) {
+      std::mt19937 engine(c.in + c.m);
+      Layer layer = random_layer(c.in, c.out, c.group_size, engine);
+      REQUIRE_FALSE(contiguous_groups(layer));
+      auto rounded = [&](float v) { return activation_values(c.activation, activation_buffer(c.activation, {v}))[0]; };
+      for (float& b : layer.bias) b = rounded(b);
+      std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+      std::vector<float> x(std::size_t{c.m} * c.in);
+      for (float& value : x) value = rounded(unit(engine));
+      const double u = std::ldexp(1.0, -24), u_half = c.activation == ScalarType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+      const double chain = c.group_size + 5.0 + 2.0 * layer.groups;
+      for (KernelSchedule schedule : {KernelSchedule::Seed, KernelSchedule::Fast}) {
+        const Program program =
+            linear_4bit_affine_grouped(c.in, c.out, c.group_size, schedule, c.activation, true, c.m);
+        CHECK((program.find_shared("w_tile") != nullptr) == (schedule == KernelSchedule::Fast));
+        BufferSet buffers = op_inputs(program, layer, x, c.activation);
+        reference::run(program, buffers);
+        const std::vector<float> out = activation_values(c.activation, buffers.at("out"));
+        REQUIRE(out.size() == std::size_t{c.m} * c.out);
+        for (std::uint32_t i = 0; i < c.m; ++i) {
+          const std::vector<float> row(x.begin() + std::size_t{i} * c.in, x.begin() + std::size_t{i + 1} * c.in);
+          for (std::uint32_t n = 0; n < c.out; ++n) {
+            const Exact exact = exact_output(layer, row, n);
+            const double bound = 2 * u * chain * exact.terms;
+            const double got = out[std::size_t{i} * c.out + n];
+            INFO("row " << i << " output " << n << ": " << got << ", exact " << exact.value << ", bound " << bound);
+            CHECK(std::fabs(got - exact.value) <= bound + u_half * (std::fabs(exact.value) + bound) + u);
+          }
+        }
+      }
+    }
+  }
 }
