@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -141,7 +142,32 @@ std::string OpSpec::canonical_json() const {
   return object.dump();  // nlohmann's object keys are sorted, so the text is canonical
 }
 
-Program build_program(const OpSpec& spec) { return spec.op->build(spec.args); }
+bool has_tensor_core_mma(const std::string& target) {
+  constexpr unsigned kTensorCoreSm = 80;
+  if (target.rfind("sm_", 0) != 0) return false;
+  unsigned sm = 0;
+  for (std::size_t i = 3; i < target.size() && std::isdigit(static_cast<unsigned char>(target[i])); ++i) {
+    sm = sm * 10 + unsigned(target[i] - '0');
+  }
+  return sm >= kTensorCoreSm;
+}
+
+Program build_program(const OpSpec& spec, const std::optional<std::string>& target) {
+  const OpArgs& args = spec.args;
+  const std::optional<std::string>& for_target = target ? target : spec.target;
+  const bool batch = args.has("m") && args.u32("m") > 1;
+  if (for_target && has_tensor_core_mma(*for_target) && batch && args.has("schedule") &&
+      args.choice("schedule") == "auto") {
+    OpArgs fast = args;
+    fast.set("schedule", std::string("fast"));
+    try {
+      return spec.op->build(fast);
+    } catch (const OpError&) {
+      // no fast schedule for these parameters: the op's own "auto"
+    }
+  }
+  return spec.op->build(args);
+}
 
 std::string_view to_string(ParamType type) {
   switch (type) {

@@ -46,7 +46,16 @@ std::string_view to_string(ParamType type);
 /// [{name, role, element, count, shape, element_from?}]}.
 nlohmann::json op_json(const OpInfo& op);
 
-/// Builds the op's program: `spec.op->build(spec.args)`.
-Program build_program(const OpSpec& spec);
+/// Builds the op's program: `spec.op->build(spec.args)`, with one choice made for the
+/// target the program is for (`target`, else the spec's "target"; none: every target):
+/// "schedule": "auto" with m > 1 on sm_80 or later takes the op's fast schedule, the
+/// tensor-core GEMM of the batched linear ops (ir/ops/TensorGemm.h), where it builds for
+/// these parameters, and the op's own "auto" choice (the seed for batches, which every
+/// target runs) where it refuses them. Errors: the op constructor's OpError.
+Program build_program(const OpSpec& spec, const std::optional<std::string>& target = std::nullopt);
+
+/// Whether `target` ("sm_90", "sm_90a") has the tensor-core mma.sync m16n8k16 with f16 and
+/// bf16 inputs (sm_80+, PTX ISA "Warp-level matrix multiply-accumulate instructions").
+bool has_tensor_core_mma(const std::string& target);
 
 }  // namespace quantc::ir::ops

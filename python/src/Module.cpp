@@ -101,7 +101,7 @@ class Kernel {
     } catch (const std::invalid_argument& error) {
       throw ir::ops::SpecError(error.what());
     }
-    program_ = ir::ops::build_program(spec_);
+    program_ = ir::ops::build_program(spec_, std::string(target_.name()));
     // PTX through the kernel cache, as `quantc emit` does.
     lower::KernelCache cache = lower::KernelCache::from_environment();
     key_ = lower::CacheKey::for_spec(spec_, target_.name(), lower::pipeline_name(passes_));

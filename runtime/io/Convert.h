@@ -141,7 +141,7 @@ struct ConvertedLayer {
 struct ConvertOptions {
   CheckpointFormat format = CheckpointFormat::Gptq;
   std::string layer;           // e.g. model.layers.0.self_attn.q_proj (safetensors), blk.0.attn_q (GGUF)
-  std::uint32_t batch = 1;     // m of the matmul ops (nf4_gemm, dequant_matmul_*); 1 for the GEMV
+  std::uint32_t batch = 1;     // m, the activation rows of every op convert writes
   /// GPTQ's qzeros convention: "gptq" (v1: zero - 1 stored) or "gptq_v2" (zero stored);
   /// unset, the checkpoint config's checkpoint_format decides, else v1.
   std::optional<std::string> checkpoint_format;
@@ -191,8 +191,8 @@ struct ConvertOptions {
 /// .. groups-1, named with its index and value; a length other than qweight's rows * 8;
 /// a group of another size, named with its count), a v1/v2 flag that contradicts the
 /// config, ambiguous v1 qzeros; UnsupportedFormatError for bits other than 4, a
-/// kernel-specific checkpoint_format (marlin, ...), and a batch other than 1 (the op is a
-/// GEMV).
+/// kernel-specific checkpoint_format (marlin, ...). A batch other than 1 becomes the
+/// spec's "m".
 ConvertedLayer convert_gptq(const SafetensorsCheckpoint& checkpoint, const ConvertOptions& options);
 
 /// AWQ in AutoAWQ's GEMM format (awq/modules/linear/gemm.py WQLinear_GEMM.from_linear;

@@ -49,18 +49,11 @@ void check_config_bits(const SafetensorsCheckpoint& checkpoint, const char* form
   }
 }
 
-/// linear_4bit_affine_grouped is a GEMV: one activation row.
-void check_batch(const ConvertOptions& options) {
-  if (options.batch == 1) return;
-  throw UnsupportedFormatError(fmt::format(
-      "--batch {}: {} computes one activation row (a batch-1 GEMV, no m parameter); a batch needs a batched affine "
-      "op, which quantc does not have yet; convert with --batch 1 and run once per row",
-      options.batch, kOp));
-}
-
-/// The affine op's spec.
-nlohmann::json affine_spec(std::uint32_t in, std::uint32_t out, std::uint32_t group_size) {
-  return {{"op", kOp}, {"k", in}, {"n", out}, {"group_size", group_size}, {"schedule", "auto"}};
+/// The affine op's spec; "m" only for a batch (its default is 1).
+nlohmann::json affine_spec(std::uint32_t in, std::uint32_t out, std::uint32_t group_size, std::uint32_t batch) {
+  nlohmann::json spec = {{"op", kOp}, {"k", in}, {"n", out}, {"group_size", group_size}, {"schedule", "auto"}};
+  if (batch != 1) spec["m"] = batch;
+  return spec;
 }
 
 /// The buffers both formats share once the codes are in GPTQ's layout.
@@ -169,14 +162,13 @@ std::vector<std::uint32_t> permute_packed_rows(const std::vector<std::uint32_t>&
 }
 
 /// Starts `layer` for `options.layer` in `format` after the checks every GPTQ and AWQ plan
-/// makes first: the batch, the checkpoint's quant_method (`method`) and its bits (`label`
+/// makes first: the checkpoint's quant_method (`method`) and its bits (`label`
 /// names the format in the errors).
 void begin_plan(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, const ConvertOptions& options,
                 CheckpointFormat format, const char* method, const char* label) {
   layer = ConvertedLayer();
   layer.layer = options.layer;
   layer.format = format;
-  check_batch(options);
   check_quant_method(checkpoint, method, method);
   check_config_bits(checkpoint, label);
 }
@@ -345,7 +337,7 @@ void plan_gptq(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, c
 
   layer.source_type =
       fmt::format("GPTQ {} 4-bit, group_size {}{}", v2 ? "v2" : "v1", *group_size, act_order ? ", act-order" : "");
-  layer.spec = affine_spec(in_features, out, *group_size);
+  layer.spec = affine_spec(in_features, out, *group_size, options.batch);
   if (act_order) layer.spec["act_order"] = true;
   layer.bias = read_bias(checkpoint, p, out, layer.tensors);
   if (repack) {
@@ -419,7 +411,7 @@ void plan_awq(ConvertedLayer& layer, const SafetensorsCheckpoint& checkpoint, co
   }
 
   layer.source_type = fmt::format("AWQ GEMM 4-bit, group_size {}", *group_size);
-  layer.spec = affine_spec(in, out, *group_size);
+  layer.spec = affine_spec(in, out, *group_size, options.batch);
   layer.bias = read_bias(checkpoint, p, out, layer.tensors);
   if (repack) {
     const std::vector<std::uint32_t> packed = words(qweight);

@@ -401,20 +401,22 @@ TEST_CASE("convert refuses ambiguous GPTQ v1 zero points and reads them as gptq_
              Catch::Contains("--checkpoint-format gptq contradicts the config's checkpoint_format \"gptq_v2\""));
 }
 
-TEST_CASE("convert refuses a batch for the batch-1 affine GEMV", "[convert][gptq][errors]") {
+TEST_CASE("convert --batch sets m of the affine op and of the matmul ops", "[convert][gptq]") {
   convert::ConvertOptions options;
   options.format = convert::CheckpointFormat::Gptq;
   options.layer = "model.layers.0.self_attn.q_proj";
   options.batch = 4;
   const fs::path dir = scratch("batch");
-  CHECK_THROWS_AS(convert::convert_layer(fixture("gptq/model.safetensors").string(), options),
-                  convert::UnsupportedFormatError);
+  const convert::ConvertedLayer gptq = convert::convert_layer(fixture("gptq/model.safetensors").string(), options);
+  CHECK(gptq.spec["m"] == 4);
+  options.batch = 1;  // the default stays out of the spec
+  CHECK_FALSE(convert::convert_layer(fixture("gptq/model.safetensors").string(), options).spec.contains("m"));
   const Result cli = run_quantc("convert " + quoted(fixture("awq/model.safetensors")) +
                                 " --format awq --layer model.layers.0.self_attn.q_proj --batch 4 -o " +
                                 quoted(dir / "b"));
-  CHECK(cli.exit_code == 1);
-  CHECK_THAT(cli.output, Catch::Contains("--batch 4: linear_4bit_affine_grouped computes one activation row"));
-  // The matmul ops take it as m.
+  INFO(cli.output);
+  REQUIRE(cli.exit_code == 0);
+  CHECK_THAT(read_text(dir / "b" / "spec.json"), Catch::Contains("\"m\": 4"));
   const Result bnb = run_quantc("convert " + quoted(fixture("bnb/model.safetensors")) +
                                 " --format bnb --layer model.layers.0.self_attn.k_proj --batch 3 -o " +
                                 quoted(dir / "nf4"));

@@ -1,6 +1,7 @@
 // JSON spec parsing: every malformed spec is an error naming the key or value.
 #include <catch2/catch.hpp>
 
+#include "ir/Printer.h"
 #include "ir/ops/Spec.h"
 
 using namespace quantc::ir::ops;
@@ -94,5 +95,40 @@ TEST_CASE("the activation parameter types x, the bias and the output and is part
     for (const ParamSpec& param : op->params) found |= param.name == "activation" && param.default_value == "\"f32\"";
     INFO(name);
     CHECK(found);
+  }
+}
+
+TEST_CASE("auto batches take the tensor cores for a target of sm_80 or later, the seed otherwise", "[spec]") {
+  CHECK_FALSE(has_tensor_core_mma("sm_75"));
+  CHECK(has_tensor_core_mma("sm_80"));
+  CHECK(has_tensor_core_mma("sm_90a"));
+  CHECK(has_tensor_core_mma("sm_120"));
+  CHECK_FALSE(has_tensor_core_mma("compute_90"));
+  auto tensor = [](const quantc::ir::Program& program) { return program.find_shared("w_tile") != nullptr; };
+  for (const char* text :
+       {R"({"op": "dequant_matmul_int4", "m": 4, "k": 64, "n": 64, "block_size": 32, "activation": "f16")",
+        R"({"op": "linear_4bit_affine_grouped", "m": 4, "k": 64, "n": 64, "group_size": 32, "activation": "bf16")",
+        R"({"op": "nf4_gemm", "m": 4, "k": 64, "n": 64, "accumulate": "f32", "activation": "f16")"}) {
+    INFO(text);
+    const OpSpec portable = parse_spec(std::string(text) + "}");
+    CHECK_FALSE(tensor(build_program(portable)));  // no target: every target runs the seed
+    CHECK(tensor(build_program(portable, "sm_80")));
+    CHECK_FALSE(tensor(build_program(portable, "sm_75")));
+    const OpSpec targeted = parse_spec(std::string(text) + R"(, "target": "sm_90"})");
+    CHECK(tensor(build_program(targeted)));
+    CHECK_FALSE(tensor(build_program(targeted, "sm_75")));  // the target it is built for decides
+    const OpSpec seed = parse_spec(std::string(text) + R"(, "target": "sm_90", "schedule": "seed"})");
+    CHECK_FALSE(tensor(build_program(seed)));
+  }
+  // Where the fast schedule refuses the batch (f32 activations, nf4_gemm's f64 sums, m = 1)
+  // "auto" is the op's own choice.
+  for (const char* text :
+       {R"({"op": "dequant_matmul_int4", "m": 4, "k": 64, "n": 64, "block_size": 32, "target": "sm_90"})",
+        R"({"op": "nf4_gemm", "m": 4, "k": 64, "n": 64, "activation": "f16", "target": "sm_90"})",
+        R"({"op": "linear_4bit_affine_grouped", "k": 64, "n": 64, "group_size": 32, "activation": "f16", "target": "sm_90"})"}) {
+    INFO(text);
+    const OpSpec spec = parse_spec(text);
+    CHECK_FALSE(tensor(build_program(spec)));
+    CHECK(quantc::ir::print(build_program(spec)) == quantc::ir::print(spec.op->build(spec.args)));
   }
 }

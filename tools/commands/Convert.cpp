@@ -71,7 +71,7 @@ void add_convert_command(CLI::App& app) {
   command->add_option("-o,--output", options->output,
                       "The bundle folder (created if needed; default: the layer's name): spec.json, BUFFER.npy, "
                       "bias.npy");
-  command->add_option("--batch", options->batch, "m, the activation rows, for the matmul ops (nf4_gemm, dequant_matmul_*)")
+  command->add_option("--batch", options->batch, "m, the activation rows (nf4_gemm, dequant_matmul_*, linear_4bit_affine_grouped)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 262140u));
   command->add_option("--checkpoint-format", options->checkpoint_format,

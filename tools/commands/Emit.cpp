@@ -51,7 +51,7 @@ void emit_artifact(const EmitOptions& options) {
 
   ir::ops::OpSpec spec = load_spec(options.input_path);
   lower::CompileOptions compile_options{resolve_target(options.target, spec), options.pipeline.pass_options(&spec)};
-  const ir::Program program = ir::ops::build_program(spec);
+  const ir::Program program = ir::ops::build_program(spec, std::string(compile_options.target.name()));
   auto build_ptx = [&] { return lower::compile(program, compile_options).ptx; };
   lower::KernelCache cache = options.pipeline.observes_pipeline() ? lower::KernelCache::disabled()
                                                                   : lower::KernelCache::from_environment();

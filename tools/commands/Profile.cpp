@@ -180,7 +180,8 @@ void add_profile_command(CLI::App& app) {
     ir::ops::OpSpec spec = parse_spec_text(text, options->path);
     ptx::Target target = resolve_target(options->target, spec);
     // The generated buffers, the emulator's device copy and its per-byte access map.
-    check_host_memory(ir::ops::build_program(spec), 3, fmt::format("profiling {}", options->path));
+    const std::string target_name(target.name());
+    check_host_memory(ir::ops::build_program(spec, target_name), 3, fmt::format("profiling {}", options->path));
     if (options->schedules) {
       const ir::ops::ParamSpec* schedule_param = nullptr;
       for (const ir::ops::ParamSpec& param : spec.op->params) {
@@ -190,9 +191,9 @@ void add_profile_command(CLI::App& app) {
         throw CommandError(fmt::format("--schedules: op {} has one program (no \"schedule\" parameter)", spec.op->name));
       }
       if (model.devices.empty()) model.devices = {"h100_sxm"};
-      ir::ops::OpArgs auto_args = spec.args;
-      auto_args.set("schedule", std::string("auto"));
-      const std::string auto_ir = ir::print(spec.op->build(auto_args));
+      ir::ops::OpSpec auto_spec = spec;
+      auto_spec.args.set("schedule", std::string("auto"));
+      const std::string auto_ir = ir::print(ir::ops::build_program(auto_spec, target_name));
       std::vector<ScheduleCandidate> candidates;
       for (const std::string& choice : schedule_param->choices) {
         if (choice == "auto") continue;
@@ -217,7 +218,7 @@ void add_profile_command(CLI::App& app) {
       return;
     }
     lower::CompiledKernel kernel =
-        lower::compile(ir::ops::build_program(spec), {target, options->pipeline.pass_options(&spec)});
+        lower::compile(ir::ops::build_program(spec, target_name), {target, options->pipeline.pass_options(&spec)});
     std::optional<runtime::emulator::KernelProfile> profile;
     {
       ProgressLine progress(fmt::format("emulator {}", kernel.program.name));

@@ -365,7 +365,8 @@ void run_spec(const RunOptions& options, const std::string& text, const CLI::App
   runtime::CompileOptions compile_options;
   compile_options.passes = options.pipeline.pass_options(&spec);
   compile_options.target = requested_target(options.target, spec);
-  const ir::Program source = ir::ops::build_program(spec);
+  const ir::Program source = ir::ops::build_program(
+      spec, compile_options.target ? std::optional<std::string>(compile_options.target->name()) : std::nullopt);
   // Every binding and output path is checked before anything is allocated or run;
   // outputs are written only after the run (and the comparison) succeeded.
   Bindings bindings = check_bindings(source, options);
