@@ -284,7 +284,8 @@ def convert(checkpoint: Union[str, "os.PathLike[str]"], format: str, layer: str,
 
     `checkpoint`: a .safetensors file, a folder of them (with its config), or a .gguf file.
     `format`: "gptq", "awq", "bnb" or "gguf". `layer`: the prefix
-    ("model.layers.0.self_attn.q_proj", GGUF "blk.0.attn_q"). `batch`: m of the matmul ops.
+    ("model.layers.0.self_attn.q_proj", GGUF "blk.0.attn_q"). `batch`: m, the activation rows
+    (every op convert writes; for GPTQ and AWQ the spec holds "m" only when batch > 1).
     `checkpoint_format`: GPTQ's qzeros convention, "gptq" (v1) or "gptq_v2".
     Returns (arrays by buffer name plus "bias" (f32) when the layer has one, the op spec).
     Raises ConvertError naming the tensor, dtype or shape the converter refuses."""
