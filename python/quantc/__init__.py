@@ -260,7 +260,8 @@ def pack(weight: Any, scheme: str = "int4-affine-grouped", *, group_size: int = 
     `weight`: a 2-D float array, [out_features, in_features] (PyTorch nn.Linear, layout
     "out,in") or [in, out] (layout "in,out"); converted to float32.
     `scheme`: "int4-affine-grouped" (linear_4bit_affine_grouped, `group_size`), "nf4"
-    (nf4_gemm, `block` 64, `batch` its m) or "int4-symmetric" (int4_matvec_f32_scaled).
+    (nf4_gemm, `block` 64) or "int4-symmetric" (int4_matvec_f32_scaled). `batch`: m of the
+    first two ops' specs (the affine op's spec holds it only when batch > 1).
     `bias`: [out_features] or None; linear_4bit_affine_grouped gets it as its buffer "b"
     (zeros without one), rounded once to `activation` ("f32", "f16", "bf16").
     Returns (arrays by buffer name, the op spec as a dict) for quantc.compile and Kernel.run.

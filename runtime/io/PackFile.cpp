@@ -102,6 +102,7 @@ nlohmann::json spec_for(const ir::ops::pack::SchemeOptions& scheme, const Linear
   switch (scheme.scheme) {
     case Scheme::Int4AffineGrouped:
       spec.update({{"k", weight.in_dim}, {"n", weight.out_dim}, {"group_size", scheme.group_size}});
+      if (batch != 1) spec["m"] = batch;  // the default, 1, left out
       break;
     case Scheme::Nf4: spec.update({{"m", batch}, {"n", weight.out_dim}, {"k", weight.in_dim}}); break;
     case Scheme::Int4Symmetric: spec.update({{"n", weight.out_dim}, {"k", weight.in_dim}}); break;

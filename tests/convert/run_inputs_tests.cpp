@@ -139,6 +139,16 @@ TEST_CASE("pack writes a bundle that run reads from the folder and from a safete
   Result nf4_run = run_quantc("run " + quoted(dir / "nf4" / "spec.json") + " --inputs " + quoted(dir / "nf4") + " --input a=" + quoted(a));
   INFO(nf4_run.output);
   CHECK(nf4_run.exit_code == 0);
+  // --batch on the affine scheme: "m" in the spec, and the bundle runs x [2, 64].
+  Result batched = run_quantc(pack + " --batch 2 -o " + quoted(dir / "affine2"));
+  INFO(batched.output);
+  REQUIRE(batched.exit_code == 0);
+  CHECK(read_json(dir / "affine2" / "spec.json")["m"] == 2);
+  Result batched_run = run_quantc("run " + quoted(dir / "affine2" / "spec.json") + " --inputs " + quoted(dir / "affine2") +
+                                  " --input x=" + quoted(a) + " --backend emulator --compare reference --tolerance 0");
+  INFO(batched_run.output);
+  CHECK(batched_run.exit_code == 0);
+  CHECK_THAT(batched_run.output, Catch::Contains("bit-exact"));
   // int4-symmetric: int4_matvec_f32_scaled.
   Result symmetric = run_quantc(pack + " --scheme int4-symmetric -o " + quoted(dir / "sym"));
   REQUIRE(symmetric.exit_code == 0);
@@ -167,7 +177,7 @@ TEST_CASE("pack rejects flags its scheme ignores and contradicting layouts", "[p
            {"--scheme nf4 --group-size 64", "--group-size applies to --scheme int4-affine-grouped; nf4 ignores it"},
            {"--scheme int4-symmetric --group-size 64", "int4_matvec_f32_scaled has one scale per row"},
            {"--block 64", "--block applies to --scheme nf4; int4-affine-grouped ignores it"},
-           {"--batch 4", "--batch applies to --scheme nf4"},
+           {"--scheme int4-symmetric --batch 4", "--batch applies to --scheme nf4 and int4-affine-grouped"},
            {"--transpose --layout in,out", "--transpose means --layout out,in, which contradicts --layout in,out"},
            {"--npy-dir " + quoted(dir / "npy"), "--npy-dir applies to a .safetensors output"},
        }) {

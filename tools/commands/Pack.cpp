@@ -34,7 +34,7 @@ void add_pack_command(CLI::App& app) {
                                 ->capture_default_str();
   CLI::Option* block = command->add_option("--block", options->block, "Elements per NF4 block (nf4 only; nf4_gemm's is 64)")
                            ->capture_default_str();
-  CLI::Option* batch = command->add_option("--batch", options->batch, "m, the activation rows, in the nf4_gemm spec (nf4 only)")
+  CLI::Option* batch = command->add_option("--batch", options->batch, "m, the activation rows, in the spec (nf4, int4-affine-grouped)")
                            ->capture_default_str()
                            ->check(CLI::Range(1u, 65535u));
   command->add_option("--layout", *layout,
@@ -81,9 +81,9 @@ void add_pack_command(CLI::App& app) {
                                      options->block, ir::ops::pack::kNf4GemmBlock, ir::ops::pack::kNf4GemmBlock,
                                      ir::ops::pack::kNf4GemmBlock));
     }
-    if (batch->count() > 0 && options->scheme != Scheme::Nf4) {
-      throw CommandError(fmt::format("--batch applies to --scheme nf4 (nf4_gemm's m); the op of {} is a batch-1 GEMV; "
-                                     "drop --batch",
+    if (batch->count() > 0 && options->scheme == Scheme::Int4Symmetric) {
+      throw CommandError(fmt::format("--batch applies to --scheme nf4 and int4-affine-grouped (their ops' m); the op "
+                                     "of {} is a batch-1 GEMV; drop --batch",
                                      *scheme));
     }
     runtime::pack::PackResult result = runtime::pack::pack_file(*options);
