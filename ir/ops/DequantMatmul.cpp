@@ -914,7 +914,8 @@ Program dequant_matmul_int4(std::uint32_t m, std::uint32_t k, std::uint32_t n, s
   checked_count(name, "ceil(k/block_size)*n (sidecar elements)", ceil_div(k, block_size), n);
   if (m > 1) {
     // Batches: "fast" is the tensor-core GEMM (ir/ops/TensorGemm.h, sm_80+). "auto" keeps the
-    // seed, which every target runs: op constructors do not know the target.
+    // seed, which every target runs: op constructors do not know the target (build_program,
+    // ir/ops/Spec.h, takes "fast" instead for a program built for sm_80+).
     if (schedule == KernelSchedule::Auto) return int4_seed(m, k, n, block_size, mode, activation);
     return fast_tensor_gemm({TensorWeights::Int4, m, k, n, block_size, mode, activation});
   }

@@ -174,7 +174,8 @@ Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, 
   const std::uint32_t out_count = affine_grouped_out_count(in_dim, out_dim, group_size, m);
   if (m > 1) {
     // Batches: "fast" is the tensor-core GEMM (ir/ops/TensorGemm.h, sm_80+). "auto" keeps the
-    // seed, which every target runs: op constructors do not know the target.
+    // seed, which every target runs: op constructors do not know the target (build_program,
+    // ir/ops/Spec.h, takes "fast" instead for a program built for sm_80+).
     if (schedule == KernelSchedule::Auto) {
       return linear_4bit_affine_grouped(in_dim, out_dim, group_size, activation, act_order, m);
     }

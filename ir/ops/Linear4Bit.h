@@ -115,7 +115,7 @@ Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, 
 /// group's rows within its shared-memory staging (OpError "Fix: linear_4bit_affine_grouped
 /// has no fast schedule: m=.. > 1 runs on the tensor cores, but <reason>" otherwise). Auto
 /// keeps the seed for batches: it runs on every target, and op constructors do not know
-/// the target.
+/// the target (build_program, ir/ops/Spec.h, takes Fast for a program built for sm_80+).
 Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, KernelSchedule schedule,
                     ScalarType activation = ScalarType::F32);
 Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,
