@@ -495,6 +495,44 @@ TEST_CASE("cache levels of a load batch: first touch DRAM, another CTA's data L2
                                           e.instructions_per_warp * d.warp_cycles_per_instruction / d.clock_hz));
 }
 
+TEST_CASE("a sector the launch writes and then reads crosses DRAM once: as a write", "[emulator][cost]") {
+  // Each thread copies src[tid] to scratch[tid], reads it back and stores it to dst[tid]:
+  // src's 4 sectors are DRAM reads; scratch's read comes from the write-back L2 (split-K
+  // partial sums are such sectors), so only its write counts.
+  const char* ptx = R"(
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry roundtrip(.param .u64 src, .param .u64 scratch, .param .u64 dst)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<10>;
+  .reg .f32 %f<3>;
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [scratch];
+  ld.param.u64 %rd3, [dst];
+  cvta.to.global.u64 %rd1, %rd1;
+  cvta.to.global.u64 %rd2, %rd2;
+  cvta.to.global.u64 %rd3, %rd3;
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd4, %r1, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  add.s64 %rd6, %rd2, %rd4;
+  add.s64 %rd7, %rd3, %rd4;
+  ld.global.f32 %f1, [%rd5];
+  st.global.f32 [%rd6], %f1;
+  ld.global.f32 %f2, [%rd6];
+  st.global.f32 [%rd7], %f2;
+  ret;
+}
+)";
+  LaunchCounters c = run_kernel(ptx, "roundtrip", 1, 32, {128, 128, 128});
+  CHECK(c.unique_global_bytes_read == 256);  // src and scratch: every distinct byte read
+  CHECK(c.unique_global_sectors_read == 4);  // src only
+  CHECK(c.unique_global_sectors_written == 8);
+  CHECK(estimate_launch(c, {32, 1, 32, 0}, h100()).dram_bytes == 12 * 32);
+}
+
 TEST_CASE("a streaming copy with 4 loads in flight is modeled at bytes / sustained DRAM bandwidth", "[emulator][cost]") {
   const std::uint32_t ctas = 132 * 8, threads = 256, chunk = ctas * threads;  // one full wave on H100
   const std::size_t bytes = std::size_t(chunk) * 64;

@@ -32,7 +32,9 @@
 //       16, a contiguous 512 bytes 4) + one per shared-memory request);
 //     - DRAM bandwidth: the wave's share of the unique global sectors x 32 bytes / the
 //       device's sustained DRAM bandwidth (peak x the fraction a device copy reaches;
-//       every sector crosses DRAM once: perfect L2 reuse);
+//       every sector crosses DRAM once: perfect L2 reuse; a sector the launch writes
+//       and then reads, such as split-K partial sums, crosses it once, as a write,
+//       since the write-back L2 serves the read: LaunchCounters::unique_global_sectors_read);
 //     - the warp's serial chain: each time a warp waits for its loads in flight (a load
 //       batch, LaunchCounters::global_load_batches) it pays the latency of the slowest
 //       level the batch reaches: loaded DRAM latency for a batch with a compulsory miss,

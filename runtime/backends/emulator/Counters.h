@@ -97,8 +97,11 @@ struct LaunchCounters {
   std::uint64_t shared_store_requests = 0;
   std::uint64_t unique_global_bytes_read = 0;     // distinct bytes, over all buffers
   std::uint64_t unique_global_bytes_written = 0;
-  /// Distinct aligned 32-byte sectors holding a byte read / written, over all buffers:
-  /// what DRAM moves when every sector crosses it once (each buffer starts sector-aligned).
+  /// Distinct aligned 32-byte sectors, over all buffers (each starts sector-aligned), that
+  /// DRAM moves when every sector crosses it once: read = holding a byte read before the
+  /// launch wrote it (a sector the launch wrote and then reads, such as split-K partial
+  /// sums, is read from the write-back L2 and crosses DRAM once, when written back);
+  /// written = holding a byte written.
   std::uint64_t unique_global_sectors_read = 0;
   std::uint64_t unique_global_sectors_written = 0;
   /// Memory-level parallelism of global loads. A warp's "load batch" is the run of

@@ -101,15 +101,15 @@ LaunchCounters Launch::run() {
       }
   for (const auto& flags : touched_)
     for (std::uint8_t flag : flags) {
-      counters_.unique_global_bytes_read += (flag & 1);
-      counters_.unique_global_bytes_written += (flag >> 1) & 1;
+      counters_.unique_global_bytes_read += (flag & kByteRead) ? 1 : 0;
+      counters_.unique_global_bytes_written += (flag & kByteWritten) ? 1 : 0;
     }
   for (const auto& flags : touched_) {
     for (std::size_t sector = 0; sector < flags.size(); sector += 32) {
       std::uint8_t any = 0;
       for (std::size_t i = sector; i < std::min(flags.size(), sector + 32); ++i) any |= flags[i];
-      counters_.unique_global_sectors_read += (any & 1);
-      counters_.unique_global_sectors_written += (any >> 1) & 1;
+      counters_.unique_global_sectors_read += (any & kByteReadFromDram) ? 1 : 0;
+      counters_.unique_global_sectors_written += (any & kByteWritten) ? 1 : 0;
     }
   }
   counters_.ctas = std::uint64_t(config_.grid[0]) * config_.grid[1] * config_.grid[2];
@@ -461,7 +461,10 @@ CacheLevel Launch::finish_request(Request& request, bool load, bool store, State
 void Launch::mark(const Access& access, unsigned size, std::uint8_t flag) {
   if (access.space != StateSpace::Global) return;
   std::uint8_t* flags = touched_[access.buffer].data() + access.offset;
-  for (unsigned i = 0; i < size; ++i) flags[i] |= flag;
+  // A read of a byte this launch has not written yet comes from DRAM; a read of one it
+  // wrote is served by the write-back L2 that holds the write.
+  const std::uint8_t from_dram = (flag & kByteRead) ? kByteReadFromDram : 0;
+  for (unsigned i = 0; i < size; ++i) flags[i] |= flag | ((flags[i] & kByteWritten) ? 0 : from_dram);
 }
 
 void Launch::load(const Instruction& in, std::uint32_t active, Warp& warp) {
@@ -481,7 +484,7 @@ void Launch::load(const Instruction& in, std::uint32_t active, Warp& warp) {
       if (ptx::is_signed_integer(in.type)) value = static_cast<std::uint64_t>(sign_extend(value, bits));
       reg(warp, destination.regs[e])[lane] = value;
       if (access.space == StateSpace::Global) {
-        mark(access, size, 1);
+        mark(access, size, kByteRead);
         add_to_request(request, start + e * size, size);
       }
     }
@@ -513,7 +516,7 @@ void Launch::store(const Instruction& in, std::uint32_t active, Warp& warp) {
       std::uint64_t value = reg(warp, source.regs[e])[lane];
       std::memcpy(access.bytes, &value, size);
       if (access.space == StateSpace::Global) {
-        mark(access, size, 2);
+        mark(access, size, kByteWritten);
         add_to_request(request, start + e * size, size);
       }
     }
@@ -563,7 +566,7 @@ void Launch::atomic(const Instruction& in, std::uint32_t active, Warp& warp) {
     std::memcpy(access.bytes, &result, size);
     if (returns) reg(warp, in.operands[0].regs[0])[lane] = is_signed ? static_cast<std::uint64_t>(sign_extend(old, bits)) : old;
     if (access.space == StateSpace::Global) {
-      mark(access, size, 3);
+      mark(access, size, kByteRead | kByteWritten);
       add_to_request(request, at, size);
     }
   });
@@ -667,7 +670,7 @@ void Launch::async_copy(const Instruction& in, std::uint32_t active, Warp& warp)
     const std::uint64_t from_address = from[lane] + static_cast<std::uint64_t>(source.offset);
     Access target = resolve(in, warp, lane, StateSpace::Shared, to_address, bytes, true);
     Access origin = resolve(in, warp, lane, StateSpace::Global, from_address, bytes, false);
-    mark(origin, bytes, 1);
+    mark(origin, bytes, kByteRead);
     add_to_request(request, from_address, bytes);
     warp.async_open.push_back({target.bytes, origin.bytes, bytes});
   });

@@ -215,7 +215,10 @@ class Launch {
   std::vector<DeviceBuffer>& buffers_;
   std::vector<std::uint8_t> parameters_;
   const LaunchOptions& options_;
-  std::vector<std::vector<std::uint8_t>> touched_;  // per global byte: 1 read, 2 written
+  /// Per global byte, the ways the launch touched it: read, written, and read before the
+  /// launch wrote it (a DRAM read; later reads of written bytes hit L2).
+  std::vector<std::vector<std::uint8_t>> touched_;
+  static constexpr std::uint8_t kByteRead = 1, kByteWritten = 2, kByteReadFromDram = 4;
   /// Per global 32-byte sector: 0 never touched, kStoredSector after a store, else
   /// 1 + the linear index of the CTA that last loaded it (CacheLevel of later loads).
   std::vector<std::vector<std::uint32_t>> sector_state_;
