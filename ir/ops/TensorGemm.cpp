@@ -209,17 +209,31 @@ Expr plus(const Expr& base, std::uint32_t offset) { return offset == 0 ? base : 
 /// rows whose 16-byte chunks neither fill nor divide a subgroup's 32) a loop copies
 /// every chunk, rows past m copying row m - 1.
 /// NF4's weights are column-major (ir/ops/Nf4Gemm.h: a column's codes k-contiguous, two a
-/// byte), so a part's codes of a column are rows / 2 contiguous bytes: lane l copies
-/// column l's, chunk by chunk (16 bytes: 32 rows), into tile column l at l * rows / 2
-/// bytes; chunks past a ragged last part's rows are skipped.
+/// byte), so a part's codes of a column are rows / 2 contiguous bytes, C = rows / 32 chunks
+/// of 16, into tile column c at c * rows / 2 bytes. Where C divides 32, C consecutive lanes
+/// copy a column's chunks (lane l: column l / C, chunk l % C, 32 / C columns a copy), so a
+/// warp's request touches 32 / C lines of 128 bytes rather than 32 (the L1 wavefronts the
+/// memory pipe issues); else lane l copies column l's, chunk by chunk. Chunks past a
+/// ragged last part's rows are skipped.
 void stage_columns(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t k, bool ragged) {
   const std::uint32_t rows = split.rows(), chunks = rows / 32;
-  Expr destination = region.let("w_destination", at.w_base + at.lane * (rows / 8));
-  Expr source = region.let("w_source", (at.first_column + at.lane) * (k / 8) + at.k_start / 8u);
-  for (std::uint32_t c = 0; c < chunks; ++c) {
-    auto copy = [&, c](Body& body) { body.async_copy(at.w_tile, plus(destination, 4 * c), at.w, plus(source, 4 * c), 16); };
-    if (ragged) region.if_then(u32(32 * c) < at.split_rows, copy);
-    else copy(region);
+  const std::uint32_t lanes_per_column = kSubgroupSize % chunks == 0 ? chunks : 1;
+  const std::uint32_t columns_per_copy = kSubgroupSize / lanes_per_column;
+  Expr column = lanes_per_column == 1 ? at.lane : region.let("w_column", at.lane / lanes_per_column);
+  Expr chunk = lanes_per_column == 1 ? u32(0) : region.let("w_chunk", at.lane % lanes_per_column);
+  Expr destination = region.let("w_destination", at.w_base + column * (rows / 8) + chunk * 4u);
+  Expr source = region.let("w_source", (at.first_column + column) * (k / 8) + at.k_start / 8u + chunk * 4u);
+  for (std::uint32_t c = 0; c * columns_per_copy < kTileColumns; ++c) {
+    for (std::uint32_t step = 0; step < chunks / lanes_per_column; ++step) {
+      const std::uint32_t to = c * columns_per_copy * (rows / 8) + 4 * step;
+      const std::uint32_t from = c * columns_per_copy * (k / 8) + 4 * step;
+      auto copy = [&, to, from](Body& body) {
+        body.async_copy(at.w_tile, plus(destination, to), at.w, plus(source, from), 16);
+      };
+      if (!ragged) copy(region);
+      else if (lanes_per_column == 1) region.if_then(u32(32 * step) < at.split_rows, copy);
+      else region.if_then(chunk * 32u < at.split_rows, copy);
+    }
   }
 }
 
@@ -510,13 +524,26 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       stage_rows(region, staging, split, m, k, n, ragged, perm.name.empty());
       if (!perm.name.empty()) gather_x_rows(region, staging, perm, split, m, k, ragged);
       if (nf4) {
-        // NF4's scales are column-major too (b_scales[column * blocks + block]): lane l
-        // copies column l's, 4 bytes a block, into scale_tile[block][l] as int4's sidecars lie.
-        for (std::uint32_t b = 0; b < split.blocks_per_split; ++b) {
-          region.if_then(first_block + u32(b) < u32(blocks), [&, b](Body& copy) {
-            copy.async_copy(scale_tile, plus(sidecar_base + lane, b * kTileColumns), scales,
-                            (first_column + lane) * blocks + first_block + u32(b), 4);
-          });
+        // NF4's scales are column-major too (b_scales[column * blocks + block]), into
+        // scale_tile[block][column] as int4's sidecars lie, 4 bytes a copy. Where the part's
+        // B blocks divide 32, B consecutive lanes copy a column's (lane l: column l / B,
+        // block l % B), so that a request touches 32 / B lines rather than 32; else lane l
+        // copies column l's, block by block. Blocks past the last are skipped.
+        const std::uint32_t part_blocks = split.blocks_per_split;
+        const std::uint32_t lanes_per_column = kSubgroupSize % part_blocks == 0 ? part_blocks : 1;
+        const std::uint32_t columns_per_copy = kSubgroupSize / lanes_per_column;
+        Expr scale_column = lanes_per_column == 1 ? lane : region.let("scale_column", lane / lanes_per_column);
+        Expr scale_block = lanes_per_column == 1 ? u32(0) : region.let("scale_block", lane % lanes_per_column);
+        Expr scale_to = region.let("scale_to", sidecar_base + scale_block * kTileColumns + scale_column);
+        Expr scale_from = region.let("scale_from", (first_column + scale_column) * blocks + first_block + scale_block);
+        for (std::uint32_t c = 0; c * columns_per_copy < kTileColumns; ++c) {
+          for (std::uint32_t b = 0; b < part_blocks / lanes_per_column; ++b) {
+            const std::uint32_t to = b * kTileColumns + c * columns_per_copy;
+            const std::uint32_t from = c * columns_per_copy * blocks + b;
+            region.if_then(first_block + scale_block + u32(b) < u32(blocks), [&, to, from](Body& copy) {
+              copy.async_copy(scale_tile, plus(scale_to, to), scales, plus(scale_from, from), 4);
+            });
+          }
         }
         // The code table: entry v (its words at v * entry_words) holds, per piece, the low
         // nibble's piece in the low half and the high nibble's in the high half. Invocation i
