@@ -6,9 +6,11 @@ it on the CPU with the reference interpreter for tensors on the CPU.
     layer = quantc.torch.QuantizedLinear.from_linear(torch.nn.Linear(4096, 4096), group_size=128).cuda()
     y = layer(x)            # x [..., 4096] float32/float16/bfloat16 on the GPU
 
-Imported only on request (``import quantc.torch``); needs torch. Each input row is one
-launch of the op's GEMV (linear_4bit_affine_grouped, int4_matvec_f32_scaled), or one
-launch of a batched op (nf4_gemm) per batch size, whose kernel is compiled on first use.
+Imported only on request (``import quantc.torch``); needs torch. An op that takes batches
+(a spec with "m": linear_4bit_affine_grouped, nf4_gemm, dequant_matmul_*) runs all input
+rows in one launch, with a kernel compiled on first use per batch size (on a GPU of sm_80
+or later with f16/bf16 activations, "auto" picks the tensor-core GEMM for m > 1); a GEMV
+without "m" (int4_matvec_f32_scaled) runs one launch per row.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ class QuantizedLinear(torch.nn.Module):
         super().__init__()
         self.spec = dict(spec)
         self._kernels: dict[tuple, quantc.Kernel] = {}
-        probe = self._kernel(1, None)
+        probe = quantc.compile(self.spec)
+        self._batched = "m" in probe.spec  # the canonical spec lists every parameter of the op
         self.x_buffer = next(buffer for buffer in probe.buffers if buffer.role == "input")
         self.out_buffer = next(buffer for buffer in probe.buffers if buffer.role == "output")
         self.in_features = int(probe.spec["k"])   # the canonical spec names every linear op's dimensions
@@ -94,7 +97,7 @@ class QuantizedLinear(torch.nn.Module):
         key = (rows, target)
         if key not in self._kernels:
             spec = dict(self.spec)
-            if "m" in spec:
+            if self._batched:
                 spec["m"] = rows
             self._kernels[key] = quantc.compile(spec, target=target)
         return self._kernels[key]
@@ -105,7 +108,7 @@ class QuantizedLinear(torch.nn.Module):
                                   f"{self.in_features}")
         leading = x.shape[:-1]
         rows = x.reshape(-1, self.in_features).to(_TORCH_DTYPES[self.activation]).contiguous()
-        if "m" in self.spec:  # a batched op: one launch for all rows
+        if self._batched:  # one launch for all rows
             y = self._run(rows)
         else:  # a GEMV: one launch per row
             y = torch.cat([self._run(rows[i:i + 1]) for i in range(rows.shape[0])])

@@ -37,3 +37,20 @@ def test_quantized_linear_matches_its_dequantized_weight(device):
     assert np.all(np.abs(y - exact) <= 160 * 2.0**-23 * magnitude + 1e-30)
     with pytest.raises(quantc.RunError, match="in_features is 128"):
         layer(torch.randn(2, 64, device=device))
+
+
+@pytest.mark.parametrize("activation", ["f32", "f16"])
+def test_quantized_linear_runs_a_batch_in_one_launch_equal_to_its_rows(activation):
+    # linear_4bit_affine_grouped takes "m": the layer compiles one kernel for the 5 rows. With
+    # the seed schedule (at m > 1 the seed program once per row) each output row equals, bit
+    # for bit on the interpreter, the row run alone.
+    torch.manual_seed(1)
+    linear = torch.nn.Linear(128, 64)
+    arrays, spec = quantc.pack(linear.weight.detach().numpy(), "int4-affine-grouped", group_size=32,
+                               bias=linear.bias.detach().numpy(), activation=activation)
+    layer = quantc.torch.QuantizedLinear(arrays, {**spec, "schedule": "seed"})
+    x = torch.randn(5, 128)
+    y = layer(x)
+    assert [key[0] for key in layer._kernels] == [5]
+    rows = torch.cat([layer(x[i:i + 1]) for i in range(5)])
+    assert torch.equal(y, rows)
