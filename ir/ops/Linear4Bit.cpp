@@ -172,21 +172,25 @@ Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, 
     return linear_4bit_affine_grouped(in_dim, out_dim, group_size, activation, act_order, m);
   }
   const std::uint32_t out_count = affine_grouped_out_count(in_dim, out_dim, group_size, m);
-  if (m > 1) {
-    // Batches: "fast" is the tensor-core GEMM (ir/ops/TensorGemm.h, sm_80+). "auto" keeps the
-    // seed, which every target runs: op constructors do not know the target (build_program,
-    // ir/ops/Spec.h, takes "fast" instead for a program built for sm_80+).
-    if (schedule == KernelSchedule::Auto) {
-      return linear_4bit_affine_grouped(in_dim, out_dim, group_size, activation, act_order, m);
-    }
+  NibbleGemv gemv{"linear_4bit_affine_grouped", kLinear4BitAffineGroupedId, in_dim, out_dim, group_size,
+                  out_count, activation, act_order, m};
+  if (m > 1 && schedule == KernelSchedule::Fast) {
+    // Batches: "fast" is the tensor-core GEMM (ir/ops/TensorGemm.h, sm_80+, f16/bf16) where
+    // it runs the shape, else the fast GEMV once per row. "auto" never takes the tensor
+    // cores here, since op constructors do not know the target (build_program,
+    // ir/ops/Spec.h, asks for "fast" for a program built for sm_80+).
     TensorGemmShape shape{TensorWeights::Gptq, m, in_dim, out_dim, group_size, BlockAffineMode::ZeroPoint, activation};
     shape.act_order = act_order;
-    return fast_tensor_gemm(shape);
+    const std::optional<std::string> no_tensor = tensor_gemm_unsupported(shape);
+    if (!no_tensor) return tensor_gemm(shape);
+    if (const std::optional<std::string> no_gemv = nibble_gemv_unsupported(gemv)) {
+      throw OpError(fmt::format("Fix: linear_4bit_affine_grouped has no fast schedule for m={}: not the tensor cores "
+                                "({}), nor the GEMV per row ({}); use \"schedule\": \"seed\" (or \"auto\").",
+                                m, *no_tensor, *no_gemv));
+    }
   }
-  NibbleGemv gemv{"linear_4bit_affine_grouped", kLinear4BitAffineGroupedId, in_dim, out_dim, group_size,
-                  out_count, activation, act_order};
   if (schedule == KernelSchedule::Auto && nibble_gemv_unsupported(gemv)) {
-    return linear_4bit_affine_grouped(in_dim, out_dim, group_size, activation, act_order);
+    return linear_4bit_affine_grouped(in_dim, out_dim, group_size, activation, act_order, m);
   }
   return nibble_gemv(gemv);
 }
@@ -216,7 +220,8 @@ std::vector<OpInfo> linear_4bit_ops() {
                       "by group at convert time)",
                       "false", "", {}};
   ParamSpec m{"m", ParamType::U32,
-              "activation rows: x [m, k], out [m, n]; m > 1 runs on the tensor cores with \"schedule\": \"fast\"",
+              "activation rows: x [m, k], out [m, n]; m > 1 runs on the tensor cores with \"schedule\": \"fast\" "
+              "(f16/bf16; else the fast GEMV once per row, as \"auto\" does without a target of sm_80+)",
               "1", "> 0, <= 65535", {}};
   std::vector<OpInfo> ops;
   ops.push_back(OpInfo{
@@ -304,10 +309,17 @@ std::vector<OpInfo> linear_4bit_ops() {
                       activated(affine_shape(40, 9, 16, "seed", true), "f16"),
                       activated(affine_shape(200, 8, 64, "fast", true), "f16"),
                       activated(affine_shape(200, 8, 64, "fast", true), "bf16"),
-                      // batches: the seed once per row (the tensor cores' programs, sm_80+ and
-                      // f16/bf16 only, are swept by tests/backends/TensorGemmTests.cpp)
+                      // batches: the seed once per row; "fast" where the tensor cores refuse
+                      // (f32, n % 32): the fast GEMV once per row, with k-subgroups, act-order
+                      // from shared and from global memory (the tensor cores' programs, sm_80+
+                      // and f16/bf16 only, are swept by tests/backends/TensorGemmTests.cpp)
                       activated(affine_shape(72, 9, 24, "seed", false, 3), "f16"),
-                      affine_shape(40, 9, 16, "seed", true, 2)},
+                      affine_shape(40, 9, 16, "seed", true, 2),
+                      affine_shape(200, 8, 64, "fast", false, 3),
+                      activated(affine_shape(200, 8, 64, "fast", false, 2), "f16"),
+                      activated(affine_shape(1024, 8, 128, "fast", false, 3), "bf16"),
+                      affine_shape(256, 16, 32, "fast", true, 2),
+                      activated(affine_shape(12800, 4, 128, "fast", true, 2), "f16")},
   });
   return ops;
 }

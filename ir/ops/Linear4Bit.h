@@ -110,12 +110,16 @@ Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, 
 /// Batches (m > 1; the linear_4bit_affine_grouped constructor above documents its m):
 /// Fast is the tensor-core GEMM (ir/ops/TensorGemm.h, TensorWeights::Gptq; sm_80+), within
 /// 2 u L (|b[i]| + sum_k |x w|) of the exact value, L = group_size + 5 + 2 ceil(k /
-/// group_size), and equal to the seed bit for bit where every partial sum is exact; it
-/// needs f16 or bf16 activations, n % 32 == 0, k % 32 == 0 and group_size % 32 == 0 with a
-/// group's rows within its shared-memory staging (OpError "Fix: linear_4bit_affine_grouped
-/// has no fast schedule: m=.. > 1 runs on the tensor cores, but <reason>" otherwise). Auto
-/// keeps the seed for batches: it runs on every target, and op constructors do not know
-/// the target (build_program, ir/ops/Spec.h, takes Fast for a program built for sm_80+).
+/// group_size), and equal to the seed bit for bit where every partial sum is exact, where
+/// it runs the shape: f16 or bf16 activations, n % 32 == 0, k % 32 == 0 and group_size %
+/// 32 == 0 with a group's rows within its shared-memory staging. Elsewhere (f32
+/// activations, other shapes) Fast is nibble_gemv once per row (NibbleGemv::rows; each
+/// row equal to that row's batch-1 Fast program bit for bit), and where that cannot run
+/// either, OpError "Fix: linear_4bit_affine_grouped has no fast schedule for m=..: not the
+/// tensor cores (<reason>), nor the GEMV per row (<reason>)". Auto takes the GEMV per row
+/// where it runs, else the seed: it never takes the tensor cores, since op constructors do
+/// not know the target (build_program, ir/ops/Spec.h, takes Fast for a program built for
+/// sm_80+).
 Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, KernelSchedule schedule,
                     ScalarType activation = ScalarType::F32);
 Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, std::uint32_t group_size,

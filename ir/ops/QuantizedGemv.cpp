@@ -119,6 +119,10 @@ std::optional<std::string> nibble_gemv_unsupported(const NibbleGemv& gemv, const
     return fmt::format("group_size={} is not a multiple of 8 (a packed word would straddle two groups)",
                        gemv.group_size);
   }
+  if (gemv.rows == 0 || (gemv.rows > 1 && std::uint64_t{gemv.rows} * gemv.out_dim != gemv.out_count)) {
+    return fmt::format("rows={} with out_count={} is not a batch of rows x n={} outputs", gemv.rows,
+                       gemv.out_count, gemv.out_dim);
+  }
   return std::nullopt;
 }
 
@@ -202,7 +206,8 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
   const ScalarType activation = gemv.activation;
   const bool f32_activations = activation == ScalarType::F32;
   ProgramBuilder program(gemv.program_name);
-  BufferRef x = program.input("x", activation, gemv.in_dim);
+  const bool batched = gemv.rows > 1;
+  BufferRef x = program.input("x", activation, checked_count(op, "m*k (x elements)", gemv.rows, gemv.in_dim));
   BufferRef perm;
   if (gemv.permuted_input) perm = program.input("perm", ScalarType::U32, gemv.in_dim);
   BufferRef w = program.input("w", ScalarType::U32, packed_words);
@@ -223,15 +228,19 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
   }
   BufferRef b = program.input("b", activation, gemv.out_dim);
   BufferRef out = program.output("out", activation, std::max(gemv.out_count, gemv.out_dim));
-  if (gemv.out_count > gemv.out_dim) {
+  if (!batched && gemv.out_count > gemv.out_dim) {
     program.set_output_byte_range("out", ByteRange{0, std::uint64_t{gemv.out_dim} * byte_size(activation)});
   }
-  program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, column_subgroups), 1, 1});
+  program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, column_subgroups), gemv.rows, 1});
   program.body([&](Body& body) {
     body.region(gemv.region_id, [&](Body& region) {
       const WorkgroupSubgroup at = locate_subgroup(region, column_subgroups, k_subgroups);
       const Expr &local = at.local, &lane = at.lane, &subgroup = at.subgroup;
       const Expr &column_subgroup = at.column_subgroup, &k_subgroup = at.k_subgroup;
+      // A batch: this workgroup row's row of x and of out (their first elements).
+      Expr x_row = batched ? region.let("x_row", workgroup_id(1) * gemv.in_dim) : u32(0);
+      Expr out_row = batched ? region.let("out_row", workgroup_id(1) * gemv.out_dim) : u32(0);
+      auto in_row = [&](const Expr& index, const Expr& row) { return batched ? row + index : index; };
       if (staged) {
         // Every invocation of the workgroup copies x to shared memory in coalesced 4-element
         // chunks (f16/bf16 widened to f32 on the way), up to kStageChunks loads in flight
@@ -250,9 +259,9 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
                              ? chunk[b] * 4u
                              : stage.let(fmt::format("stage_first{}", b), min(chunk[b], u32(chunks - 1)) * 4u);
             if (f32_activations) {
-              values.push_back(stage.let(fmt::format("stage_x{}", b), x.load(first, 4)));
+              values.push_back(stage.let(fmt::format("stage_x{}", b), x.load(in_row(first, x_row), 4)));
             } else {
-              HalfWords halves = load_half_words(stage, x, first, 4, fmt::format("stage_words{}", b));
+              HalfWords halves = load_half_words(stage, x, in_row(first, x_row), 4, fmt::format("stage_words{}", b));
               values.push_back(make_vector({halves.element(0), halves.element(1), halves.element(2), halves.element(3)}));
             }
           }
@@ -321,11 +330,12 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
                   perm_high.push_back(
                       batch_body.let(fmt::format("perm_high{}", r), perm.load(row * kNibblesPerWord + 4u, 4)));
                 } else if (f32_activations) {
-                  x_low.push_back(batch_body.let(fmt::format("x_low{}", r), x.load(row * kNibblesPerWord, 4)));
-                  x_high.push_back(batch_body.let(fmt::format("x_high{}", r), x.load(row * kNibblesPerWord + 4u, 4)));
+                  Expr first = in_row(row * kNibblesPerWord, x_row);
+                  x_low.push_back(batch_body.let(fmt::format("x_low{}", r), x.load(first, 4)));
+                  x_high.push_back(batch_body.let(fmt::format("x_high{}", r), x.load(first + 4u, 4)));
                 } else {
-                  x_halves.push_back(load_half_words(batch_body, x, row * kNibblesPerWord, kNibblesPerWord,
-                                                     fmt::format("x_words{}", r)));
+                  x_halves.push_back(load_half_words(batch_body, x, in_row(row * kNibblesPerWord, x_row),
+                                                     kNibblesPerWord, fmt::format("x_words{}", r)));
                 }
               }
               // A permuted input: the batch's x gathers, after every weight and perm load
@@ -335,7 +345,7 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
                 for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
                   Expr index = extract_lane(e < 4 ? perm_low[r] : perm_high[r], e % 4);
                   gathered[r].push_back(batch_body.let(fmt::format("x_gathered{}_{}", r, e),
-                                                       staged ? x_staged[index] : widen(x[index])));
+                                                       staged ? x_staged[index] : widen(x[in_row(index, x_row)])));
                 }
               }
               for (std::uint32_t r = 0; r < batch; ++r) {
@@ -392,13 +402,13 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
           HalfWords bias = load_half_words(leader, b, column, columns, "bias");
           std::vector<Expr> sums;
           for (std::uint32_t c = 0; c < columns; ++c) sums.push_back(bias.element(c) + acc[c]);
-          store_half_pairs(leader, out, column, sums);
+          store_half_pairs(leader, out, in_row(column, out_row), sums);
           return;
         }
         Expr bias = leader.let("bias", b.load(column, columns));
         std::vector<Expr> sums;
         for (std::uint32_t c = 0; c < columns; ++c) sums.push_back(extract_lane(bias, c) + acc[c]);
-        leader.store(out, column, make_vector(sums));
+        leader.store(out, in_row(column, out_row), make_vector(sums));
       });
     });
   });

@@ -62,6 +62,11 @@
 //    the staged ones 3.03 us; on the recalibrated model (each warp's serial chain) the
 //    staged kernel is 13.8 us against 11.3 us without act_order. The model leaves out
 //    bank conflicts, and neither variant has been timed on a GPU.
+//  - a batch (NibbleGemv::rows > 1): grid row r runs the GEMV above on x[r, :] into
+//    out[r, :], the same program per row, so each row equals that row run alone bit for
+//    bit; the rows' weight loads after the first are served by L2 (a GEMV a row: what
+//    an f32 batch, or one for a GPU without tensor cores, runs instead of the tensor-core
+//    GEMM of ir/ops/TensorGemm.h).
 // Floating-point order differs from the seed's per-k order, so results agree with the
 // seed program within the f32 accumulation bound, not bit for bit (tests/ops_linear).
 #pragma once
@@ -134,6 +139,9 @@ struct NibbleGemv {
   /// follows x, and input feature k of the weights multiplies x[perm[k]] (every perm
   /// value must be < in_dim; linear_4bit_affine_grouped's "act_order").
   bool permuted_input = false;
+  /// Rows of x (a batch): x A[rows, in_dim] and out A[rows, out_dim], row-major, feature
+  /// fastest; out_count must then be rows * out_dim.
+  std::uint32_t rows = 1;
 };
 
 /// Why the fast schedule cannot run `gemv`, or nullopt when it can: out_dim must be a
@@ -149,12 +157,12 @@ std::optional<std::string> nibble_gemv_unsupported(const NibbleGemv& gemv, const
 GemvSchedule resolve_gemv_schedule(const NibbleGemv& gemv, GemvSchedule schedule = {});
 
 /// The fast program. Buffers, in binding order, as the seed ops declare them (A = the
-/// activation type): x A[in_dim], with a permuted input perm u32[in_dim], w
+/// activation type): x A[rows*in_dim], with a permuted input perm u32[in_dim], w
 /// u32[in_dim/8*out_dim], then with sidecars scale f32[G*out_dim] and zero_point
 /// u32[G*out_dim] (G = ceil(in_dim/group_size)), b
 /// A[out_dim], out A[out_count]. Launch: subgroups_per_workgroup * k_subgroups * 32
 /// invocations per workgroup (resolve_gemv_schedule), ceil(out_dim /
-/// (columns_per_subgroup * subgroups_per_workgroup)) workgroups; a permuted input with
+/// (columns_per_subgroup * subgroups_per_workgroup)) x rows workgroups; a permuted input with
 /// in_dim <= 12288 adds the shared array x_staged f32[in_dim], and k_subgroups > 1 the
 /// shared array k_partials f32[k_subgroups * subgroups_per_workgroup * columns_per_subgroup]
 /// (with x_staged the k-subgroups meet in it instead, after a barrier, where it has room).

@@ -604,7 +604,8 @@ TEST_CASE("tensor-core nf4_gemm: the code books as 16-bit pieces sum to their f3
   }
 }
 
-TEST_CASE("tensor-core linear_4bit_affine_grouped names each shape it cannot run", "[backends][tensor_gemm]") {
+TEST_CASE("tensor-core linear_4bit_affine_grouped leaves the shapes it cannot run to the GEMV per row and names the rest",
+          "[backends][tensor_gemm]") {
   auto error = [](std::uint32_t n, std::uint32_t k, std::uint32_t group_size, ScalarType activation) {
     try {
       ir::ops::linear_4bit_affine_grouped(k, n, group_size, KernelSchedule::Fast, activation, false, 4);
@@ -613,18 +614,32 @@ TEST_CASE("tensor-core linear_4bit_affine_grouped names each shape it cannot run
     }
     return std::string("no error");
   };
-  CHECK_THAT(error(64, 64, 64, ScalarType::F32), Catch::Contains("linear_4bit_affine_grouped") &&
-                                                     Catch::Contains("m=4 > 1 runs on the tensor cores") &&
-                                                     Catch::Contains("activation f32 is not f16 or bf16"));
-  CHECK_THAT(error(48, 64, 64, ScalarType::F16), Catch::Contains("n=48 is not a multiple of 32"));
-  CHECK_THAT(error(64, 48, 16, ScalarType::F16), Catch::Contains("k=48 is not a multiple of 32"));
-  CHECK_THAT(error(64, 64, 16, ScalarType::F16), Catch::Contains("group_size=16 is not a multiple of 32"));
-  CHECK_THAT(error(64, 4096, 4096, ScalarType::BF16), Catch::Contains("group_size=4096 is above 2016 at m=4"));
+  // What the tensor cores refuse runs as the fast GEMV once per row (no shared tiles).
+  auto gemv = [](std::uint32_t n, std::uint32_t k, std::uint32_t group_size, ScalarType activation) {
+    const ir::Program program = ir::ops::linear_4bit_affine_grouped(k, n, group_size, KernelSchedule::Fast, activation, false, 4);
+    return program.find_shared("w_tile") == nullptr && program.workgroup_count[1] == 4;
+  };
+  CHECK(ir::ops::tensor_gemm_unsupported({TensorWeights::Gptq, 4, 64, 64, 64, BlockAffineMode::ZeroPoint,
+                                          ScalarType::F32}) == "activation f32 is not f16 or bf16 (the tensor cores "
+                                                               "take 16-bit inputs; rounding f32 activations would "
+                                                               "leave the f32 bound)");
+  CHECK(gemv(64, 64, 64, ScalarType::F32));
+  CHECK(gemv(48, 64, 64, ScalarType::F16));    // n=48 is not a multiple of 32
+  CHECK(gemv(64, 48, 16, ScalarType::F16));    // k=48 is not a multiple of 32
+  CHECK(gemv(64, 64, 16, ScalarType::F16));    // group_size=16 is not a multiple of 32
+  CHECK(gemv(64, 4096, 4096, ScalarType::BF16));  // a group of 4096 rows is above 2016 at m=4
+  CHECK_FALSE(gemv(64, 4096, 128, ScalarType::BF16));
+  // Where neither runs, the error names both reasons.
+  CHECK_THAT(error(34, 64, 64, ScalarType::F16), Catch::Contains("no fast schedule for m=4") &&
+                                                     Catch::Contains("n=34 is not a multiple of 32") &&
+                                                     Catch::Contains("n=34 is not a multiple of 4"));
+  CHECK_THAT(error(64, 64, 4, ScalarType::F32), Catch::Contains("activation f32 is not f16 or bf16") &&
+                                                    Catch::Contains("group_size=4 is not a multiple of 8"));
   CHECK(error(64, 4096, 128, ScalarType::BF16) == "no error");
-  // "auto" keeps the seed for batches, which runs one workgroup row per row of x.
+  // "auto" never takes the tensor cores in the op constructor: the GEMV per row.
   const ir::Program automatic =
       ir::ops::linear_4bit_affine_grouped(64, 64, 32, KernelSchedule::Auto, ScalarType::F16, true, 4);
-  CHECK(automatic.shared.empty());
+  CHECK(automatic.find_shared("w_tile") == nullptr);
   CHECK(automatic.workgroup_count[1] == 4);
   // m = 0 and m past the seed's grid.
   CHECK_THROWS_WITH(ir::ops::linear_4bit_affine_grouped(64, 64, 32, KernelSchedule::Seed, ScalarType::F16, false, 0),

@@ -219,3 +219,57 @@ TEST_CASE("schedule fast names the shape it cannot run and auto falls back to th
   // Seed errors still come first for both schedules.
   CHECK_THROWS_WITH(linear_4bit_affine_grouped(12, 16, 4, KernelSchedule::Fast), Catch::Contains("not divisible by 8"));
 }
+
+TEST_CASE("a batch of the fast affine GEMV equals each row run alone bit for bit", "[gemv][linear4bit]") {
+  // m > 1 with f32 activations (which the tensor cores refuse) runs the batch-1 program once
+  // per row of x: row r of out must be exactly what that program gives for row r alone,
+  // with and without act-order (x staged in shared memory per row).
+  const std::uint32_t in_dim = 1000, out_dim = 16, group_size = 64, m = 3;
+  for (bool act_order : {false, true}) {
+    DYNAMIC_SECTION("act_order " << act_order) {
+      Inputs in = random_inputs(in_dim, out_dim, group_size, 29);
+      std::mt19937 engine(31);
+      std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+      std::vector<float> x(m * in_dim);
+      for (float& value : x) value = unit(engine);
+      std::vector<std::uint32_t> perm(in_dim);
+      for (std::uint32_t k = 0; k < in_dim; ++k) perm[k] = (k * 7 + 3) % in_dim;  // 7 is coprime to 1000
+      auto run_rows = [&](const Program& program, const std::vector<float>& rows) {
+        BufferSet buffers = runtime::allocate_buffers(program);
+        buffers["x"] = HostBuffer::from(ScalarType::F32, rows);
+        if (act_order) buffers["perm"] = HostBuffer::from(ScalarType::U32, perm);
+        buffers["w"] = HostBuffer::from(ScalarType::U32, in.packed);
+        buffers["scale"] = HostBuffer::from(ScalarType::F32, in.scale);
+        buffers["zero_point"] = HostBuffer::from(ScalarType::U32, in.zero_point);
+        buffers["b"] = HostBuffer::from(ScalarType::F32, in.bias);
+        reference::run(program, buffers);
+        return buffers.at("out").as<float>();
+      };
+      const Program batch = linear_4bit_affine_grouped(in_dim, out_dim, group_size, KernelSchedule::Fast,
+                                                       ScalarType::F32, act_order, m);
+      REQUIRE(batch.workgroup_count[1] == m);
+      REQUIRE(batch.find_shared("w_tile") == nullptr);  // the GEMV, not the tensor cores
+      const std::vector<float> out = run_rows(batch, x);
+      REQUIRE(out.size() == m * out_dim);
+      const Program single = linear_4bit_affine_grouped(in_dim, out_dim, group_size, KernelSchedule::Fast,
+                                                        ScalarType::F32, act_order);
+      for (std::uint32_t r = 0; r < m; ++r) {
+        std::vector<float> row(x.begin() + r * in_dim, x.begin() + (r + 1) * in_dim);
+        std::vector<float> alone = run_rows(single, row);
+        alone.resize(out_dim);
+        INFO("row " << r);
+        CHECK(std::vector<float>(out.begin() + r * out_dim, out.begin() + (r + 1) * out_dim) == alone);
+        // and the oracle, in the layer's own order, within the bound
+        Inputs row_inputs = in;
+        row_inputs.x = row;
+        if (act_order) {
+          for (std::uint32_t k = 0; k < in_dim; ++k) row_inputs.x[k] = row[perm[k]];
+        }
+        for (std::uint32_t i = 0; i < out_dim; ++i) {
+          const Exact exact = exact_output(row_inputs, in_dim, out_dim, group_size, i);
+          CHECK(std::fabs(out[r * out_dim + i] - exact.value) <= exact.bound);
+        }
+      }
+    }
+  }
+}

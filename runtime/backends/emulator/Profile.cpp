@@ -287,10 +287,11 @@ std::string format_profile(const KernelProfile& p) {
          "  per wave of CTAs, the largest of: issue on the busiest SM (per pipe, at the CUDA C++ Programming Guide's\n"
          "  results per clock per SM for the device's compute capability; 4 warp instructions per clock dispatched;\n"
          "  moves and ld.param free; div/rem/sqrt subroutines as their SASS instructions), DRAM bandwidth (unique\n"
-         "  32-byte sectors cross DRAM once: perfect L2 reuse) and latency (each wait on loads in flight costs the\n"
-         "  latency of the level it reaches: DRAM for a first touch, else L2 or L1: Little's law); occupancy from\n"
-         "  registers, shared memory, warps and CTA slots. Not modeled: launch overhead, L2 bandwidth, cache\n"
-         "  evictions, bank conflicts, dependent-instruction latency, tensor cores. PTX counts, not SASS.\n";
+         "  32-byte sectors cross DRAM once: perfect L2 reuse; a sector written and then read crosses it once, as a\n"
+         "  write) and each warp's serial chain (each wait on loads in flight costs the latency of the level it\n"
+         "  reaches: DRAM for a first touch, else L2 or L1: Little's law; each instruction issued a fitted number of\n"
+         "  cycles); occupancy from registers, shared memory, warps and CTA slots. Not modeled: launch overhead, L2\n"
+         "  bandwidth, cache evictions, bank conflicts. PTX counts, not SASS.\n";
   return out;
 }
 
