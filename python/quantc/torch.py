@@ -9,8 +9,9 @@ it on the CPU with the reference interpreter for tensors on the CPU.
 Imported only on request (``import quantc.torch``); needs torch. An op that takes batches
 (a spec with "m": linear_4bit_affine_grouped, nf4_gemm, dequant_matmul_*) runs all input
 rows in one launch, with a kernel compiled on first use per batch size (on a GPU of sm_80
-or later with f16/bf16 activations, "auto" picks the tensor-core GEMM for m > 1); a GEMV
-without "m" (int4_matvec_f32_scaled) runs one launch per row.
+or later with f16/bf16 activations, "auto" picks the tensor-core GEMM for m > 1); so does
+int4_matvec_f32_scaled, whose batches run as int4_batched_matvec_f32_scaled (the same
+buffers with x [m, k]).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import quantc
 _TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "u32": torch.int32,
                  "i32": torch.int32, "u8": torch.uint8, "i8": torch.int8}
 _ACTIVATIONS = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+# GEMVs without "m" and the op that runs their batches with the same buffers.
+_BATCHED_OPS = {"int4_matvec_f32_scaled": "int4_batched_matvec_f32_scaled"}
 
 
 def _to_torch(array: np.ndarray, element: str) -> torch.Tensor:
@@ -60,8 +63,15 @@ class QuantizedLinear(torch.nn.Module):
         self.spec = dict(spec)
         self._kernels: dict[tuple, quantc.Kernel] = {}
         probe = quantc.compile(self.spec)
-        self._batched = "m" in probe.spec  # the canonical spec lists every parameter of the op
-        self.x_buffer = next(buffer for buffer in probe.buffers if buffer.role == "input")
+        # The canonical spec lists every parameter of the op: "m" says it takes batches.
+        self._batch_spec = dict(self.spec) if "m" in probe.spec else None
+        if self._batch_spec is None and self.spec["op"] in _BATCHED_OPS:
+            self._batch_spec = {**self.spec, "op": _BATCHED_OPS[self.spec["op"]]}
+        # The activation buffer: the op's buffer of role "input" (the weights may come first,
+        # as in int4_matvec_f32_scaled).
+        op = next(info for info in quantc.ops() if info["name"] == probe.spec["op"])
+        x_name = next(buffer["name"] for buffer in op["buffers"] if buffer["role"] == "input")
+        self.x_buffer = next(buffer for buffer in probe.buffers if buffer.name == x_name)
         self.out_buffer = next(buffer for buffer in probe.buffers if buffer.role == "output")
         self.in_features = int(probe.spec["k"])   # the canonical spec names every linear op's dimensions
         self.out_features = int(probe.spec["n"])  # k (inputs) and n (outputs)
@@ -97,8 +107,9 @@ class QuantizedLinear(torch.nn.Module):
         key = (rows, target)
         if key not in self._kernels:
             spec = dict(self.spec)
-            if self._batched:
-                spec["m"] = rows
+            # The op's own "m", or at more than one row the op that runs its batches.
+            if self._batch_spec is not None and (rows > 1 or self._batch_spec["op"] == spec["op"]):
+                spec = {**self._batch_spec, "m": rows}
             self._kernels[key] = quantc.compile(spec, target=target)
         return self._kernels[key]
 
@@ -108,7 +119,7 @@ class QuantizedLinear(torch.nn.Module):
                                   f"{self.in_features}")
         leading = x.shape[:-1]
         rows = x.reshape(-1, self.in_features).to(_TORCH_DTYPES[self.activation]).contiguous()
-        if self._batched:  # one launch for all rows
+        if self._batch_spec is not None:  # one launch for all rows
             y = self._run(rows)
         else:  # a GEMV: one launch per row
             y = torch.cat([self._run(rows[i:i + 1]) for i in range(rows.shape[0])])

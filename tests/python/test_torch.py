@@ -54,3 +54,26 @@ def test_quantized_linear_runs_a_batch_in_one_launch_equal_to_its_rows(activatio
     assert [key[0] for key in layer._kernels] == [5]
     rows = torch.cat([layer(x[i:i + 1]) for i in range(5)])
     assert torch.equal(y, rows)
+
+
+def test_quantized_linear_runs_int4_matvec_batches_as_the_batched_matvec():
+    # int4_matvec_f32_scaled (pack's int4-symmetric) has no "m": the layer runs a batch as
+    # int4_batched_matvec_f32_scaled, the same buffers with x [m, k], in one launch, and
+    # each row matches the f64 product of the dequantized weight within the f32 bound.
+    torch.manual_seed(2)
+    weight = torch.randn(40, 256)
+    arrays, spec = quantc.pack(weight.numpy(), "int4-symmetric")
+    layer = quantc.torch.QuantizedLinear(arrays, spec)
+    x = torch.randn(3, 256)
+    y = layer(x).double().numpy()
+    assert [(key[0], kernel.spec["op"]) for key, kernel in layer._kernels.items()] == \
+        [(3, "int4_batched_matvec_f32_scaled")]
+    codes = layer.q_weights.numpy().view(np.uint32)  # [n, k/8], value i of a word at bits 4i
+    nibbles = (codes[:, :, None] >> (4 * np.arange(8, dtype=np.uint32))) & 15
+    q = np.where(nibbles >= 8, nibbles.astype(np.int64) - 16, nibbles).reshape(40, 256).astype(np.float64)
+    w = q * layer.q_row_scales.numpy().astype(np.float64)[:, None]
+    exact = x.double().numpy() @ w.T
+    magnitude = np.abs(x.double().numpy()) @ np.abs(w.T)
+    assert np.all(np.abs(y - exact) <= 300 * 2.0**-24 * magnitude + 1e-30)
+    single = layer(x[1:2]).double().numpy()
+    assert np.all(np.abs(single - exact[1:2]) <= 300 * 2.0**-24 * magnitude[1:2] + 1e-30)
