@@ -199,6 +199,32 @@ struct Staging {
 
 Expr plus(const Expr& base, std::uint32_t offset) { return offset == 0 ? base : base + u32(offset); }
 
+/// Which lanes copy which of a column-major tile's 32 columns, each `pieces` copies long
+/// (NF4's codes and scales): where `pieces` divides 32, `pieces` consecutive lanes share a
+/// column (lane l: column l / pieces, piece l % pieces; 32 / pieces columns a copy), so a
+/// warp's request touches 32 / pieces lines of 128 bytes rather than 32 (the L1
+/// wavefronts the memory pipe issues); else lane l takes column l and walks its pieces.
+struct ColumnLanes {
+  std::uint32_t lanes_per_column = 1;
+  std::uint32_t columns_per_copy = kSubgroupSize;
+  Expr column, piece;  // the lane's column of the tile and its first piece
+};
+
+ColumnLanes column_lanes(Body& region, const Expr& lane, std::uint32_t pieces, const char* column_name,
+                         const char* piece_name) {
+  ColumnLanes lanes;
+  if (kSubgroupSize % pieces != 0) {
+    lanes.column = lane;
+    lanes.piece = u32(0);
+    return lanes;
+  }
+  lanes.lanes_per_column = pieces;
+  lanes.columns_per_copy = kSubgroupSize / pieces;
+  lanes.column = pieces == 1 ? lane : region.let(column_name, lane / pieces);
+  lanes.piece = pieces == 1 ? u32(0) : region.let(piece_name, lane % pieces);
+  return lanes;
+}
+
 /// The cp.async copies (16 bytes each) of a split's weight rows (the subgroup's 32 columns:
 /// 16 bytes of nibbles, 32 of FP8 bytes) and of its x rows into the tiles. Where the split is whole
 /// (not the ragged last one), they are straight-line code whose two addresses are each
@@ -210,17 +236,13 @@ Expr plus(const Expr& base, std::uint32_t offset) { return offset == 0 ? base : 
 /// every chunk, rows past m copying row m - 1.
 /// NF4's weights are column-major (ir/ops/Nf4Gemm.h: a column's codes k-contiguous, two a
 /// byte), so a part's codes of a column are rows / 2 contiguous bytes, C = rows / 32 chunks
-/// of 16, into tile column c at c * rows / 2 bytes. Where C divides 32, C consecutive lanes
-/// copy a column's chunks (lane l: column l / C, chunk l % C, 32 / C columns a copy), so a
-/// warp's request touches 32 / C lines of 128 bytes rather than 32 (the L1 wavefronts the
-/// memory pipe issues); else lane l copies column l's, chunk by chunk. Chunks past a
-/// ragged last part's rows are skipped.
+/// of 16, into tile column c at c * rows / 2 bytes, the lanes sharing columns as
+/// column_lanes says. Chunks past a ragged last part's rows are skipped.
 void stage_columns(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t k, bool ragged) {
   const std::uint32_t rows = split.rows(), chunks = rows / 32;
-  const std::uint32_t lanes_per_column = kSubgroupSize % chunks == 0 ? chunks : 1;
-  const std::uint32_t columns_per_copy = kSubgroupSize / lanes_per_column;
-  Expr column = lanes_per_column == 1 ? at.lane : region.let("w_column", at.lane / lanes_per_column);
-  Expr chunk = lanes_per_column == 1 ? u32(0) : region.let("w_chunk", at.lane % lanes_per_column);
+  const ColumnLanes lanes = column_lanes(region, at.lane, chunks, "w_column", "w_chunk");
+  const std::uint32_t lanes_per_column = lanes.lanes_per_column, columns_per_copy = lanes.columns_per_copy;
+  const Expr &column = lanes.column, &chunk = lanes.piece;
   Expr destination = region.let("w_destination", at.w_base + column * (rows / 8) + chunk * 4u);
   Expr source = region.let("w_source", (at.first_column + column) * (k / 8) + at.k_start / 8u + chunk * 4u);
   for (std::uint32_t c = 0; c * columns_per_copy < kTileColumns; ++c) {
@@ -525,15 +547,12 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       if (!perm.name.empty()) gather_x_rows(region, staging, perm, split, m, k, ragged);
       if (nf4) {
         // NF4's scales are column-major too (b_scales[column * blocks + block]), into
-        // scale_tile[block][column] as int4's sidecars lie, 4 bytes a copy. Where the part's
-        // B blocks divide 32, B consecutive lanes copy a column's (lane l: column l / B,
-        // block l % B), so that a request touches 32 / B lines rather than 32; else lane l
-        // copies column l's, block by block. Blocks past the last are skipped.
+        // scale_tile[block][column] as int4's sidecars lie, 4 bytes a copy, a block a piece
+        // of column_lanes. Blocks past the last are skipped.
         const std::uint32_t part_blocks = split.blocks_per_split;
-        const std::uint32_t lanes_per_column = kSubgroupSize % part_blocks == 0 ? part_blocks : 1;
-        const std::uint32_t columns_per_copy = kSubgroupSize / lanes_per_column;
-        Expr scale_column = lanes_per_column == 1 ? lane : region.let("scale_column", lane / lanes_per_column);
-        Expr scale_block = lanes_per_column == 1 ? u32(0) : region.let("scale_block", lane % lanes_per_column);
+        const ColumnLanes lanes = column_lanes(region, lane, part_blocks, "scale_column", "scale_block");
+        const std::uint32_t lanes_per_column = lanes.lanes_per_column, columns_per_copy = lanes.columns_per_copy;
+        const Expr &scale_column = lanes.column, &scale_block = lanes.piece;
         Expr scale_to = region.let("scale_to", sidecar_base + scale_block * kTileColumns + scale_column);
         Expr scale_from = region.let("scale_from", (first_column + scale_column) * blocks + first_block + scale_block);
         for (std::uint32_t c = 0; c * columns_per_copy < kTileColumns; ++c) {
