@@ -4,11 +4,15 @@
 // --compare's bit-exact/numeric report against a backend that really differs, and the
 // checks on inputs (.npy headers, NUL bytes, targets, seeds, repeated inputs, memory).
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "CliHarness.h"
+#include "runtime/Buffers.h"
 #include "runtime/io/Safetensors.h"
 
 namespace {
@@ -120,7 +124,7 @@ TEST_CASE("quantc run --compare says bit-exact only for equal bits and fails whe
   CHECK_THAT(differs.output, Catch::Contains("out (4 x f32): [0 0 0 0]") &&
                                  Catch::Contains("compare cuda vs reference: out: not bit-exact: 4 of 4 elements differ, "
                                                  "max abs diff") &&
-                                 Catch::Contains("(exceeds tolerance 1e-05)") &&
+                                 Catch::Contains("(4 beyond tolerance 1e-05 in abs and rel)") &&
                                  Catch::Contains("error: cuda differs from reference beyond tolerance 1e-05; no output "
                                                  "file was written") &&
                                  !Catch::Contains("bit-exact ("));
@@ -131,8 +135,28 @@ TEST_CASE("quantc run --compare says bit-exact only for equal bits and fails whe
                                 fake_driver);
   CHECK(tolerated.exit_code == 0);
   CHECK_THAT(tolerated.output, Catch::Contains("compare reference vs cuda: out: not bit-exact: 4 of 4 elements differ") &&
-                                   Catch::Contains("(within tolerance 1e+30)"));
+                                   Catch::Contains("(0 beyond tolerance 1e+30 in abs and rel)"));
   CHECK(quantc::runtime::read_npy(keep).buffer.count() == 4);
+
+  // The tolerance applies per element: the reference's outputs against the zeros as the
+  // oracle differ by their magnitude in abs and by far more in rel, so with T between the
+  // second and third largest magnitudes exactly two elements are beyond it.
+  const std::string reference_out = (dir / "reference.npy").string();
+  REQUIRE(run_quantc("run " + spec + " --random-inputs 1 --output out=" + reference_out).exit_code == 0);
+  const quantc::runtime::HostBuffer reference = quantc::runtime::read_npy(reference_out).buffer;
+  std::vector<double> magnitudes;
+  for (std::size_t i = 0; i < reference.count(); ++i) {
+    magnitudes.push_back(std::fabs(quantc::runtime::element_as_double(reference, i)));
+  }
+  std::sort(magnitudes.rbegin(), magnitudes.rend());
+  REQUIRE(magnitudes[1] > magnitudes[2]);
+  const std::string between = fmt::format("{:g}", (magnitudes[1] + magnitudes[2]) / 2);
+  Result two_beyond = run_quantc("run " + spec + " --backend reference --random-inputs 1 --compare cuda --tolerance " +
+                                     between,
+                                 fake_driver);
+  INFO(two_beyond.output);
+  CHECK(two_beyond.exit_code == 1);
+  CHECK_THAT(two_beyond.output, Catch::Contains("(2 beyond tolerance " + between + " in abs and rel)"));
 
   for (const char* tolerance : {"nan", "-1", "inf"}) {
     Result bad = run_quantc("run " + spec + " --random-inputs 1 --compare emulator --tolerance " + tolerance);
