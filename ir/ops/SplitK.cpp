@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ir/ops/Checks.h"
 
 namespace quantc::ir::ops {
@@ -54,18 +56,34 @@ void emit_split_k_meeting(Body& body, const SplitK& split_k, const Expr& owner, 
     last.if_then(owner, [&](Body& owned) {
       std::vector<Expr> totals;
       for (std::uint32_t c = 0; c < count; ++c) totals.push_back(owned.let(fmt::format("total{}", c), zero));
-      owned.loop("split_index", u32(0), u32(split_k.splits), [&](Body& each, Expr s) {
-        Expr at = each.let("partial_at", s * split_k.outputs + first);
-        for (std::uint32_t c = 0; c < count; c += width) {
-          Expr index = offset(at, c);
-          Expr partial = each.let(fmt::format("partial{}", c / width),
-                                  width == 1 ? split_k.partials[index] : split_k.partials.load(index, width));
-          for (std::uint32_t l = 0; l < width; ++l) {
-            each.assign(totals[c + l], totals[c + l] + (width == 1 ? partial : extract_lane(partial, l)));
+      // `batch` splits at a time: their loads first, so that one wait covers them all, then
+      // the zeroing stores and the additions in split order (the same sums, the same bits).
+      const std::uint32_t registers_per_split = count * (split_k.element == ScalarType::F64 ? 2 : 1);
+      const std::uint32_t batch = std::clamp(split_k.registers_in_flight / registers_per_split, 1u, split_k.splits);
+      auto add_splits = [&](Body& each, const Expr& first_split, std::uint32_t splits_here) {
+        std::vector<Expr> indices, partials;
+        for (std::uint32_t i = 0; i < splits_here; ++i) {
+          Expr at = each.let(fmt::format("partial_at{}", i), (i == 0 ? first_split : first_split + u32(i)) * split_k.outputs + first);
+          for (std::uint32_t c = 0; c < count; c += width) {
+            indices.push_back(offset(at, c));
+            partials.push_back(each.let(fmt::format("partial{}_{}", i, c / width),
+                                        width == 1 ? split_k.partials[indices.back()]
+                                                   : split_k.partials.load(indices.back(), width)));
           }
-          each.store(split_k.partials, index, width == 1 ? zero : broadcast(zero, width));
         }
-      });
+        for (const Expr& index : indices) each.store(split_k.partials, index, width == 1 ? zero : broadcast(zero, width));
+        for (std::uint32_t i = 0, v = 0; i < splits_here; ++i) {
+          for (std::uint32_t c = 0; c < count; c += width, ++v) {
+            for (std::uint32_t l = 0; l < width; ++l) {
+              each.assign(totals[c + l], totals[c + l] + (width == 1 ? partials[v] : extract_lane(partials[v], l)));
+            }
+          }
+        }
+      };
+      const std::uint32_t batches = split_k.splits / batch, tail = split_k.splits % batch;
+      owned.loop("split_batch", u32(0), u32(batches),
+                 [&](Body& each, Expr b) { add_splits(each, b * batch, batch); });
+      if (tail != 0) add_splits(owned, u32(batches * batch), tail);
       finish(owned, totals);
     });
     last.if_then(eq(local_id(0), u32(0)), [&](Body& resetter) { resetter.store(split_k.arrivals, unit, u32(0)); });

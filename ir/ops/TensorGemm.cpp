@@ -25,6 +25,8 @@ constexpr std::uint32_t kTiles = 4;         // mma tiles per subgroup: 32 column
 constexpr std::uint32_t kTileColumns = kTiles * kMmaColumns;
 /// k-steps of a block emitted as straight-line code (more stay a loop).
 constexpr std::uint32_t kUnrolledSteps = 16;
+/// Elements of padding after each x tile row (16 bytes): TensorGemmSplit::x_pitch.
+constexpr std::uint32_t kXRowPadding = 8;
 /// m-tiles a subgroup multiplies with each decoded weight fragment (m > 16: two).
 constexpr std::uint32_t kMaxMTiles = 2;
 std::uint32_t m_tiles_of(std::uint32_t m) { return std::min(kMaxMTiles, ceil_div(m, kTileRows)); }
@@ -113,6 +115,12 @@ struct TensorGemmSplit {
   std::uint32_t x_tile_rows() const { return row_tiles == 1 ? std::min(m, tile_rows()) : tile_rows(); }
   std::uint32_t units() const { return column_tiles * row_tiles; }
   std::uint32_t rows() const { return blocks_per_split * block_size; }  // weight rows of a part
+  /// Elements from one x tile row to the next: the part's rows and 8 more (16 bytes). A
+  /// part's rows are a multiple of 16, so without the 8 the 8 rows that one ldmatrix
+  /// matrix or one cp.async request touches would share banks (8-way conflicts, as Nsight
+  /// Compute measured on an H200); with them each row starts 16 bytes further round the
+  /// 128 bytes of the banks.
+  std::uint32_t x_pitch() const { return rows() + kXRowPadding; }
   /// Elements of a lane's mma tile that can hold rows below m: 2 (rows g only) where one
   /// m-tile holds m <= 8 rows, else 4; elements 2 and 3 (row g + 8) are then never folded,
   /// met or stored.
@@ -135,7 +143,7 @@ std::uint32_t staged_bytes_per_row(const TensorGemmSplit& split) {
 /// Shared memory one subgroup stages: its part's weight rows and x tile columns, and its
 /// blocks' sidecars or scales.
 std::uint32_t staged_bytes(const TensorGemmSplit& split) {
-  return split.rows() * staged_bytes_per_row(split) +
+  return split.rows() * staged_bytes_per_row(split) + split.x_tile_rows() * kXRowPadding * 2 +
          split.blocks_per_split * traits_of(split.weights).sidecar_bytes_per_block;
 }
 
@@ -300,7 +308,7 @@ void gather_x_rows(Body& region, const Staging& at, const BufferRef& perm, const
       Expr features = body.let(fmt::format("gather_perm{}", c), perm.load(at.k_start + column, 2));
       for (std::uint32_t r = 0; r < x_rows; ++r) {
         Expr pair = make_vector({at.x[row_starts[r] + extract_lane(features, 0)], at.x[row_starts[r] + extract_lane(features, 1)]});
-        body.store(at.x_tile, at.x_base + plus(column, r * rows), pair);
+        body.store(at.x_tile, at.x_base + plus(column, r * split.x_pitch()), pair);
       }
     };
     if (ragged) region.if_then(column < at.split_rows, gather);
@@ -351,13 +359,13 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
     const std::uint32_t copies_per_row = std::max(1u, row_chunks / kSubgroupSize);
     Expr lane_row = rows_per_copy > 1 ? region.let("x_lane_row", lane / row_chunks) : u32(0);
     Expr lane_column = region.let("x_lane_column", (rows_per_copy > 1 ? lane % row_chunks : lane) * 8u);
-    Expr x_destination = region.let("x_destination", at.x_base + lane_row * rows + lane_column);
+    Expr x_destination = region.let("x_destination", at.x_base + lane_row * split.x_pitch() + lane_column);
     Expr x_source = region.let("x_source", (at.first_row + lane_row) * k + at.k_start + lane_column);
     for (std::uint32_t tile_row = 0; tile_row < x_rows; tile_row += rows_per_copy) {
       for (std::uint32_t c = 0; c < copies_per_row; ++c) {
         const std::uint32_t column = c * kSubgroupSize * 8;
         auto copy = [&, tile_row, column](Body& body) {
-          body.async_copy(at.x_tile, plus(x_destination, tile_row * rows + column), at.x,
+          body.async_copy(at.x_tile, plus(x_destination, tile_row * split.x_pitch() + column), at.x,
                           plus(x_source, tile_row * k + column), 16);
         };
         if (test_rows || tile_row + rows_per_copy > x_rows) {
@@ -384,7 +392,8 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
     Expr column = loop.let("chunk_column", (chunk % row_chunks) * 8u);
     Expr source_row = m % split.tile_rows() == 0 ? at.first_row + tile_row : min(at.first_row + tile_row, u32(m - 1));
     loop.if_then(logical_and(tile_row < x_rows, column < at.split_rows), [&](Body& copy) {
-      copy.async_copy(at.x_tile, at.x_base + tile_row * rows + column, at.x, source_row * k + at.k_start + column, 16);
+      copy.async_copy(at.x_tile, at.x_base + tile_row * split.x_pitch() + column, at.x, source_row * k + at.k_start + column,
+                      16);
     });
   });
 }
@@ -425,7 +434,8 @@ std::optional<std::string> tensor_gemm_unsupported(const TensorGemmShape& shape)
   }
   const TensorGemmSplit one_block = block_split(weights, m, block_size, activation);
   if (staged_bytes(one_block) > kMaxStagedBytes) {
-    const std::uint32_t most = (kMaxStagedBytes - kSidecarBytesPerBlock) / staged_bytes_per_row(one_block);
+    const std::uint32_t most = (kMaxStagedBytes - kSidecarBytesPerBlock - one_block.x_tile_rows() * kXRowPadding * 2) /
+                               staged_bytes_per_row(one_block);
     return fmt::format("{}={} is above {} at m={} (a block's rows are staged in 48 KiB of shared memory)", block_name,
                        block_size, most / block_multiple * block_multiple, m);
   }
@@ -487,16 +497,22 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   if (nvfp4) global_scale = program.input("global_scale", ScalarType::F32, 1);
   if (gptq) bias = program.input("b", activation, n);
   BufferRef out = program.output(nf4 ? "c" : "out", activation, m * n);
-  const SplitK split_k = declare_split_k(
+  SplitK split_k = declare_split_k(
       program, split.splits(), checked_count(name, "units*32*sums", split.units(), kSubgroupSize * met_per_lane),
       split.units());
+  // The tail's reduction loads 64 registers of partial sums at a time (two splits at m > 16,
+  // where a lane carries 32 a split): measured on an H200, 2.2x faster than one split at a
+  // time at 11008x4096 m = 64 (43 splits) and 1.1-1.2x at m = 32 and 64 elsewhere, the same
+  // at m <= 16. ptxas's counts stay below what the staging's occupancy allows (96 -> 126
+  // registers at m = 64 with 7 workgroups of 64 invocations an SM; 63 at m = 2).
+  split_k.registers_in_flight = 4 * kPartialRegistersInFlight;
   // Per k-subgroup: its part's rows of W (the 32 columns: 16 or 32 bytes; f32-typed, read
   // as raw words, so that the k-subgroups' meeting can reuse them), of x (the m-tile's
   // rows) and its blocks' sidecars of the 32 columns (128 bytes a block each).
   const std::uint32_t k_subgroups = split.k_subgroups;
   const std::uint32_t w_tile_words = rows * split.weight_row_bytes() / 4;
   BufferRef w_tile = program.shared("w_tile", ScalarType::F32, k_subgroups * w_tile_words);
-  BufferRef x_tile = program.shared("x_tile", activation, k_subgroups * x_tile_rows * rows);
+  BufferRef x_tile = program.shared("x_tile", activation, k_subgroups * x_tile_rows * split.x_pitch());
   // int4: the blocks' sidecars (32 f32 a block each); NVFP4: the scale blocks' E4M3
   // bytes (8 words a block) and their B factors (32 words a block: decode_nvfp4_scale_word).
   const std::uint32_t scale_blocks = rows / kNvfp4ScaleRows;  // NVFP4's, of a part
@@ -540,7 +556,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       auto tile_base = [&](const char* tile, std::uint32_t size) {
         return k_subgroups == 1 ? u32(0) : region.let(fmt::format("{}_base", tile), k_subgroup * size);
       };
-      Expr w_base = tile_base("w", w_tile_words), x_base = tile_base("x", x_tile_rows * rows);
+      Expr w_base = tile_base("w", w_tile_words), x_base = tile_base("x", x_tile_rows * split.x_pitch());
       Expr sidecar_base = fp8 ? Expr() : tile_base("sidecar", sidecar_tile);
       const Staging staging{w_tile, x_tile, w, x, lane, k_start, split_rows, first_row, first_column, w_base, x_base};
       stage_rows(region, staging, split, m, k, n, ragged, perm.name.empty());
@@ -648,7 +664,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
         Expr row = plus(a_tile_row, mt * kTileRows);
         if (mt * kTileRows + kTileRows > x_tile_rows) row = min(row, u32(x_tile_rows - 1));
-        a_row_start.push_back(region.let(fmt::format("a_row_start{}", mt), x_base + row * rows + (matrix / 2u) * 8u));
+        a_row_start.push_back(region.let(fmt::format("a_row_start{}", mt), x_base + row * split.x_pitch() + (matrix / 2u) * 8u));
       }
       // NF4's and GPTQ's A rows g and g + 8 of each m-tile (clamped as above), from column 8t
       // of a span: a lane loads its fragments itself (nf4_step's and gptq_span's permutations of k).
@@ -656,7 +672,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       for (std::uint32_t v = 0; v < 2 * m_tiles && (nf4 || gptq); ++v) {
         Expr row = plus(group, (v / 2) * kTileRows + (v % 2) * 8);
         if ((v / 2) * kTileRows + (v % 2) * 8 + 8 > x_tile_rows) row = min(row, u32(x_tile_rows - 1));
-        a_lane_rows.push_back(region.let(fmt::format("a_lane_row{}_{}", v / 2, v % 2), x_base + row * rows + thread * 8u));
+        a_lane_rows.push_back(region.let(fmt::format("a_lane_row{}_{}", v / 2, v % 2), x_base + row * split.x_pitch() + thread * 8u));
       }
       // int4 and NF4 fold each block's mma sums into f32 accumulators with its sidecars;
       // NVFP4's scales are in B and FP8's per column, so their mma sums run over the whole part.

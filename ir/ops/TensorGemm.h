@@ -85,7 +85,7 @@
 // Requirements (else OpError naming the value): activation f16 or bf16 (f32 x would need a
 // rounding the f32 bound does not allow), n % 32 == 0, k % 16 == 0 (NF4: k % 64; GPTQ:
 // k % 32); int4 also block_size % 16 == 0 (GPTQ group_size % 32 == 0) and a block's rows and
-// sidecars fit the 48 KiB staging (at most 1008 at m = 16, 608 at m >= 32).
+// sidecars fit the 48 KiB staging (at most 1008 at m = 16, 592 at m >= 32).
 #pragma once
 
 #include <array>
