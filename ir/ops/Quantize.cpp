@@ -376,66 +376,69 @@ Program fast_dequantizer_program(const std::string& name, Scheme scheme, std::ui
 }
 
 /// The fast dequantizer where n and group_size are multiples of 8 (see the header): lane l
-/// of subgroup s takes u32 words 128s + 32j + l (j = 0..3) of `packed`, eight codes of one
-/// group each, and stores their eight values with two f32x4 stores.
+/// of subgroup s takes half l % 2 of u32 word 128s + 16h + l / 2 of `packed` (h = 0..7),
+/// four codes of one group, and stores their four values with one f32x4 store, so that each
+/// store request of the subgroup writes 512 contiguous bytes (whole sectors).
 Program build_word_dequantizer(const std::string& name, Scheme scheme, std::uint32_t n, std::uint32_t group_size) {
   const std::uint32_t words = n / kNibblesPerWord;
   const std::uint32_t subgroups = ceil_div(words, kFastDequantSubgroupWords);
   const bool exact_cover = words % kFastDequantSubgroupWords == 0;  // no clamps, no guards
   const std::uint32_t words_per_group = group_size / kNibblesPerWord;
-  // Slot j's group is slot 0's plus 32j / words_per_group when that divides evenly.
-  const bool group_steps = exact_cover && kSubgroupLanes % words_per_group == 0;
+  constexpr std::uint32_t kSlotWords = kSubgroupLanes / 2;  // words a half-word slot covers
+  constexpr std::uint32_t kSlots = kFastDequantSubgroupWords / kSlotWords;
+  // Slot h's group is slot 0's plus 16h / words_per_group when that divides evenly.
+  const bool group_steps = exact_cover && kSlotWords % words_per_group == 0;
   return fast_dequantizer_program(name, scheme, n, group_size, subgroups, [&](Body& sg, const DequantFrame& frame) {
     const BufferRef &packed = frame.packed, &scale = frame.scale, &zero_point = frame.zero_point, &y = frame.y;
     const Expr &lane = frame.lane, &subgroup = frame.subgroup, &book = frame.book;
-    Expr first_word = sg.let("first_word", subgroup * kFastDequantSubgroupWords + lane);
+    Expr first_word = sg.let("first_word", subgroup * kFastDequantSubgroupWords + lane / 2u);
+    // Bits of the lane's half of each word: codes 4 * (lane % 2) .. + 3 at nibbles 0..3.
+    Expr half_shift = sg.let("half_shift", (lane & 1u) * 16u);
     Expr first_group = group_steps ? sg.let("first_group", first_word / words_per_group) : Expr();
-    // Loads first: every word, scale and zero point of the four slots. With exact cover
+    // The element of y the lane's slot-0 store starts at.
+    Expr first_element = sg.let("first_element", first_word * kNibblesPerWord + (lane & 1u) * 4u);
+    // Loads first: every word, scale and zero point of the eight slots. With exact cover
     // the slots' indices are slot 0's plus a constant, which the PTX folds into the
     // address ([addr+c]).
     std::vector<Expr> word_index, codes, scales, zero_points;
-    for (std::uint32_t j = 0; j < kFastDequantSlots; ++j) {
-      const std::string suffix = fmt::format("{}", j);
-      const std::uint32_t step = j * kSubgroupLanes;  // words past slot 0
-      word_index.push_back(j == 0 || exact_cover ? first_word : sg.let("word" + suffix, first_word + step));
-      Expr at = exact_cover ? first_word : sg.let("load_word" + suffix, min(word_index[j], u32(words - 1)));
-      Expr byte_index = exact_cover && j > 0 ? at * 4u + u32(4 * step) : at * 4u;
+    for (std::uint32_t h = 0; h < kSlots; ++h) {
+      const std::string suffix = fmt::format("{}", h);
+      const std::uint32_t step = h * kSlotWords;  // words past slot 0
+      word_index.push_back(h == 0 || exact_cover ? first_word : sg.let("word" + suffix, first_word + step));
+      Expr at = exact_cover ? first_word : sg.let("load_word" + suffix, min(word_index[h], u32(words - 1)));
+      Expr byte_index = exact_cover && h > 0 ? at * 4u + u32(4 * step) : at * 4u;
       codes.push_back(sg.let("codes" + suffix, packed.load_words(byte_index, 1)));
-      Expr slot_word = exact_cover && j > 0 ? first_word + u32(step) : at;
-      Expr group = group_steps ? (j == 0 ? first_group : first_group + u32(step / words_per_group))
+      Expr slot_word = exact_cover && h > 0 ? first_word + u32(step) : at;
+      Expr group = group_steps ? (h == 0 ? first_group : first_group + u32(step / words_per_group))
                                : sg.let("group" + suffix, slot_word / words_per_group);
       scales.push_back(sg.let("scale" + suffix, scale[group]));
       if (scheme == Scheme::Int4Asymmetric) zero_points.push_back(sg.let("zero_point" + suffix, zero_point[group]));
     }
-    for (std::uint32_t j = 0; j < kFastDequantSlots; ++j) {
-      const std::string suffix = fmt::format("{}", j);
-      // Codes 0..4 decode in place, 5..7 from the word shifted once (nibble_plus_bias).
-      Expr high = scheme == Scheme::Nf4 ? Expr() : sg.let("codes_high" + suffix, codes[j] >> 16u);
+    for (std::uint32_t h = 0; h < kSlots; ++h) {
+      const std::string suffix = fmt::format("{}", h);
+      Expr half = sg.let("half" + suffix, codes[h] >> half_shift);
       std::vector<Expr> values;
-      for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
+      for (std::uint32_t e = 0; e < kNibblesPerWord / 2; ++e) {
         Expr value;
         if (scheme == Scheme::Nf4) {
-          value = subgroup_shuffle(book, nibble(codes[j], u32(e))) * scales[j];
+          value = subgroup_shuffle(book, nibble(half, u32(e))) * scales[h];
         } else {
-          const std::uint32_t position = e < 5 ? e : e - 4;
-          Expr biased = nibble_plus_bias(e < 5 ? codes[j] : high, position);
-          const float bias = nibble_bias(position);
-          value = scheme == Scheme::Int4Symmetric ? (biased - f32(bias + 8.0f)) * scales[j]
-                                                  : ((biased - f32(bias)) - zero_points[j]) * scales[j];
+          // Codes decode in place (nibble_plus_bias: one lop3, one exact subtraction).
+          Expr biased = nibble_plus_bias(half, e);
+          const float bias = nibble_bias(e);
+          value = scheme == Scheme::Int4Symmetric ? (biased - f32(bias + 8.0f)) * scales[h]
+                                                  : ((biased - f32(bias)) - zero_points[h]) * scales[h];
         }
-        values.push_back(sg.let(fmt::format("y{}_{}", j, e), value));
+        values.push_back(sg.let(fmt::format("y{}_{}", h, e), value));
       }
       auto store = [&](Body& at) {
-        const std::uint32_t step = j * kSubgroupLanes * kNibblesPerWord;  // elements past slot 0
-        Expr first = exact_cover ? (j == 0 ? first_word * kNibblesPerWord : first_word * kNibblesPerWord + u32(step))
-                                 : at.let("first_element" + suffix, word_index[j] * kNibblesPerWord);
+        Expr first = h == 0 ? first_element : first_element + u32(h * kSlotWords * kNibblesPerWord);
         at.store(y, first, make_vector({values[0], values[1], values[2], values[3]}));
-        at.store(y, first + 4u, make_vector({values[4], values[5], values[6], values[7]}));
       };
       if (exact_cover) {
         store(sg);
       } else {
-        sg.if_then(word_index[j] < words, store);
+        sg.if_then(word_index[h] < words, store);
       }
     }
   });

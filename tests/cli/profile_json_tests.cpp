@@ -337,9 +337,11 @@ TEST_CASE("quantc profile --json: the fast quantize/dequantize kernels at n = 40
           "[cli][profile][quantize]") {
   // The f32 side dominates the bytes (4 per element against half a byte packed), so the
   // memory-bound time counts x or y too. Dequantizers (n and group_size multiples of 8):
-  // u32 loads of 128 consecutive packed bytes (4 whole sectors per request), each lane's
-  // eight values stored by two f32x4 stores (16 bytes at a 32-byte stride: 32 sectors
-  // per request, the pair fills them), 0.26-0.35 warp instructions per packed byte.
+  // lane pairs share a u32 word of codes (64 consecutive packed bytes, 2 whole sectors per
+  // request), each lane storing its half's four values with one f32x4 store, so a store
+  // request writes 512 contiguous bytes (16 whole sectors): an H200 measured the earlier
+  // word program, whose stores filled half of 32 sectors each, at 45-56% of copy bandwidth
+  // against 77-87% for whole-sector stores. 0.30-0.39 warp instructions per packed byte.
   // Quantizers: each lane's word of eight values by two f32x4 loads of x (16 bytes at a
   // 32-byte stride: 32 sectors per request, the pair fills them; x crosses DRAM once), and
   // one u32 store of its eight codes (whole sectors of `packed`).
@@ -353,9 +355,9 @@ TEST_CASE("quantc profile --json: the fast quantize/dequantize kernels at n = 40
     // threshold search), the finite-value reduction and the packing, about 14 per element.
     double max_instructions_per_packed_byte;
   };
-  for (const Case& c : {Case{R"("op": "dequantize_int4", "symmetric": true, "group_size": 128)", false, 0.27},
-                        Case{R"("op": "dequantize_int4", "symmetric": false, "group_size": 128)", false, 0.35},
-                        Case{R"("op": "dequantize_nf4", "group_size": 64)", false, 0.35},
+  for (const Case& c : {Case{R"("op": "dequantize_int4", "symmetric": true, "group_size": 128)", false, 0.30},
+                        Case{R"("op": "dequantize_int4", "symmetric": false, "group_size": 128)", false, 0.40},
+                        Case{R"("op": "dequantize_nf4", "group_size": 64)", false, 0.40},
                         Case{R"("op": "quantize_int4", "symmetric": true, "group_size": 64)", true, 1.15},
                         Case{R"("op": "quantize_int4", "symmetric": false, "group_size": 64)", true, 1.45},
                         Case{R"("op": "quantize_nf4", "group_size": 128)", true, 1.6}}) {
@@ -383,10 +385,12 @@ TEST_CASE("quantc profile --json: the fast quantize/dequantize kernels at n = 40
       } else {
         const json packed = buffer_traffic(kernel, "packed");
         CHECK(packed["load_sector_efficiency"] == 1.0);
-        CHECK(packed["load_sectors"].get<double>() / packed["load_requests"].get<double>() == 4.0);
+        CHECK(packed["load_sectors"].get<double>() / packed["load_requests"].get<double>() == 2.0);
+        CHECK(packed["load_sectors"].get<double>() * 32 == n / 2);  // every packed sector once
         const json y = buffer_traffic(kernel, "y");
-        CHECK(y["store_sectors"].get<double>() / y["store_requests"].get<double>() == 32.0);
-        CHECK(y["store_sectors"].get<double>() * 32 == 2 * 4.0 * n);  // every sector twice, half each time
+        CHECK(y["store_sector_efficiency"] == 1.0);
+        CHECK(y["store_sectors"].get<double>() / y["store_requests"].get<double>() == 16.0);
+        CHECK(y["store_sectors"].get<double>() * 32 == 4.0 * n);  // every sector once, whole
         CHECK(kernel["unique_bytes_written"] == 4 * n);
         CHECK(kernel["unique_bytes_read"].get<std::uint64_t>() >= n / 2);
       }
