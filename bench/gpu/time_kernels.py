@@ -5,7 +5,7 @@ Called by bench/gpu/run.sh (steps 3 to 6); writes Markdown sections to stdout.
 
     time_kernels.py --quantc PATH [--launches bench/gpu/launches.jsonl] [--launches-count 200]
                     [--warmup 10] [--shapes llama|minilm|all] [--filter TEXT] [--profiles FILE]
-                    [--batches 2,4,8,16,32,64]
+                    [--batches 2,4,8,16,32,64] [--sections batch1,experts,batches]
     time_kernels.py --quantc PATH --write-profiles FILE [--sm 90] [--shapes ...] [--filter TEXT]
                     [--schedule seed|fast|both] [--jobs N]
 
@@ -27,9 +27,12 @@ What each number is:
     (dequant_matmul_int4 b128 asym, dequant_matmul_nvfp4, dequant_matmul_fp8 e4m3, nf4_gemm f32,
     linear_4bit_affine_grouped g128 with and without act_order;
     f16 activations, "schedule": "fast") against FP16 F.linear with x [m, in], timed the same
-    way. The check against the interpreter accepts 1e-2 (--batch-tolerance): the tensor cores
-    sum a k-step's products in their own order (README, "Tensor cores"), and the f16 outputs
-    round the difference to whole f16 ulps.
+    way. The check against the interpreter accepts 1e-2 in abs or rel difference per element
+    (--batch-tolerance): the tensor cores sum a k-step's products in their own order (README,
+    "Tensor cores"), and the f16 outputs round the difference to whole f16 ulps; the table's
+    last column says how many elements differ and the largest rel difference.
+  - model columns: with --profiles, a case missing from the files gets none (the GPU machine
+    never emulates); without, `quantc profile` runs for each case there.
   - copy bandwidth: a 1 GiB device-to-device copy (bytes read + written per second).
   - GB/s: the kernel's unique bytes read + written (from `quantc profile --json`) per second.
   - launch overhead: a one-element torch kernel timed the same way (what the events see
@@ -115,13 +118,28 @@ def model_key(device_name):
 TIME_LINE = re.compile(r"time \S+: median ([0-9.]+) us, min ([0-9.]+) us")
 
 
+COMPARE_LINE = re.compile(r"compare cuda vs reference: \S+: (bit-exact|not bit-exact: (\d+) of (\d+) elements differ, "
+                          r"max abs diff (\S+), max rel diff (\S+))")
+
+
 def run_timed(command):
     """Runs a `quantc run ... --time` command; returns (median_us, None) or (None, error text)."""
     result = subprocess.run(command, capture_output=True, text=True)
     match = TIME_LINE.search(result.stdout)
     if result.returncode != 0 or match is None:
         return None, (result.stdout + result.stderr).strip().splitlines()[-1:] or ["failed"]
-    return float(match.group(1)), None
+    return float(match.group(1)), result.stdout
+
+
+def agreement(stdout):
+    """The `--compare reference` verdict of a run's output, as a table cell: "bit-exact", or how
+    many elements differ and the largest relative difference."""
+    match = COMPARE_LINE.search(stdout or "")
+    if match is None:
+        return "–"
+    if match.group(1) == "bit-exact":
+        return "bit-exact"
+    return f"{match.group(2)} of {match.group(3)} differ, max rel {float(match.group(5)):.1e}"
 
 
 def profile_record(quantc, spec_path, sm):
@@ -134,6 +152,14 @@ def profile_record(quantc, spec_path, sm):
     return {"modeled_us": {device: numbers["modeled_us"] for device, numbers in kernel["devices"].items()
                            if "modeled_us" in numbers},
             "unique_bytes": kernel["unique_bytes_read"] + kernel["unique_bytes_written"]}
+
+
+def model_record(args, profiles, spec, schedule, sm, path):
+    """The cost model's numbers for a case: from --profiles when given (a case missing there has
+    none, so that a GPU run never emulates), else from `quantc profile` run now."""
+    if args.profiles:
+        return profiles.get(profile_key(spec, schedule, sm))
+    return profile_record(args.quantc, path, sm)
 
 
 def profile_key(spec, schedule, sm):
@@ -255,12 +281,19 @@ def main():
     parser.add_argument("--jobs", type=int, default=1, help="with --write-profiles: profiles run at a time")
     parser.add_argument("--batches", default="2,4,8,16,32,64",
                         help="batch sizes m > 1 of the tensor-core table, comma-separated ('' for none)")
+    parser.add_argument("--sections", default="batch1,experts,batches",
+                        help="which tables to time, comma-separated: batch1 (quantc's batch-1 kernels), experts, "
+                             "batches (the tensor-core cases of --batches), in that order")
     parser.add_argument("--batch-tolerance", type=float, default=1e-2,
                         help="--compare tolerance of the tensor-core cases (their sums' order differs on a GPU)")
     parser.add_argument("--model-device", help="cost-model device key (h100_sxm, h200, a100, l40s) for the model "
                                                "error column; default: from the GPU's name")
     args = parser.parse_args()
     args.batch_list = [int(m) for m in args.batches.split(",") if m]
+    args.section_list = [section for section in args.sections.split(",") if section]
+    unknown = set(args.section_list) - {"batch1", "experts", "batches"}
+    if unknown:
+        parser.error(f"unknown --sections {', '.join(sorted(unknown))}; choose from batch1, experts, batches")
 
     shapes = {"llama": LLAMA_SHAPES, "minilm": MINILM_SHAPES, "all": LLAMA_SHAPES + MINILM_SHAPES}[args.shapes]
     if args.write_profiles:
@@ -287,18 +320,21 @@ def main():
     if not args.without_torch:
         print("## torch FP16 F.linear (cuBLAS), batch 1\n")
         print("| in x out | us | GB/s (weights) |\n|---|--:|--:|")
-        for (k, n), us in fp16_us.items():
-            print(f"| {k}x{n} | {us:.2f} | {2 * k * n / us / 1e3:.0f} |")
+        for key_shape, us in fp16_us.items():
+            if len(key_shape) == 2:  # (in, out) at batch 1; the small batches are in their own table
+                k, n = key_shape
+                print(f"| {k}x{n} | {us:.2f} | {2 * k * n / us / 1e3:.0f} |")
 
     quantc_args = ["--backend", "cuda", "--time", str(args.launches_count), "--warmup", str(args.warmup)]
     measured = {}  # (canonical spec, schedule) -> us
     summary = []  # (shape family, schedule, % of copy, x FP16, model error) per timed quantc kernel
     failures = []
-    print("\n## quantc kernels, batch 1 (checked against the interpreter first)\n")
-    print("| case | schedule | us | GB/s | % of copy | × FP16 | modeled us | model error |")
-    print("|---|---|--:|--:|--:|--:|--:|--:|")
     with tempfile.TemporaryDirectory() as scratch:
-        for k, n, label, spec in cases(shapes, args.filter):
+        if "batch1" in args.section_list:
+            print("\n## quantc kernels, batch 1 (checked against the interpreter first)\n")
+            print("| case | schedule | us | GB/s | % of copy | × FP16 | modeled us | model error |")
+            print("|---|---|--:|--:|--:|--:|--:|--:|")
+        for k, n, label, spec in cases(shapes, args.filter) if "batch1" in args.section_list else []:
             for schedule in ("seed", "fast") if args.schedule == "both" else (args.schedule,):
                 path = os.path.join(scratch, "spec.json")
                 with open(path, "w") as file:
@@ -310,7 +346,7 @@ def main():
                     print(f"| {label} | {schedule} | failed | | | | | |")
                     continue
                 measured[(canonical(spec), schedule)] = us
-                record = profiles.get(profile_key(spec, schedule, sm)) or profile_record(args.quantc, path, sm)
+                record = model_record(args, profiles, spec, schedule, sm, path)
                 modeled = record["modeled_us"].get(key) if record and key else None
                 unique_bytes = record["unique_bytes"] if record else None
                 gbs = unique_bytes / us / 1e3 if unique_bytes else float("nan")
@@ -322,57 +358,60 @@ def main():
                 print(f"| {label} | {schedule} | {us:.2f} | {gbs:.0f} | {100 * gbs / copy_gbs:.0f}% | "
                       f"{fp16_us[(k, n)] / us:.2f}× | {model} |")
 
-        print("\n## Expert CUDA kernels (bench/experts/), same timing\n")
-        nvcc = shutil.which("nvcc")
-        if nvcc is None or not os.path.exists(args.launches):
-            print(f"note: {'nvcc not on PATH' if nvcc is None else args.launches + ' missing'}; expert kernels not timed")
-        else:
-            print("| case | expert us | quantc seed us | quantc fast us | fast ÷ expert |\n|---|--:|--:|--:|--:|")
-            experts = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "experts")
-            for line in open(args.launches):
-                case = json.loads(line)
-                if args.filter and args.filter not in case["label"]:
-                    continue
-                expert = case["expert"]
-                ptx = os.path.join(scratch, expert["source"] + f".sm_{sm}.ptx")
-                if not os.path.exists(ptx):
-                    subprocess.run([nvcc, "-ptx", "-O3", f"-arch=sm_{sm}", os.path.join(experts, expert["source"]),
-                                    "-o", ptx], check=True)
-                command = [args.quantc, "run", ptx, "--entry", expert["entry"],
-                           "--grid", ",".join(map(str, expert["grid"])), "--block", ",".join(map(str, expert["block"])),
-                           "--shared-bytes", str(expert["shared_bytes"]), *quantc_args]
-                for argument in expert["args"]:
-                    command += ["--arg", argument]
-                us, error = run_timed(command)
-                if us is None:
-                    failures.append(f"expert {case['label']}: {error[0]}")
-                    print(f"| {case['label']} | failed | | | |")
-                    continue
-                spec = canonical({"op": case["spec"]["op"], **case["spec"]["params"]})
-                seed, fast = measured.get((spec, "seed")), measured.get((spec, "fast"))
-                cell = lambda v: f"{v:.2f}" if v else "–"
-                ratio = f"{fast / us:.2f}×" if fast else "–"
-                print(f"| {case['label']} | {us:.2f} | {cell(seed)} | {cell(fast)} | {ratio} |")
+        if "experts" in args.section_list:
+            nvcc = shutil.which("nvcc")
+            print("\n## Expert CUDA kernels (bench/experts/), same timing\n")
+            if nvcc is None or not os.path.exists(args.launches):
+                print(f"note: {'nvcc not on PATH' if nvcc is None else args.launches + ' missing'}; expert kernels not timed")
+            else:
+                print("| case | expert us | quantc seed us | quantc fast us | fast ÷ expert |\n|---|--:|--:|--:|--:|")
+                experts = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "experts")
+                for line in open(args.launches):
+                    case = json.loads(line)
+                    if args.filter and args.filter not in case["label"]:
+                        continue
+                    expert = case["expert"]
+                    ptx = os.path.join(scratch, expert["source"] + f".sm_{sm}.ptx")
+                    if not os.path.exists(ptx):
+                        subprocess.run([nvcc, "-ptx", "-O3", f"-arch=sm_{sm}", os.path.join(experts, expert["source"]),
+                                        "-o", ptx], check=True)
+                    command = [args.quantc, "run", ptx, "--entry", expert["entry"],
+                               "--grid", ",".join(map(str, expert["grid"])), "--block", ",".join(map(str, expert["block"])),
+                               "--shared-bytes", str(expert["shared_bytes"]), *quantc_args]
+                    for argument in expert["args"]:
+                        command += ["--arg", argument]
+                    us, error = run_timed(command)
+                    if us is None:
+                        failures.append(f"expert {case['label']}: {error[0]}")
+                        print(f"| {case['label']} | failed | | | |")
+                        continue
+                    spec = canonical({"op": case["spec"]["op"], **case["spec"]["params"]})
+                    seed, fast = measured.get((spec, "seed")), measured.get((spec, "fast"))
+                    cell = lambda v: f"{v:.2f}" if v else "–"
+                    ratio = f"{fast / us:.2f}×" if fast else "–"
+                    print(f"| {case['label']} | {us:.2f} | {cell(seed)} | {cell(fast)} | {ratio} |")
 
-        if args.batch_list:
+        if args.batch_list and "batches" in args.section_list:
             print("\n## Small batches on the tensor cores (f16 activations, checked against the interpreter "
                   f"within {args.batch_tolerance:g})\n")
-            print("| case | us | FP16 F.linear us | × FP16 | modeled us | model error |\n|---|--:|--:|--:|--:|--:|")
+            print("| case | us | FP16 F.linear us | × FP16 | modeled us | model error | vs interpreter |\n"
+                  "|---|--:|--:|--:|--:|--:|---|")
             for k, n, m, label, spec in batch_cases(shapes, args.batch_list, args.filter):
                 path = os.path.join(scratch, "spec.json")
                 with open(path, "w") as file:
                     json.dump({**spec, "schedule": "fast"}, file)
-                us, error = run_timed([args.quantc, "run", path, "--random-inputs", "1", "--compare", "reference",
-                                       "--tolerance", str(args.batch_tolerance), "--threads", "0", *quantc_args])
+                us, output = run_timed([args.quantc, "run", path, "--random-inputs", "1", "--compare", "reference",
+                                        "--tolerance", str(args.batch_tolerance), "--threads", "0", *quantc_args])
                 if us is None:
-                    failures.append(f"{label}: {error[0]}")
-                    print(f"| {label} | failed | | | | |")
+                    failures.append(f"{label}: {output[0]}")
+                    print(f"| {label} | failed | | | | | |", flush=True)
                     continue
-                record = profiles.get(profile_key(spec, "fast", sm)) or profile_record(args.quantc, path, sm)
+                record = model_record(args, profiles, spec, "fast", sm, path)
                 modeled = record["modeled_us"].get(key) if record and key else None
                 model = f"{modeled:.2f} | {modeled / max(us - launch_us, 1e-3) - 1:+.0%}" if modeled else "– | –"
                 fp16 = fp16_us[(k, n, m)]
-                print(f"| {label} | {us:.2f} | {fp16:.2f} | {fp16 / us:.2f}× | {model} |")
+                print(f"| {label} | {us:.2f} | {fp16:.2f} | {fp16 / us:.2f}× | {model} | {agreement(output)} |",
+                      flush=True)
 
     print_summary(summary)
     if failures:

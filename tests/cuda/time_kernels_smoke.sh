@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs bench/gpu/time_kernels.py on the emulated CUDA driver for one small case and checks
 # that the three tables have a timed row (quantc fast with the model's error, the expert, and
-# the tensor-core GEMM at m = 2).
+# the tensor-core GEMM at m = 2 with its agreement with the interpreter); then that
+# `--sections batches` with a profiles file lacking the case times the tensor-core table alone
+# and leaves its model columns empty instead of emulating.
 #   time_kernels_smoke.sh PYTHON SCRIPT QUANTC EMULATED_DRIVER NVCC
 set -euo pipefail
 python=$1 script=$2 quantc=$3 driver=$4 nvcc=$5
@@ -14,5 +16,16 @@ grep -Eq "^\| dequant_matmul_int4 384x384 b64 asym \| fast \| $number \|.*\| $nu
   { echo "error: no timed quantc row with a model error" >&2; exit 1; }
 grep -Eq "^\| dequant_matmul_int4 384x384 b64 asym \| $number \| $number \| $number \| $number×" <<<"$report" ||
   { echo "error: no timed expert row" >&2; exit 1; }
-grep -Eq "^\| dequant_matmul_int4 384x384 b128 asym m2 \| $number \| nan \| nan× \| $number \| [-+][0-9]+% \|$" <<<"$report" ||
-  { echo "error: no timed tensor-core row with a model error" >&2; exit 1; }
+grep -Eq "^\| dequant_matmul_int4 384x384 b128 asym m2 \| $number \| nan \| nan× \| $number \| [-+][0-9]+% \| bit-exact \|$" <<<"$report" ||
+  { echo "error: no timed tensor-core row with a model error and the emulator bit-exact" >&2; exit 1; }
+
+report=$(PATH="$(dirname "$nvcc"):$PATH" QUANTC_CACHE=0 QUANTC_CUDA_DRIVER="$driver" \
+  "$python" "$script" --quantc "$quantc" --without-torch --model-device h100_sxm --shapes minilm \
+  --filter 'dequant_matmul_int4 384x384' --batches 2 --launches-count 3 --warmup 1 --sections batches \
+  --profiles /dev/null)
+echo "$report"
+if grep -q "batch 1\|Expert" <<<"$report"; then
+  echo "error: --sections batches printed the batch-1 or expert table" >&2; exit 1
+fi
+grep -Eq "^\| dequant_matmul_int4 384x384 b128 asym m2 \| $number \| nan \| nan× \| – \| – \| bit-exact \|$" <<<"$report" ||
+  { echo "error: a case missing from --profiles was profiled, or not timed" >&2; exit 1; }
