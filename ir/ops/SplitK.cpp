@@ -60,24 +60,37 @@ void emit_split_k_meeting(Body& body, const SplitK& split_k, const Expr& owner, 
       // the zeroing stores and the additions in split order (the same sums, the same bits).
       const std::uint32_t registers_per_split = count * (split_k.element == ScalarType::F64 ? 2 : 1);
       const std::uint32_t batch = std::clamp(split_k.registers_in_flight / registers_per_split, 1u, split_k.splits);
+      auto add = [&](Body& each, std::uint32_t c, const Expr& partial) {
+        for (std::uint32_t l = 0; l < width; ++l) {
+          each.assign(totals[c + l], totals[c + l] + (width == 1 ? partial : extract_lane(partial, l)));
+        }
+      };
+      auto load = [&](Body& each, const Expr& index, const std::string& name) {
+        return each.let(name, width == 1 ? split_k.partials[index] : split_k.partials.load(index, width));
+      };
+      const Expr zeros = width == 1 ? zero : broadcast(zero, width);
       auto add_splits = [&](Body& each, const Expr& first_split, std::uint32_t splits_here) {
+        if (splits_here == 1) {  // each vector loaded, added and zeroed in turn: fewest registers
+          Expr at = each.let("partial_at", first_split * split_k.outputs + first);
+          for (std::uint32_t c = 0; c < count; c += width) {
+            Expr index = offset(at, c);
+            add(each, c, load(each, index, fmt::format("partial{}", c / width)));
+            each.store(split_k.partials, index, zeros);
+          }
+          return;
+        }
         std::vector<Expr> indices, partials;
         for (std::uint32_t i = 0; i < splits_here; ++i) {
-          Expr at = each.let(fmt::format("partial_at{}", i), (i == 0 ? first_split : first_split + u32(i)) * split_k.outputs + first);
+          Expr split_here = i == 0 ? first_split : first_split + u32(i);
+          Expr at = each.let(fmt::format("partial_at{}", i), split_here * split_k.outputs + first);
           for (std::uint32_t c = 0; c < count; c += width) {
             indices.push_back(offset(at, c));
-            partials.push_back(each.let(fmt::format("partial{}_{}", i, c / width),
-                                        width == 1 ? split_k.partials[indices.back()]
-                                                   : split_k.partials.load(indices.back(), width)));
+            partials.push_back(load(each, indices.back(), fmt::format("partial{}_{}", i, c / width)));
           }
         }
-        for (const Expr& index : indices) each.store(split_k.partials, index, width == 1 ? zero : broadcast(zero, width));
+        for (const Expr& index : indices) each.store(split_k.partials, index, zeros);
         for (std::uint32_t i = 0, v = 0; i < splits_here; ++i) {
-          for (std::uint32_t c = 0; c < count; c += width, ++v) {
-            for (std::uint32_t l = 0; l < width; ++l) {
-              each.assign(totals[c + l], totals[c + l] + (width == 1 ? partials[v] : extract_lane(partials[v], l)));
-            }
-          }
+          for (std::uint32_t c = 0; c < count; c += width) add(each, c, partials[v++]);
         }
       };
       const std::uint32_t batches = split_k.splits / batch, tail = split_k.splits % batch;

@@ -11,10 +11,11 @@
 //     again, adds the unit's partials in split order 0, 1, ..., splits - 1 (so the result
 //     does not depend on which workgroup finished last: the same bits on every run, on
 //     every backend), zeroes those partials and the unit's counter, and finishes the
-//     outputs (scale, bias, store). It loads the partials of several splits before
-//     adding any (SplitK::registers_in_flight), so that it waits on the L2 once per batch rather
-//     than once per split: this reduction runs in the grid's tail, and with one wait a
-//     split it took a third of an H200's stall samples at 16 splits (Nsight Compute).
+//     outputs (scale, bias, store). Where SplitK::registers_in_flight allows, it loads
+//     the partials of several splits before adding any, so that it waits on the L2 once
+//     per batch rather than once per split: this reduction runs in the grid's tail, and
+//     with one wait a split it took a third of an H200's stall samples in the tensor GEMM
+//     at 16 splits (Nsight Compute).
 // The scratch is therefore all zeros after every launch, as its contract requires. This
 // is the "serial split-K with a semaphore" of CUTLASS and the CUDA samples' threadFence
 // reduction, without float atomics. PTX ISA memory consistency model: the stores,
@@ -31,11 +32,6 @@
 
 namespace quantc::ir::ops {
 
-/// 32-bit registers of partial sums a lane of the last workgroup loads before it adds
-/// them by default (SplitK::registers_in_flight): 16 keeps the fast GEMVs' register counts
-/// (ptxas sizes a kernel by its largest live set, and their occupancy is register-bound).
-inline constexpr std::uint32_t kPartialRegistersInFlight = 16;
-
 /// The scratch of one split-K reduction and its shape.
 struct SplitK {
   std::uint32_t splits = 1;   // workgroups per unit (1: no meeting, finish at once)
@@ -44,8 +40,12 @@ struct SplitK {
   BufferRef partials;         // scratch element[splits * outputs]
   BufferRef arrivals;         // scratch u32[units]
   /// The last workgroup loads registers_in_flight / (a lane's 32-bit registers of partial
-  /// sums per split) splits at a time (at least one) before it adds them.
-  std::uint32_t registers_in_flight = kPartialRegistersInFlight;
+  /// sums per split) splits at a time (at least one) before it adds them. 0 (one split at a
+  /// time) by default: ptxas sizes a kernel by its largest live set, and where registers
+  /// bind a GEMV's occupancy more in flight at the tail costs it a wave (dequant_matmul_nvfp4
+  /// 4096x11008 with 16: 40 -> 48 registers, 8.6 -> 14.3 us on the H100 model). The ops
+  /// whose GPU times said otherwise set their own.
+  std::uint32_t registers_in_flight = 0;
   /// Partial sums moved per access: f32x4 (16 bytes), or one f64 (the IR has no f64
   /// vectors).
   std::uint32_t lanes() const { return element == ScalarType::F64 ? 1 : 4; }

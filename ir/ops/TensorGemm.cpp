@@ -505,7 +505,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   // time at 11008x4096 m = 64 (43 splits) and 1.1-1.2x at m = 32 and 64 elsewhere, the same
   // at m <= 16. ptxas's counts stay below what the staging's occupancy allows (96 -> 126
   // registers at m = 64 with 7 workgroups of 64 invocations an SM; 63 at m = 2).
-  split_k.registers_in_flight = 4 * kPartialRegistersInFlight;
+  split_k.registers_in_flight = 64;
   // Per k-subgroup: its part's rows of W (the 32 columns: 16 or 32 bytes; f32-typed, read
   // as raw words, so that the k-subgroups' meeting can reuse them), of x (the m-tile's
   // rows) and its blocks' sidecars of the 32 columns (128 bytes a block each).
