@@ -500,12 +500,12 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   SplitK split_k = declare_split_k(
       program, split.splits(), checked_count(name, "units*32*sums", split.units(), kSubgroupSize * met_per_lane),
       split.units());
-  // The tail's reduction loads 64 registers of partial sums at a time (two splits at m > 16,
+  // The tail's reduction loads two splits' partial sums at a time (64 registers at m > 16,
   // where a lane carries 32 a split): measured on an H200, 2.2x faster than one split at a
-  // time at 11008x4096 m = 64 (43 splits) and 1.1-1.2x at m = 32 and 64 elsewhere, the same
-  // at m <= 16. ptxas's counts stay below what the staging's occupancy allows (96 -> 126
-  // registers at m = 64 with 7 workgroups of 64 invocations an SM; 63 at m = 2).
-  split_k.registers_in_flight = 64;
+  // time at 11008x4096 m = 64 (43 splits) and 1.1-1.2x at m = 32 and 64 elsewhere. More
+  // splits at once at m <= 16 cost registers (8 at once: 62 -> 130 for NF4 at 11008x4096
+  // m = 2, half the workgroups an SM on the H100 model).
+  split_k.registers_in_flight = 2 * met_per_lane;
   // Per k-subgroup: its part's rows of W (the 32 columns: 16 or 32 bytes; f32-typed, read
   // as raw words, so that the k-subgroups' meeting can reuse them), of x (the m-tile's
   // rows) and its blocks' sidecars of the 32 columns (128 bytes a block each).
