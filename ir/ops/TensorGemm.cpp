@@ -116,11 +116,12 @@ struct TensorGemmSplit {
   std::uint32_t units() const { return column_tiles * row_tiles; }
   std::uint32_t rows() const { return blocks_per_split * block_size; }  // weight rows of a part
   /// Elements from one x tile row to the next: the part's rows and 8 more (16 bytes). A
-  /// part's rows are a multiple of 16, so without the 8 the 8 rows that one ldmatrix
-  /// matrix or one cp.async request touches would share banks (8-way conflicts, as Nsight
-  /// Compute measured on an H200); with them each row starts 16 bytes further round the
-  /// 128 bytes of the banks.
+  /// part's rows are a multiple of 16, so without the 8 the 8 rows of one ldmatrix matrix
+  /// would share banks (8-way conflicts, as Nsight Compute measured on an H200); with them
+  /// each row starts 16 bytes further round the 128 bytes of the banks.
   std::uint32_t x_pitch() const { return rows() + kXRowPadding; }
+  /// Shared memory the x tile's padding takes (x_pitch).
+  std::uint32_t x_padding_bytes() const { return x_tile_rows() * kXRowPadding * 2; }
   /// Elements of a lane's mma tile that can hold rows below m: 2 (rows g only) where one
   /// m-tile holds m <= 8 rows, else 4; elements 2 and 3 (row g + 8) are then never folded,
   /// met or stored.
@@ -143,7 +144,7 @@ std::uint32_t staged_bytes_per_row(const TensorGemmSplit& split) {
 /// Shared memory one subgroup stages: its part's weight rows and x tile columns, and its
 /// blocks' sidecars or scales.
 std::uint32_t staged_bytes(const TensorGemmSplit& split) {
-  return split.rows() * staged_bytes_per_row(split) + split.x_tile_rows() * kXRowPadding * 2 +
+  return split.rows() * staged_bytes_per_row(split) + split.x_padding_bytes() +
          split.blocks_per_split * traits_of(split.weights).sidecar_bytes_per_block;
 }
 
@@ -434,7 +435,7 @@ std::optional<std::string> tensor_gemm_unsupported(const TensorGemmShape& shape)
   }
   const TensorGemmSplit one_block = block_split(weights, m, block_size, activation);
   if (staged_bytes(one_block) > kMaxStagedBytes) {
-    const std::uint32_t most = (kMaxStagedBytes - kSidecarBytesPerBlock - one_block.x_tile_rows() * kXRowPadding * 2) /
+    const std::uint32_t most = (kMaxStagedBytes - kSidecarBytesPerBlock - one_block.x_padding_bytes()) /
                                staged_bytes_per_row(one_block);
     return fmt::format("{}={} is above {} at m={} (a block's rows are staged in 48 KiB of shared memory)", block_name,
                        block_size, most / block_multiple * block_multiple, m);
