@@ -452,6 +452,66 @@ TEST_CASE("L1 wavefronts: a warp's 16-byte loads of 32 lines take 32, of one 512
   CHECK(estimate_launch(strided, resources, h100()).pipe_seconds[memory] == Approx(33 / h100().clock_hz));
 }
 
+TEST_CASE("shared-memory wavefronts: bank conflicts of 4-byte, 16-byte and ldmatrix accesses", "[emulator][cost]") {
+  // Thread t stores and loads a u32 at byte t * word_stride, loads a u32x4 at t * row_stride
+  // and names row t of an ldmatrix.x4 at t * row_stride (lanes 8i..8i+7: matrix i).
+  const char* ptx = R"(
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry banks(.param .u64 dst, .param .u32 word_stride, .param .u32 row_stride)
+{
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<4>;
+  .shared .align 16 .b8 tile[8192];
+  mov.u32 %r1, %tid.x;
+  ld.param.u64 %rd1, [dst];
+  ld.param.u32 %r2, [word_stride];
+  ld.param.u32 %r3, [row_stride];
+  cvta.to.global.u64 %rd1, %rd1;
+  mov.u32 %r4, tile;
+  mad.lo.u32 %r5, %r1, %r2, %r4;
+  st.shared.u32 [%r5], %r1;
+  ld.shared.u32 %r6, [%r5];
+  mad.lo.u32 %r7, %r1, %r3, %r4;
+  ld.shared.v4.u32 {%r8, %r9, %r10, %r11}, [%r7];
+  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r12, %r13, %r14, %r15}, [%r7];
+  add.u32 %r16, %r6, %r8;
+  add.u32 %r17, %r16, %r12;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r17;
+  ret;
+}
+)";
+  // Consecutive words, and 16-byte rows 144 bytes apart (a 128-byte pitch padded by 16,
+  // as the tensor GEMM's x tiles): every phase conflict-free. The u32 accesses take one
+  // wavefront each, the u32x4 load and the ldmatrix.x4 four each (8 lanes x 16 bytes a phase).
+  LaunchCounters padded = run_kernel(ptx, "banks", 1, 32, {128}, {4, 144});
+  CHECK(padded.shared_store_wavefronts == 1);
+  CHECK(padded.shared_load_wavefronts == 1 + 4 + 4);
+  CHECK(padded.shared_bank_conflicts == 0);
+  // Words 32 apart all fall in bank 0: 32 wavefronts. Rows 128 bytes apart put the 8 rows
+  // of a phase in banks 0-3: 8 wavefronts a phase, 32 for each 16-byte request.
+  LaunchCounters conflicted = run_kernel(ptx, "banks", 1, 32, {128}, {128, 128});
+  CHECK(conflicted.shared_store_wavefronts == 32);
+  CHECK(conflicted.shared_load_wavefronts == 32 + 32 + 32);
+  CHECK(conflicted.shared_bank_conflicts == 31 + 31 + 28 + 28);
+  // Two lanes a word (8-byte stride over 4-byte words: 2-way) and every lane the same
+  // word (a broadcast: one wavefront).
+  LaunchCounters two_way = run_kernel(ptx, "banks", 1, 32, {128}, {8, 144});
+  CHECK(two_way.shared_store_wavefronts == 2);
+  LaunchCounters broadcast = run_kernel(ptx, "banks", 1, 32, {128}, {0, 144});
+  CHECK(broadcast.shared_store_wavefronts == 1);
+  CHECK(broadcast.shared_load_wavefronts == 1 + 4 + 4);
+  // The memory pipe charges each wavefront a clock: the conflicts cost 128 - 10 = 118 clocks
+  // (the one global store's line is one more in both).
+  const KernelResources resources{32, 1, 32, 8192};
+  const auto memory = static_cast<std::size_t>(Pipe::Memory);
+  CHECK(estimate_launch(padded, resources, h100()).pipe_seconds[memory] == Approx((10 + 1) / h100().clock_hz));
+  CHECK(estimate_launch(conflicted, resources, h100()).pipe_seconds[memory] == Approx((128 + 1) / h100().clock_hz));
+}
+
 TEST_CASE("cache levels of a load batch: first touch DRAM, another CTA's data L2, this CTA's L1", "[emulator][cost]") {
   // Each thread loads src[tid] twice (waiting in between); CTA 1 loads what CTA 0 loaded.
   const char* ptx = R"(

@@ -432,12 +432,12 @@ LaunchEstimate estimate_launch(const LaunchCounters& c, const KernelResources& r
   for (std::size_t p = 0; p < ptx::kPipeCount; ++p) {
     const auto pipe = static_cast<Pipe>(p);
     if (pipe == Pipe::Memory) {
-      // One 128-byte line per clock: the lines each global request touches, and one per
-      // shared-memory request (bank conflicts are not counted).
+      // One wavefront per clock: the 128-byte lines each global request touches, and the
+      // shared-memory wavefronts (a phase of 128 bytes, more with bank conflicts).
       const double wavefronts = std::max(double(c.global_load_wavefronts + c.global_store_wavefronts),
                                          double(c.global_load_sectors + c.global_store_sectors) * 32 /
                                              d.throughput.l1_bytes_per_clock) +
-                                double(c.shared_load_requests + c.shared_store_requests);
+                                double(c.shared_load_wavefronts + c.shared_store_wavefronts);
       cycles_per_cta[p] = std::max(lsu_instructions * 32 / d.throughput.load_store, wavefronts) / ctas;
     } else if (double rate = d.warp_instructions_per_clock(pipe); rate > 0) {
       cycles_per_cta[p] = counts[p] / rate / ctas;

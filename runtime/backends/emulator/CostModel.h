@@ -29,7 +29,8 @@
 //       Loads/stores: max(LSU instructions / 1 per clock per SM, L1 wavefronts at one
 //       128-byte line per clock per SM: the distinct lines each global request touches
 //       (LaunchCounters::global_load_wavefronts; a warp reading 16 rows' sectors takes
-//       16, a contiguous 512 bytes 4) + one per shared-memory request);
+//       16, a contiguous 512 bytes 4) + the shared-memory wavefronts (a 128-byte phase
+//       each, more where lanes conflict in a bank: LaunchCounters::shared_load_wavefronts);
 //     - DRAM bandwidth: the wave's share of the unique global sectors x 32 bytes / the
 //       device's sustained DRAM bandwidth (peak x the fraction a device copy reaches;
 //       every sector crosses DRAM once: perfect L2 reuse; a sector the launch writes
@@ -56,7 +57,7 @@
 //       (fewer CTAs than SMs, a partial last wave).
 //
 // What it leaves out (see README "quantc profile"): L1/L2 hit rates and L2 bandwidth
-// (re-read data is free), shared-memory bank conflicts, register
+// (re-read data is free), register
 // spills (reported, not timed), the shared FP32/INT32 datapath of sm_86/89, tensor
 // cores, launch overhead (a few us per launch on the host), clock throttling. Counts are
 // of PTX instructions, not of the SASS ptxas makes of them.

@@ -95,6 +95,17 @@ struct LaunchCounters {
   std::uint64_t global_store_wavefronts = 0;
   std::uint64_t shared_load_requests = 0;
   std::uint64_t shared_store_requests = 0;
+  /// Shared-memory wavefronts (Nsight Compute's l1tex__data_pipe_lsu_wavefronts_mem_shared),
+  /// summed over requests. A request's lanes are served in phases of 128 bytes: lanes of
+  /// 4-byte (or narrower) accesses all in one phase, of 8-byte accesses 16 a phase, of
+  /// 16-byte accesses 8 a phase (ldmatrix: one phase a matrix, its 8 rows of 16 bytes).
+  /// A phase takes as many wavefronts as the most distinct 4-byte words it reads in one
+  /// of the 32 banks (bank = byte offset / 4 mod 32; lanes reading the same word share
+  /// it: a broadcast). So a conflict-free request takes one wavefront a phase.
+  std::uint64_t shared_load_wavefronts = 0;
+  std::uint64_t shared_store_wavefronts = 0;
+  /// The wavefronts beyond one a phase (Nsight Compute's shared bank conflicts).
+  std::uint64_t shared_bank_conflicts = 0;
   std::uint64_t unique_global_bytes_read = 0;     // distinct bytes, over all buffers
   std::uint64_t unique_global_bytes_written = 0;
   /// Distinct aligned 32-byte sectors, over all buffers (each starts sector-aligned), that
@@ -153,6 +164,9 @@ inline LaunchCounters& LaunchCounters::operator+=(const LaunchCounters& o) {
   global_store_wavefronts += o.global_store_wavefronts;
   shared_load_requests += o.shared_load_requests;
   shared_store_requests += o.shared_store_requests;
+  shared_load_wavefronts += o.shared_load_wavefronts;
+  shared_store_wavefronts += o.shared_store_wavefronts;
+  shared_bank_conflicts += o.shared_bank_conflicts;
   unique_global_bytes_read += o.unique_global_bytes_read;
   unique_global_bytes_written += o.unique_global_bytes_written;
   unique_global_sectors_read += o.unique_global_sectors_read;

@@ -396,6 +396,44 @@ void Launch::add_to_request(Request& request, std::uint64_t address, unsigned by
     request.sectors[request.count++] = sector;
 }
 
+void Launch::add_shared_to_request(Request& request, unsigned lane, const Access& access, unsigned bytes) const {
+  // Banks repeat every 128 bytes: a dynamic array's offsets count from its own start,
+  // which the driver aligns (at least to 16 bytes; 128 assumed here).
+  const bool is_static = access.bytes >= shared_.data() && access.bytes < shared_.data() + shared_.size();
+  const std::uint8_t* base = is_static ? shared_.data() : dynamic_shared_.data();
+  if (request.shared_count < request.shared.size())
+    request.shared[request.shared_count++] = {static_cast<std::uint8_t>(lane), static_cast<std::uint8_t>(bytes),
+                                              static_cast<std::uint32_t>(access.bytes - base)};
+}
+
+std::pair<std::uint64_t, std::uint64_t> Launch::Request::shared_wavefronts() const {
+  constexpr unsigned kBanks = 32, kBankBytes = 4, kPhaseBytes = kBanks * kBankBytes;
+  unsigned widest = 1;
+  for (unsigned i = 0; i < shared_count; ++i) widest = std::max<unsigned>(widest, shared[i].bytes);
+  const unsigned lanes_per_phase = std::min(32u, kPhaseBytes / std::max(widest, kBankBytes));
+  std::uint64_t wavefronts = 0, phases = 0;
+  for (unsigned first = 0; first < 32; first += lanes_per_phase) {
+    std::array<std::uint32_t, kBanks> words;  // the phase's 4-byte words: 128 aligned bytes at most
+    unsigned count = 0;
+    for (unsigned i = 0; i < shared_count; ++i) {
+      if (shared[i].lane < first || shared[i].lane >= first + lanes_per_phase) continue;
+      for (std::uint32_t w = shared[i].offset / kBankBytes; w <= (shared[i].offset + shared[i].bytes - 1) / kBankBytes &&
+                                                           count < words.size();
+           ++w)
+        words[count++] = w;
+    }
+    if (count == 0) continue;
+    std::sort(words.begin(), words.begin() + count);
+    count = static_cast<unsigned>(std::unique(words.begin(), words.begin() + count) - words.begin());
+    std::array<std::uint32_t, kBanks> per_bank{};
+    std::uint32_t most = 0;
+    for (unsigned i = 0; i < count; ++i) most = std::max(most, ++per_bank[words[i] % kBanks]);
+    wavefronts += most;
+    ++phases;
+  }
+  return {wavefronts, phases};
+}
+
 std::uint64_t Launch::Request::unique() {
   std::sort(sectors.begin(), sectors.begin() + count);
   return static_cast<std::uint64_t>(std::unique(sectors.begin(), sectors.begin() + count) - sectors.begin());
@@ -451,9 +489,13 @@ CacheLevel Launch::finish_request(Request& request, bool load, bool store, State
       else if (state != mine && level == CacheLevel::L1) level = CacheLevel::L2;
       state = store ? kStoredSector : mine;
     }
-  } else if (space == StateSpace::Shared) {
+  } else if (space == StateSpace::Shared || request.shared_count > 0) {
     if (load) ++counters_.shared_load_requests;
     if (store) ++counters_.shared_store_requests;
+    const auto [wavefronts, phases] = request.shared_wavefronts();
+    if (load) counters_.shared_load_wavefronts += wavefronts;
+    if (store) counters_.shared_store_wavefronts += wavefronts;
+    counters_.shared_bank_conflicts += wavefronts - phases;
   }
   return level;
 }
@@ -477,7 +519,8 @@ void Launch::load(const Instruction& in, std::uint32_t active, Warp& warp) {
   for_each_lane(active, [&](unsigned lane) {
     std::uint64_t start = base[lane] + static_cast<std::uint64_t>(address.offset);
     // Vector accesses must be aligned to their whole size (PTX ISA 5.4.5).
-    resolve(in, warp, lane, in.space, start, size * in.vector, false);
+    const Access whole = resolve(in, warp, lane, in.space, start, size * in.vector, false);
+    if (whole.space == StateSpace::Shared) add_shared_to_request(request, lane, whole, size * in.vector);
     for (unsigned e = 0; e < in.vector; ++e) {
       Access access = resolve(in, warp, lane, in.space, start + e * size, size, false);
       std::uint64_t value = read_bytes(access.bytes, size);
@@ -510,7 +553,8 @@ void Launch::store(const Instruction& in, std::uint32_t active, Warp& warp) {
   Request request;
   for_each_lane(active, [&](unsigned lane) {
     std::uint64_t start = base[lane] + static_cast<std::uint64_t>(address.offset);
-    resolve(in, warp, lane, in.space, start, size * in.vector, true);
+    const Access whole = resolve(in, warp, lane, in.space, start, size * in.vector, true);
+    if (whole.space == StateSpace::Shared) add_shared_to_request(request, lane, whole, size * in.vector);
     for (unsigned e = 0; e < in.vector; ++e) {
       Access access = resolve(in, warp, lane, in.space, start + e * size, size, true);
       std::uint64_t value = reg(warp, source.regs[e])[lane];
@@ -568,6 +612,8 @@ void Launch::atomic(const Instruction& in, std::uint32_t active, Warp& warp) {
     if (access.space == StateSpace::Global) {
       mark(access, size, kByteRead | kByteWritten);
       add_to_request(request, at, size);
+    } else if (access.space == StateSpace::Shared) {
+      add_shared_to_request(request, lane, access, size);
     }
   });
   finish_request(request, true, true, in.space);
@@ -711,9 +757,12 @@ void Launch::load_matrix(const Instruction& in, std::uint32_t active, Warp& warp
   const Operand& address = in.operands[1];
   const std::uint64_t* base = reg(warp, address.regs[0]);
   std::array<const std::uint8_t*, 32> rows{};
+  Request request;  // one phase a matrix: its 8 rows of 16 bytes (Counters.h)
   for (unsigned r = 0; r < ir::mma::kMatrixRows * in.matrices; ++r) {
     const std::uint64_t start = base[r] + static_cast<std::uint64_t>(address.offset);
-    rows[r] = resolve(in, warp, r, in.space, start, 2 * ir::mma::kMatrixRowElements, false).bytes;
+    const Access row = resolve(in, warp, r, in.space, start, 2 * ir::mma::kMatrixRowElements, false);
+    rows[r] = row.bytes;
+    add_shared_to_request(request, r, row, 2 * ir::mma::kMatrixRowElements);
   }
   for (unsigned m = 0; m < in.matrices; ++m) {
     std::uint64_t* d = reg(warp, destination.regs[m]);
@@ -728,8 +777,7 @@ void Launch::load_matrix(const Instruction& in, std::uint32_t active, Warp& warp
       d[lane] = word;
     }
   }
-  Request none;
-  finish_request(none, true, false, StateSpace::Shared);
+  finish_request(request, true, false, StateSpace::Shared);
 }
 
 /// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: the whole warp's fragments through

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ir/Arithmetic.h"
@@ -179,7 +180,19 @@ class Launch {
     std::array<std::pair<std::uint64_t, std::uint64_t>, 128> spans;  // the first `span_count` are set
     unsigned span_count = 0;
     bool global = false;
+    /// The lanes' shared-memory accesses (bank conflicts): a lane's whole access, vector
+    /// included, as (lane, shared byte offset, bytes).
+    struct SharedAccess {
+      std::uint8_t lane;
+      std::uint8_t bytes;
+      std::uint32_t offset;
+    };
+    std::array<SharedAccess, 32> shared;  // the first `shared_count` are set
+    unsigned shared_count = 0;
     std::uint64_t unique();
+    /// The shared-memory wavefronts of the request and its phases with accesses (their
+    /// conflict-free wavefronts): LaunchCounters::shared_load_wavefronts.
+    std::pair<std::uint64_t, std::uint64_t> shared_wavefronts() const;
   };
 
   void run_cta(std::array<std::uint32_t, 3> ctaid);
@@ -204,6 +217,8 @@ class Launch {
   CacheLevel finish_request(Request& request, bool load, bool store, StateSpace space);
   /// Adds one lane's global access of `bytes` at `address` to `request`.
   void add_to_request(Request& request, std::uint64_t address, unsigned bytes);
+  /// Adds lane `lane`'s shared access (its whole vector: `bytes` at `access`) to `request`.
+  void add_shared_to_request(Request& request, unsigned lane, const Access& access, unsigned bytes) const;
   void mark(const Access& access, unsigned size, std::uint8_t flag);
   std::uint32_t uniform_mask(const Instruction& in, const Warp& warp, std::uint32_t active, const Operand& operand);
   /// The member mask must name exactly the non-exited threads executing the

@@ -238,6 +238,9 @@ std::string format_counters(const std::string& kernel_name, const std::string& t
   out += "shared memory and synchronization:\n";
   line("shared load requests", c.shared_load_requests);
   line("shared store requests", c.shared_store_requests);
+  line("shared load wavefronts", c.shared_load_wavefronts);
+  line("shared store wavefronts", c.shared_store_wavefronts);
+  line("shared bank conflicts (wavefronts)", c.shared_bank_conflicts);
   line("CTA barriers released", c.barriers);
   return out;
 }
@@ -290,8 +293,9 @@ std::string format_profile(const KernelProfile& p) {
          "  32-byte sectors cross DRAM once: perfect L2 reuse; a sector written and then read crosses it once, as a\n"
          "  write) and each warp's serial chain (each wait on loads in flight costs the latency of the level it\n"
          "  reaches: DRAM for a first touch, else L2 or L1: Little's law; each instruction issued a fitted number of\n"
-         "  cycles); occupancy from registers, shared memory, warps and CTA slots. Not modeled: launch overhead, L2\n"
-         "  bandwidth, cache evictions, bank conflicts. PTX counts, not SASS.\n";
+         "  cycles); shared memory by its wavefronts (bank conflicts included); occupancy from registers, shared\n"
+         "  memory, warps and CTA slots. Not modeled: launch overhead, L2 bandwidth, cache evictions. PTX counts,\n"
+         "  not SASS.\n";
   return out;
 }
 
@@ -335,6 +339,9 @@ nlohmann::ordered_json profile_json(const KernelProfile& p) {
       {"store_wavefronts", c.global_store_wavefronts},
       {"shared_load_requests", c.shared_load_requests},
       {"shared_store_requests", c.shared_store_requests},
+      {"shared_load_wavefronts", c.shared_load_wavefronts},
+      {"shared_store_wavefronts", c.shared_store_wavefronts},
+      {"shared_bank_conflicts", c.shared_bank_conflicts},
       {"unique_bytes_read", c.unique_global_bytes_read},
       {"unique_bytes_written", c.unique_global_bytes_written},
       {"unique_sectors_read", c.unique_global_sectors_read},
