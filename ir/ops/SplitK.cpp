@@ -129,24 +129,27 @@ KSubgroupMeeting declare_k_subgroup_meeting(ProgramBuilder& program, std::uint32
 }
 
 void emit_k_subgroup_meeting(Body& body, const KSubgroupMeeting& meeting, const Expr& k_subgroup, const Expr& owner,
-                             const Expr& first, const std::vector<Expr>& values) {
+                             const Expr& first, const std::vector<Expr>& values, std::uint32_t vector_stride) {
   if (meeting.k_subgroups <= 1) return;
   const auto count = static_cast<std::uint32_t>(values.size());
   const std::uint32_t width = meeting.element == ScalarType::F32 && count % 4 == 0 ? 4 : 1;
+  // Slot of values[v]: first + (v / width) * stride + v % width (contiguous by default).
+  const std::uint32_t stride = vector_stride != 0 ? vector_stride : width;
+  auto offset = [&](std::uint32_t v) { return v / width * stride; };
   if (meeting.reused) body.barrier();  // every subgroup is done reading the array
   body.if_then(logical_and(owner, ne(k_subgroup, u32(0))), [&](Body& storer) {
     Expr base = storer.let("k_partial_base", k_subgroup * meeting.slots + first);
     for (std::uint32_t v = 0; v < count; v += width) {
       Expr value = width == 1 ? values[v]
                               : make_vector(std::vector<Expr>(values.begin() + v, values.begin() + v + width));
-      storer.store(meeting.partials, v == 0 ? base : base + v, value);
+      storer.store(meeting.partials, v == 0 ? base : base + offset(v), value);
     }
   });
   body.barrier();
   body.if_then(logical_and(owner, eq(k_subgroup, u32(0))), [&](Body& adder) {
     for (std::uint32_t k = 1; k < meeting.k_subgroups; ++k) {
       for (std::uint32_t v = 0; v < count; v += width) {
-        Expr index = first + (k * meeting.slots + v);
+        Expr index = first + (k * meeting.slots + offset(v));
         Expr partial = adder.let(fmt::format("k_partial{}_{}", k, v / width),
                                  width == 1 ? meeting.partials[index] : meeting.partials.load(index, width));
         for (std::uint32_t l = 0; l < width; ++l) {

@@ -122,9 +122,14 @@ KSubgroupMeeting declare_k_subgroup_meeting(ProgramBuilder& program, std::uint32
 /// `first` and the meeting's slots must be multiples of 4 (f32x4 stores and loads: the
 /// IR verifier rejects an alignment it cannot prove). Afterwards the owner lanes of
 /// k-subgroup 0 hold the totals in `values`; the caller finishes where
-/// logical_and(owner, eq(k_subgroup, 0)). With one k-subgroup nothing is emitted.
+/// logical_and(owner, eq(k_subgroup, 0)). `vector_stride` (0: the vector width, values
+/// contiguous) puts each further vector of values that many slots on: first = lane * 4
+/// with 32 * 4 lets a subgroup's f32x4 accesses cover 512 contiguous bytes, one
+/// conflict-free shared-memory phase per 8 lanes, where first = lane * values.size()
+/// puts lanes values.size() * 4 bytes apart, 4-way bank conflicts at 16 values. With one
+/// k-subgroup nothing is emitted.
 void emit_k_subgroup_meeting(Body& body, const KSubgroupMeeting& meeting, const Expr& k_subgroup, const Expr& owner,
-                             const Expr& first, const std::vector<Expr>& values);
+                             const Expr& first, const std::vector<Expr>& values, std::uint32_t vector_stride = 0);
 
 /// The k-subgroups for a reduction of `chunks` work units shared by `lanes_per_subgroup`
 /// k-lanes per subgroup: the largest power of two up to `most` that leaves every k-lane

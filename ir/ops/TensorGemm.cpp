@@ -27,6 +27,10 @@ constexpr std::uint32_t kTileColumns = kTiles * kMmaColumns;
 constexpr std::uint32_t kUnrolledSteps = 16;
 /// Elements of padding after each x tile row (16 bytes): TensorGemmSplit::x_pitch.
 constexpr std::uint32_t kXRowPadding = 8;
+/// GPTQ's x tile rows start 64 bytes apart modulo the 128 bytes of the banks: rows + 0 or
+/// + 32 elements (TensorGemmSplit::x_pitch); at most 32 elements of padding.
+constexpr std::uint32_t kGptqXRowAlignment = 64;
+constexpr std::uint32_t kMaxXRowPadding = 32;
 /// m-tiles a subgroup multiplies with each decoded weight fragment (m > 16: two).
 constexpr std::uint32_t kMaxMTiles = 2;
 std::uint32_t m_tiles_of(std::uint32_t m) { return std::min(kMaxMTiles, ceil_div(m, kTileRows)); }
@@ -118,18 +122,37 @@ struct TensorGemmSplit {
   /// Elements from one x tile row to the next: the part's rows and 8 more (16 bytes). A
   /// part's rows are a multiple of 16, so without the 8 the 8 rows of one ldmatrix matrix
   /// would share banks (8-way conflicts, as Nsight Compute measured on an H200); with them
-  /// each row starts 16 bytes further round the 128 bytes of the banks.
-  std::uint32_t x_pitch() const { return rows() + kXRowPadding; }
-  /// Shared memory the x tile's padding takes (x_pitch).
-  std::uint32_t x_padding_bytes() const { return x_tile_rows() * kXRowPadding * 2; }
+  /// each row starts 16 bytes further round the 128 bytes of the banks. GPTQ's lanes read
+  /// their A fragments with 16-byte loads instead, 8 lanes a phase covering 64 bytes of
+  /// rows g and g + 1: its rows start 64 bytes apart modulo 128 (0 or 32 more elements; a
+  /// part's rows are a multiple of 32), so that each phase is conflict-free.
+  std::uint32_t x_pitch() const {
+    if (weights != TensorWeights::Gptq) return rows() + kXRowPadding;
+    return rows() + (kGptqXRowAlignment / 2 - rows() % kGptqXRowAlignment) % kGptqXRowAlignment;
+  }
+  /// Shared memory the x tile's padding takes (x_pitch), and the most it takes at any rows.
+  std::uint32_t x_padding_bytes() const { return x_tile_rows() * (x_pitch() - rows()) * 2; }
+  std::uint32_t most_x_padding_bytes() const {
+    return x_tile_rows() * (weights == TensorWeights::Gptq ? kMaxXRowPadding : kXRowPadding) * 2;
+  }
   /// Elements of a lane's mma tile that can hold rows below m: 2 (rows g only) where one
   /// m-tile holds m <= 8 rows, else 4; elements 2 and 3 (row g + 8) are then never folded,
   /// met or stored.
   std::uint32_t elements() const { return row_tiles == 1 && m <= 8 ? 2 : 4; }
   /// Partial sums a lane carries to the meetings: 4 tiles x m-tiles x elements.
   std::uint32_t met_per_lane() const { return m_tiles * kTiles * elements(); }
+  /// Words from one NF4 tile column to the next: its rows / 2 bytes of codes, and 16 bytes
+  /// more where that is an even number of 16-byte chunks. An ldmatrix matrix reads the 8
+  /// columns at consecutive tile positions (nf4_tile_position), so with an odd number of
+  /// 16-byte chunks between them its 8 rows lie in 8 distinct 16-byte slots of the 128
+  /// bytes of the banks (a multiple of 64 bytes apart, 8 rows take 4 or 8 wavefronts).
+  std::uint32_t nf4_column_words() const { return rows() / 8 + (rows() / 32 % 2 == 0 ? 4 : 0); }
+  /// Words of a subgroup's weight tile: NF4's 32 columns, or rows x weight_row_bytes.
+  std::uint32_t weight_tile_words() const {
+    return weights == TensorWeights::Nf4 ? kTileColumns * nf4_column_words() : rows() * weight_row_bytes() / 4;
+  }
   /// Whether the k-subgroups' meeting fits the weight tiles it reuses (else an array of its own).
-  bool meeting_in_weight_tile() const { return rows() * weight_row_bytes() / 4 >= kSubgroupSize * met_per_lane(); }
+  bool meeting_in_weight_tile() const { return weight_tile_words() >= kSubgroupSize * met_per_lane(); }
   /// Shared memory of the meeting a k-subgroup adds beyond its staging.
   std::uint32_t meeting_bytes() const { return meeting_in_weight_tile() ? 0 : kSubgroupSize * met_per_lane() * 4; }
 };
@@ -144,7 +167,8 @@ std::uint32_t staged_bytes_per_row(const TensorGemmSplit& split) {
 /// Shared memory one subgroup stages: its part's weight rows and x tile columns, and its
 /// blocks' sidecars or scales.
 std::uint32_t staged_bytes(const TensorGemmSplit& split) {
-  return split.rows() * staged_bytes_per_row(split) + split.x_padding_bytes() +
+  const std::uint32_t weight_padding_bytes = split.weight_tile_words() * 4 - split.rows() * split.weight_row_bytes();
+  return split.rows() * staged_bytes_per_row(split) + split.x_padding_bytes() + weight_padding_bytes +
          split.blocks_per_split * traits_of(split.weights).sidecar_bytes_per_block;
 }
 
@@ -234,6 +258,12 @@ ColumnLanes column_lanes(Body& region, const Expr& lane, std::uint32_t pieces, c
   return lanes;
 }
 
+/// Where FP8's weight tile holds 16-byte half `half` of row `row` (32 bytes a row), in
+/// words: row r's halves swap where bit 2 of r is set, so that the 8 consecutive rows of
+/// one half that an ldmatrix matrix reads (rows 8i .. 8i + 7) lie in 8 distinct 16-byte
+/// slots of the 128 bytes of the banks, not two rows a slot (2-way conflicts).
+Expr fp8_tile_words(const Expr& row, const Expr& half) { return row * 8u + (half ^ ((row >> 2u) & 1u)) * 4u; }
+
 /// The cp.async copies (16 bytes each) of a split's weight rows (the subgroup's 32 columns:
 /// 16 bytes of nibbles, 32 of FP8 bytes) and of its x rows into the tiles. Where the split is whole
 /// (not the ragged last one), they are straight-line code whose two addresses are each
@@ -243,23 +273,34 @@ ColumnLanes column_lanes(Body& region, const Expr& lane, std::uint32_t pieces, c
 /// (D row r depends on A row r only) are never stored. Otherwise (a ragged split, or x
 /// rows whose 16-byte chunks neither fill nor divide a subgroup's 32) a loop copies
 /// every chunk, rows past m copying row m - 1.
+/// The tile position of NF4 column c (0..31): (c % 4) * 8 + c / 4, so that the columns
+/// 4r + i (r = 0..7) of ldmatrix matrix i are positions 8i .. 8i + 7 (w_lane: lane l's
+/// column 4 (l % 8) + l / 8 is at position l).
+Expr nf4_tile_position(const Expr& column) { return (column % 4u) * 8u + column / 4u; }
+
 /// NF4's weights are column-major (ir/ops/Nf4Gemm.h: a column's codes k-contiguous, two a
 /// byte), so a part's codes of a column are rows / 2 contiguous bytes, C = rows / 32 chunks
-/// of 16, into tile column c at c * rows / 2 bytes, the lanes sharing columns as
-/// column_lanes says. Chunks past a ragged last part's rows are skipped.
+/// of 16, into the tile column at nf4_tile_position(c) x nf4_column_words, the lanes
+/// sharing columns as column_lanes says. Chunks past a ragged last part's rows are skipped.
 void stage_columns(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t k, bool ragged) {
   const std::uint32_t rows = split.rows(), chunks = rows / 32;
   const ColumnLanes lanes = column_lanes(region, at.lane, chunks, "w_column", "w_chunk");
   const std::uint32_t lanes_per_column = lanes.lanes_per_column, columns_per_copy = lanes.columns_per_copy;
   const Expr &column = lanes.column, &chunk = lanes.piece;
-  Expr destination = region.let("w_destination", at.w_base + column * (rows / 8) + chunk * 4u);
+  const std::uint32_t column_words = split.nf4_column_words();
+  // Copy c's columns c * columns_per_copy + column sit at nf4_tile_position(column) +
+  // c * columns_per_copy / 4 where columns_per_copy is a multiple of 4 (an immediate).
+  const bool linear = columns_per_copy % 4 == 0;
+  Expr destination = region.let("w_destination", at.w_base + nf4_tile_position(column) * column_words + chunk * 4u);
   Expr source = region.let("w_source", (at.first_column + column) * (k / 8) + at.k_start / 8u + chunk * 4u);
   for (std::uint32_t c = 0; c * columns_per_copy < kTileColumns; ++c) {
     for (std::uint32_t step = 0; step < chunks / lanes_per_column; ++step) {
-      const std::uint32_t to = c * columns_per_copy * (rows / 8) + 4 * step;
       const std::uint32_t from = c * columns_per_copy * (k / 8) + 4 * step;
-      auto copy = [&, to, from](Body& body) {
-        body.async_copy(at.w_tile, plus(destination, to), at.w, plus(source, from), 16);
+      auto copy = [&, c, step, from](Body& body) {
+        Expr to = linear ? plus(destination, c * columns_per_copy / 4 * column_words + 4 * step)
+                         : at.w_base + nf4_tile_position(plus(column, c * columns_per_copy)) * column_words +
+                               plus(chunk * 4u, 4 * step);
+        body.async_copy(at.w_tile, to, at.w, plus(source, from), 16);
       };
       if (!ragged) copy(region);
       else if (lanes_per_column == 1) region.if_then(u32(32 * step) < at.split_rows, copy);
@@ -339,7 +380,8 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
   if (!ragged && (row_chunks % kSubgroupSize == 0 || kSubgroupSize % row_chunks == 0)) {
     // Lane l copies chunk l % weight_chunks of row l / weight_chunks, chunk_rows rows at once.
     if (byte_rows) {
-      Expr w_destination = region.let("w_destination", at.w_base + lane * 4u);
+      Expr w_destination = weight_chunks == 1 ? region.let("w_destination", at.w_base + lane * 4u)
+                                              : region.let("w_destination", at.w_base + fp8_tile_words(lane / 2u, lane % 2u));
       Expr w_source = weight_chunks == 1
                           ? region.let("w_source", (at.k_start + lane) * row_bytes + first_byte)
                           : region.let("w_source", (at.k_start + lane / weight_chunks) * row_bytes + first_byte +
@@ -384,7 +426,8 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
     loop.if_then(row < at.split_rows, [&](Body& copy) {
       Expr source = (at.k_start + row) * row_bytes + first_byte;
       if (weight_chunks > 1) source = source + (chunk % weight_chunks) * 16u;
-      copy.async_copy(at.w_tile, at.w_base + chunk * 4u, at.w, source, 16);
+      Expr destination = weight_chunks == 1 ? chunk * 4u : fp8_tile_words(row, chunk % 2u);
+      copy.async_copy(at.w_tile, at.w_base + destination, at.w, source, 16);
     });
   });
   if (copy_x) region.loop("x_copy", u32(0), u32(ceil_div(x_rows * row_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
@@ -435,7 +478,7 @@ std::optional<std::string> tensor_gemm_unsupported(const TensorGemmShape& shape)
   }
   const TensorGemmSplit one_block = block_split(weights, m, block_size, activation);
   if (staged_bytes(one_block) > kMaxStagedBytes) {
-    const std::uint32_t most = (kMaxStagedBytes - kSidecarBytesPerBlock - one_block.x_padding_bytes()) /
+    const std::uint32_t most = (kMaxStagedBytes - kSidecarBytesPerBlock - one_block.most_x_padding_bytes()) /
                                staged_bytes_per_row(one_block);
     return fmt::format("{}={} is above {} at m={} (a block's rows are staged in 48 KiB of shared memory)", block_name,
                        block_size, most / block_multiple * block_multiple, m);
@@ -511,7 +554,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   // as raw words, so that the k-subgroups' meeting can reuse them), of x (the m-tile's
   // rows) and its blocks' sidecars of the 32 columns (128 bytes a block each).
   const std::uint32_t k_subgroups = split.k_subgroups;
-  const std::uint32_t w_tile_words = rows * split.weight_row_bytes() / 4;
+  const std::uint32_t w_tile_words = split.weight_tile_words();
   BufferRef w_tile = program.shared("w_tile", ScalarType::F32, k_subgroups * w_tile_words);
   BufferRef x_tile = program.shared("x_tile", activation, k_subgroups * x_tile_rows * split.x_pitch());
   // int4: the blocks' sidecars (32 f32 a block each); NVFP4: the scale blocks' E4M3
@@ -645,7 +688,8 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       // (matrix i = rows 8i .. 8i + 7; 4 words a row), giving lane (g, t) half-word g of rows
       // 2t, 2t + 1 of each matrix (decode_int4_row_pair). FP8: lane l names 16-byte half l / 16 of
       // row 8 ((l / 8) % 2) + l % 8 of a k-step (8 words a row; matrices: half 0 rows 0-7,
-      // 8-15, half 1 rows 0-7, 8-15), decode_fp8_step.
+      // 8-15, half 1 rows 0-7, 8-15; the halves of rows with bit 2 set swapped in the tile:
+      // fp8_tile_words), decode_fp8_step.
       // NF4 (column-major tile, non-transposed ldmatrix): lane l names column 4 (l % 8) +
       // l / 8 of a 32-row span (matrix i = tile i: mma column g of tile j is column 4g + j,
       // as int4's), giving lane (g, t) its column's rows 8t .. 8t + 7 of the span: the k-steps
@@ -654,8 +698,8 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       // GPTQ (word-row tile, plain 16-byte loads): lane (g, t) reads chunk g of word row t of a
       // span (stage_word_rows' swizzle), the words of its columns 4g + j, j = 0 .. 3, whose
       // nibbles are rows 8t .. 8t + 7 (gptq_span).
-      Expr w_lane = fp8    ? region.let("w_lane", w_base + ((matrix & 1u) * 8u + lane % 8u) * 8u + (lane / 16u) * 4u)
-                    : nf4  ? region.let("w_lane", w_base + ((lane % 8u) * 4u + matrix) * (rows / 8))
+      Expr w_lane = fp8    ? region.let("w_lane", w_base + fp8_tile_words((matrix & 1u) * 8u + lane % 8u, lane / 16u))
+                    : nf4  ? region.let("w_lane", w_base + lane * split.nf4_column_words())
                     : gptq ? region.let("w_lane", w_base + thread * kTileColumns + (group ^ (thread * 2u)) * 4u)
                            : region.let("w_lane", w_base + lane * 4u);
       // ldmatrix rows of A: lane 8i + r names row r of matrix i (rows 0-7 / 8-15, k 0-7 / 8-15)
@@ -953,9 +997,10 @@ Program tensor_gemm(const TensorGemmShape& shape) {
         }
         met.push_back(region.let(fmt::format("acc{}", v), sum));
       }
-      // The k-subgroups meet in shared memory (reusing the weight tiles, after a barrier);
-      // k-subgroup 0, one whole subgroup as the splits' meeting needs, goes on.
-      emit_k_subgroup_meeting(region, meeting, k_subgroup, owner, lane * met_per_lane, met);
+      // The k-subgroups meet in shared memory (reusing the weight tiles, after a barrier),
+      // lane-interleaved by f32x4 so that each access is conflict-free; k-subgroup 0, one
+      // whole subgroup as the splits' meeting needs, goes on.
+      emit_k_subgroup_meeting(region, meeting, k_subgroup, owner, lane * 4u, met, kSubgroupSize * 4);
       // The last split of the unit stores the rows below m: per row the lane's columns in
       // runs of consecutive ones, one vector store a run. Nibbles: one run of eight,
       // 8t .. 8t + 7 (tile j's element e at 8t + 4e + j); FP8: two of four, 16h + 4t ..

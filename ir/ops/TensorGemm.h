@@ -29,7 +29,8 @@
 //   them as k-subgroups (a power of two up to 8, dividing the parts) as fit 48 KiB of
 //   staging together; they meet in shared memory (in the weight tiles, or where a lane's
 //   sums outgrow a part's tile, m > 16, an array of their own), so that fewer partial sums
-//   cross DRAM. Grid: (n / 32, ceil(m / M), parts / k-subgroups).
+//   cross DRAM (lane-interleaved by f32x4: conflict-free). Grid: (n / 32, ceil(m / M),
+//   parts / k-subgroups).
 //   The workgroups of a tile meet through the split-K scratch (`partials` f32[splits * 32
 //   * met * n/32 * ceil(m/M)], lane-interleaved so that a subgroup's f32x4 stores cover
 //   512 contiguous bytes; `arrivals` u32[n/32 * ceil(m/M)]) in split order, as every
@@ -37,9 +38,13 @@
 //   holds m <= 8 rows the upper eight rows' sums are never folded or met (met = 8 a lane,
 //   else 16 per m-tile).
 // - Staging, one cp.async group: the part's weight rows (16 bytes of nibbles or 32 of FP8
-//   bytes a row; NF4 column by column; GPTQ 128-byte word rows, swizzled against bank
-//   conflicts), its x rows below m (GPTQ act-order: gathered through perm by plain loads) (only those where one row tile
-//   covers m: ldmatrix rows past them read the last) and its blocks' sidecars or scales,
+//   bytes a row, FP8's halves swapped in every other 4 rows; NF4 column by column, the
+//   columns of each ldmatrix matrix adjacent and an odd number of 16-byte chunks apart; GPTQ
+//   128-byte word rows, swizzled), its x rows below m (GPTQ act-order: gathered through
+//   perm by plain loads; only those where one row tile covers m: ldmatrix rows past them
+//   read the last; rows 16 bytes longer, GPTQ's 64 bytes apart modulo 128: every ldmatrix
+//   and 16-byte load of the tiles free of bank conflicts by the emulator's count, NF4's
+//   8-byte x loads and code-table gathers not) and its blocks' sidecars or scales,
 //   one wait and a barrier; for a whole part straight-line copies with [reg+imm] addresses.
 //   NVFP4 then turns its scale bytes into B factors once (decode_nvfp4_scale_word); NF4
 //   builds its code table (code_pieces) by shuffles.
