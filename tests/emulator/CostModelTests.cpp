@@ -497,6 +497,18 @@ TEST_CASE("shared-memory wavefronts: bank conflicts of 4-byte, 16-byte and ldmat
   CHECK(conflicted.shared_store_wavefronts == 32);
   CHECK(conflicted.shared_load_wavefronts == 32 + 32 + 32);
   CHECK(conflicted.shared_bank_conflicts == 31 + 31 + 28 + 28);
+  // Per instruction, most conflicts first, then in line order.
+  REQUIRE(conflicted.shared_conflict_sites.size() == 4);
+  const char* sites[] = {"st.shared.u32", "ld.shared.u32", "ld.shared.v4.u32", "ldmatrix"};
+  const std::uint64_t site_conflicts[] = {31, 31, 28, 28};
+  for (std::size_t i = 0; i < 4; ++i) {
+    INFO(i);
+    CHECK(conflicted.shared_conflict_sites[i].instruction.rfind(sites[i], 0) == 0);
+    CHECK(conflicted.shared_conflict_sites[i].requests == 1);
+    CHECK(conflicted.shared_conflict_sites[i].bank_conflicts == site_conflicts[i]);
+  }
+  CHECK(conflicted.shared_conflict_sites[0].line + 1 == conflicted.shared_conflict_sites[1].line);
+  CHECK(padded.shared_conflict_sites.empty());
   // Two lanes a word (8-byte stride over 4-byte words: 2-way) and every lane the same
   // word (a broadcast: one wavefront).
   LaunchCounters two_way = run_kernel(ptx, "banks", 1, 32, {128}, {8, 144});

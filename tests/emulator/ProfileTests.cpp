@@ -234,7 +234,7 @@ TEST_CASE("profile_json has the documented keys and agrees with the model and th
                           "warp_instructions", "thread_instructions", "pipe_instructions", "subroutine_instructions",
                           "parameter_loads", "load_requests", "store_requests", "load_sectors", "store_sectors",
                           "shared_load_requests", "shared_store_requests", "shared_load_wavefronts",
-                          "shared_store_wavefronts", "shared_bank_conflicts", "unique_bytes_read", "unique_bytes_written",
+                          "shared_store_wavefronts", "shared_bank_conflicts", "shared_conflict_sites", "unique_bytes_read", "unique_bytes_written",
                           "unique_sectors_read", "unique_sectors_written", "load_batches", "load_batches_dram",
                           "load_batches_l2", "load_batches_l1", "loads_in_flight_per_warp", "bytes_in_flight_per_warp",
                           "barriers", "buffers", "static_shared_bytes", "dynamic_shared_bytes", "registers", "devices"}) {

@@ -3,6 +3,7 @@
 // Kept apart from Emulator.h so that code reading a report needs no emulator.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -68,6 +69,24 @@ inline BufferTraffic& BufferTraffic::operator+=(const BufferTraffic& o) {
   return *this;
 }
 
+/// A PTX instruction whose shared-memory requests met bank conflicts (what Nsight Compute's
+/// source view shows per instruction): its source line and text, and over the launch its
+/// requests that conflicted, their wavefronts and the wavefronts beyond one a phase.
+struct SharedConflictSite {
+  std::uint32_t line = 0;  // 1-based line of the PTX module
+  std::string instruction;
+  std::uint64_t requests = 0, wavefronts = 0, bank_conflicts = 0;
+};
+
+/// The sites LaunchCounters keeps: the most bank conflicts first (then the earlier line).
+inline constexpr std::size_t kSharedConflictSites = 5;
+inline void keep_most_conflicted(std::vector<SharedConflictSite>& sites) {
+  std::stable_sort(sites.begin(), sites.end(), [](const SharedConflictSite& a, const SharedConflictSite& b) {
+    return a.bank_conflicts != b.bank_conflicts ? a.bank_conflicts > b.bank_conflicts : a.line < b.line;
+  });
+  if (sites.size() > kSharedConflictSites) sites.resize(kSharedConflictSites);
+}
+
 /// What one launch executed. "Warp instruction" = one instruction issued for one warp
 /// (whatever its active mask); "request" = one warp-level global ld/st instruction;
 /// a sector is an aligned 32-byte chunk of global memory (Nsight Compute's
@@ -106,6 +125,9 @@ struct LaunchCounters {
   std::uint64_t shared_store_wavefronts = 0;
   /// The wavefronts beyond one a phase (Nsight Compute's shared bank conflicts).
   std::uint64_t shared_bank_conflicts = 0;
+  /// The instructions with the most bank conflicts (kSharedConflictSites at most, most
+  /// first); summed counters (operator+=) keep the most of both sides.
+  std::vector<SharedConflictSite> shared_conflict_sites;
   std::uint64_t unique_global_bytes_read = 0;     // distinct bytes, over all buffers
   std::uint64_t unique_global_bytes_written = 0;
   /// Distinct aligned 32-byte sectors, over all buffers (each starts sector-aligned), that
@@ -167,6 +189,8 @@ inline LaunchCounters& LaunchCounters::operator+=(const LaunchCounters& o) {
   shared_load_wavefronts += o.shared_load_wavefronts;
   shared_store_wavefronts += o.shared_store_wavefronts;
   shared_bank_conflicts += o.shared_bank_conflicts;
+  shared_conflict_sites.insert(shared_conflict_sites.end(), o.shared_conflict_sites.begin(), o.shared_conflict_sites.end());
+  keep_most_conflicted(shared_conflict_sites);
   unique_global_bytes_read += o.unique_global_bytes_read;
   unique_global_bytes_written += o.unique_global_bytes_written;
   unique_global_sectors_read += o.unique_global_sectors_read;

@@ -112,6 +112,14 @@ LaunchCounters Launch::run() {
       counters_.unique_global_sectors_written += (any & kByteWritten) ? 1 : 0;
     }
   }
+  for (std::size_t i = 0; i < shared_sites_.size(); ++i) {
+    if (shared_sites_[i].bank_conflicts == 0) continue;
+    SharedConflictSite site = shared_sites_[i];
+    site.line = kernel_.code[i].line;
+    site.instruction = kernel_.source_text[i];
+    counters_.shared_conflict_sites.push_back(std::move(site));
+  }
+  keep_most_conflicted(counters_.shared_conflict_sites);
   counters_.ctas = std::uint64_t(config_.grid[0]) * config_.grid[1] * config_.grid[2];
   counters_.threads = counters_.ctas * threads_per_cta_;
   return counters_;
@@ -439,7 +447,7 @@ std::uint64_t Launch::Request::unique() {
   return static_cast<std::uint64_t>(std::unique(sectors.begin(), sectors.begin() + count) - sectors.begin());
 }
 
-CacheLevel Launch::finish_request(Request& request, bool load, bool store, StateSpace space) {
+CacheLevel Launch::finish_request(const Instruction& in, Request& request, bool load, bool store, StateSpace space) {
   CacheLevel level = CacheLevel::L1;
   if (request.global) {
     std::uint64_t sectors = request.unique();
@@ -496,6 +504,13 @@ CacheLevel Launch::finish_request(Request& request, bool load, bool store, State
     if (load) counters_.shared_load_wavefronts += wavefronts;
     if (store) counters_.shared_store_wavefronts += wavefronts;
     counters_.shared_bank_conflicts += wavefronts - phases;
+    if (wavefronts > phases) {
+      if (shared_sites_.empty()) shared_sites_.resize(kernel_.code.size());
+      SharedConflictSite& site = shared_sites_[static_cast<std::size_t>(&in - kernel_.code.data())];
+      site.requests += 1;
+      site.wavefronts += wavefronts;
+      site.bank_conflicts += wavefronts - phases;
+    }
   }
   return level;
 }
@@ -532,7 +547,7 @@ void Launch::load(const Instruction& in, std::uint32_t active, Warp& warp) {
       }
     }
   });
-  const CacheLevel level = finish_request(request, true, false, in.space);
+  const CacheLevel level = finish_request(in, request, true, false, in.space);
   if (request.global) {
     warp.pending_level = std::max(warp.pending_level, static_cast<std::uint8_t>(level));
     for (unsigned e = 0; e < in.vector; ++e) {
@@ -565,7 +580,7 @@ void Launch::store(const Instruction& in, std::uint32_t active, Warp& warp) {
       }
     }
   });
-  finish_request(request, false, true, in.space);
+  finish_request(in, request, false, true, in.space);
 }
 
 void Launch::atomic(const Instruction& in, std::uint32_t active, Warp& warp) {
@@ -616,7 +631,7 @@ void Launch::atomic(const Instruction& in, std::uint32_t active, Warp& warp) {
       add_shared_to_request(request, lane, access, size);
     }
   });
-  finish_request(request, true, true, in.space);
+  finish_request(in, request, true, true, in.space);
 }
 
 // ----- warp-level -------------------------------------------------------------------
@@ -720,7 +735,7 @@ void Launch::async_copy(const Instruction& in, std::uint32_t active, Warp& warp)
     add_to_request(request, from_address, bytes);
     warp.async_open.push_back({target.bytes, origin.bytes, bytes});
   });
-  const CacheLevel level = finish_request(request, true, false, StateSpace::Global);
+  const CacheLevel level = finish_request(in, request, true, false, StateSpace::Global);
   if (request.global) warp.async_level = std::max(warp.async_level, static_cast<std::uint8_t>(level));
 }
 
@@ -777,7 +792,7 @@ void Launch::load_matrix(const Instruction& in, std::uint32_t active, Warp& warp
       d[lane] = word;
     }
   }
-  finish_request(request, true, false, StateSpace::Shared);
+  finish_request(in, request, true, false, StateSpace::Shared);
 }
 
 /// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: the whole warp's fragments through

@@ -214,7 +214,7 @@ class Launch {
                  unsigned size, bool store);
   /// Counts the request; for a global one, returns where a load finds its data and
   /// updates the sectors' cache state.
-  CacheLevel finish_request(Request& request, bool load, bool store, StateSpace space);
+  CacheLevel finish_request(const Instruction& in, Request& request, bool load, bool store, StateSpace space);
   /// Adds one lane's global access of `bytes` at `address` to `request`.
   void add_to_request(Request& request, std::uint64_t address, unsigned bytes);
   /// Adds lane `lane`'s shared access (its whole vector: `bytes` at `access`) to `request`.
@@ -243,6 +243,9 @@ class Launch {
   std::uint32_t warps_per_cta_ = 0;
   std::array<std::uint32_t, 3> ctaid_{};
   std::vector<std::uint8_t> shared_;
+  /// Per instruction of the kernel (empty until a request conflicts): its shared-memory
+  /// requests that met bank conflicts, their wavefronts and conflicts.
+  std::vector<SharedConflictSite> shared_sites_;
   std::vector<std::uint8_t> dynamic_shared_;
   std::vector<std::uint8_t> local_;
   std::vector<std::uint64_t> registers_;

@@ -241,6 +241,12 @@ std::string format_counters(const std::string& kernel_name, const std::string& t
   line("shared load wavefronts", c.shared_load_wavefronts);
   line("shared store wavefronts", c.shared_store_wavefronts);
   line("shared bank conflicts (wavefronts)", c.shared_bank_conflicts);
+  if (!c.shared_conflict_sites.empty()) {
+    out += "  most bank conflicts (requests that conflicted, their wavefronts, conflicts):\n";
+    for (const SharedConflictSite& site : c.shared_conflict_sites)
+      out += fmt::format("    PTX line {:<6} {:>10} {:>12} {:>12}  {}\n", site.line, site.requests, site.wavefronts,
+                         site.bank_conflicts, site.instruction);
+  }
   line("CTA barriers released", c.barriers);
   return out;
 }
@@ -319,6 +325,13 @@ nlohmann::ordered_json profile_json(const KernelProfile& p) {
                        {"store_sectors", b.store_sectors},
                        {"store_bytes", b.store_bytes},
                        {"store_sector_efficiency", b.store_sector_efficiency()}});
+  json conflict_sites = json::array();
+  for (const SharedConflictSite& site : c.shared_conflict_sites)
+    conflict_sites.push_back({{"line", site.line},
+                              {"instruction", site.instruction},
+                              {"requests", site.requests},
+                              {"wavefronts", site.wavefronts},
+                              {"bank_conflicts", site.bank_conflicts}});
   json k = {
       {"kernel", p.kernel},
       {"target", p.target},
@@ -342,6 +355,7 @@ nlohmann::ordered_json profile_json(const KernelProfile& p) {
       {"shared_load_wavefronts", c.shared_load_wavefronts},
       {"shared_store_wavefronts", c.shared_store_wavefronts},
       {"shared_bank_conflicts", c.shared_bank_conflicts},
+      {"shared_conflict_sites", conflict_sites},
       {"unique_bytes_read", c.unique_global_bytes_read},
       {"unique_bytes_written", c.unique_global_bytes_written},
       {"unique_sectors_read", c.unique_global_sectors_read},
