@@ -69,7 +69,7 @@
 //   consecutive ones (8t .. 8t + 7: one 16-byte store; FP8 two 8-byte ones), one rounding
 //   to the activation type.
 // Modeled on an H100 SXM: bench/results/kernels.md, "Small batches on the tensor cores"
-// (int4 at 4096x4096: 3.2 us for m = 2, 3.9 us for m = 16, where eight splits' partial sums
+// (int4 at 4096x4096: 3.2 us for m = 2, 4.0 us for m = 16, where eight splits' partial sums
 // are written to DRAM as a 16-row x tile leaves room for two k-subgroups). Next: x tiles
 // shared by a workgroup's column tiles, and staging past 48 KiB or a multi-stage pipeline
 // whose staging does not grow with the part (fewer splits).
