@@ -264,6 +264,11 @@ ColumnLanes column_lanes(Body& region, const Expr& lane, std::uint32_t pieces, c
 /// slots of the 128 bytes of the banks, not two rows a slot (2-way conflicts).
 Expr fp8_tile_words(const Expr& row, const Expr& half) { return row * 8u + (half ^ ((row >> 2u) & 1u)) * 4u; }
 
+/// The tile position of NF4 column c (0..31): (c % 4) * 8 + c / 4, so that the columns
+/// 4r + i (r = 0..7) of ldmatrix matrix i are positions 8i .. 8i + 7 (w_lane: lane l's
+/// column 4 (l % 8) + l / 8 is at position l).
+Expr nf4_tile_position(const Expr& column) { return (column % 4u) * 8u + column / 4u; }
+
 /// The cp.async copies (16 bytes each) of a split's weight rows (the subgroup's 32 columns:
 /// 16 bytes of nibbles, 32 of FP8 bytes) and of its x rows into the tiles. Where the split is whole
 /// (not the ragged last one), they are straight-line code whose two addresses are each
@@ -273,11 +278,6 @@ Expr fp8_tile_words(const Expr& row, const Expr& half) { return row * 8u + (half
 /// (D row r depends on A row r only) are never stored. Otherwise (a ragged split, or x
 /// rows whose 16-byte chunks neither fill nor divide a subgroup's 32) a loop copies
 /// every chunk, rows past m copying row m - 1.
-/// The tile position of NF4 column c (0..31): (c % 4) * 8 + c / 4, so that the columns
-/// 4r + i (r = 0..7) of ldmatrix matrix i are positions 8i .. 8i + 7 (w_lane: lane l's
-/// column 4 (l % 8) + l / 8 is at position l).
-Expr nf4_tile_position(const Expr& column) { return (column % 4u) * 8u + column / 4u; }
-
 /// NF4's weights are column-major (ir/ops/Nf4Gemm.h: a column's codes k-contiguous, two a
 /// byte), so a part's codes of a column are rows / 2 contiguous bytes, C = rows / 32 chunks
 /// of 16, into the tile column at nf4_tile_position(c) x nf4_column_words, the lanes
