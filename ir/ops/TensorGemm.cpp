@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <stdexcept>
 #include <vector>
 
 #include "ir/Builder.h"
@@ -27,10 +28,10 @@ constexpr std::uint32_t kTileColumns = kTiles * kMmaColumns;
 constexpr std::uint32_t kUnrolledSteps = 16;
 /// Elements of padding after each x tile row (16 bytes): TensorGemmSplit::x_pitch.
 constexpr std::uint32_t kXRowPadding = 8;
-/// GPTQ's x tile rows start 64 bytes apart modulo the 128 bytes of the banks: rows + 0 or
-/// + 32 elements (TensorGemmSplit::x_pitch); at most 32 elements of padding.
-constexpr std::uint32_t kGptqXRowAlignment = 64;
-constexpr std::uint32_t kMaxXRowPadding = 32;
+/// The 128 bytes of the 32 shared-memory banks, in 16-bit elements. GPTQ's x tile rows
+/// start half of it apart modulo it: rows + 0 or + 32 elements (TensorGemmSplit::x_pitch).
+constexpr std::uint32_t kBankElements = 64;
+constexpr std::uint32_t kMaxXRowPadding = kBankElements / 2;
 /// m-tiles a subgroup multiplies with each decoded weight fragment (m > 16: two).
 constexpr std::uint32_t kMaxMTiles = 2;
 std::uint32_t m_tiles_of(std::uint32_t m) { return std::min(kMaxMTiles, ceil_div(m, kTileRows)); }
@@ -128,7 +129,7 @@ struct TensorGemmSplit {
   /// part's rows are a multiple of 32), so that each phase is conflict-free.
   std::uint32_t x_pitch() const {
     if (weights != TensorWeights::Gptq) return rows() + kXRowPadding;
-    return rows() + (kGptqXRowAlignment / 2 - rows() % kGptqXRowAlignment) % kGptqXRowAlignment;
+    return rows() + (kBankElements / 2 - rows() % kBankElements) % kBankElements;
   }
   /// Shared memory the x tile's padding takes (x_pitch), and the most it takes at any rows.
   std::uint32_t x_padding_bytes() const { return x_tile_rows() * (x_pitch() - rows()) * 2; }
@@ -289,18 +290,19 @@ void stage_columns(Body& region, const Staging& at, const TensorGemmSplit& split
   const Expr &column = lanes.column, &chunk = lanes.piece;
   const std::uint32_t column_words = split.nf4_column_words();
   // Copy c's columns c * columns_per_copy + column sit at nf4_tile_position(column) +
-  // c * columns_per_copy / 4 where columns_per_copy is a multiple of 4 (an immediate).
-  const bool linear = columns_per_copy % 4 == 0;
+  // c * columns_per_copy / 4 (an immediate): columns_per_copy is 32 / chunks, and NF4's
+  // parts hold at most 128 rows (FormatTraits::preferred_part_rows; one block is 64).
+  if (columns_per_copy % 4 != 0)
+    throw std::logic_error(fmt::format("NF4 part of {} rows copies {} columns at once, not a multiple of 4", rows,
+                                       columns_per_copy));
   Expr destination = region.let("w_destination", at.w_base + nf4_tile_position(column) * column_words + chunk * 4u);
   Expr source = region.let("w_source", (at.first_column + column) * (k / 8) + at.k_start / 8u + chunk * 4u);
   for (std::uint32_t c = 0; c * columns_per_copy < kTileColumns; ++c) {
     for (std::uint32_t step = 0; step < chunks / lanes_per_column; ++step) {
       const std::uint32_t from = c * columns_per_copy * (k / 8) + 4 * step;
-      auto copy = [&, c, step, from](Body& body) {
-        Expr to = linear ? plus(destination, c * columns_per_copy / 4 * column_words + 4 * step)
-                         : at.w_base + nf4_tile_position(plus(column, c * columns_per_copy)) * column_words +
-                               plus(chunk * 4u, 4 * step);
-        body.async_copy(at.w_tile, to, at.w, plus(source, from), 16);
+      const std::uint32_t to = c * columns_per_copy / 4 * column_words + 4 * step;
+      auto copy = [&, to, from](Body& body) {
+        body.async_copy(at.w_tile, plus(destination, to), at.w, plus(source, from), 16);
       };
       if (!ragged) copy(region);
       else if (lanes_per_column == 1) region.if_then(u32(32 * step) < at.split_rows, copy);
