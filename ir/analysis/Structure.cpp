@@ -50,6 +50,8 @@ class Substituter : public IRMutator {
   explicit Substituter(const std::map<std::string, Expr>& replacements) : replacements_(replacements) {}
 
  protected:
+  const std::map<std::string, Expr>& replacements() const { return replacements_; }
+
   Expr mutate_Var(const Var& node, const Expr& self) override {
     auto found = replacements_.find(node.name);
     return found == replacements_.end() ? self : found->second;
@@ -57,6 +59,38 @@ class Substituter : public IRMutator {
 
  private:
   const std::map<std::string, Expr>& replacements_;
+};
+
+/// Substituter that also renames the declarations and assignments of the variables it
+/// replaces (each replacement a Var).
+class Renamer : public Substituter {
+ public:
+  using Substituter::Substituter;
+
+ protected:
+  Node mutate_Let(const Let& node, const Node& self) override {
+    Expr value = mutate(node.value);
+    const std::string& name = renamed(node.name);
+    return value.same_as(node.value) && &name == &node.name ? self : Let::make(name, value);
+  }
+  Node mutate_Assign(const Assign& node, const Node& self) override {
+    Expr value = mutate(node.value);
+    const std::string& name = renamed(node.name);
+    return value.same_as(node.value) && &name == &node.name ? self : Assign::make(name, value);
+  }
+  Node mutate_Loop(const Loop& node, const Node& self) override {
+    Expr from = mutate(node.from), to = mutate(node.to);
+    Node body = mutate(node.body);
+    const std::string& var = renamed(node.var);
+    if (&var == &node.var && from.same_as(node.from) && to.same_as(node.to) && body.same_as(node.body)) return self;
+    return Loop::make(var, from, to, body);
+  }
+
+ private:
+  const std::string& renamed(const std::string& name) const {
+    auto found = replacements().find(name);
+    return found == replacements().end() ? name : found->second.as<Var>()->name;
+  }
 };
 
 }  // namespace
@@ -264,6 +298,11 @@ Expr substitute(const Expr& expr, const std::map<std::string, Expr>& replacement
 Node substitute(const Node& node, const std::map<std::string, Expr>& replacements) {
   if (replacements.empty()) return node;
   return Substituter(replacements).mutate(node);
+}
+
+Node rename_variables(const Node& node, const std::map<std::string, Expr>& renames) {
+  if (renames.empty()) return node;
+  return Renamer(renames).mutate(node);
 }
 
 }  // namespace quantc::ir::analysis

@@ -184,5 +184,8 @@ void for_each_child(const ExprBase& expr, Visit&& visit) {
 /// `expr`/`node` with every read of a variable in `replacements` replaced.
 Expr substitute(const Expr& expr, const std::map<std::string, Expr>& replacements);
 Node substitute(const Node& node, const std::map<std::string, Expr>& replacements);
+/// `node` with the variables in `renames` (each mapped to a Var of the new name) renamed
+/// wherever they occur: reads, Let declarations, Assign targets and Loop variables.
+Node rename_variables(const Node& node, const std::map<std::string, Expr>& renames);
 
 }  // namespace quantc::ir::analysis

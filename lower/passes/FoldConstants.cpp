@@ -257,13 +257,10 @@ class Simplifier : public analysis::RangeTrackingMutator {
         renames[let->name] = Var::make(let->value.type(), names().fresh(let->name));
       }
     }
-    const Node body = analysis::substitute(loop.body, renames);
+    const Node body = analysis::rename_variables(loop.body, renames);
     std::vector<Node> stmts{Let::make(var, loop.from)};
-    for (const Node& stmt : body.as<Block>()->stmts) {
-      const Let* let = stmt.as<Let>();
-      auto renamed = let ? renames.find(let->name) : renames.end();
-      stmts.push_back(renamed == renames.end() ? stmt : Let::make(renamed->second.as<Var>()->name, let->value));
-    }
+    const std::vector<Node>& body_stmts = body.as<Block>()->stmts;
+    stmts.insert(stmts.end(), body_stmts.begin(), body_stmts.end());
     return Block::make(std::move(stmts));
   }
 

@@ -12,42 +12,6 @@ namespace {
 
 using namespace ir;
 
-/// Renames the Lets a body copy declares (and their uses) so that the copies can sit
-/// side by side in one block.
-class LetRenamer : public IRMutator {
- public:
-  explicit LetRenamer(std::map<std::string, Expr> renames) : renames_(std::move(renames)) {}
-
- protected:
-  Expr mutate_Var(const Var& node, const Expr& self) override {
-    auto found = renames_.find(node.name);
-    return found == renames_.end() ? self : found->second;
-  }
-  Node mutate_Let(const Let& node, const Node& self) override {
-    Expr value = mutate(node.value);
-    auto found = renames_.find(node.name);
-    if (found != renames_.end()) return Let::make(found->second.as<Var>()->name, value);
-    return value.same_as(node.value) ? self : Let::make(node.name, value);
-  }
-  Node mutate_Assign(const Assign& node, const Node& self) override {
-    Expr value = mutate(node.value);
-    auto found = renames_.find(node.name);
-    if (found != renames_.end()) return Assign::make(found->second.as<Var>()->name, value);
-    return value.same_as(node.value) ? self : Assign::make(node.name, value);
-  }
-  Node mutate_Loop(const Loop& node, const Node& self) override {
-    Expr from = mutate(node.from), to = mutate(node.to);
-    Node body = mutate(node.body);
-    auto found = renames_.find(node.var);
-    std::string var = found != renames_.end() ? found->second.as<Var>()->name : node.var;
-    if (var == node.var && from.same_as(node.from) && to.same_as(node.to) && body.same_as(node.body)) return self;
-    return Loop::make(var, from, to, body);
-  }
-
- private:
-  std::map<std::string, Expr> renames_;
-};
-
 /// The Let and Loop variables `node` declares, with their types.
 std::map<std::string, Type> declarations(const Node& node) {
   std::map<std::string, Type> types;
@@ -88,7 +52,7 @@ class Unroller : public IRMutator {
       for (const auto& [name, type] : types) {
         renames[name] = Var::make(type, names_.fresh(fmt::format("{}_iteration{}", name, i)));
       }
-      Node copy = LetRenamer(renames).mutate(loop.body);
+      Node copy = analysis::rename_variables(loop.body, renames);
       copy = analysis::substitute(copy, {{loop.var, Literal::make(loop.from.type().element(), from->bits + i)}});
       const Block& block = *copy.as<Block>();
       stmts.insert(stmts.end(), block.stmts.begin(), block.stmts.end());
