@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -26,6 +27,8 @@ constexpr std::uint32_t kTiles = 4;         // mma tiles per subgroup: 32 column
 constexpr std::uint32_t kTileColumns = kTiles * kMmaColumns;
 /// k-steps of a block emitted as straight-line code (more stay a loop).
 constexpr std::uint32_t kUnrolledSteps = 16;
+/// cp.async groups a part's staging is split into, at most (pipeline_stages).
+constexpr std::uint32_t kMaxPipelineStages = 4;
 /// Elements of padding after each x tile row (16 bytes): TensorGemmSplit::x_pitch.
 constexpr std::uint32_t kXRowPadding = 8;
 /// The 128 bytes of the 32 shared-memory banks, in 16-bit elements. GPTQ's x tile rows
@@ -229,7 +232,14 @@ struct Staging {
   BufferRef w_tile, x_tile, w, x;
   Expr lane, k_start, split_rows, first_row, first_column;
   Expr w_base, x_base;  // the subgroup's first element of w_tile and x_tile
+  /// Weight rows of one pipeline stage (pipeline_stages): the part's, or whole blocks of it.
+  std::uint32_t stage_rows = 0;
 };
+
+/// Emits the cp.async copies of pipeline stage `stage`: rows [stage * stage_rows, (stage +
+/// 1) * stage_rows) of the part. Their address registers are set up once, before any stage,
+/// so that every stage's copies are those registers plus immediates.
+using StageCopies = std::function<void(std::uint32_t stage)>;
 
 Expr plus(const Expr& base, std::uint32_t offset) { return offset == 0 ? base : base + u32(offset); }
 
@@ -271,44 +281,48 @@ Expr fp8_tile_words(const Expr& row, const Expr& half) { return row * 8u + (half
 Expr nf4_tile_position(const Expr& column) { return (column % 4u) * 8u + column / 4u; }
 
 /// The cp.async copies (16 bytes each) of a split's weight rows (the subgroup's 32 columns:
-/// 16 bytes of nibbles, 32 of FP8 bytes) and of its x rows into the tiles. Where the split is whole
-/// (not the ragged last one), they are straight-line code whose two addresses are each
-/// a per-lane register plus an immediate ("[%r+imm]", "[%rd+imm]"): one instruction per
-/// copy instead of a loop's index arithmetic. x rows at or past m are not copied where
-/// that is known per copy or per lane: their tile rows hold stale values, whose mma rows
-/// (D row r depends on A row r only) are never stored. Otherwise (a ragged split, or x
-/// rows whose 16-byte chunks neither fill nor divide a subgroup's 32) a loop copies
-/// every chunk, rows past m copying row m - 1.
+/// 16 bytes of nibbles, 32 of FP8 bytes) and of its x rows into the tiles, a stage at a time
+/// (StageCopies). Where the split is whole (not the ragged last one), they are straight-line
+/// code whose two addresses are each a per-lane register plus an immediate ("[%r+imm]",
+/// "[%rd+imm]"): one instruction per copy instead of a loop's index arithmetic. x rows at or
+/// past m are not copied where that is known per copy or per lane: their tile rows hold
+/// stale values, whose mma rows (D row r depends on A row r only) are never stored.
+/// Otherwise (a ragged split, or x rows whose 16-byte chunks neither fill nor divide a
+/// subgroup's 32; one stage then) a loop copies every chunk, rows past m copying row m - 1.
 /// NF4's weights are column-major (ir/ops/Nf4Gemm.h: a column's codes k-contiguous, two a
-/// byte), so a part's codes of a column are rows / 2 contiguous bytes, C = rows / 32 chunks
-/// of 16, into the tile column at nf4_tile_position(c) x nf4_column_words, the lanes
-/// sharing columns as column_lanes says. Chunks past a ragged last part's rows are skipped.
-void stage_columns(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t k, bool ragged) {
-  const std::uint32_t rows = split.rows(), chunks = rows / 32;
+/// byte), so a stage's codes of a column are stage_rows / 2 contiguous bytes, C =
+/// stage_rows / 32 chunks of 16, into the tile column at nf4_tile_position(c) x
+/// nf4_column_words, the lanes sharing columns as column_lanes says. Chunks past a ragged
+/// last part's rows are skipped.
+StageCopies stage_columns(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t k, bool ragged) {
+  const std::uint32_t rows = at.stage_rows, chunks = rows / 32;
   const ColumnLanes lanes = column_lanes(region, at.lane, chunks, "w_column", "w_chunk");
   const std::uint32_t lanes_per_column = lanes.lanes_per_column, columns_per_copy = lanes.columns_per_copy;
-  const Expr &column = lanes.column, &chunk = lanes.piece;
+  const Expr column = lanes.column, chunk = lanes.piece;
   const std::uint32_t column_words = split.nf4_column_words();
   // Copy c's columns c * columns_per_copy + column sit at nf4_tile_position(column) +
   // c * columns_per_copy / 4 (an immediate): columns_per_copy is 32 / chunks, and NF4's
   // parts hold at most 128 rows (FormatTraits::preferred_part_rows; one block is 64).
   if (columns_per_copy % 4 != 0)
-    throw std::logic_error(fmt::format("NF4 part of {} rows copies {} columns at once, not a multiple of 4", rows,
+    throw std::logic_error(fmt::format("NF4 stage of {} rows copies {} columns at once, not a multiple of 4", rows,
                                        columns_per_copy));
   Expr destination = region.let("w_destination", at.w_base + nf4_tile_position(column) * column_words + chunk * 4u);
   Expr source = region.let("w_source", (at.first_column + column) * (k / 8) + at.k_start / 8u + chunk * 4u);
-  for (std::uint32_t c = 0; c * columns_per_copy < kTileColumns; ++c) {
-    for (std::uint32_t step = 0; step < chunks / lanes_per_column; ++step) {
-      const std::uint32_t from = c * columns_per_copy * (k / 8) + 4 * step;
-      const std::uint32_t to = c * columns_per_copy / 4 * column_words + 4 * step;
-      auto copy = [&, to, from](Body& body) {
-        body.async_copy(at.w_tile, plus(destination, to), at.w, plus(source, from), 16);
-      };
-      if (!ragged) copy(region);
-      else if (lanes_per_column == 1) region.if_then(u32(32 * step) < at.split_rows, copy);
-      else region.if_then(chunk * 32u < at.split_rows, copy);
+  return [&region, at, ragged, lanes_per_column, columns_per_copy, chunk, column_words, destination, source, rows,
+          chunks, k](std::uint32_t stage) {
+    for (std::uint32_t c = 0; c * columns_per_copy < kTileColumns; ++c) {
+      for (std::uint32_t step = 0; step < chunks / lanes_per_column; ++step) {
+        const std::uint32_t from = c * columns_per_copy * (k / 8) + 4 * step + stage * rows / 8;
+        const std::uint32_t to = c * columns_per_copy / 4 * column_words + 4 * step + stage * rows / 8;
+        auto copy = [&, to, from](Body& body) {
+          body.async_copy(at.w_tile, plus(destination, to), at.w, plus(source, from), 16);
+        };
+        if (!ragged) copy(region);
+        else if (lanes_per_column == 1) region.if_then(u32(32 * step) < at.split_rows, copy);
+        else region.if_then(chunk * 32u < at.split_rows, copy);
+      }
     }
-  }
+  };
 }
 
 /// GPTQ's weights are u32 words of 8 rows of one column, [k/8, n] (ir/ops/Linear4Bit.h),
@@ -317,26 +331,29 @@ void stage_columns(Body& region, const Staging& at, const TensorGemmSplit& split
 /// copy. In the tile, word row r's chunk c lies at chunk c ^ 2 (r % 4) of its 128 bytes, so
 /// that the 16-byte loads of a span (lane (g, t): chunk g of word row t) fall in distinct
 /// banks within each quarter-warp; copies past a ragged last part's rows are skipped.
-void stage_word_rows(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t n, bool ragged) {
-  const std::uint32_t copies = split.rows() / kGptqSpanRows;
+StageCopies stage_word_rows(Body& region, const Staging& at, std::uint32_t n, bool ragged) {
+  const std::uint32_t copies = at.stage_rows / kGptqSpanRows, stage_word_rows = at.stage_rows / kGptqWordRows;
   Expr word_row = region.let("w_word_row", at.lane / 8u);
   Expr chunk = region.let("w_chunk", at.lane % 8u);
   Expr destination = region.let("w_destination", at.w_base + word_row * kTileColumns + (chunk ^ (word_row * 2u)) * 4u);
   Expr source = region.let("w_source", (at.k_start / kGptqWordRows + word_row) * n + at.first_column + chunk * 4u);
-  for (std::uint32_t c = 0; c < copies; ++c) {
-    auto copy = [&, c](Body& body) {
-      body.async_copy(at.w_tile, plus(destination, c * 4 * kTileColumns), at.w, plus(source, c * 4 * n), 16);
-    };
-    if (ragged) region.if_then(u32(kGptqSpanRows * c) < at.split_rows, copy);
-    else copy(region);
-  }
+  return [&region, at, ragged, copies, stage_word_rows, destination, source, n](std::uint32_t stage) {
+    for (std::uint32_t c = 0; c < copies; ++c) {
+      const std::uint32_t word_rows = stage * stage_word_rows + 4 * c;
+      auto copy = [&, word_rows](Body& body) {
+        body.async_copy(at.w_tile, plus(destination, word_rows * kTileColumns), at.w, plus(source, word_rows * n), 16);
+      };
+      if (ragged) region.if_then(u32(kGptqSpanRows * c) < at.split_rows, copy);
+      else copy(region);
+    }
+  };
 }
 
 /// GPTQ act-order: the part's x tile gathered through perm (ir/ops/Linear4Bit.h),
 /// x_tile[r][c] = x[first_row + r][perm[k_start + c]]. Lane l takes the column pairs 2l,
 /// 2l + 64, ..: per pair one 8-byte load of perm and, per tile row, two 2-byte loads of x
 /// and one 4-byte store; tile rows past m read row m - 1, and pairs past a ragged last
-/// part's rows are skipped. Plain loads and stores: the staging's barrier covers them.
+/// part's rows are skipped. Plain loads and stores: the staging's first barrier covers them.
 void gather_x_rows(Body& region, const Staging& at, const BufferRef& perm, const TensorGemmSplit& split,
                    std::uint32_t m, std::uint32_t k, bool ragged) {
   const std::uint32_t rows = split.rows(), x_rows = split.x_tile_rows();
@@ -361,22 +378,24 @@ void gather_x_rows(Body& region, const Staging& at, const BufferRef& perm, const
   }
 }
 
-/// The part's weights and x rows into the tiles (above); `copy_x` false leaves x to
-/// gather_x_rows.
-void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t m, std::uint32_t k,
-                std::uint32_t n, bool ragged, bool copy_x) {
+/// The stages' copies of the part's weights and x rows into the tiles (above), each a
+/// StageCopies to call per stage; `copy_x` false leaves x to gather_x_rows.
+std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t m,
+                                    std::uint32_t k, std::uint32_t n, bool ragged, bool copy_x) {
+  std::vector<StageCopies> stages;
   const bool column_major = split.weights == TensorWeights::Nf4, word_rows = split.weights == TensorWeights::Gptq;
-  if (column_major) stage_columns(region, at, split, k, ragged);
-  if (word_rows) stage_word_rows(region, at, split, n, ragged);
+  if (column_major) stages.push_back(stage_columns(region, at, split, k, ragged));
+  if (word_rows) stages.push_back(stage_word_rows(region, at, n, ragged));
   const bool byte_rows = !column_major && !word_rows;  // 16 or 32 bytes of a weight row, n fastest
-  const std::uint32_t rows = split.rows(), x_rows = split.x_tile_rows();
+  const std::uint32_t rows = at.stage_rows, x_rows = split.x_tile_rows();
   const bool bytes = split.weights == TensorWeights::Fp8;
   const std::uint32_t row_bytes = bytes ? n : n / 2;  // of a row of W
   const std::uint32_t weight_chunks = split.weight_row_bytes() / 16;  // 16-byte chunks of a subgroup's weight row
   const std::uint32_t chunk_rows = kSubgroupSize / weight_chunks;    // weight rows a subgroup copies at once
+  const std::uint32_t row_words = split.weight_row_bytes() / 4;      // of the tile
   const Expr first_byte = bytes ? at.first_column : at.first_column / 2u;
   const std::uint32_t row_chunks = rows / 8;  // 16-byte chunks of one x row
-  const Expr& lane = at.lane;
+  const Expr lane = at.lane;
   // Whether x rows past m must be tested at run time (only the last row tile has them).
   const bool test_rows = split.row_tiles > 1 && m % split.tile_rows() != 0;
   if (!ragged && (row_chunks % kSubgroupSize == 0 || kSubgroupSize % row_chunks == 0)) {
@@ -388,16 +407,20 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
                           ? region.let("w_source", (at.k_start + lane) * row_bytes + first_byte)
                           : region.let("w_source", (at.k_start + lane / weight_chunks) * row_bytes + first_byte +
                                                        (lane % weight_chunks) * 16u);
-      for (std::uint32_t c = 0; c * chunk_rows < rows; ++c) {
-        auto copy = [&, c](Body& body) {
-          body.async_copy(at.w_tile, plus(w_destination, c * kSubgroupSize * 4), at.w,
-                          plus(w_source, c * chunk_rows * row_bytes), 16);
-        };
-        if ((c + 1) * chunk_rows <= rows) copy(region);
-        else region.if_then(lane < u32((rows - c * chunk_rows) * weight_chunks), copy);
-      }
+      // Stages start at multiples of 16 rows, which keep fp8_tile_words' swaps.
+      stages.push_back([&region, at, rows, chunk_rows, row_bytes, row_words, weight_chunks, lane, w_destination,
+                        w_source](std::uint32_t stage) {
+        for (std::uint32_t c = 0; c * chunk_rows < rows; ++c) {
+          const std::uint32_t first = stage * rows + c * chunk_rows;  // of the copy's rows
+          auto copy = [&, first](Body& body) {
+            body.async_copy(at.w_tile, plus(w_destination, first * row_words), at.w, plus(w_source, first * row_bytes), 16);
+          };
+          if ((c + 1) * chunk_rows <= rows) copy(region);
+          else region.if_then(lane < u32((rows - c * chunk_rows) * weight_chunks), copy);
+        }
+      });
     }
-    if (!copy_x) return;
+    if (!copy_x) return stages;
     // x: a copy covers `rows_per_copy` tile rows (row_chunks divides 32) or a 32-chunk
     // stretch of one row (32 divides row_chunks).
     const std::uint32_t rows_per_copy = std::max(1u, kSubgroupSize / row_chunks);
@@ -406,42 +429,66 @@ void stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, s
     Expr lane_column = region.let("x_lane_column", (rows_per_copy > 1 ? lane % row_chunks : lane) * 8u);
     Expr x_destination = region.let("x_destination", at.x_base + lane_row * split.x_pitch() + lane_column);
     Expr x_source = region.let("x_source", (at.first_row + lane_row) * k + at.k_start + lane_column);
-    for (std::uint32_t tile_row = 0; tile_row < x_rows; tile_row += rows_per_copy) {
-      for (std::uint32_t c = 0; c < copies_per_row; ++c) {
-        const std::uint32_t column = c * kSubgroupSize * 8;
-        auto copy = [&, tile_row, column](Body& body) {
-          body.async_copy(at.x_tile, plus(x_destination, tile_row * split.x_pitch() + column), at.x,
-                          plus(x_source, tile_row * k + column), 16);
-        };
-        if (test_rows || tile_row + rows_per_copy > x_rows) {
-          region.if_then(at.first_row + lane_row + u32(tile_row) < u32(m), copy);
-        } else {
-          copy(region);
+    const std::uint32_t pitch = split.x_pitch();
+    stages.push_back([&region, at, rows, x_rows, rows_per_copy, copies_per_row, lane_row, x_destination, x_source,
+                      pitch, test_rows, m, k](std::uint32_t stage) {
+      for (std::uint32_t tile_row = 0; tile_row < x_rows; tile_row += rows_per_copy) {
+        for (std::uint32_t c = 0; c < copies_per_row; ++c) {
+          const std::uint32_t column = stage * rows + c * kSubgroupSize * 8;
+          auto copy = [&, tile_row, column](Body& body) {
+            body.async_copy(at.x_tile, plus(x_destination, tile_row * pitch + column), at.x,
+                            plus(x_source, tile_row * k + column), 16);
+          };
+          if (test_rows || tile_row + rows_per_copy > x_rows) {
+            region.if_then(at.first_row + lane_row + u32(tile_row) < u32(m), copy);
+          } else {
+            copy(region);
+          }
         }
       }
-    }
-    return;
+    });
+    return stages;
   }
-  if (byte_rows) region.loop("w_copy", u32(0), u32(ceil_div(rows * weight_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
-    Expr chunk = loop.let(weight_chunks == 1 ? "copy_row" : "w_chunk", c * kSubgroupSize + lane);
-    Expr row = weight_chunks == 1 ? chunk : loop.let("copy_row", chunk / weight_chunks);
-    loop.if_then(row < at.split_rows, [&](Body& copy) {
-      Expr source = (at.k_start + row) * row_bytes + first_byte;
-      if (weight_chunks > 1) source = source + (chunk % weight_chunks) * 16u;
-      Expr destination = weight_chunks == 1 ? chunk * 4u : fp8_tile_words(row, chunk % 2u);
-      copy.async_copy(at.w_tile, at.w_base + destination, at.w, source, 16);
+  if (rows != split.rows()) throw std::logic_error("a ragged or loop-copied part is staged in one stage");
+  stages.push_back([&region, at, split, rows, x_rows, row_chunks, byte_rows, copy_x, weight_chunks, row_bytes,
+                    first_byte, lane, m, k](std::uint32_t) {
+    if (byte_rows) region.loop("w_copy", u32(0), u32(ceil_div(rows * weight_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
+      Expr chunk = loop.let(weight_chunks == 1 ? "copy_row" : "w_chunk", c * kSubgroupSize + lane);
+      Expr row = weight_chunks == 1 ? chunk : loop.let("copy_row", chunk / weight_chunks);
+      loop.if_then(row < at.split_rows, [&](Body& copy) {
+        Expr source = (at.k_start + row) * row_bytes + first_byte;
+        if (weight_chunks > 1) source = source + (chunk % weight_chunks) * 16u;
+        Expr destination = weight_chunks == 1 ? chunk * 4u : fp8_tile_words(row, chunk % 2u);
+        copy.async_copy(at.w_tile, at.w_base + destination, at.w, source, 16);
+      });
+    });
+    if (copy_x) region.loop("x_copy", u32(0), u32(ceil_div(x_rows * row_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
+      Expr chunk = loop.let("chunk", c * kSubgroupSize + lane);
+      Expr tile_row = loop.let("tile_row", chunk / row_chunks);
+      Expr column = loop.let("chunk_column", (chunk % row_chunks) * 8u);
+      Expr source_row = m % split.tile_rows() == 0 ? at.first_row + tile_row : min(at.first_row + tile_row, u32(m - 1));
+      loop.if_then(logical_and(tile_row < x_rows, column < at.split_rows), [&](Body& copy) {
+        copy.async_copy(at.x_tile, at.x_base + tile_row * split.x_pitch() + column, at.x, source_row * k + at.k_start + column,
+                        16);
+      });
     });
   });
-  if (copy_x) region.loop("x_copy", u32(0), u32(ceil_div(x_rows * row_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
-    Expr chunk = loop.let("chunk", c * kSubgroupSize + lane);
-    Expr tile_row = loop.let("tile_row", chunk / row_chunks);
-    Expr column = loop.let("chunk_column", (chunk % row_chunks) * 8u);
-    Expr source_row = m % split.tile_rows() == 0 ? at.first_row + tile_row : min(at.first_row + tile_row, u32(m - 1));
-    loop.if_then(logical_and(tile_row < x_rows, column < at.split_rows), [&](Body& copy) {
-      copy.async_copy(at.x_tile, at.x_base + tile_row * split.x_pitch() + column, at.x, source_row * k + at.k_start + column,
-                      16);
-    });
-  });
+  return stages;
+}
+
+/// Stages of the part's cp.async pipeline: its blocks in up to kMaxPipelineStages groups of
+/// equally many, each waited for just before its blocks' k-steps, so that a subgroup
+/// computes its first blocks while the later ones are still in flight. One stage where the
+/// part is ragged (the last, where k % rows != 0), where a stage's x rows are copied by a
+/// loop (stage_rows), and for NF4: its columns' codes of a part (at most 64 bytes) lie in
+/// one 128-byte line each, which stages would split into two requests' wavefronts.
+std::uint32_t pipeline_stages(const TensorGemmSplit& split, bool ragged) {
+  if (ragged || split.weights == TensorWeights::Nf4) return 1;
+  const std::uint32_t blocks = split.blocks_per_split;
+  std::uint32_t stages = std::min(blocks, kMaxPipelineStages);
+  while (blocks % stages != 0) --stages;
+  const std::uint32_t row_chunks = split.rows() / stages / 8;
+  return row_chunks % kSubgroupSize == 0 || kSubgroupSize % row_chunks == 0 ? stages : 1;
 }
 
 /// The rows of the schedule's blocks (FormatTraits::block_rows).
@@ -604,9 +651,12 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       };
       Expr w_base = tile_base("w", w_tile_words), x_base = tile_base("x", x_tile_rows * split.x_pitch());
       Expr sidecar_base = fp8 ? Expr() : tile_base("sidecar", sidecar_tile);
-      const Staging staging{w_tile, x_tile, w, x, lane, k_start, split_rows, first_row, first_column, w_base, x_base};
-      stage_rows(region, staging, split, m, k, n, ragged, perm.name.empty());
-      if (!perm.name.empty()) gather_x_rows(region, staging, perm, split, m, k, ragged);
+      // The pipeline's stages (pipeline_stages): the first cp.async group also holds the
+      // part's sidecars or scales, each later one only its blocks' weight and x rows.
+      const std::uint32_t stages = pipeline_stages(split, ragged);
+      const Staging staging{w_tile, x_tile,   w,      x,      lane,          k_start, split_rows,
+                            first_row, first_column, w_base, x_base, rows / stages};
+      const std::vector<StageCopies> stage_copies = stage_rows(region, staging, split, m, k, n, ragged, perm.name.empty());
       if (nf4) {
         // NF4's scales are column-major too (b_scales[column * blocks + block]), into
         // scale_tile[block][column] as int4's sidecars lie, 4 bytes a copy, a block a piece
@@ -666,9 +716,13 @@ Program tensor_gemm(const TensorGemmShape& shape) {
           if (with_sums) copy.async_copy(second_tile, to, second, from, 16);
         });
       });
-      region.async_commit();
-      region.async_wait(0);
-      region.barrier();  // every lane's copies are in the tiles
+      for (std::uint32_t stage = 0; stage < stages; ++stage) {
+        for (const StageCopies& copies : stage_copies) copies(stage);
+        region.async_commit();
+      }
+      if (!perm.name.empty()) gather_x_rows(region, staging, perm, split, m, k, ragged);
+      region.async_wait(stages - 1);
+      region.barrier();  // every lane's copies of the first stage are in the tiles
       // NVFP4: each scale word (a block's 4 columns 4g .. 4g + 3) becomes the B factors of
       // the four tiles, once a part, at factor_tile[block][g][j] (one 16-byte load a k-step).
       Expr factor_base = nvfp4 ? tile_base("factor", factor_words) : Expr();
@@ -736,7 +790,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       std::array<Expr, 2> nan_bytes;
       for (std::uint32_t h = 0; h < 2 && e4m3; ++h) nan_bytes[h] = region.let(fmt::format("nan_bytes{}", h), u32(0));
       Expr factor_lane = nvfp4 ? region.let("factor_lane", factor_base + group * 4u) : Expr();
-      region.loop("local_block", u32(0), u32(split.blocks_per_split), [&](Body& loop, Expr local_block) {
+      auto run_block = [&](Body& loop, Expr local_block) {
         Expr block = loop.let("block", first_block + local_block);
         loop.if_then(block < blocks, [&](Body& owned) {  // subgroup-uniform
           // x_sums[mt]: the m-tile's sums of x (zero points, offsets).
@@ -966,7 +1020,16 @@ Program tensor_gemm(const TensorGemmShape& shape) {
             }
           }
         });
-      });
+      };
+      // Each stage's blocks once its copies have landed (the first stage's: above).
+      const std::uint32_t stage_blocks = split.blocks_per_split / stages;
+      for (std::uint32_t stage = 0; stage < stages; ++stage) {
+        if (stage > 0) {
+          region.async_wait(stages - 1 - stage);
+          region.barrier();
+        }
+        region.loop("local_block", u32(stage * stage_blocks), u32((stage + 1) * stage_blocks), run_block);
+      }
       // The k-subgroups, then the splits meet (SplitK.h); lanes whose row g is past m own
       // nothing (their sums are of rows past m), so at m < 16 only the rows below m move
       // through the partials.

@@ -37,7 +37,11 @@
 //   split-K GEMV does. Lanes whose row is past m own no partial sums, and where one m-tile
 //   holds m <= 8 rows the upper eight rows' sums are never folded or met (met = 8 a lane,
 //   else 16 per m-tile).
-// - Staging, one cp.async group: the part's weight rows (16 bytes of nibbles or 32 of FP8
+// - Staging, a cp.async pipeline: the part's blocks in up to 4 groups of equally many
+//   (pipeline_stages in TensorGemm.cpp; one group for NF4, whose columns' codes of a part
+//   share a 128-byte line, and for a ragged last part), all issued at once, each waited for
+//   and barriered just before its blocks' k-steps, the first with the part's sidecars or
+//   scales. What they copy: the part's weight rows (16 bytes of nibbles or 32 of FP8
 //   bytes a row, FP8's halves swapped in every other 4 rows; NF4 column by column, the
 //   columns of each ldmatrix matrix adjacent and an odd number of 16-byte chunks apart; GPTQ
 //   128-byte word rows, swizzled), its x rows below m (GPTQ act-order: gathered through
@@ -45,7 +49,8 @@
 //   read the last; rows 16 bytes longer, GPTQ's 64 bytes apart modulo 128: every ldmatrix
 //   and 16-byte load of the tiles free of bank conflicts by the emulator's count, NF4's
 //   8-byte x loads and code-table gathers not) and its blocks' sidecars or scales,
-//   one wait and a barrier; for a whole part straight-line copies with [reg+imm] addresses.
+//   for a whole part straight-line copies with [reg+imm] addresses (a stage's the same
+//   registers plus larger immediates).
 //   NVFP4 then turns its scale bytes into B factors once (decode_nvfp4_scale_word); NF4
 //   builds its code table (code_pieces) by shuffles.
 // - Per 16-row k-step (unrolled up to 16 per block, every shared address a register plus an
@@ -70,9 +75,10 @@
 //   to the activation type.
 // Modeled on an H100 SXM: bench/results/kernels.md, "Small batches on the tensor cores"
 // (int4 at 4096x4096: 3.2 us for m = 2, 4.0 us for m = 16, where eight splits' partial sums
-// are written to DRAM as a 16-row x tile leaves room for two k-subgroups). Next: x tiles
-// shared by a workgroup's column tiles, and staging past 48 KiB or a multi-stage pipeline
-// whose staging does not grow with the part (fewer splits).
+// are written to DRAM as a 16-row x tile leaves room for two k-subgroups); measured on an
+// H200: bench/results/gpu-nvidia-h200.md (int4 at m = 2: 12.6 us with launch, 1.4x FP16).
+// Next: x tiles shared by a workgroup's column tiles, and a ring of stages that a part
+// walks through, so that its staging does not grow with it (fewer splits).
 // Numerics: the mma model (ir/Mma.h) sums a step's products in k order; with u = 2^-24 and
 // T_p the per-term magnitudes of the ops' bounds (DequantMatmul.h, Nf4Gemm.h), the longest
 // chain of f32 roundings of an output is L = block_size + 4 + blocks + parts for int4 (the

@@ -372,6 +372,73 @@ TEST_CASE("waves: 133 CTAs at 1 CTA per SM on 132 SMs take 2 waves", "[emulator]
   }
 }
 
+/// Each thread stages two 16-byte chunks with cp.async, in two groups. `pipelined`: both
+/// groups are committed before the first wait (wait_group 1, then 0: the second group's
+/// round trip overlaps the first's); otherwise each group is waited for before the next is
+/// issued (two round trips).
+std::string staged_copies(bool pipelined) {
+  const std::string second_copy = R"(
+  cp.async.cg.shared.global [%r3+4096], [%rd5+16384], 16;
+  cp.async.commit_group;
+)";
+  const std::string waits = pipelined ? second_copy + R"(
+  cp.async.wait_group 1;
+  bar.sync 0;
+  cp.async.wait_group 0;
+)"
+                                      : R"(
+  cp.async.wait_group 0;
+)" + second_copy + R"(
+  cp.async.wait_group 0;
+)";
+  return std::string(R"(
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry staged(.param .u64 src, .param .u64 dst)
+{
+  .shared .align 16 .b8 tile[8192];
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  .reg .f32 %f<4>;
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [dst];
+  cvta.to.global.u64 %rd1, %rd1;
+  cvta.to.global.u64 %rd2, %rd2;
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 16;
+  add.s64 %rd5, %rd1, %rd3;
+  mov.u32 %r2, tile;
+  shl.b32 %r4, %r1, 4;
+  add.s32 %r3, %r2, %r4;
+  cp.async.cg.shared.global [%r3], [%rd5], 16;
+  cp.async.commit_group;
+)") + waits + R"(
+  bar.sync 0;
+  ld.shared.f32 %f1, [%r3];
+  ld.shared.f32 %f2, [%r3+4096];
+  add.rn.f32 %f3, %f1, %f2;
+  mul.wide.u32 %rd4, %r1, 4;
+  add.s64 %rd6, %rd2, %rd4;
+  st.global.f32 [%rd6], %f3;
+  ret;
+}
+)";
+}
+
+TEST_CASE("cp.async groups committed before a wait share its round trip; one issued after it takes another",
+          "[emulator][cost]") {
+  const std::uint64_t warps = 8;
+  const LaunchCounters pipelined = run_kernel(staged_copies(true), "staged", 1, 256, {32768, 1024});
+  const LaunchCounters serial = run_kernel(staged_copies(false), "staged", 1, 256, {32768, 1024});
+  CHECK(pipelined.global_load_requests == 2 * warps);
+  CHECK(serial.global_load_requests == 2 * warps);
+  CHECK(pipelined.global_load_batches == warps);
+  CHECK(serial.global_load_batches == 2 * warps);
+  CHECK(pipelined.global_load_batches_dram == warps);
+  CHECK(serial.global_load_batches_dram == 2 * warps);
+}
+
 TEST_CASE("loads in flight: the emulator counts 1 vs 4 independent loads per warp", "[emulator][cost]") {
   const std::size_t bytes = 4 * 4096;
   LaunchCounters dependent = run_kernel(sum4(true), "sum4", 1, 1024, {bytes, 4096});

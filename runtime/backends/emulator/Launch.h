@@ -70,6 +70,10 @@ struct Warp {
   std::vector<AsyncCopy> async_open;
   std::vector<std::vector<AsyncCopy>> async_committed;
   std::uint8_t async_level = 0;  // CacheLevel: the slowest source of the copies in flight
+  /// Groups committed so far, and how many of them had been committed when the warp last
+  /// waited on copies: those were in flight during that wait, so a later wait that only
+  /// lands them (a pipeline's later stages) costs no further round trip.
+  std::uint32_t async_commits = 0, async_waited_commits = 0;
 };
 
 /// Where a global load finds its data (LaunchCounters::global_load_batches_*), slowest last.
