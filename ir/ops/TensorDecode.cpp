@@ -134,6 +134,4 @@ Expr code_piece_pair(const CodePieces& pieces, std::uint32_t p, const Expr& code
   return Lookup::make(ScalarType::U32, std::move(table), code);
 }
 
-std::uint32_t code_table_entry_words(ScalarType input) { return input == ScalarType::F16 ? 2 : 4; }
-
 }  // namespace quantc::ir::ops

@@ -97,10 +97,4 @@ CodePieces code_pieces(const std::array<float, 16>& book, ScalarType input);
 /// The Lookup of `pieces` p and p + 1 of code `code` as one u32 (p's in the low half).
 Expr code_piece_pair(const CodePieces& pieces, std::uint32_t p, const Expr& code);
 
-/// NF4's code table in shared memory: 256 entries, one per byte value, each the pieces
-/// (code_pieces) of the byte's two codes, one u32 a piece (the low nibble's in the low
-/// half), padded to 2 (f16) or 4 (bf16) words.
-inline constexpr std::uint32_t kCodeTableEntries = 256;
-std::uint32_t code_table_entry_words(ScalarType input);
-
 }  // namespace quantc::ir::ops

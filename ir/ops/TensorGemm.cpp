@@ -111,8 +111,6 @@ struct TensorGemmSplit {
   std::uint32_t weight_row_bytes() const { return traits_of(weights).weight_row_bytes; }
   std::uint32_t m_tiles = 1, column_tiles = 0, row_tiles = 0;
   std::uint32_t blocks = 0, parts = 1, blocks_per_split = 1, block_size = 16;
-  /// Shared memory a workgroup holds once, whatever its k-subgroups (NF4's code table).
-  std::uint32_t workgroup_bytes = 0;
   /// Subgroups of a workgroup, each with its own part of K ("k-subgroups", SplitK.h): they
   /// meet in shared memory, so only parts / k_subgroups splits move through the scratch.
   std::uint32_t k_subgroups = 1;
@@ -131,13 +129,15 @@ struct TensorGemmSplit {
   /// rows g and g + 1: its rows start 64 bytes apart modulo 128 (0 or 32 more elements; a
   /// part's rows are a multiple of 32), so that each phase is conflict-free.
   std::uint32_t x_pitch() const {
-    if (weights != TensorWeights::Gptq) return rows() + kXRowPadding;
+    if (!lane_loaded_x()) return rows() + kXRowPadding;
     return rows() + (kBankElements / 2 - rows() % kBankElements) % kBankElements;
   }
+  /// Whether lanes load their A fragments with 16-byte loads (GPTQ, NF4) rather than ldmatrix.
+  bool lane_loaded_x() const { return weights == TensorWeights::Gptq || weights == TensorWeights::Nf4; }
   /// Shared memory the x tile's padding takes (x_pitch), and the most it takes at any rows.
   std::uint32_t x_padding_bytes() const { return x_tile_rows() * (x_pitch() - rows()) * 2; }
   std::uint32_t most_x_padding_bytes() const {
-    return x_tile_rows() * (weights == TensorWeights::Gptq ? kMaxXRowPadding : kXRowPadding) * 2;
+    return x_tile_rows() * (lane_loaded_x() ? kMaxXRowPadding : kXRowPadding) * 2;
   }
   /// Elements of a lane's mma tile that can hold rows below m: 2 (rows g only) where one
   /// m-tile holds m <= 8 rows, else 4; elements 2 and 3 (row g + 8) are then never folded,
@@ -181,10 +181,9 @@ std::uint32_t staged_bytes(const TensorGemmSplit& split) {
 std::uint32_t k_subgroup_bytes(const TensorGemmSplit& split) { return staged_bytes(split) + split.meeting_bytes(); }
 
 /// The rows of m and a one-block part of K (what the staging of a block depends on).
-TensorGemmSplit block_split(TensorWeights weights, std::uint32_t m, std::uint32_t block_size, ScalarType input) {
+TensorGemmSplit block_split(TensorWeights weights, std::uint32_t m, std::uint32_t block_size) {
   TensorGemmSplit split;
   split.weights = weights;
-  if (weights == TensorWeights::Nf4) split.workgroup_bytes = kCodeTableEntries * code_table_entry_words(input) * 4;
   split.m = m;
   split.m_tiles = m_tiles_of(m);
   split.row_tiles = ceil_div(m, split.tile_rows());
@@ -200,8 +199,8 @@ TensorGemmSplit block_split(TensorWeights weights, std::uint32_t m, std::uint32_
 /// the weight tiles cannot hold it) within kMaxStagedBytes: every halving of the splits
 /// halves the partial sums that cross DRAM.
 TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::uint32_t k, std::uint32_t n,
-                                  std::uint32_t block_size, ScalarType input) {
-  TensorGemmSplit split = block_split(weights, m, block_size, input);
+                                  std::uint32_t block_size) {
+  TensorGemmSplit split = block_split(weights, m, block_size);
   split.column_tiles = n / kTileColumns;
   split.blocks = ceil_div(k, block_size);
   split.parts = choose_splits(split.units(), split.blocks, 1);
@@ -221,7 +220,7 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
                                  ? kMaxKSubgroups
                                  : kMultiWaveWorkgroupRows / part_rows;
   while (split.k_subgroups < most && split.parts % (2 * split.k_subgroups) == 0 &&
-         2 * split.k_subgroups * bytes + split.workgroup_bytes <= kMaxStagedBytes) {
+         2 * split.k_subgroups * bytes <= kMaxStagedBytes) {
     split.k_subgroups *= 2;
   }
   return split;
@@ -525,7 +524,7 @@ std::optional<std::string> tensor_gemm_unsupported(const TensorGemmShape& shape)
     return fmt::format("{}={} is not a multiple of {} (a block folds whole mma steps{})", block_name, block_size,
                        block_multiple, gptq ? " of whole words" : "");
   }
-  const TensorGemmSplit one_block = block_split(weights, m, block_size, activation);
+  const TensorGemmSplit one_block = block_split(weights, m, block_size);
   if (staged_bytes(one_block) > kMaxStagedBytes) {
     const std::uint32_t most = (kMaxStagedBytes - kSidecarBytesPerBlock - one_block.most_x_padding_bytes()) /
                                staged_bytes_per_row(one_block);
@@ -552,7 +551,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   const ScalarType activation = shape.activation;
   const bool whole_part_sums = !format.folds_blocks;
   const std::uint32_t block_size = schedule_block_size(shape);
-  const TensorGemmSplit split = tensor_gemm_split(shape.weights, m, k, n, block_size, shape.activation);
+  const TensorGemmSplit split = tensor_gemm_split(shape.weights, m, k, n, block_size);
   const std::uint32_t blocks = split.blocks;
   const std::uint32_t block_steps = block_size / kStepRows;
   const std::uint32_t sidecar_count =
@@ -619,11 +618,8 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   if (with_sums) second_tile = program.shared("second_tile", second.element, k_subgroups * sidecar_tile);
   const std::uint32_t factor_words = scale_blocks * kTileColumns;
   if (nvfp4) factor_tile = program.shared("scale_factor_tile", ScalarType::U32, k_subgroups * factor_words);
-  // NF4: the code table (code_pieces), one for the workgroup.
+  // NF4: the code book's 16-bit pieces (code_pieces), looked up by shuffles (nf4_step).
   const CodePieces pieces = nf4 ? code_pieces(shape.code_book, input) : CodePieces{};
-  const std::uint32_t entry_words = code_table_entry_words(input);
-  BufferRef code_table;
-  if (nf4) code_table = program.shared("code_table", ScalarType::U32, kCodeTableEntries * entry_words);
   const KSubgroupMeeting meeting =
       declare_k_subgroup_meeting(program, k_subgroups, kSubgroupSize * met_per_lane, ScalarType::F32,
                                  split.meeting_in_weight_tile() ? w_tile : BufferRef{});
@@ -676,28 +672,12 @@ Program tensor_gemm(const TensorGemmShape& shape) {
             });
           }
         }
-        // The code table: entry v (its words at v * entry_words) holds, per piece, the low
-        // nibble's piece in the low half and the high nibble's in the high half. Invocation i
-        // fills entries i, i + invocations, ..: their low nibble is its lane's (i % 16), whose
-        // pieces it looks up, and the high nibble's pieces come by shuffle from that lane.
-        const std::uint32_t invocations = kSubgroupSize * k_subgroups;
-        Expr index = k_subgroups == 1 ? lane : local;
-        Expr code = region.let("table_code", lane & 15u);
-        std::vector<Expr> own;  // u32 pairs of pieces: (0, 1), (2)
-        for (std::uint32_t p = 0; p < pieces.count; p += 2) {
-          own.push_back(region.let(fmt::format("code_pieces{}", p / 2), code_piece_pair(pieces, p, code)));
-        }
-        for (std::uint32_t e = 0; e < kCodeTableEntries / invocations; ++e) {
-          Expr high_code = region.let(fmt::format("table_high{}", e), (index + u32(e * invocations)) >> 4u);
-          std::vector<Expr> words;
-          for (std::uint32_t q = 0; q < own.size(); ++q) {
-            Expr other = subgroup_shuffle(own[q], high_code);
-            words.push_back(permute(own[q], other, u32(0x5410u)));
-            if (words.size() < pieces.count) words.push_back(permute(own[q], other, u32(0x7632u)));
-          }
-          while (words.size() < entry_words) words.push_back(u32(0));
-          region.store(code_table, (index + u32(e * invocations)) * entry_words, make_vector(words));
-        }
+      }
+      // NF4's code book in registers: lane l holds code l % 16's pieces, two a word (the even
+      // piece in the low half), so a shuffle from lane q gives code q % 16's (nf4_step).
+      std::vector<Expr> code_words;
+      for (std::uint32_t p = 0; p < pieces.count; p += 2) {
+        code_words.push_back(region.let(fmt::format("code_pieces{}", p / 2), code_piece_pair(pieces, p, lane & 15u)));
       }
       // Sidecars, 16 bytes a copy: int4's 8 a block (32 columns of f32), NVFP4's 2 a scale
       // block (32 E4M3 bytes); blocks past the last skipped.
@@ -843,28 +823,55 @@ Program tensor_gemm(const TensorGemmShape& shape) {
           // NF4: the k-steps of a 32-row span run over k in the order that puts rows 8t + 4s ..
           // 8t + 4s + 3 at mma rows 2t, 2t + 1, 2t + 8, 2t + 9 of step s, so that a lane's
           // ldmatrix register of a tile holds its B codes (bytes 2s, 2s + 1: two codes each)
-          // and its A pairs are one 8-byte load per row. A byte's code table entry
-          // (code_pieces) gives each piece's B pair; the pieces' mmas add into the same sums.
+          // and its A pairs of a span are one 16-byte load per row. A byte's two codes give each
+          // piece's B pair (code_pieces); the pieces' mmas add into the same sums.
+          std::vector<Expr> nf4_span_x;  // a span's x words of the lane's rows (nf4_step)
           auto nf4_step = [&](Body& step_body, std::uint32_t k_offset, const Expr& loaded, std::uint32_t s,
                               const std::string& suffix) {
-            const std::uint32_t offset = (k_offset / 32) * 32 + 4 * s;
+            // A: x[8t + 4s .. 8t + 4s + 3] of rows g and g + 8, words 2s and 2s + 1 of one 16-byte
+            // load per row and span (loaded at s = 0, kept for s = 1).
+            if (s == 0) {
+              nf4_span_x.clear();
+              for (std::uint32_t v = 0; v < a_lane_block.size(); ++v) {
+                nf4_span_x.push_back(step_body.let(fmt::format("a_words{}_{}{}", v / 2, v % 2, suffix),
+                                                   x_tile.load_words(plus(a_lane_block[v], (k_offset / 32) * 32), 4)));
+              }
+            }
             std::vector<Expr> a;
             for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
-              Expr low = step_body.let(fmt::format("a_low{}{}", mt, suffix), x_tile.load_words(plus(a_lane_block[2 * mt], offset), 2));
-              Expr high = step_body.let(fmt::format("a_high{}{}", mt, suffix), x_tile.load_words(plus(a_lane_block[2 * mt + 1], offset), 2));
-              a.push_back(make_vector({extract_lane(low, 0), extract_lane(high, 0), extract_lane(low, 1), extract_lane(high, 1)}));
+              const Expr &low = nf4_span_x[2 * mt], &high = nf4_span_x[2 * mt + 1];
+              a.push_back(make_vector({extract_lane(low, 2 * s), extract_lane(high, 2 * s), extract_lane(low, 2 * s + 1),
+                                       extract_lane(high, 2 * s + 1)}));
             }
-            const int entry_shift = entry_words == 2 ? 1 : 2;  // log2(entry_words)
-            auto entry = [&](const Expr& codes, std::uint32_t byte, const std::string& entry_name) {
-              Expr address = shift_left(codes, entry_shift - int(8 * byte)) & u32(0xFFu << entry_shift);
-              return step_body.let(entry_name, code_table.load(address, entry_words));
+            // The code at bit `bit` of `codes` by shuffles from the lane of that number:
+            // shfl.sync.idx reads lane bits 4..0, and bit 4 (the next code's lowest) only picks
+            // the copy in lanes 16..31, so the lane needs no mask. A byte's two codes then give,
+            // per piece p, the B register half-pair (the low code's piece in the low half) by
+            // one prmt.
+            auto entry = [&](const Expr& codes, std::uint32_t bit) {
+              const Expr source = (bit == 0 ? codes : codes >> u32(bit)) & 31u;
+              std::vector<Expr> words;
+              for (const Expr& word : code_words) words.push_back(subgroup_shuffle(word, source));
+              return words;
+            };
+            auto piece_words = [&](const Expr& codes, std::uint32_t byte, const std::string& name) {
+              const std::vector<Expr> low = entry(codes, 8 * byte), high = entry(codes, 8 * byte + 4);
+              std::vector<Expr> low_words, high_words, words;
+              for (std::uint32_t q = 0; q < low.size(); ++q) {
+                low_words.push_back(step_body.let(fmt::format("{}_low{}", name, q), low[q]));
+                high_words.push_back(step_body.let(fmt::format("{}_high{}", name, q), high[q]));
+              }
+              for (std::uint32_t p = 0; p < pieces.count; ++p) {
+                words.push_back(permute(low_words[p / 2], high_words[p / 2], u32(p % 2 == 0 ? 0x5410u : 0x7632u)));
+              }
+              return words;
             };
             for (std::uint32_t j = 0; j < kTiles; ++j) {
               Expr codes = extract_lane(loaded, j);
-              Expr low = entry(codes, 2 * s, fmt::format("entry{}_low{}", j, suffix));
-              Expr high = entry(codes, 2 * s + 1, fmt::format("entry{}_high{}", j, suffix));
+              const std::vector<Expr> rows_low = piece_words(codes, 2 * s, fmt::format("entry{}_{}{}", j, 2 * s, suffix));
+              const std::vector<Expr> rows_high = piece_words(codes, 2 * s + 1, fmt::format("entry{}_{}{}", j, 2 * s + 1, suffix));
               for (std::uint32_t p = 0; p < pieces.count; ++p) {
-                Expr b = make_vector({extract_lane(low, p), extract_lane(high, p)});
+                Expr b = make_vector({rows_low[p], rows_high[p]});
                 for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
                   Expr& sum = sums[mt * kTiles + j];
                   step_body.assign(sum, subgroup_mma(input, a[mt], b, sum));

@@ -46,23 +46,23 @@
 //   columns of each ldmatrix matrix adjacent and an odd number of 16-byte chunks apart; GPTQ
 //   128-byte word rows, swizzled), its x rows below m (GPTQ act-order: gathered through
 //   perm by plain loads; only those where one row tile covers m: ldmatrix rows past them
-//   read the last; rows 16 bytes longer, GPTQ's 64 bytes apart modulo 128: every ldmatrix
-//   and 16-byte load of the tiles free of bank conflicts by the emulator's count, NF4's
-//   8-byte x loads and code-table gathers not) and its blocks' sidecars or scales,
-//   for a whole part straight-line copies with [reg+imm] addresses (a stage's the same
-//   registers plus larger immediates).
-//   NVFP4 then turns its scale bytes into B factors once (decode_nvfp4_scale_word); NF4
-//   builds its code table (code_pieces) by shuffles.
+//   read the last; rows 16 bytes longer, GPTQ's and NF4's 64 bytes apart modulo 128: every
+//   ldmatrix and 16-byte load of the tiles free of bank conflicts by the emulator's count)
+//   and its blocks' sidecars or scales, for a whole part straight-line copies with
+//   [reg+imm] addresses (a stage's the same registers plus larger immediates).
+//   NVFP4 then turns its scale bytes into B factors once (decode_nvfp4_scale_word). NF4's
+//   code book stays in registers: lane l holds code l % 16's pieces (code_pieces).
 // - Per 16-row k-step (unrolled up to 16 per block, every shared address a register plus an
-//   immediate): A by one ldmatrix.x4 from the x tile (NF4: two 8-byte loads, its k-steps
-//   running over a permutation of k; GPTQ: a 16-byte load a row a pair of steps, a prmt a
+//   immediate): A by one ldmatrix.x4 from the x tile (NF4: a 16-byte load a row a pair of
+//   steps, its k-steps running over a permutation of k; GPTQ: the same, a prmt a
 //   register); B by ldmatrix from the weight tile (.trans, one x4 a pair of steps for
 //   nibbles, a step for FP8; NF4 plain, a pair of steps; GPTQ one 16-byte load of four words
 //   a pair of steps, whose k-steps also run over a permutation of k so that each word's
 //   nibble pairs (i, i + 4) are B registers as int4's lop3 decoding makes them), the columns
 //   interleaved over the four mma tiles (mma column g of tile j is column 4g + j; FP8: of
-//   tile 2h + e column 16h + 2g + e), decoded per TensorDecode.h; then one mma per tile
-//   (NF4: one per code piece), and (int4 zero points, offsets) one against all-ones B for
+//   tile 2h + e column 16h + 2g + e), decoded per TensorDecode.h (NF4: each code by a
+//   shuffle from the lane of its number, a byte's two codes one prmt a piece); then one mma
+//   per tile (NF4: one per code piece), and (int4 zero points, offsets) one against all-ones B for
 //   X = sum x.
 // - Folding, in f32: int4 and NF4 after each block's mma sums D (exact products, f32 sums):
 //   acc = fma(s, D, acc) (symmetric, NF4), fma(s, fma(-z, X, D), acc) (zero point) or

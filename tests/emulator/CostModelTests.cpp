@@ -426,7 +426,7 @@ std::string staged_copies(bool pipelined) {
 )";
 }
 
-TEST_CASE("cp.async groups committed before a wait share its round trip; one issued after it takes another",
+TEST_CASE("cp.async groups committed before a wait share its round trip and one issued after it takes another",
           "[emulator][cost]") {
   const std::uint64_t warps = 8;
   const LaunchCounters pipelined = run_kernel(staged_copies(true), "staged", 1, 256, {32768, 1024});
