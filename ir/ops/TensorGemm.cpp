@@ -479,10 +479,13 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
 /// equally many, each waited for just before its blocks' k-steps, so that a subgroup
 /// computes its first blocks while the later ones are still in flight. One stage where the
 /// part is ragged (the last, where k % rows != 0), where a stage's x rows are copied by a
-/// loop (stage_rows), and for NF4: its columns' codes of a part (at most 64 bytes) lie in
-/// one 128-byte line each, which stages would split into two requests' wavefronts.
+/// loop (stage_rows), for NF4 (its columns' codes of a part, at most 64 bytes, lie in one
+/// 128-byte line each, which stages would split into two requests' wavefronts), and where
+/// a workgroup is one subgroup: measured on an H200 (bench/results/gpu-nvidia-h200.md),
+/// stages gained 1-5% with k-subgroups (int4 and GPTQ at m = 2, GPTQ at m = 16) and lost
+/// up to 19% without them (int4 at 11008x4096, m = 8, 43 one-subgroup splits).
 std::uint32_t pipeline_stages(const TensorGemmSplit& split, bool ragged) {
-  if (ragged || split.weights == TensorWeights::Nf4) return 1;
+  if (ragged || split.weights == TensorWeights::Nf4 || split.k_subgroups == 1) return 1;
   const std::uint32_t blocks = split.blocks_per_split;
   std::uint32_t stages = std::min(blocks, kMaxPipelineStages);
   while (blocks % stages != 0) --stages;

@@ -480,6 +480,27 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ: the emul
   }
 }
 
+namespace {
+
+/// The cp.async.wait_group immediates of `program`'s sm_90 PTX, in program order.
+std::vector<unsigned> wait_groups(const ir::Program& program) {
+  const std::string ptx = lower::lower_to_ptx(lower::optimize(program, lower::PassOptions{}), ptx::parse_target("sm_90"));
+  std::vector<unsigned> waits;
+  for (std::size_t at = ptx.find("cp.async.wait_group"); at != std::string::npos; at = ptx.find("cp.async.wait_group", at + 1)) {
+    waits.push_back(unsigned(std::stoul(ptx.substr(ptx.find_first_of("0123456789", at)))));
+  }
+  return waits;
+}
+
+/// A pipeline of `stages` groups waits for stages - 1, .., 0 groups in flight.
+std::vector<unsigned> expected_waits(unsigned stages) {
+  std::vector<unsigned> expected;
+  for (unsigned stage = 0; stage < stages; ++stage) expected.push_back(stages - 1 - stage);
+  return expected;
+}
+
+}  // namespace
+
 TEST_CASE("tensor-core cp.async pipeline: parts of several blocks staged in 2 or 4 groups and each waited for before its blocks",
           "[backends][tensor_gemm]") {
   struct Pipelined {
@@ -498,20 +519,22 @@ TEST_CASE("tensor-core cp.async pipeline: parts of several blocks staged in 2 or
     const Shape& s = p.shape;
     INFO(describe(s));
     const ir::Program program = tensor_program(s);
-    const std::string ptx = lower::lower_to_ptx(lower::optimize(program, lower::PassOptions{}), ptx::parse_target("sm_90"));
-    std::vector<unsigned> waits;  // the wait_group immediates in program order
-    for (std::size_t at = ptx.find("cp.async.wait_group"); at != std::string::npos; at = ptx.find("cp.async.wait_group", at + 1)) {
-      waits.push_back(unsigned(std::stoul(ptx.substr(ptx.find_first_of("0123456789", at)))));
-    }
-    std::vector<unsigned> expected;
-    for (unsigned stage = 0; stage < p.stages; ++stage) expected.push_back(p.stages - 1 - stage);
-    CHECK(waits == expected);
+    CHECK(wait_groups(program) == expected_waits(p.stages));
     // The emulator lands a group's copies at the wait that covers it: a stage read before
     // its wait would read what the tile held before.
     const Inputs in = make_inputs(s, false, s.k + s.n + 1);
     const std::vector<float> reference = run(program, s, in), emulated = run(program, s, in, "sm_90");
     CHECK(std::memcmp(emulated.data(), reference.data(), reference.size() * sizeof(float)) == 0);
   }
+  // The Llama shapes (PTX only): 4096x4096 at m = 2 has eight k-subgroups a workgroup and two
+  // stages; 11008x4096 at m = 8 splits K in 43 one-subgroup workgroups, which stay one group
+  // (slower pipelined on an H200).
+  const Shape llama_m2{2, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16};
+  const Shape one_subgroup{8, 11008, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16};
+  CHECK(tensor_program(llama_m2).invocations_per_workgroup() == 256);
+  CHECK(wait_groups(tensor_program(llama_m2)) == expected_waits(2));
+  CHECK(tensor_program(one_subgroup).invocations_per_workgroup() == 32);
+  CHECK(wait_groups(tensor_program(one_subgroup)) == expected_waits(1));
 }
 
 TEST_CASE("tensor-core dequant_matmul_int4: k-subgroups meet in shared memory while their stagings fit 48 KiB",

@@ -141,7 +141,10 @@ struct LaunchCounters {
   /// global load requests it issues before its first instruction that reads or writes
   /// the destination register of a load still in flight (where a GPU warp stalls on
   /// its scoreboard); the batch then ends and every load issued so far counts as
-  /// arrived. A warp that exits with loads in flight ends a batch too. So
+  /// arrived. A warp that exits with loads in flight ends a batch too. A
+  /// cp.async.wait_group that lands copies ends one as well, unless every group it lands
+  /// was committed before the warp's previous wait on copies (a pipeline's later stages,
+  /// in flight during that wait). So
   /// global_load_requests / global_load_batches = independent loads in flight per warp,
   /// and 32 x global_load_sectors / global_load_batches = bytes in flight per warp.
   /// Measured on PTX order: ptxas may hoist loads further, so this is a lower bound.
