@@ -39,8 +39,9 @@
 //   else 16 per m-tile).
 // - Staging, a cp.async pipeline: the part's blocks in up to 4 groups of equally many
 //   (pipeline_stages in TensorGemm.cpp; one group for NF4, whose columns' codes of a part
-//   share a 128-byte line, and for a ragged last part), all issued at once, each waited for
-//   and barriered just before its blocks' k-steps, the first with the part's sidecars or
+//   share a 128-byte line, for a ragged last part, and where a workgroup is one subgroup,
+//   which an H200 measured slower pipelined), all issued at once, each waited for and
+//   barriered just before its blocks' k-steps, the first with the part's sidecars or
 //   scales. What they copy: the part's weight rows (16 bytes of nibbles or 32 of FP8
 //   bytes a row, FP8's halves swapped in every other 4 rows; NF4 column by column, the
 //   columns of each ldmatrix matrix adjacent and an odd number of 16-byte chunks apart; GPTQ
