@@ -828,18 +828,22 @@ Program tensor_gemm(const TensorGemmShape& shape) {
           // ldmatrix register of a tile holds its B codes (bytes 2s, 2s + 1: two codes each)
           // and its A pairs of a span are one 16-byte load per row. A byte's two codes give each
           // piece's B pair (code_pieces); the pieces' mmas add into the same sums.
+          // NF4's and GPTQ's A of a 32-row span from k_offset: per row g and g + 8 of each m-tile
+          // ([mt * 2 + half]), x[row][8t .. 8t + 7] as 4 words, one 16-byte load.
+          auto span_x_words = [&](Body& span_body, const Expr& k_offset, const std::string& suffix) {
+            std::vector<Expr> words;
+            for (std::uint32_t v = 0; v < a_lane_block.size(); ++v) {
+              words.push_back(span_body.let(fmt::format("a_words{}_{}{}", v / 2, v % 2, suffix),
+                                            x_tile.load_words(at(a_lane_block[v], 1, k_offset), 4)));
+            }
+            return words;
+          };
           std::vector<Expr> nf4_span_x;  // a span's x words of the lane's rows (nf4_step)
           auto nf4_step = [&](Body& step_body, std::uint32_t k_offset, const Expr& loaded, std::uint32_t s,
                               const std::string& suffix) {
             // A: x[8t + 4s .. 8t + 4s + 3] of rows g and g + 8, words 2s and 2s + 1 of one 16-byte
             // load per row and span (loaded at s = 0, kept for s = 1).
-            if (s == 0) {
-              nf4_span_x.clear();
-              for (std::uint32_t v = 0; v < a_lane_block.size(); ++v) {
-                nf4_span_x.push_back(step_body.let(fmt::format("a_words{}_{}{}", v / 2, v % 2, suffix),
-                                                   x_tile.load_words(plus(a_lane_block[v], (k_offset / 32) * 32), 4)));
-              }
-            }
+            if (s == 0) nf4_span_x = span_x_words(step_body, u32(k_offset / 32 * 32), suffix);
             std::vector<Expr> a;
             for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
               const Expr &low = nf4_span_x[2 * mt], &high = nf4_span_x[2 * mt + 1];
@@ -892,11 +896,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
             for (std::uint32_t j = 0; j < kTiles; ++j) {
               pairs.push_back(decode_int4_row_pair(span_body, input, extract_lane(words, j), fmt::format("rows{}{}", j, suffix)));
             }
-            std::vector<Expr> x_words;  // [mt * 2 + half]: x[row][8t .. 8t + 7] as 4 words
-            for (std::uint32_t v = 0; v < a_lane_block.size(); ++v) {
-              x_words.push_back(span_body.let(fmt::format("a_words{}_{}{}", v / 2, v % 2, suffix),
-                                              x_tile.load_words(at(a_lane_block[v], 1, k_offset), 4)));
-            }
+            const std::vector<Expr> x_words = span_x_words(span_body, k_offset, suffix);
             for (std::uint32_t step = 0; step < 2; ++step) {
               const std::string step_suffix = fmt::format("{}_{}", suffix, step);
               std::vector<Expr> a;
