@@ -133,6 +133,9 @@ enum class NodeKind : std::uint8_t {
 #undef QUANTC_ENUM
 };
 
+/// Invocations per subgroup (a PTX warp); every subgroup operation spans all of them.
+inline constexpr std::uint32_t kSubgroupSize = 32;
+
 enum class SubgroupReduceOp : std::uint8_t { Add, Max, Min };
 /// InvocationId = WorkgroupId * workgroup_size + LocalId, per axis (0 = x, 1 = y, 2 = z).
 enum class BuiltinKind : std::uint8_t { InvocationId, WorkgroupId, LocalId, SubgroupLocalId, SubgroupSize };

@@ -71,6 +71,8 @@ constexpr bool is_signed(ScalarType type) {
   return type == ScalarType::I8 || type == ScalarType::I32 || type == ScalarType::I64 || type == ScalarType::I4 ||
          is_float(type);
 }
+/// f16 or bf16: the 16-bit floats, which packed math handles two to a 32-bit register.
+constexpr bool is_half(ScalarType type) { return type == ScalarType::F16 || type == ScalarType::BF16; }
 /// i4/u4 exist only to describe packed storage; no expression may have these types.
 constexpr bool is_storage_only(ScalarType type) { return type == ScalarType::I4 || type == ScalarType::U4; }
 
@@ -111,5 +113,8 @@ bool is_valid_type(Type type);
 inline bool is_float(Type type) { return is_float(type.element()); }
 inline bool is_integer(Type type) { return is_integer(type.element()); }
 inline bool is_signed(Type type) { return is_signed(type.element()); }
+inline bool is_half(Type type) { return is_half(type.element()); }
+/// f16x2 or bf16x2: one 32-bit register holding two 16-bit floats.
+inline bool is_packed_half(Type type) { return type.lanes() == 2 && is_half(type.element()); }
 
 }  // namespace quantc::ir

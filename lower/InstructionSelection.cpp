@@ -48,10 +48,6 @@ bool is_narrow_integer(ScalarType type) {
   return type == ScalarType::U8 || type == ScalarType::I8 || type == ScalarType::U16;
 }
 
-bool is_half(ScalarType type) { return type == ScalarType::F16 || type == ScalarType::BF16; }
-
-bool is_packed_half(Type type) { return type.lanes() == 2 && is_half(type.element()); }
-
 RegisterClass scalar_register_class(ScalarType type) {
   switch (type) {
     case ScalarType::Bool: return RegisterClass::Predicate;

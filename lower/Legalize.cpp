@@ -36,8 +36,6 @@ ValueType ptx_float_type(Type type) {
   }
 }
 
-bool is_half(Type type) { return type.element() == ScalarType::F16 || type.element() == ScalarType::BF16; }
-bool is_packed_half(Type type) { return is_half(type) && type.lanes() == 2; }
 bool is_narrow_integer(Type type) {
   return type.is_scalar() &&
          (type.element() == ScalarType::U8 || type.element() == ScalarType::I8 || type.element() == ScalarType::U16);

@@ -11,7 +11,6 @@
 namespace quantc::ir::analysis {
 
 namespace {
-constexpr std::uint32_t kSubgroupSize = 32;
 }
 
 /// One walk over the program with the variable shapes of the previous iteration.

@@ -18,7 +18,7 @@
 namespace quantc::ir::ops {
 namespace {
 
-constexpr std::uint32_t kWorkgroupInvocations = 128;  // along n
+constexpr std::uint32_t kDequantWorkgroupInvocations = 128;  // along n
 constexpr std::uint32_t kMaxTileRows = 4;             // rows of out per invocation
 constexpr std::uint32_t kNvfp4BlockSize = 16;
 
@@ -50,8 +50,8 @@ std::uint32_t check_matmul_dims(const char* op, const MatmulDims& dims) {
   checked_count(op, "m*k (x elements)", dims.m, dims.k);
   checked_count(op, "k*n (weight elements)", dims.k, dims.n);
   checked_count(op, "m*n (out elements)", dims.m, dims.n);
-  checked_count(op, "ceil(n/128)*128 (column invocations)", ceil_div(dims.n, kWorkgroupInvocations),
-                kWorkgroupInvocations);
+  checked_count(op, "ceil(n/128)*128 (column invocations)", ceil_div(dims.n, kDequantWorkgroupInvocations),
+                kDequantWorkgroupInvocations);
   const std::uint32_t tile = std::min(dims.m, kMaxTileRows);
   require_grid_yz(op, "y (ceil(m/4))", ceil_div(dims.m, tile), "split m into launches of <= 262140 rows");
   return tile;
@@ -77,8 +77,8 @@ struct WeightDecoder {
 void emit_tiled_matmul(ProgramBuilder& program, const char* op_id, const MatmulDims& dims, std::uint32_t tile,
                        const BufferRef& x, const BufferRef& out, const WeightDecoder& decoder) {
   const bool partial_tile = dims.m % tile != 0;
-  program.launch({kWorkgroupInvocations, 1, 1},
-                 {ceil_div(dims.n, kWorkgroupInvocations), ceil_div(dims.m, tile), 1});
+  program.launch({kDequantWorkgroupInvocations, 1, 1},
+                 {ceil_div(dims.n, kDequantWorkgroupInvocations), ceil_div(dims.m, tile), 1});
   program.body([&](Body& body) {
     body.region(op_id, [&](Body& region) {
       Expr column = region.let("column", invocation_id(0));
@@ -168,7 +168,6 @@ void check_block_size(const char* op, std::uint32_t block_size) {
 // ---------------------------------------------------------------------------------
 // The fast batch-1 schedule (see DequantMatmul.h, "Fast schedule").
 
-constexpr std::uint32_t kSubgroupSize = 32;
 constexpr std::uint32_t kSectorBytes = 32;  // a warp reads one 32-byte sector of every row
 /// Bytes of a row a lane loads: one u32. The 8 lanes of a sector are its column lanes, the
 /// warp's other 4 lanes k-lanes. On the H100 model u32 lanes beat u32x2 and u32x4 (16-byte
@@ -178,9 +177,6 @@ constexpr std::uint32_t kSectorBytes = 32;  // a warp reads one 32-byte sector o
 constexpr std::uint32_t kLaneBytes = 4;
 constexpr std::uint32_t kColumnLanes = kSectorBytes / kLaneBytes;
 constexpr std::uint32_t kKLanes = kSubgroupSize / kColumnLanes;
-/// 2^23 as f32: OR-ing a byte into its mantissa gives 2^23 + byte exactly.
-constexpr std::uint32_t kMagicBits = 0x4B000000u;
-constexpr float kMagic = 8388608.0f;
 
 /// Rows per chunk of the int8/int4 fast GEMVs: a slice of a bigger block (e.g. 2 of a
 /// 64-row block), so that blocks do not cap how many k-lanes share K. 32 beat 16 and 64 on

@@ -17,9 +17,8 @@
 namespace quantc::ir::ops {
 namespace {
 
-constexpr std::uint32_t kSubgroupLanes = 32;
-constexpr std::uint32_t kWorkgroupInvocations = 256;
-constexpr std::uint32_t kSubgroupsPerWorkgroup = kWorkgroupInvocations / kSubgroupLanes;
+constexpr std::uint32_t kInt4WorkgroupInvocations = 256;
+constexpr std::uint32_t kInt4SubgroupsPerWorkgroup = kInt4WorkgroupInvocations / kSubgroupSize;
 constexpr std::uint32_t kValuesPerWord = 8;
 // Batches per subgroup in the batched ops: each unpacked weight word feeds this many
 // accumulators, so weight traffic drops 4x while a lane holds only 4 partial sums.
@@ -68,13 +67,13 @@ void for_each_lane_word(Body& body, const Expr& lane, std::uint32_t cols, const 
   const std::uint32_t full_words = cols / kValuesPerWord;
   const std::uint32_t tail_values = cols % kValuesPerWord;
   if (full_words > 0) {
-    body.loop("word_step", u32(0), u32(ceil_div(full_words, kSubgroupLanes)), [&](Body& loop, Expr step) {
-      Expr word = loop.let("word", step * double(kSubgroupLanes) + lane);
+    body.loop("word_step", u32(0), u32(ceil_div(full_words, kSubgroupSize)), [&](Body& loop, Expr step) {
+      Expr word = loop.let("word", step * double(kSubgroupSize) + lane);
       loop.if_then(word < double(full_words), [&](Body& in_range) { visit(in_range, word, kValuesPerWord); });
     });
   }
   if (tail_values > 0) {
-    body.if_then(eq(lane, u32(full_words % kSubgroupLanes)),
+    body.if_then(eq(lane, u32(full_words % kSubgroupSize)),
                  [&](Body& owner) { visit(owner, u32(full_words), tail_values); });
   }
 }
@@ -100,7 +99,7 @@ Program dot_program(const char* name, const char* op_id, std::uint32_t lane_coun
     rhs_scale = program.input("rhs_scale", ScalarType::F32, 1);
   }
   BufferRef out = program.output("out", scaled ? ScalarType::F32 : ScalarType::I32, 1);
-  program.launch({kSubgroupLanes, 1, 1}, {1, 1, 1});
+  program.launch({kSubgroupSize, 1, 1}, {1, 1, 1});
   program.body([&](Body& body) {
     body.region(op_id, [&](Body& region) {
       Expr lane = region.let("lane", local_id(0));
@@ -132,9 +131,9 @@ struct RowSubgroupLayout {
 /// per workgroup along x, `tile` batches per workgroup along y.
 RowSubgroupLayout row_subgroup_layout(Body& region, std::uint32_t tile) {
   Expr local = region.let("local", local_id(0));
-  Expr subgroup = region.let("subgroup", local / double(kSubgroupLanes));
-  Expr lane = region.let("lane", local % double(kSubgroupLanes));
-  Expr row = region.let("row", workgroup_id(0) * double(kSubgroupsPerWorkgroup) + subgroup);
+  Expr subgroup = region.let("subgroup", local / double(kSubgroupSize));
+  Expr lane = region.let("lane", local % double(kSubgroupSize));
+  Expr row = region.let("row", workgroup_id(0) * double(kInt4SubgroupsPerWorkgroup) + subgroup);
   Expr batch_begin = region.let("batch_begin", workgroup_id(1) * double(tile));
   return {lane, row, batch_begin};
 }
@@ -156,7 +155,7 @@ Program batched_matvec_program(const char* name, const char* op_id, std::uint32_
   BufferRef x = program.input("x", activation, x_count);
   BufferRef row_scales = program.input("row_scales", ScalarType::F32, rows);
   BufferRef out = program.output("out", activation, out_count);
-  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(rows, kSubgroupsPerWorkgroup), batch_workgroups, 1});
+  program.launch({kInt4WorkgroupInvocations, 1, 1}, {ceil_div(rows, kInt4SubgroupsPerWorkgroup), batch_workgroups, 1});
   program.body([&](Body& body) {
     body.region(op_id, [&](Body& region) {
       RowSubgroupLayout layout = row_subgroup_layout(region, tile);
@@ -207,7 +206,7 @@ constexpr std::uint32_t kFastSubgroupsPerWorkgroup = 4;
 constexpr std::uint32_t kFastLaneWords = 4;
 constexpr std::uint32_t kFastLaneColumns = kFastLaneWords * kValuesPerWord;
 /// Words of a row one subgroup reads per step (512 bytes).
-constexpr std::uint32_t kFastSpanWords = kFastLaneWords * kSubgroupLanes;
+constexpr std::uint32_t kFastSpanWords = kFastLaneWords * kSubgroupSize;
 /// Most k-subgroups per row group. 8 would shorten the chain again at 11008 columns, but
 /// its 256-invocation workgroups need a second, partial wave on the H100 model (76.8% of
 /// peak against 89.6% with 4).
@@ -284,7 +283,7 @@ Program fast_row_gemv_program(const char* name, const char* op_id, std::uint32_t
   // A subgroup's partial sums per k-subgroup: row_tile rows x tile batches, row major.
   const std::uint32_t subgroup_sums = row_tile * tile;
   const KSubgroupMeeting meeting = declare_k_subgroup_meeting(program, k_subgroups, row_subgroups * subgroup_sums);
-  program.launch({row_subgroups * k_subgroups * kSubgroupLanes, 1, 1},
+  program.launch({row_subgroups * k_subgroups * kSubgroupSize, 1, 1},
                  {ceil_div(row_groups, row_subgroups), ceil_div(batch, tile), 1});
   program.body([&](Body& body) {
     body.region(op_id, [&](Body& region) {
@@ -329,14 +328,14 @@ Program fast_row_gemv_program(const char* name, const char* op_id, std::uint32_t
       // fma(0, q, acc) = acc).
       const std::uint32_t tail_words = words_per_row - full_spans * kFastSpanWords;
       auto span_body = [&](Body& work, const Expr& span, bool last) {
-        const std::uint32_t active = last ? ceil_div(tail_words, kSubgroupLanes) : kFastLaneWords;
-        const std::uint32_t checked_word = last && tail_words % kSubgroupLanes != 0 ? tail_words / kSubgroupLanes
+        const std::uint32_t active = last ? ceil_div(tail_words, kSubgroupSize) : kFastLaneWords;
+        const std::uint32_t checked_word = last && tail_words % kSubgroupSize != 0 ? tail_words / kSubgroupSize
                                                                                       : kFastLaneWords;
         Expr span_word = work.let("span_word", span * kFastSpanWords + lane);
         std::vector<Expr> word_index;
         Expr in_row;
         for (std::uint32_t j = 0; j < active; ++j) {
-          Expr index = j == 0 ? span_word : span_word + j * kSubgroupLanes;
+          Expr index = j == 0 ? span_word : span_word + j * kSubgroupSize;
           if (j == checked_word) {
             in_row = work.let(fmt::format("in_row{}", j), index < words_per_row);
             index = work.let(fmt::format("word_index{}", j), min(index, u32(words_per_row - 1)));
@@ -407,7 +406,7 @@ Program fast_row_gemv_program(const char* name, const char* op_id, std::uint32_t
       });
       // The lanes' partial sums: a butterfly (xor 16, 8, 4, 2, 1); every lane ends with the total.
       for (Expr& sum : acc) {
-        for (std::uint32_t mask = kSubgroupLanes / 2; mask >= 1; mask /= 2) {
+        for (std::uint32_t mask = kSubgroupSize / 2; mask >= 1; mask /= 2) {
           region.assign(sum, sum + subgroup_shuffle(sum, lane ^ u32(mask)));
         }
       }
@@ -520,7 +519,7 @@ Program int4_batched_matmul_f32_scaled(std::uint32_t batch, std::uint32_t rows, 
   ProgramBuilder program(name);
   PackedMatmulBuffers in = declare_packed_matmul_inputs(program, name, batch, rows, cols);
   BufferRef out = program.output("out", ScalarType::F32, out_count);
-  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(rows, kSubgroupsPerWorkgroup), batch_workgroups, 1});
+  program.launch({kInt4WorkgroupInvocations, 1, 1}, {ceil_div(rows, kInt4SubgroupsPerWorkgroup), batch_workgroups, 1});
   program.body([&](Body& body) {
     body.region(kBatchedMatmulId, [&](Body& region) {
       RowSubgroupLayout layout = row_subgroup_layout(region, tile);
@@ -577,21 +576,21 @@ Program int4_batched_matmul_top1_f32_scaled(std::uint32_t batch, std::uint32_t r
   ProgramBuilder program(name);
   PackedMatmulBuffers in = declare_packed_matmul_inputs(program, name, batch, rows, cols);
   BufferRef out = program.output("out", ScalarType::F32, out_count);
-  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(batch, kSubgroupsPerWorkgroup), 1, 1});
+  program.launch({kInt4WorkgroupInvocations, 1, 1}, {ceil_div(batch, kInt4SubgroupsPerWorkgroup), 1, 1});
   program.body([&](Body& body) {
     body.region(kTop1Id, [&](Body& region) {
       Expr local = region.let("local", local_id(0));
-      Expr lane = region.let("lane", local % double(kSubgroupLanes));
+      Expr lane = region.let("lane", local % double(kSubgroupSize));
       Expr batch_index =
-          region.let("batch_index", workgroup_id(0) * double(kSubgroupsPerWorkgroup) + local / double(kSubgroupLanes));
+          region.let("batch_index", workgroup_id(0) * double(kInt4SubgroupsPerWorkgroup) + local / double(kSubgroupSize));
       // Uniform per subgroup: the shuffles below run with all 32 lanes active.
       region.if_then(batch_index < double(batch), [&](Body& per_batch) {
         Expr best_score = per_batch.let("best_score", f32(std::numeric_limits<float>::quiet_NaN()));
         Expr best_row = per_batch.let("best_row", u32(0xFFFFFFFFu));  // ranks below every real row
         Expr batch_scale = per_batch.let("batch_scale", in.batch_scales[batch_index]);
         Expr activation_base = per_batch.let("activation_base", batch_index * double(words_per_row));
-        per_batch.loop("row_step", u32(0), u32(ceil_div(rows, kSubgroupLanes)), [&](Body& rows_loop, Expr step) {
-          Expr row = rows_loop.let("row", step * double(kSubgroupLanes) + lane);
+        per_batch.loop("row_step", u32(0), u32(ceil_div(rows, kSubgroupSize)), [&](Body& rows_loop, Expr step) {
+          Expr row = rows_loop.let("row", step * double(kSubgroupSize) + lane);
           rows_loop.if_then(row < double(rows), [&](Body& per_row) {
             Expr weight_base = per_row.let("weight_base", row * double(words_per_row));
             Expr dot = per_row.let("dot", i32(0));
@@ -612,7 +611,7 @@ Program int4_batched_matmul_top1_f32_scaled(std::uint32_t batch, std::uint32_t r
             per_row.assign(best_row, select(take, row, best_row));
           });
         });
-        for (std::uint32_t offset = kSubgroupLanes / 2; offset >= 1; offset /= 2) {
+        for (std::uint32_t offset = kSubgroupSize / 2; offset >= 1; offset /= 2) {
           Expr partner = lane ^ double(offset);
           Expr other_score = per_batch.let(fmt::format("other_score{}", offset), subgroup_shuffle(best_score, partner));
           Expr other_row = per_batch.let(fmt::format("other_row{}", offset), subgroup_shuffle(best_row, partner));

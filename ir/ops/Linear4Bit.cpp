@@ -13,9 +13,9 @@
 namespace quantc::ir::ops {
 namespace {
 
-constexpr std::uint32_t kWorkgroupInvocations = 256;
+constexpr std::uint32_t kLinear4BitWorkgroupInvocations = 256;
 constexpr std::uint32_t kLanesPerOutput = 32;  // one subgroup per output (grouped op)
-constexpr std::uint32_t kOutputsPerWorkgroup = kWorkgroupInvocations / kLanesPerOutput;
+constexpr std::uint32_t kOutputsPerWorkgroup = kLinear4BitWorkgroupInvocations / kLanesPerOutput;
 constexpr char kLinear4BitId[] = "vyre-libs::nn::linear_4bit";
 
 void check_dims(const char* op, std::uint32_t in_dim, std::uint32_t out_dim) {
@@ -42,7 +42,7 @@ Program linear_4bit(std::uint32_t in_dim, std::uint32_t out_dim, ScalarType acti
   BufferRef w = program.input("w", ScalarType::U32, packed_words);
   BufferRef b = program.input("b", activation, out_dim);
   BufferRef out = program.output("out", activation, out_dim);
-  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(out_dim, kWorkgroupInvocations), 1, 1});
+  program.launch({kLinear4BitWorkgroupInvocations, 1, 1}, {ceil_div(out_dim, kLinear4BitWorkgroupInvocations), 1, 1});
   program.body([&](Body& body) {
     body.region(kLinear4BitId, [&](Body& region) {
       Expr i = region.let("i", invocation_id(0));
@@ -84,7 +84,7 @@ std::uint32_t affine_grouped_out_count(std::uint32_t in_dim, std::uint32_t out_d
     return checked_count(op, "m*n (out elements)", m, out_dim);
   }
   return checked_count(op, "ceil(n/8)*256 (padded outputs)", ceil_div(out_dim, kOutputsPerWorkgroup),
-                       kWorkgroupInvocations);
+                       kLinear4BitWorkgroupInvocations);
 }
 
 }  // namespace
@@ -109,7 +109,7 @@ Program linear_4bit_affine_grouped(std::uint32_t in_dim, std::uint32_t out_dim, 
   BufferRef b = program.input("b", activation, out_dim);
   BufferRef out = program.output("out", activation, out_count);
   if (!batch) program.set_output_byte_range("out", ByteRange{0, std::uint64_t{out_dim} * byte_size(activation)});
-  program.launch({kWorkgroupInvocations, 1, 1}, {workgroups, m, 1});
+  program.launch({kLinear4BitWorkgroupInvocations, 1, 1}, {workgroups, m, 1});
   program.body([&](Body& body) {
     body.region(kLinear4BitAffineGroupedId, [&](Body& region) {
       // A batch runs the seed's program once per row of x: workgroup row r reads x[r, :]

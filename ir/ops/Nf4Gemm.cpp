@@ -15,7 +15,7 @@
 namespace quantc::ir::ops {
 namespace {
 
-constexpr std::uint32_t kWorkgroupInvocations = 256;
+constexpr std::uint32_t kNf4WorkgroupInvocations = 256;
 constexpr std::uint32_t kBlockSize = 64;       // NF4 values per scale block along k
 constexpr std::uint32_t kWordsPerBlock = 8;    // 64 nibbles = 32 bytes = 8 u32 words
 constexpr std::uint32_t kMaxGridY = 65535;
@@ -78,7 +78,7 @@ Program nf4_gemm(std::uint32_t m, std::uint32_t n, std::uint32_t k, Nf4Accumulat
   BufferRef b_nf4 = program.input("b_nf4", ScalarType::U32, n * (k / 8));
   BufferRef b_scales = program.input("b_scales", ScalarType::F32, n * blocks_per_column);
   BufferRef c = program.output("c", activation, m * n);
-  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(n, kWorkgroupInvocations), m, 1});
+  program.launch({kNf4WorkgroupInvocations, 1, 1}, {ceil_div(n, kNf4WorkgroupInvocations), m, 1});
   program.body([&](Body& body) {
     body.region(kSeedId, [&](Body& region) {
       Expr column = region.let("column", invocation_id(0));
@@ -120,7 +120,7 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, Sc
   BufferRef b_nf4 = program.input("b_nf4", ScalarType::U32, n * (k / 8));
   BufferRef b_scales = program.input("b_scales", ScalarType::F32, n * blocks_per_column);
   BufferRef c = program.output("c", activation, m * k);
-  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(k, kWorkgroupInvocations), m, 1});
+  program.launch({kNf4WorkgroupInvocations, 1, 1}, {ceil_div(k, kNf4WorkgroupInvocations), m, 1});
   program.body([&](Body& body) {
     body.region(kSeedId, [&](Body& region) {
       Expr b_row = region.let("b_row", invocation_id(0));  // output column = row r of B
@@ -148,7 +148,6 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, Sc
 
 namespace {
 
-constexpr std::uint32_t kSubgroupSize = 32;
 constexpr std::uint32_t kHalfBlock = 32;        // codes per u32x4 load
 constexpr std::uint32_t kWordsPerHalfBlock = 4;
 

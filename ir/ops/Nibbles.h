@@ -15,6 +15,11 @@ namespace quantc::ir::ops {
 /// 4-bit codes in a u32 word (code i at bits 4i..4i+3).
 inline constexpr std::uint32_t kNibblesPerWord = 8;
 
+/// 2^23 as f32 bits: OR-ing an integer q < 2^23 into the mantissa gives the f32 2^23 + q
+/// exactly, so bitcast(kMagicBits | q) - kMagic is q with no conversion instruction.
+inline constexpr std::uint32_t kMagicBits = 0x4B000000u;
+inline constexpr float kMagic = 8388608.0f;
+
 /// Unsigned nibble at bit `shift` of `word`: `(word >> shift) & 0xF`, in word's type.
 Expr nibble_at_shift(const Expr& word, const Expr& shift);
 

@@ -63,9 +63,8 @@ std::vector<std::uint64_t> nf4_lookup_table() { return f32_lookup_table(kNf4Tabl
 
 namespace {
 
-constexpr std::uint32_t kWorkgroupInvocations = 256;
-constexpr std::uint32_t kSubgroupLanes = 32;
-constexpr std::uint32_t kSubgroupsPerWorkgroup = kWorkgroupInvocations / kSubgroupLanes;
+constexpr std::uint32_t kQuantizeWorkgroupInvocations = 256;
+constexpr std::uint32_t kQuantizeSubgroupsPerWorkgroup = kQuantizeWorkgroupInvocations / kSubgroupSize;
 constexpr float kTwoPow23 = 8388608.0f;
 constexpr float kRelativeEpsilon = 1.0f / 1048576.0f;  // 2^-20
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
@@ -128,8 +127,8 @@ GroupStats reduce_group(Body& body, Scheme scheme, const BufferRef& x, std::uint
   } else {
     local_absmax = body.let("lane_absmax" + suffix, f32(0.0f));
   }
-  body.loop("stride" + suffix, u32(0), u32(ceil_div(group_size, kSubgroupLanes)), [&](Body& loop, Expr stride) {
-    Expr offset = loop.let("offset" + suffix, stride * kSubgroupLanes + lane);
+  body.loop("stride" + suffix, u32(0), u32(ceil_div(group_size, kSubgroupSize)), [&](Body& loop, Expr stride) {
+    Expr offset = loop.let("offset" + suffix, stride * kSubgroupSize + lane);
     Expr element = loop.let("element" + suffix, start + offset);
     loop.if_then(logical_and(offset < group_size, element < n), [&](Body& valid) {
       Expr value = valid.let("value" + suffix, x[element]);
@@ -216,7 +215,7 @@ Program build_quantizer(Scheme scheme, std::uint32_t n, std::uint32_t group_size
   const std::uint32_t group_count = ceil_div(n, group_size);
   const std::uint32_t pair_count = ceil_div(group_count, 2);
   const std::uint32_t packed_bytes = ceil_div(n, 2);
-  const std::uint32_t strides = ceil_div(group_size, kSubgroupLanes);
+  const std::uint32_t strides = ceil_div(group_size, kSubgroupSize);
 
   std::string name = scheme == Scheme::Int4Symmetric    ? "quantize_int4_symmetric"
                      : scheme == Scheme::Int4Asymmetric ? "quantize_int4_asymmetric"
@@ -227,14 +226,14 @@ Program build_quantizer(Scheme scheme, std::uint32_t n, std::uint32_t group_size
   BufferRef scale = program.output("scale", ScalarType::F32, group_count);
   BufferRef zero_point;
   if (scheme == Scheme::Int4Asymmetric) zero_point = program.output("zero_point", ScalarType::F32, group_count);
-  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(pair_count, kSubgroupsPerWorkgroup), 1, 1});
+  program.launch({kQuantizeWorkgroupInvocations, 1, 1}, {ceil_div(pair_count, kQuantizeSubgroupsPerWorkgroup), 1, 1});
   program.body([&](Body& body) {
     body.region(kSeedId, [&](Body& region) {
       Expr local = region.let("local", local_id(0));
-      Expr lane = region.let("lane", local % kSubgroupLanes);
+      Expr lane = region.let("lane", local % kSubgroupSize);
       // Uniform across a subgroup: all 32 lanes share `pair`, so the guard below keeps
       // the subgroup operations in subgroup-uniform control flow.
-      Expr pair = region.let("pair", workgroup_id(0) * kSubgroupsPerWorkgroup + local / kSubgroupLanes);
+      Expr pair = region.let("pair", workgroup_id(0) * kQuantizeSubgroupsPerWorkgroup + local / kSubgroupSize);
       region.if_then(pair < pair_count, [&](Body& per_pair) {
         std::array<GroupParams, 2> params;
         for (std::uint32_t half = 0; half < 2; ++half) {
@@ -250,7 +249,7 @@ Program build_quantizer(Scheme scheme, std::uint32_t n, std::uint32_t group_size
         // First element of the pair's odd group: elements below it use the even group.
         Expr odd_start = per_pair.let("odd_group_start", (pair * 2u + 1u) * group_size);
         per_pair.loop("byte_stride", u32(0), u32(strides), [&](Body& loop, Expr stride) {
-          Expr byte_in_pair = loop.let("byte_in_pair", stride * kSubgroupLanes + lane);
+          Expr byte_in_pair = loop.let("byte_in_pair", stride * kSubgroupSize + lane);
           Expr byte = loop.let("byte", pair * group_size + byte_in_pair);
           loop.if_then(logical_and(byte_in_pair < group_size, byte < packed_bytes), [&](Body& owned) {
             Expr low_element = owned.let("low_element", byte * 2u);
@@ -291,7 +290,7 @@ Program build_dequantizer(const std::string& name, Scheme scheme, std::uint32_t 
   BufferRef zero_point;
   if (scheme == Scheme::Int4Asymmetric) zero_point = program.input("zero_point", ScalarType::F32, group_count);
   BufferRef y = program.output("y", ScalarType::F32, n);
-  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(n, kWorkgroupInvocations), 1, 1});
+  program.launch({kQuantizeWorkgroupInvocations, 1, 1}, {ceil_div(n, kQuantizeWorkgroupInvocations), 1, 1});
   program.body([&](Body& body) {
     body.region(kSeedId, [&](Body& region) {
       Expr i = region.let("i", invocation_id(0));
@@ -318,14 +317,12 @@ Program build_dequantizer(const std::string& name, Scheme scheme, std::uint32_t 
 // Fast schedules (see the header).
 
 constexpr std::uint32_t kFastDequantSlots = 4;  // bytes per invocation (j = 0..3)
-constexpr std::uint32_t kFastDequantSubgroupBytes = kFastDequantSlots * kSubgroupLanes;
-constexpr std::uint32_t kFastDequantSubgroupWords = kFastDequantSlots * kSubgroupLanes;  // 512 bytes
+constexpr std::uint32_t kFastDequantSubgroupBytes = kFastDequantSlots * kSubgroupSize;
+constexpr std::uint32_t kFastDequantSubgroupWords = kFastDequantSlots * kSubgroupSize;  // 512 bytes
 constexpr std::uint32_t kFastQuantizeMaxGroup = 512;
 constexpr std::uint32_t kFastQuantizeTargetSlots = 4;  // byte slots a lane aims to hold
 constexpr std::uint32_t kFastQuantizeTargetWords = 2;  // word slots a lane aims to hold
 constexpr std::uint32_t kFastQuantizeSectorWords = 8;  // u32 words in a 32-byte sector
-constexpr std::uint32_t kMagicBits = 0x4B000000u;     // 2^23 as f32 bits: OR-ing q gives 2^23 + q
-constexpr float kMagic = 8388608.0f;
 
 std::uint32_t next_power_of_two(std::uint32_t value) {
   std::uint32_t power = 1;
@@ -358,12 +355,12 @@ Program fast_dequantizer_program(const std::string& name, Scheme scheme, std::ui
   frame.scale = program.input("scale", ScalarType::F32, group_count);
   if (scheme == Scheme::Int4Asymmetric) frame.zero_point = program.input("zero_point", ScalarType::F32, group_count);
   frame.y = program.output("y", ScalarType::F32, n);
-  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(subgroups, kSubgroupsPerWorkgroup), 1, 1});
+  program.launch({kQuantizeWorkgroupInvocations, 1, 1}, {ceil_div(subgroups, kQuantizeSubgroupsPerWorkgroup), 1, 1});
   program.body([&](Body& body) {
     body.region(kSeedId, [&](Body& region) {
       Expr local = region.let("local", local_id(0));
-      frame.lane = region.let("lane", local % kSubgroupLanes);
-      frame.subgroup = region.let("subgroup", workgroup_id(0) * kSubgroupsPerWorkgroup + local / kSubgroupLanes);
+      frame.lane = region.let("lane", local % kSubgroupSize);
+      frame.subgroup = region.let("subgroup", workgroup_id(0) * kQuantizeSubgroupsPerWorkgroup + local / kSubgroupSize);
       region.if_then(frame.subgroup < subgroups, [&](Body& sg) {
         if (scheme == Scheme::Nf4) {
           frame.book = sg.let("code_book", Lookup::make(ScalarType::F32, nf4_lookup_table(), frame.lane & 15u));
@@ -384,7 +381,7 @@ Program build_word_dequantizer(const std::string& name, Scheme scheme, std::uint
   const std::uint32_t subgroups = ceil_div(words, kFastDequantSubgroupWords);
   const bool exact_cover = words % kFastDequantSubgroupWords == 0;  // no clamps, no guards
   const std::uint32_t words_per_group = group_size / kNibblesPerWord;
-  constexpr std::uint32_t kSlotWords = kSubgroupLanes / 2;  // words a half-word slot covers
+  constexpr std::uint32_t kSlotWords = kSubgroupSize / 2;  // words a half-word slot covers
   constexpr std::uint32_t kSlots = kFastDequantSubgroupWords / kSlotWords;
   // Slot h's group is slot 0's plus 16h / words_per_group when that divides evenly.
   const bool group_steps = exact_cover && kSlotWords % words_per_group == 0;
@@ -478,7 +475,7 @@ Program build_fast_dequantizer(const std::string& name, Scheme scheme, std::uint
     for (std::uint32_t j = 0; j < kFastDequantSlots; ++j) {
       Slot& slot = slots[j];
       const std::string suffix = fmt::format("{}", j);
-      slot.byte = j == 0 ? first_byte : sg.let("byte" + suffix, first_byte + j * kSubgroupLanes);
+      slot.byte = j == 0 ? first_byte : sg.let("byte" + suffix, first_byte + j * kSubgroupSize);
       Expr at = exact_cover ? slot.byte : sg.let("load_byte" + suffix, min(slot.byte, u32(packed_bytes - 1)));
       slot.raw = sg.let("raw" + suffix, cast(ScalarType::U32, packed[at]));
       if (uniform_groups) {
@@ -559,16 +556,16 @@ QuantizeSplit quantize_split(std::uint32_t n, std::uint32_t group_size) {
   split.group_units = group_size / split.unit_elements;
   if (!words) {
     split.group_lanes =
-        std::min(kSubgroupLanes, next_power_of_two(ceil_div(split.group_units, kFastQuantizeTargetSlots)));
+        std::min(kSubgroupSize, next_power_of_two(ceil_div(split.group_units, kFastQuantizeTargetSlots)));
   } else if (split.group_units <= kFastQuantizeSectorWords) {
     split.group_lanes = next_power_of_two(split.group_units);  // one word a lane; groups lie back to back
   } else {
     // At least a sector's 8 words per group, so each word store writes whole sectors.
     split.group_lanes = std::clamp(next_power_of_two(ceil_div(split.group_units, kFastQuantizeTargetWords)),
-                                   kFastQuantizeSectorWords, kSubgroupLanes);
+                                   kFastQuantizeSectorWords, kSubgroupSize);
   }
   split.slots = ceil_div(split.group_units, split.group_lanes);
-  split.groups_per_subgroup = kSubgroupLanes / split.group_lanes;
+  split.groups_per_subgroup = kSubgroupSize / split.group_lanes;
   return split;
 }
 
@@ -576,7 +573,7 @@ QuantizeSplit quantize_split(std::uint32_t n, std::uint32_t group_size) {
 /// butterfly within aligned blocks of S lanes; the whole subgroup's reduction when S = 32.
 Expr group_reduce(Body& body, const Expr& value, bool take_max, std::uint32_t group_lanes, const Expr& lane,
                   const std::string& name) {
-  if (group_lanes == kSubgroupLanes) return body.let(name, take_max ? subgroup_max(value) : subgroup_min(value));
+  if (group_lanes == kSubgroupSize) return body.let(name, take_max ? subgroup_max(value) : subgroup_min(value));
   Expr acc = body.let(name, value);
   for (std::uint32_t mask = group_lanes / 2; mask >= 1; mask /= 2) {
     Expr other = subgroup_shuffle(acc, lane ^ u32(mask));
@@ -653,12 +650,12 @@ Program build_fast_quantizer(Scheme scheme, std::uint32_t n, std::uint32_t group
   BufferRef scale = program.output("scale", ScalarType::F32, group_count);
   BufferRef zero_point;
   if (asymmetric) zero_point = program.output("zero_point", ScalarType::F32, group_count);
-  program.launch({kWorkgroupInvocations, 1, 1}, {ceil_div(subgroups, kSubgroupsPerWorkgroup), 1, 1});
+  program.launch({kQuantizeWorkgroupInvocations, 1, 1}, {ceil_div(subgroups, kQuantizeSubgroupsPerWorkgroup), 1, 1});
   program.body([&](Body& body) {
     body.region(kSeedId, [&](Body& region) {
       Expr local = region.let("local", local_id(0));
-      Expr lane = region.let("lane", local % kSubgroupLanes);
-      Expr subgroup = region.let("subgroup", workgroup_id(0) * kSubgroupsPerWorkgroup + local / kSubgroupLanes);
+      Expr lane = region.let("lane", local % kSubgroupSize);
+      Expr subgroup = region.let("subgroup", workgroup_id(0) * kQuantizeSubgroupsPerWorkgroup + local / kSubgroupSize);
       // Subgroup-uniform guard: the shuffles below run with all 32 lanes.
       region.if_then(subgroup < subgroups, [&](Body& sg) {
         Expr thresholds;

@@ -16,7 +16,6 @@
 namespace quantc::ir::ops {
 namespace {
 
-constexpr std::uint32_t kSubgroupSize = 32;
 /// Packed rows per reduction block when the op has no groups (64 k).
 constexpr std::uint32_t kUngroupedRows = 8;
 /// Fewest packed rows in a group slice (see slices_per_group).
@@ -26,9 +25,6 @@ constexpr std::uint32_t kMinSliceRows = 2;
 constexpr std::uint64_t kMaxStagedXBytes = kMaxStaticSharedBytes;
 /// Staging loads (4 elements each) a lane issues before their shared-memory stores.
 constexpr std::uint32_t kStageChunks = 8;
-/// 2^23 as f32: OR-ing a nibble into its mantissa gives 2^23 + q exactly.
-constexpr std::uint32_t kMagicBits = 0x4B000000u;
-constexpr float kMagic = 8388608.0f;
 
 std::uint32_t rows_per_group(const NibbleGemv& gemv) {
   return gemv.group_size == 0 ? kUngroupedRows : gemv.group_size / kNibblesPerWord;

@@ -104,7 +104,6 @@ void emit_split_k_meeting(Body& body, const SplitK& split_k, const Expr& owner, 
 }
 
 WorkgroupSubgroup locate_subgroup(Body& body, std::uint32_t column_subgroups, std::uint32_t k_subgroups) {
-  constexpr std::uint32_t kSubgroupSize = 32;
   WorkgroupSubgroup at;
   at.local = body.let("local", local_id(0));
   Expr warp = at.local / kSubgroupSize;

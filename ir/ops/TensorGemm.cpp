@@ -19,7 +19,6 @@ namespace quantc::ir::ops {
 
 namespace {
 
-constexpr std::uint32_t kSubgroupSize = 32;
 constexpr std::uint32_t kTileRows = 16;     // an m-tile: mma's M
 constexpr std::uint32_t kStepRows = 16;     // a k-step: mma's K
 constexpr std::uint32_t kMmaColumns = 8;    // mma's N

@@ -16,7 +16,7 @@ namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 
-struct DtypeEntry {
+struct NpyDtypeEntry {
   const char* descr;
   ir::ScalarType element;
 };
@@ -26,7 +26,7 @@ struct DtypeEntry {
 // bf16: NumPy has no bfloat16; numpy.save of an ml_dtypes.bfloat16 array writes its
 // dtype.str, '<V2' (a 2-byte void type), and numpy.load returns the raw bytes as V2,
 // which `.view(ml_dtypes.bfloat16)` turns back into bfloat16 values.
-constexpr std::array<DtypeEntry, 14> kDtypes{{
+constexpr std::array<NpyDtypeEntry, 14> kNpyDtypes{{
     {"|b1", ir::ScalarType::Bool}, {"|u1", ir::ScalarType::U8},   {"|i1", ir::ScalarType::I8},
     {"<u1", ir::ScalarType::U8},   {"<i1", ir::ScalarType::I8},   {"<u2", ir::ScalarType::U16},
     {"<u4", ir::ScalarType::U32},  {"<i4", ir::ScalarType::I32},  {"<u8", ir::ScalarType::U64},
@@ -35,7 +35,7 @@ constexpr std::array<DtypeEntry, 14> kDtypes{{
 }};
 
 std::optional<ir::ScalarType> element_for(const std::string& descr) {
-  for (const DtypeEntry& entry : kDtypes) {
+  for (const NpyDtypeEntry& entry : kNpyDtypes) {
     if (descr == entry.descr) return entry.element;
   }
   return std::nullopt;
@@ -253,7 +253,7 @@ std::string read_all(const std::string& path) {
 }  // namespace
 
 std::string npy_dtype(ir::ScalarType element) {
-  for (const DtypeEntry& entry : kDtypes) {
+  for (const NpyDtypeEntry& entry : kNpyDtypes) {
     if (entry.element == element) return entry.descr;
   }
   throw RuntimeError(fmt::format("no NumPy dtype for element type {}", ir::to_string(element)));

@@ -25,13 +25,13 @@ using Json = nlohmann::json;
 constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
 constexpr char kMetadataKey[] = "__metadata__";
 
-struct DtypeEntry {
+struct SafetensorsDtypeEntry {
   SafetensorsDtype dtype;
   const char* name;
   std::uint64_t size;
 };
 
-constexpr std::array<DtypeEntry, 15> kDtypes{{
+constexpr std::array<SafetensorsDtypeEntry, 15> kSafetensorsDtypes{{
     {SafetensorsDtype::Bool, "BOOL", 1},   {SafetensorsDtype::U8, "U8", 1},
     {SafetensorsDtype::I8, "I8", 1},       {SafetensorsDtype::F8E5M2, "F8_E5M2", 1},
     {SafetensorsDtype::F8E4M3, "F8_E4M3", 1}, {SafetensorsDtype::I16, "I16", 2},
@@ -42,8 +42,8 @@ constexpr std::array<DtypeEntry, 15> kDtypes{{
     {SafetensorsDtype::F64, "F64", 8},
 }};
 
-const DtypeEntry& entry_for(SafetensorsDtype dtype) {
-  for (const DtypeEntry& entry : kDtypes) {
+const SafetensorsDtypeEntry& entry_for(SafetensorsDtype dtype) {
+  for (const SafetensorsDtypeEntry& entry : kSafetensorsDtypes) {
     if (entry.dtype == dtype) return entry;
   }
   throw RuntimeError("safetensors: unknown dtype enumerator");
@@ -51,7 +51,7 @@ const DtypeEntry& entry_for(SafetensorsDtype dtype) {
 
 std::string known_dtype_names() {
   std::string names;
-  for (const DtypeEntry& entry : kDtypes) names += (names.empty() ? "" : ", ") + std::string(entry.name);
+  for (const SafetensorsDtypeEntry& entry : kSafetensorsDtypes) names += (names.empty() ? "" : ", ") + std::string(entry.name);
   return names;
 }
 
@@ -190,7 +190,7 @@ std::uint64_t safetensors_dtype_size(SafetensorsDtype dtype) { return entry_for(
 std::string_view safetensors_dtype_name(SafetensorsDtype dtype) { return entry_for(dtype).name; }
 
 SafetensorsDtype safetensors_dtype_from_name(std::string_view name) {
-  for (const DtypeEntry& entry : kDtypes) {
+  for (const SafetensorsDtypeEntry& entry : kSafetensorsDtypes) {
     if (name == entry.name) return entry.dtype;
   }
   throw RuntimeError(fmt::format("unknown dtype '{}' (known: {})", name, known_dtype_names()));

@@ -109,18 +109,6 @@ void require_same_outputs(const ir::Program& program, const runtime::BufferSet& 
   }
 }
 
-/// The targets the op sweep compiles for: every supported target, or the comma-separated
-/// list in QUANTC_SWEEP_TARGETS (scripts/sanitize.sh runs sm_75,sm_80,sm_90 there, the
-/// three legalizations, since the sweep is ~10x slower under the sanitizers).
-std::vector<ptx::Target> sweep_targets() {
-  const char* list = std::getenv("QUANTC_SWEEP_TARGETS");
-  if (list == nullptr || *list == '\0') return ptx::supported_targets();
-  std::vector<ptx::Target> targets;
-  std::stringstream names(list);
-  for (std::string name; std::getline(names, name, ',');) targets.push_back(ptx::parse_target(name));
-  return targets;
-}
-
 /// Emulates `program` (op `op_name` at `args`) at every optimization level on every sweep
 /// target and requires its outputs to equal the interpreter's bit for bit on the same
 /// random inputs (seeded by `runs`, which counts the launches).
@@ -131,7 +119,7 @@ void check_op_program(const std::string& op_name, const ir::ops::OpArgs& args, c
   runtime::BufferSet uncontracted = inputs, contracted = inputs;
   runtime::reference::run(program, uncontracted);
   runtime::reference::run(lower::contract_fma(program), contracted);
-  for (const ptx::Target& target : sweep_targets()) {
+  for (const ptx::Target& target : testing::sweep_targets()) {
     std::string context = op_name + " " + describe(args) + "on " + target.name();
     INFO(context);
     // Every optimization level the compiler offers, each verified after every pass.
@@ -346,7 +334,7 @@ TEST_CASE("split reduction across workgroups through scratch memory with atomics
     runtime::reference::run(program, again, threaded);
     REQUIRE(again.at("out").bytes == expected.at("out").bytes);
   }
-  for (const ptx::Target& target : sweep_targets()) {
+  for (const ptx::Target& target : testing::sweep_targets()) {
     for (lower::OptimizationLevel level : {lower::OptimizationLevel::O0, lower::OptimizationLevel::O2}) {
       INFO("split_reduction on " << target.name() << " at -O" << static_cast<int>(level));
       lower::PassOptions passes;

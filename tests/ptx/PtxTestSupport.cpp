@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <map>
+#include <sstream>
 #include <variant>
 
 #include "ir/Builder.h"
@@ -24,6 +25,15 @@ ir::Program program_for_test(const ops::OpInfo& op, const ops::OpArgs& args) {
 
 std::string emit_for_test(const ir::Program& program, const ptx::Target& target) {
   return lower::lower_to_ptx(program, target);
+}
+
+std::vector<ptx::Target> sweep_targets() {
+  const char* list = std::getenv("QUANTC_SWEEP_TARGETS");
+  if (list == nullptr || *list == '\0') return ptx::supported_targets();
+  std::vector<ptx::Target> targets;
+  std::stringstream names(list);
+  for (std::string name; std::getline(names, name, ',');) targets.push_back(ptx::parse_target(name));
+  return targets;
 }
 
 bool ptxas_or_skip() {

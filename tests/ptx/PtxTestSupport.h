@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ir/Program.h"
 #include "ir/ops/Registry.h"
@@ -21,6 +22,12 @@ std::string emit_for_test(const ir::Program& program, const ptx::Target& target)
 /// True when ptxas can be run. When it cannot: fails the test if QUANTC_REQUIRE_PTXAS=1,
 /// otherwise prints a visible WARN and returns false (the caller skips).
 bool ptxas_or_skip();
+
+/// The targets an op sweep compiles for: every supported target, or the comma-separated
+/// list in QUANTC_SWEEP_TARGETS (scripts/sanitize.sh runs sm_75,sm_80,sm_90 there, the
+/// three legalizations: sanitized code runs the emulator sweeps ~10x slower, and ptxas,
+/// not sanitized, checks the same PTX in the normal job).
+std::vector<ptx::Target> sweep_targets();
 
 /// "linear_4bit__in_dim-8__out_dim-4": op name and its arguments sorted by name.
 std::string spec_stem(const ir::ops::OpInfo& op, const ir::ops::OpArgs& args);

@@ -18,10 +18,10 @@ namespace {
 namespace arith = ir::arith;
 using ir::BinaryOp;
 using ir::ScalarType;
+using ir::kSubgroupSize;
 using ir::SubgroupReduceOp;
 using ir::UnaryOp;
 
-constexpr std::uint32_t kSubgroupSize = 32;
 
 [[noreturn]] void throw_at(const Machine& machine, std::uint32_t lane, const ir::Expr& source,
                            const std::string& what) {

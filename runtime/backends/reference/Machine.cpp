@@ -7,7 +7,7 @@
 namespace quantc::runtime::reference::detail {
 namespace {
 
-constexpr std::uint32_t kSubgroupSize = 32;
+using ir::kSubgroupSize;
 
 /// "3, 7-31" for the set bits of `mask`.
 std::string lane_ranges(std::uint32_t mask) {
