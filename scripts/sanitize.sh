@@ -6,7 +6,9 @@
 #   ./scripts/sanitize.sh              (CI runs it from .ci/run after the normal tests)
 # Environment:
 #   BUILD_DIR  build directory (default build-asan)
-#   CXX, CC    compiler (default: the system's, gcc on Debian)
+#   CXX, CC    compiler (default clang++-14/clang-14, which scripts/setup.sh installs for
+#              scripts/fuzz.sh; gcc works too). CMake keeps the compiler a build directory
+#              was configured with: delete the directory to switch.
 #   QUANTC_SANITIZER_FULL_SWEEPS=1  run the three heaviest sweeps at full size. By
 #              default they run smaller here (every test case still runs; the full sizes
 #              run in the normal job): the op sweeps (f32, and f16/bf16 activations) on
@@ -21,8 +23,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-asan}
 
+# clang-14 rather than gcc 12: it builds this project's instrumented code in 60-75% of
+# gcc's time, and the instrumented ctest ran in 63% of gcc's (656 s against 1040 s).
+export CXX=${CXX:-clang++-14} CC=${CC:-clang-14}
 # -O1 -g1: sanitizer-friendly code (frames kept, line numbers in reports) that compiles
-# and runs faster than -O0; no NDEBUG. A unity build, as in scripts/test.sh.
+# and runs faster than -O0; no NDEBUG. A unity build, as in scripts/test.sh. (Test suites
+# at -O0 compiled in half the time, but the ctest ran 40% longer: 916 s against 656 s.)
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_UNITY_BUILD=ON \
   -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1" -DCMAKE_C_FLAGS_SANITIZE="-O1 -g1" \
   -DQUANTC_SANITIZERS=address,undefined -DQUANTC_BUILD_TESTS=ON -DQUANTC_BUILD_BENCHMARKS=OFF

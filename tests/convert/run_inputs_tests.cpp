@@ -291,10 +291,10 @@ TEST_CASE("pack --activation f16|bf16 writes the spec's activation and a 16-bit 
   for (const auto& [name, type, dtype] : {std::tuple{"f16", ScalarType::F16, quantc::runtime::SafetensorsDtype::F16},
                                           std::tuple{"bf16", ScalarType::BF16, quantc::runtime::SafetensorsDtype::BF16}}) {
     INFO(name);
-    auto narrowed = [&](const std::vector<float>& values) {  // rounded once to nearest even, as numpy's astype
-      std::vector<std::uint16_t> bits;
+    auto narrowed = [format = arith::format_of(type)](const std::vector<float>& values) {
+      std::vector<std::uint16_t> bits;  // rounded once to nearest even, as numpy's astype
       for (float value : values) {
-        bits.push_back(static_cast<std::uint16_t>(arith::round_to_format(value, arith::format_of(type))));
+        bits.push_back(static_cast<std::uint16_t>(arith::round_to_format(value, format)));
       }
       return bits;
     };

@@ -192,7 +192,7 @@ std::vector<DeepCase> deep_cases() {
        [](std::size_t n) { return nested_calls("fma(f[0u32], f[1u32], ", "1.0f32", ")", n, "fout[0u32]"); }, d - 4},
       {"nested multiply-add", nested_multiply_adds, (d - 4) / 2},
       // d/4 ifs (d/2 + 1 levels with their Blocks and the entry), a store, then the expression.
-      {"ifs around an expression", [d](std::size_t n) { return ifs_around_expression(d / 4, n); }, d / 2 - 3},
+      {"ifs around an expression", [=](std::size_t n) { return ifs_around_expression(d / 4, n); }, d / 2 - 3},
   };
 }
 
