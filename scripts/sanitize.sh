@@ -9,13 +9,17 @@
 #   CXX, CC    compiler (default clang++-14/clang-14, which scripts/setup.sh installs for
 #              scripts/fuzz.sh; gcc works too). CMake keeps the compiler a build directory
 #              was configured with: delete the directory to switch.
-#   QUANTC_SANITIZER_FULL_SWEEPS=1  run the three heaviest sweeps at full size. By
-#              default they run smaller here (every test case still runs; the full sizes
-#              run in the normal job): the op sweeps (f32, and f16/bf16 activations) on
-#              sm_75/sm_80/sm_90 (the three legalizations) instead of all seven targets,
-#              1,000 random programs through the passes instead of 5,000, and 60 on the
-#              emulator instead of 300. The ptxas check of every op uses the same three
-#              targets (ptxas is not sanitized; the normal job assembles for all seven).
+#   QUANTC_SANITIZER_FULL_SWEEPS=1  run the heaviest tests as the normal job does. By
+#              default the sweeps run smaller here (the full sizes run in the normal job):
+#              the op sweeps (f32, and f16/bf16 activations) on sm_75/sm_80/sm_90 (the
+#              three legalizations) instead of all seven targets, each at one optimization
+#              level (-O0, -O1, -O2 in turn) instead of all three, 1,000 random programs
+#              through the passes instead of 5,000, and 60 on the emulator instead of 300.
+#              The ptxas check of every op uses the same three targets (ptxas is not
+#              sanitized; the normal job assembles for all seven). And the cost model's
+#              checks at the Llama shapes (tests/cli/profile_json_tests.cpp: the CLI
+#              emulating kernels of 16M weights, 180 s of CPU here) do not run: the same
+#              emulator and model code runs here on every smaller test.
 #   CTEST_ARGS extra ctest arguments, e.g. "-R emulator"
 # Needs scripts/setup.sh's packages and the test model (scripts/fetch_model.sh), as
 # scripts/test.sh does.
@@ -38,10 +42,13 @@ supp="$PWD/scripts/lsan.supp"
 export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 export LSAN_OPTIONS="suppressions=$supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+llama_shape_profiles=()
 if [[ ${QUANTC_SANITIZER_FULL_SWEEPS:-0} != 1 ]]; then
   export QUANTC_SWEEP_TARGETS=${QUANTC_SWEEP_TARGETS:-sm_75,sm_80,sm_90}
+  export QUANTC_SWEEP_ONE_LEVEL=${QUANTC_SWEEP_ONE_LEVEL:-1}
   export QUANTC_RANDOM_PROGRAMS=${QUANTC_RANDOM_PROGRAMS:-1000}
   export QUANTC_RANDOM_EMULATED=${QUANTC_RANDOM_EMULATED:-60}
+  llama_shape_profiles=(-E '^quantc profile --json: the fast ')
 fi
 # shellcheck disable=SC2086
-ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 1800 ${CTEST_ARGS:-}
+ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 1800 "${llama_shape_profiles[@]}" ${CTEST_ARGS:-}

@@ -119,24 +119,21 @@ void check_op_program(const std::string& op_name, const ir::ops::OpArgs& args, c
   runtime::BufferSet uncontracted = inputs, contracted = inputs;
   runtime::reference::run(program, uncontracted);
   runtime::reference::run(lower::contract_fma(program), contracted);
-  for (const ptx::Target& target : testing::sweep_targets()) {
+  // Every target at every optimization level the compiler offers, each verified after every pass.
+  for (const auto& [target, level] : testing::sweep_configurations()) {
     std::string context = op_name + " " + describe(args) + "on " + target.name();
     INFO(context);
-    // Every optimization level the compiler offers, each verified after every pass.
-    for (lower::OptimizationLevel level :
-         {lower::OptimizationLevel::O0, lower::OptimizationLevel::O1, lower::OptimizationLevel::O2}) {
-      lower::PassOptions passes;
-      passes.level = level;
-      passes.verify_each = true;
-      lower::CompiledKernel compiled = lower::compile(program, {target, passes});
-      INFO("at -O" << static_cast<int>(level));
-      runtime::BufferSet actual = inputs;
-      runtime::emulator::LaunchCounters counters = runtime::emulator::run(compiled.ptx, compiled.program, actual);
-      require_same_outputs(program, level == lower::OptimizationLevel::O2 ? contracted : uncontracted, actual,
-                           context);
-      CHECK(counters.warp_instructions > 0);
-      ++runs;
-    }
+    lower::PassOptions passes;
+    passes.level = level;
+    passes.verify_each = true;
+    lower::CompiledKernel compiled = lower::compile(program, {target, passes});
+    INFO("at -O" << static_cast<int>(level));
+    runtime::BufferSet actual = inputs;
+    runtime::emulator::LaunchCounters counters = runtime::emulator::run(compiled.ptx, compiled.program, actual);
+    require_same_outputs(program, level == lower::OptimizationLevel::O2 ? contracted : uncontracted, actual,
+                         context);
+    CHECK(counters.warp_instructions > 0);
+    ++runs;
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <variant>
@@ -34,6 +35,23 @@ std::vector<ptx::Target> sweep_targets() {
   std::stringstream names(list);
   for (std::string name; std::getline(names, name, ',');) targets.push_back(ptx::parse_target(name));
   return targets;
+}
+
+std::vector<SweepConfiguration> sweep_configurations() {
+  constexpr lower::OptimizationLevel kLevels[] = {lower::OptimizationLevel::O0, lower::OptimizationLevel::O1,
+                                                  lower::OptimizationLevel::O2};
+  const char* one_level = std::getenv("QUANTC_SWEEP_ONE_LEVEL");
+  const bool diagonal = one_level != nullptr && std::string(one_level) == "1";
+  std::vector<SweepConfiguration> configurations;
+  const std::vector<ptx::Target> targets = sweep_targets();
+  for (std::size_t t = 0; t < targets.size(); ++t) {
+    if (diagonal) {
+      configurations.push_back({targets[t], kLevels[t % std::size(kLevels)]});
+    } else {
+      for (lower::OptimizationLevel level : kLevels) configurations.push_back({targets[t], level});
+    }
+  }
+  return configurations;
 }
 
 bool ptxas_or_skip() {

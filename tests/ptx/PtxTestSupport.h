@@ -7,6 +7,7 @@
 
 #include "ir/Program.h"
 #include "ir/ops/Registry.h"
+#include "lower/PassManager.h"
 #include "ptx/Ptxas.h"
 #include "ptx/Target.h"
 
@@ -28,6 +29,18 @@ bool ptxas_or_skip();
 /// three legalizations: sanitized code runs the emulator sweeps ~10x slower, and ptxas,
 /// not sanitized, checks the same PTX in the normal job).
 std::vector<ptx::Target> sweep_targets();
+
+/// One configuration of an emulator sweep: a target and the optimization level to compile at.
+struct SweepConfiguration {
+  ptx::Target target;
+  lower::OptimizationLevel level;
+};
+
+/// The configurations an emulator sweep runs: each of sweep_targets() at -O0, -O1 and -O2;
+/// with QUANTC_SWEEP_ONE_LEVEL=1 (scripts/sanitize.sh) each target at one level, -O0, -O1,
+/// -O2 in turn (sm_75 -O0, sm_80 -O1, sm_90 -O2 there): every target's legalization and
+/// every level's pipeline still run, a third as often.
+std::vector<SweepConfiguration> sweep_configurations();
 
 /// "linear_4bit__in_dim-8__out_dim-4": op name and its arguments sorted by name.
 std::string spec_stem(const ir::ops::OpInfo& op, const ir::ops::OpArgs& args);
