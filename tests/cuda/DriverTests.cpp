@@ -3,12 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
-#include <optional>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "TestKernels.h"
+#include "tests/ScopedEnvironment.h"
 #include "ptx/NvJitLink.h"
 #include "runtime/backends/cuda/Cubin.h"
 #include "runtime/backends/cuda/Driver.h"
@@ -19,28 +19,9 @@ using namespace quantc::runtime;
 using namespace quantc::runtime::cuda;
 using quantc::ptx::LinkedCubin;
 using quantc::ptx::link_cubin;
+using quantc_test::ScopedEnvironment;
 
 namespace {
-
-/// Sets an environment variable for one scope, restoring the previous value.
-class ScopedEnvironment {
- public:
-  ScopedEnvironment(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) previous_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnvironment() {
-    if (previous_) {
-      ::setenv(name_, previous_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> previous_;
-};
 
 std::string load_failure(const std::string& path) {
   try {
