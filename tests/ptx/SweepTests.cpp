@@ -14,7 +14,7 @@
 using namespace quantc;
 using quantc_test::ScopedEnvironment;
 
-TEST_CASE("sweep configurations: every target at every level, or one level per target in turn", "[ptx][sweep]") {
+TEST_CASE("sweep configurations: every target at every level or one level per target in turn", "[ptx][sweep]") {
   ScopedEnvironment targets("QUANTC_SWEEP_TARGETS", "sm_75,sm_80,sm_90");
   {
     ScopedEnvironment all_levels("QUANTC_SWEEP_ONE_LEVEL", "0");
