@@ -10,23 +10,26 @@
 
 namespace quantc_test {
 
-/// Sets `name` to `value` for the object's lifetime, then restores the previous value, or
-/// unsets the variable if it had none.
+/// Sets `name` to `value` (unsets it for std::nullopt) for the object's lifetime, then
+/// restores the previous value, or unsets the variable if it had none.
 class ScopedEnvironment {
  public:
-  ScopedEnvironment(const char* name, const std::string& value) : name_(name) {
+  ScopedEnvironment(const char* name, const std::optional<std::string>& value) : name_(name) {
     if (const char* old = std::getenv(name)) previous_ = old;
-    ::setenv(name, value.c_str(), 1);
+    set(value);
   }
-  ~ScopedEnvironment() {
-    if (previous_) {
-      ::setenv(name_, previous_->c_str(), 1);
+  ~ScopedEnvironment() { set(previous_); }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+  /// Sets the variable to `value` (unsets it for std::nullopt) until the scope ends.
+  void set(const std::optional<std::string>& value) {
+    if (value) {
+      ::setenv(name_, value->c_str(), 1);
     } else {
       ::unsetenv(name_);
     }
   }
-  ScopedEnvironment(const ScopedEnvironment&) = delete;
-  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
 
  private:
   const char* name_;

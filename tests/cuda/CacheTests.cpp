@@ -18,8 +18,10 @@
 
 #include "lower/driver/Hash.h"
 #include "lower/driver/KernelCache.h"
+#include "tests/ScopedEnvironment.h"
 
 using namespace quantc::lower;
+using quantc_test::ScopedEnvironment;
 namespace fs = std::filesystem;
 
 namespace {
@@ -106,33 +108,19 @@ TEST_CASE("the key changes with spec, target, optimisation level and compiler ve
 }
 
 TEST_CASE("the cache location follows QUANTC_CACHE_DIR, XDG_CACHE_HOME, HOME, QUANTC_CACHE=0 disables", "[cache]") {
-  const auto saved = [](const char* name) -> std::optional<std::string> {
-    const char* value = std::getenv(name);
-    return value ? std::optional<std::string>(value) : std::nullopt;
-  };
-  const auto home = saved("HOME"), xdg = saved("XDG_CACHE_HOME"), dir = saved("QUANTC_CACHE_DIR"),
-             enabled = saved("QUANTC_CACHE");
-  ::setenv("HOME", "/home/someone", 1);
-  ::unsetenv("XDG_CACHE_HOME");
-  ::unsetenv("QUANTC_CACHE_DIR");
-  ::unsetenv("QUANTC_CACHE");
+  ScopedEnvironment home("HOME", "/home/someone");
+  ScopedEnvironment xdg("XDG_CACHE_HOME", std::nullopt);
+  ScopedEnvironment dir("QUANTC_CACHE_DIR", std::nullopt);
+  ScopedEnvironment enabled("QUANTC_CACHE", std::nullopt);
   CHECK(cache_directory_from_environment() == fs::path("/home/someone/.cache/quantc"));
-  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
+  xdg.set("/xdg");
   CHECK(cache_directory_from_environment() == fs::path("/xdg/quantc"));
-  ::setenv("QUANTC_CACHE_DIR", "/explicit", 1);
+  dir.set("/explicit");
   CHECK(cache_directory_from_environment() == fs::path("/explicit"));
   CHECK(KernelCache::from_environment().directory() == fs::path("/explicit"));
-  ::setenv("QUANTC_CACHE", "0", 1);
+  enabled.set("0");
   CHECK_FALSE(cache_directory_from_environment().has_value());
   CHECK_FALSE(KernelCache::from_environment().enabled());
-
-  const auto restore = [](const char* name, const std::optional<std::string>& value) {
-    value ? ::setenv(name, value->c_str(), 1) : ::unsetenv(name);
-  };
-  restore("HOME", home);
-  restore("XDG_CACHE_HOME", xdg);
-  restore("QUANTC_CACHE_DIR", dir);
-  restore("QUANTC_CACHE", enabled);
 }
 
 TEST_CASE("store, load, list and clear", "[cache]") {

@@ -119,7 +119,7 @@ void check_op_program(const std::string& op_name, const ir::ops::OpArgs& args, c
   runtime::BufferSet uncontracted = inputs, contracted = inputs;
   runtime::reference::run(program, uncontracted);
   runtime::reference::run(lower::contract_fma(program), contracted);
-  // Every target at every optimization level the compiler offers, each verified after every pass.
+  // Each sweep configuration (a target and an optimization level), verified after every pass.
   for (const auto& [target, level] : testing::sweep_configurations()) {
     std::string context = op_name + " " + describe(args) + "on " + target.name();
     INFO(context);
