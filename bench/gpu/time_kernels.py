@@ -6,6 +6,7 @@ Called by bench/gpu/run.sh (steps 3 to 6); writes Markdown sections to stdout.
     time_kernels.py --quantc PATH [--launches bench/gpu/launches.jsonl] [--launches-count 200]
                     [--warmup 10] [--shapes llama|minilm|all] [--filter TEXT] [--profiles FILE]
                     [--batches 2,4,8,16,32,64] [--sections batch1,experts,batches]
+                    [--timing isolated|back-to-back] [--no-check]
     time_kernels.py --quantc PATH --write-profiles FILE [--sm 90] [--shapes ...] [--filter TEXT]
                     [--schedule seed|fast|both] [--jobs N]
 
@@ -15,14 +16,21 @@ on the GPU rather than emulating (the emulator takes seconds per case at the Lla
 
 What each number is:
   - quantc: `quantc run SPEC --backend cuda --random-inputs 1 --compare reference --time N`: the
-    kernel is checked against the reference interpreter first, then launched N more times after
-    the warm-up, each timed with CUDA events around the launch alone after an L2 flush (so the
-    weights come from DRAM, as in a decode step); the median is reported.
+    kernel is checked against the reference interpreter first (not with --no-check), then
+    launched N more times after the warm-up and timed as --timing says (`quantc run --timing`,
+    both read the weights from DRAM on every launch, as a decode step does):
+      isolated (default): CUDA events around each launch alone, after an L2 flush; the time
+        includes the launch latency the events see; the median is reported;
+      back-to-back: launches queued on one stream as a model's layers run, rotating through
+        copies of the buffers twice the L2 size, one event pair per round through the copies;
+        the median per-launch time of the rounds is reported (the kernel plus the gap between
+        dependent kernels).
   - expert: bench/experts/<source>.cu compiled here with `nvcc -ptx -O3 -arch=sm_XX`, launched
     with `quantc run FILE.ptx --backend cuda --time N` on zero-filled buffers with the launch
     geometry kernels_bench plans (bench/gpu/launches.jsonl, written by scripts/bench_kernels.sh).
   - FP16: torch.nn.functional.linear(x, w) with x [1, in] and w [out, in] in float16 (cuBLAS),
-    timed with torch.cuda.Event the same way (L2 flushed before each launch).
+    timed with torch.cuda.Event the same way (isolated: L2 flushed before each launch;
+    back-to-back: rounds through copies of w twice the L2 size).
   - small batches (--batches, m > 1): the tensor-core GEMM of every format it runs
     (dequant_matmul_int4 b128 asym, dequant_matmul_nvfp4, dequant_matmul_fp8 e4m3, nf4_gemm f32,
     linear_4bit_affine_grouped g128 with and without act_order;
@@ -35,10 +43,12 @@ What each number is:
     never emulates); without, `quantc profile` runs for each case there.
   - copy bandwidth: a 1 GiB device-to-device copy (bytes read + written per second).
   - GB/s: the kernel's unique bytes read + written (from `quantc profile --json`) per second.
-  - launch overhead: a one-element torch kernel timed the same way (what the events see
-    beyond the kernel itself).
+  - launch overhead: a one-element torch kernel timed the same way (isolated: what the events
+    see beyond the kernel itself; back-to-back: the shortest a launch can take in a stream).
   - model error: `quantc profile --json`'s modeled_us for this GPU / (measured median - launch
-    overhead) - 1: the model estimates the kernel, not the launch.
+    overhead) - 1 when isolated: the model estimates the kernel, not the launch; back to back,
+    modeled_us / measured median - 1 (nothing subtracted: the gap between kernels is part of
+    what a decode step pays, and the model leaves it out).
 Requires PyTorch with CUDA and nvcc on PATH (for the expert kernels; skipped with a note if absent).
 """
 import argparse
@@ -210,16 +220,36 @@ def torch_measurements(args, shapes):
     import torch.nn.functional as F
 
     flush = torch.empty(2 * 1024 ** 3 // 8, dtype=torch.int64, device="cuda")  # > every L2 there is
+    l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size
 
-    def torch_time(fn):
+    def torch_time(fn, operands=()):
+        """Median us of fn(*operands) timed as --timing says. Back to back, `operands` (tensors)
+        are copied into enough sets that a round through them touches twice the L2 size."""
+        if args.timing == "back-to-back":
+            set_bytes = sum(t.numel() * t.element_size() for t in operands)
+            count = max(1, -(-2 * l2_bytes // set_bytes)) if set_bytes else 1
+            sets = [tuple(operands)] + [tuple(t.clone() for t in operands) for _ in range(count - 1)]
+            for i in range(args.warmup):
+                fn(*sets[i % count])
+            times = []
+            for _ in range(max(1, -(-args.launches_count // count))):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for operand_set in sets:
+                    fn(*operand_set)
+                end.record()
+                torch.cuda.synchronize()
+                times.append(start.elapsed_time(end) * 1e3 / count)
+            del sets
+            return statistics.median(times)
         for _ in range(args.warmup):
-            fn()
+            fn(*operands)
         times = []
         for _ in range(args.launches_count):
             flush.zero_()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            fn()
+            fn(*operands)
             end.record()
             torch.cuda.synchronize()
             times.append(start.elapsed_time(end) * 1e3)
@@ -227,17 +257,17 @@ def torch_measurements(args, shapes):
 
     source = torch.empty(1024 ** 3, dtype=torch.uint8, device="cuda")
     target = torch.empty_like(source)
-    copy_gbs = 2 * source.numel() / torch_time(lambda: target.copy_(source)) / 1e3
+    copy_gbs = 2 * source.numel() / torch_time(lambda a, b: b.copy_(a), (source, target)) / 1e3
     # What a launch costs the events beyond the kernel: a one-element kernel, timed the same way.
     tiny = torch.zeros(1, device="cuda")
-    launch_us = torch_time(lambda: tiny.add_(1))
+    launch_us = torch_time(lambda: tiny.add_(1))  # no copies: its one element is never the point
     del source, target
     fp16_us = {}  # (in, out) at batch 1, (in, out, m) at the small batches
     for k, n in shapes:
         w = torch.randn(n, k, device="cuda", dtype=torch.float16)
         for m in [1] + args.batch_list:
             x = torch.randn(m, k, device="cuda", dtype=torch.float16)
-            fp16_us[(k, n) if m == 1 else (k, n, m)] = torch_time(lambda: F.linear(x, w))
+            fp16_us[(k, n) if m == 1 else (k, n, m)] = torch_time(F.linear, (x, w))
     major, minor = torch.cuda.get_device_capability()
     return torch.cuda.get_device_name(), 10 * major + minor, copy_gbs, launch_us, fp16_us
 
@@ -286,6 +316,12 @@ def main():
                              "batches (the tensor-core cases of --batches), in that order")
     parser.add_argument("--batch-tolerance", type=float, default=1e-2,
                         help="--compare tolerance of the tensor-core cases (their sums' order differs on a GPU)")
+    parser.add_argument("--timing", choices=["isolated", "back-to-back"], default="isolated",
+                        help="how every kernel is timed (quantc run --timing): each launch alone after an L2 "
+                             "flush, or back to back through buffer copies twice the L2 size")
+    parser.add_argument("--no-check", action="store_true",
+                        help="time without --compare reference (for a second pass over cases a first pass "
+                             "checked)")
     parser.add_argument("--model-device", help="cost-model device key (h100_sxm, h200, a100, l40s) for the model "
                                                "error column; default: from the GPU's name")
     args = parser.parse_args()
@@ -314,9 +350,19 @@ def main():
 
     print(f"GPU: {device_name} (sm_{sm}); cost-model device: {key or 'none (no model for this GPU)'}.")
     print(f"Measured device-to-device copy bandwidth: {copy_gbs:.0f} GB/s (1 GiB copy, median of {args.launches_count}).")
-    print(f"Launch overhead: {launch_us:.2f} us (a one-element torch kernel, timed the same way); the model error "
-          f"compares modeled_us (kernel time) with the measured time minus this.")
-    print(f"Every time is the median of {args.launches_count} launches after {args.warmup} warm-up, each after an L2 flush.\n")
+    if args.timing == "back-to-back":
+        if not args.without_torch:
+            print(f"A one-element torch kernel back to back: {launch_us:.2f} us per launch.")
+        print("The model error compares modeled_us with the measured time per launch as it is.")
+        print(f"Every time is per launch, the median over rounds of launches queued back to back (at least "
+              f"{args.launches_count} launches after {args.warmup} warm-up), each round through copies of the "
+              f"buffers twice the L2 size.\n")
+        launch_us = 0.0  # nothing subtracted for the model error
+    else:
+        print(f"Launch overhead: {launch_us:.2f} us (a one-element torch kernel, timed the same way); the model "
+              f"error compares modeled_us (kernel time) with the measured time minus this.")
+        print(f"Every time is the median of {args.launches_count} launches after {args.warmup} warm-up, each after "
+              f"an L2 flush.\n")
     if not args.without_torch:
         print("## torch FP16 F.linear (cuBLAS), batch 1\n")
         print("| in x out | us | GB/s (weights) |\n|---|--:|--:|")
@@ -325,13 +371,16 @@ def main():
                 k, n = key_shape
                 print(f"| {k}x{n} | {us:.2f} | {2 * k * n / us / 1e3:.0f} |")
 
-    quantc_args = ["--backend", "cuda", "--time", str(args.launches_count), "--warmup", str(args.warmup)]
+    quantc_args = ["--backend", "cuda", "--time", str(args.launches_count), "--warmup", str(args.warmup),
+                   "--timing", args.timing]
+    check_args = [] if args.no_check else ["--compare", "reference"]
     measured = {}  # (canonical spec, schedule) -> us
     summary = []  # (shape family, schedule, % of copy, x FP16, model error) per timed quantc kernel
     failures = []
     with tempfile.TemporaryDirectory() as scratch:
         if "batch1" in args.section_list:
-            print("\n## quantc kernels, batch 1 (checked against the interpreter first)\n")
+            checked = "unchecked: --no-check" if args.no_check else "checked against the interpreter first"
+            print(f"\n## quantc kernels, batch 1 ({checked}; {args.timing})\n")
             print("| case | schedule | us | GB/s | % of copy | × FP16 | modeled us | model error |")
             print("|---|---|--:|--:|--:|--:|--:|--:|")
         for k, n, label, spec in cases(shapes, args.filter) if "batch1" in args.section_list else []:
@@ -339,7 +388,7 @@ def main():
                 path = os.path.join(scratch, "spec.json")
                 with open(path, "w") as file:
                     json.dump({**spec, "schedule": schedule}, file)
-                us, error = run_timed([args.quantc, "run", path, "--random-inputs", "1", "--compare", "reference",
+                us, error = run_timed([args.quantc, "run", path, "--random-inputs", "1", *check_args,
                                        "--threads", "0", *quantc_args])
                 if us is None:
                     failures.append(f"{label} {schedule}: {error[0]}")
@@ -392,16 +441,18 @@ def main():
                     print(f"| {case['label']} | {us:.2f} | {cell(seed)} | {cell(fast)} | {ratio} |")
 
         if args.batch_list and "batches" in args.section_list:
-            print("\n## Small batches on the tensor cores (f16 activations, checked against the interpreter "
-                  f"within {args.batch_tolerance:g})\n")
+            checked = ("unchecked: --no-check" if args.no_check
+                       else f"checked against the interpreter within {args.batch_tolerance:g}")
+            print(f"\n## Small batches on the tensor cores (f16 activations, {checked}; {args.timing})\n")
             print("| case | us | FP16 F.linear us | × FP16 | modeled us | model error | vs interpreter |\n"
                   "|---|--:|--:|--:|--:|--:|---|")
             for k, n, m, label, spec in batch_cases(shapes, args.batch_list, args.filter):
                 path = os.path.join(scratch, "spec.json")
                 with open(path, "w") as file:
                     json.dump({**spec, "schedule": "fast"}, file)
-                us, output = run_timed([args.quantc, "run", path, "--random-inputs", "1", "--compare", "reference",
-                                        "--tolerance", str(args.batch_tolerance), "--threads", "0", *quantc_args])
+                tolerance = [] if args.no_check else ["--tolerance", str(args.batch_tolerance)]
+                us, output = run_timed([args.quantc, "run", path, "--random-inputs", "1", *check_args, *tolerance,
+                                        "--threads", "0", *quantc_args])
                 if us is None:
                     failures.append(f"{label}: {output[0]}")
                     print(f"| {label} | failed | | | | | |", flush=True)

@@ -8,6 +8,17 @@ namespace quantc::runtime {
 
 std::string_view to_string(KernelForm form) { return form == KernelForm::Ir ? "IR" : "PTX"; }
 
+std::string_view to_string(LaunchTiming timing) {
+  return timing == LaunchTiming::BackToBack ? "back-to-back" : "isolated";
+}
+
+std::optional<LaunchTiming> parse_launch_timing(std::string_view text) {
+  for (LaunchTiming timing : {LaunchTiming::Isolated, LaunchTiming::BackToBack}) {
+    if (text == to_string(timing)) return timing;
+  }
+  return std::nullopt;
+}
+
 double KernelTimes::median() const {
   if (microseconds.empty()) return 0;
   std::vector<double> sorted = microseconds;

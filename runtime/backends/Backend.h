@@ -70,6 +70,27 @@ struct BackendKernel {
   std::optional<ptx::Target> target;
 };
 
+/// How a hardware backend times a kernel (RunOptions::timing). Both read the weights
+/// from DRAM on every timed launch, as a decode step does (each layer's weights are cold);
+/// they differ in what lies between two launches.
+enum class LaunchTiming {
+  /// One launch between two CUDA events, after an L2 flush (a memset of twice the L2
+  /// size), as Triton's do_bench and nvbench time a kernel: the time includes the
+  /// launch's own latency as events see it (about 3.3 us on an H200).
+  Isolated,
+  /// Launches queued back to back on one stream, as a model's layers run in a decode
+  /// step or a CUDA graph: the launch's buffers are copied into enough sets that together
+  /// they are at least twice the L2 size, each launch uses the next set, and one event
+  /// pair spans each round through all sets. The per-launch time is the kernel's own
+  /// plus the gap between dependent kernels, without the event and launch latency.
+  BackToBack,
+};
+
+/// "isolated" or "back-to-back" (the `quantc run --timing` values).
+std::string_view to_string(LaunchTiming timing);
+/// The timing named `text`; nullopt for any other text.
+std::optional<LaunchTiming> parse_launch_timing(std::string_view text);
+
 struct RunOptions {
   /// Host threads for backends that run workgroups in parallel on the CPU (the
   /// reference interpreter); 0 means one per hardware thread.
@@ -81,20 +102,24 @@ struct RunOptions {
   /// total), e.g. CTAs, for a progress line; others ignore it.
   std::function<void(std::uint64_t, std::uint64_t)> progress;
   /// Backends with BackendInfo::times_kernels: after the checked run, launch the kernel
-  /// `warmup_launches` more times untimed, then `timed_launches` times, each timed on
-  /// the device (CUDA events around the launch alone) after the L2 cache was flushed,
-  /// so that every timed launch reads its weights from DRAM as a decode step does.
-  /// 0 (the default): no timing. Other backends ignore both.
+  /// `warmup_launches` more times untimed, then at least `timed_launches` times as
+  /// `timing` says. 0 (the default): no timing. Other backends ignore all three.
   unsigned timed_launches = 0;
   unsigned warmup_launches = 10;
+  LaunchTiming timing = LaunchTiming::Isolated;
 };
 
-/// Kernel times measured on hardware: one entry per timed launch, in microseconds, in
-/// launch order.
+/// Kernel times measured on hardware, in microseconds, in launch order: one entry per
+/// timed launch (LaunchTiming::Isolated), or per round of `buffer_sets` back-to-back
+/// launches, that round's time divided by its launches (LaunchTiming::BackToBack).
 struct KernelTimes {
   std::vector<double> microseconds;
   unsigned warmup_launches = 0;
-  std::uint64_t l2_flush_bytes = 0;  // bytes written before each timed launch to evict L2
+  LaunchTiming timing = LaunchTiming::Isolated;
+  std::uint64_t l2_flush_bytes = 0;  // Isolated: bytes written before each timed launch to evict L2
+  std::size_t buffer_sets = 1;       // BackToBack: copies of the buffers the launches rotate through
+  std::uint64_t buffer_set_bytes = 0;  // BackToBack: bytes of one set (every buffer of the launch)
+  std::uint64_t launches = 0;          // timed launches in all
   /// The median (the mean of the two middle values for an even count); 0 when empty.
   double median() const;
   double min() const;  // 0 when empty

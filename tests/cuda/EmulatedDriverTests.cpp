@@ -5,8 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstring>
 
 #include "TestKernels.h"
+#include "tests/ScopedEnvironment.h"
 #include "ir/ops/Registry.h"
 #include "runtime/backends/cuda/Driver.h"
 #include "runtime/backends/cuda/Launch.h"
@@ -83,6 +85,76 @@ TEST_CASE("emulated driver: timed runs report one time per launch and keep the c
     REQUIRE(report.times.has_value());
     CHECK(report.times->microseconds.size() == 4);
     CHECK(ptx_buffers[1].buffer.as<float>() == y);
+  }
+}
+
+TEST_CASE("emulated driver: back-to-back timing rotates through buffer sets twice the L2 size",
+          "[cuda][emulated-driver][timing]") {
+  // A 16 KiB L2, so that a few sets of these small buffers exceed twice its size.
+  quantc_test::ScopedEnvironment l2("QUANTC_EMULATED_L2_BYTES", "16384");
+  CudaBackend gpu(emulated_driver(), 0);
+  REQUIRE(gpu.context().device().l2_cache_bytes == 16384);
+  const ir::Program program = test::scale_by_two_program();
+  BufferSet buffers = random_buffers(program, 11);
+  const std::vector<float> x = buffers["x"].as<float>();
+  RunOptions options;
+  options.timing = LaunchTiming::BackToBack;
+  options.timed_launches = 7;
+  options.warmup_launches = 3;
+  const std::optional<KernelTimes> times =
+      gpu.run(program, KernelImage::ptx(test::scale_by_two_ptx(90)), buffers, options);
+  REQUIRE(times.has_value());
+  CHECK(times->timing == LaunchTiming::BackToBack);
+  // x and y, 4000 bytes each: ceil(32 KiB / 8000) = 5 sets; 7 launches take two rounds
+  // through them, one time per round.
+  CHECK(times->buffer_set_bytes == 8000);
+  CHECK(times->buffer_sets == 5);
+  CHECK(times->launches == 10);
+  REQUIRE(times->microseconds.size() == 2);
+  for (double us : times->microseconds) CHECK(us > 0);
+  CHECK(times->l2_flush_bytes == 0);
+  CHECK(times->warmup_launches == 3);
+  const std::vector<float> y = buffers["y"].as<float>();
+  for (unsigned i = 0; i < test::kScaleCount; ++i) REQUIRE(y[i] == 2.0f * x[i]);
+
+  SECTION("every set holds the checked run's inputs") {
+    // The store's address is y + 4 * (x[0] - 1000): in bounds only where x[0] is the
+    // uploaded 1000, far outside every allocation where a set's copy were missing (0).
+    PtxLaunch launch;
+    launch.ptx = R"(.version 7.8
+.target sm_90
+.address_size 64
+.visible .entry store_at_marker(.param .u64 x, .param .u64 y) {
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [x];
+  ld.param.u64 %rd2, [y];
+  ld.global.u32 %r1, [%rd1];
+  sub.u32 %r2, %r1, 1000;
+  mul.wide.u32 %rd3, %r2, 4;
+  add.u64 %rd4, %rd2, %rd3;
+  st.global.u32 [%rd4], %r1;
+  ret;
+}
+)";
+    launch.arguments = {PtxArgument::of_buffer(0), PtxArgument::of_buffer(1)};
+    std::vector<std::uint8_t> marker(64, 0);
+    const std::uint32_t value = 1000;
+    std::memcpy(marker.data(), &value, sizeof value);
+    std::vector<NamedBuffer> ptx_buffers = {{"x", HostBuffer{ir::ScalarType::U32, marker}},
+                                            {"y", HostBuffer{ir::ScalarType::U32, std::vector<std::uint8_t>(4032)}}};
+    options.timed_launches = 1;
+    const RunReport report = gpu.launch_ptx(launch, ptx_buffers, options);
+    REQUIRE(report.times.has_value());
+    CHECK(report.times->buffer_sets == 8);  // 32 KiB / (64 + 4032 bytes)
+    CHECK(report.times->launches == 8);
+    CHECK(ptx_buffers[1].buffer.as<std::uint32_t>()[0] == 1000);
+
+    // The same kernel on a set whose copy is missing fails: the check above can fail.
+    marker.assign(64, 0);
+    std::vector<NamedBuffer> unmarked = {{"x", HostBuffer{ir::ScalarType::U32, marker}},
+                                         {"y", HostBuffer{ir::ScalarType::U32, std::vector<std::uint8_t>(4032)}}};
+    CHECK_THROWS_AS(gpu.launch_ptx(launch, unmarked, {}), CudaError);
   }
 }
 

@@ -1,11 +1,11 @@
 // quantc run SPEC.json [--backend NAME] [--input NAME=FILE.npy]... [--inputs DIR|FILE.safetensors]...
 //                      [--random-inputs SEED]
 //                      [--output NAME=FILE.npy]... [--compare BACKEND] [--tolerance T]
-//                      [--threads N] [--stats] [--target sm_XX] [--time N [--warmup N]]
-//                      [pipeline flags]
+//                      [--threads N] [--stats] [--target sm_XX]
+//                      [--time N [--warmup N] [--timing isolated|back-to-back]] [pipeline flags]
 // quantc run FILE.ptx [--entry NAME] --grid X[,Y,Z] --block X[,Y,Z] [--shared-bytes N]
 //                     [--arg ARG]... [--output INDEX=FILE.npy]... [--backend emulator|cuda] [--stats]
-//                     [--time N [--warmup N]]
+//                     [--time N [--warmup N] [--timing isolated|back-to-back]]
 //
 // A spec runs the program after the pass pipeline (-O2 by default) on any backend of the
 // registry (runtime/backends/Registry.h; default reference); --compare BACKEND runs a
@@ -64,6 +64,7 @@ struct RunOptions {
   bool statistics = false;
   unsigned timed_launches = 0;
   unsigned warmup_launches = 10;
+  std::string timing = "isolated";  // a runtime::LaunchTiming name, checked by CLI11
   PipelineFlags pipeline;
   PtxLaunchFlags ptx;
 };
@@ -334,6 +335,7 @@ runtime::RunOptions backend_run_options(const RunOptions& options) {
   run_options.counters = options.statistics;
   run_options.timed_launches = options.timed_launches;
   run_options.warmup_launches = options.warmup_launches;
+  run_options.timing = runtime::parse_launch_timing(options.timing).value_or(runtime::LaunchTiming::Isolated);
   return run_options;
 }
 
@@ -341,6 +343,13 @@ runtime::RunOptions backend_run_options(const RunOptions& options) {
 void print_times(std::FILE* stream, const std::string& kernel, const runtime::RunReport& report) {
   if (!report.times) return;
   const runtime::KernelTimes& times = *report.times;
+  if (times.timing == runtime::LaunchTiming::BackToBack) {
+    fmt::print(stream, "time {}: median {:.3f} us, min {:.3f} us per launch over {} rounds of {} back-to-back launches "
+               "after {} warm-up ({} buffer sets of {} KiB)\n",
+               kernel, times.median(), times.min(), times.microseconds.size(), times.buffer_sets,
+               times.warmup_launches, times.buffer_sets, times.buffer_set_bytes >> 10);
+    return;
+  }
   fmt::print(stream, "time {}: median {:.3f} us, min {:.3f} us over {} launches after {} warm-up (L2 flushed with {} MiB "
              "before each)\n",
              kernel, times.median(), times.min(), times.microseconds.size(), times.warmup_launches,
@@ -517,6 +526,15 @@ void add_run_command(CLI::App& app) {
   command->add_option("--warmup", options->warmup_launches, "With --time: untimed launches before the timed ones")
       ->capture_default_str()
       ->check(CLI::Range(0u, 100000u))
+      ->needs(time_option);
+  command
+      ->add_option("--timing", options->timing,
+                   "With --time: isolated (each launch alone between two CUDA events after an L2 flush, launch "
+                   "latency included) or back-to-back (launches queued on one stream, rotating through copies of "
+                   "the buffers twice the L2 size, as a decode step's layers run: the time per launch)")
+      ->check(CLI::IsMember({std::string(runtime::to_string(runtime::LaunchTiming::Isolated)),
+                             std::string(runtime::to_string(runtime::LaunchTiming::BackToBack))}))
+      ->capture_default_str()
       ->needs(time_option);
   options->pipeline.add_to(*command);
   options->ptx.add_to(*command);

@@ -70,6 +70,7 @@ class DriverUnavailable : public BackendUnavailable {
   X(cuMemFree)                             \
   X(cuMemcpyHtoDAsync)                     \
   X(cuMemcpyDtoHAsync)                     \
+  X(cuMemcpyDtoDAsync)                     \
   X(cuMemsetD8Async)                       \
   X(cuPointerGetAttribute)                 \
   X(cuStreamCreate)                        \

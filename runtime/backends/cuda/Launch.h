@@ -135,9 +135,9 @@ class CudaBackend final : public Backend {
   void download(const ir::Program& program, const DeviceBufferSet& device_buffers, BufferSet& buffers);
 
   /// plan_launch + upload + launch + download: runs the kernel on `buffers`. With
-  /// options.timed_launches > 0 it then times the kernel on the same device buffers
-  /// (RunOptions says how) and returns the times; the outputs are those of the first,
-  /// checked launch.
+  /// options.timed_launches > 0 it then times the kernel on the same device buffers (and,
+  /// with LaunchTiming::BackToBack, on copies of them; RunOptions says how) and returns
+  /// the times; the outputs are those of the first, checked launch.
   std::optional<KernelTimes> run(const ir::Program& program, const KernelImage& image, BufferSet& buffers,
                                  const RunOptions& options = {});
 
@@ -193,10 +193,14 @@ class CudaBackend final : public Backend {
   /// Checks the CTA against the function's limit and queues the launch.
   void launch_pointers(const ir::Program& program, const KernelImage& image, std::vector<CUdeviceptr> pointers,
                        CUstream stream);
-  /// Calls `launch_once` (which queues one launch on stream_) warmup_launches times,
-  /// then timed_launches times between two events, each after an L2 flush (a memset of
-  /// twice the L2 size), and returns the per-launch times.
-  KernelTimes time_launches(const std::function<void()>& launch_once, const RunOptions& options);
+  /// Queues one launch on stream_ with the given buffer addresses, one per entry of the
+  /// `buffers` that time_launches was given, in that order.
+  using LaunchWith = std::function<void(const std::vector<CUdeviceptr>&)>;
+  /// Times a launch whose buffers are `buffers` (address and bytes, in the order
+  /// `launch_with` takes them) as options.timing says (LaunchTiming): warmup_launches
+  /// untimed launches, then the timed ones; returns their times.
+  KernelTimes time_launches(const std::vector<DevicePointer>& buffers, const LaunchWith& launch_with,
+                            const RunOptions& options);
   /// cuPointerGetAttribute checks of caller-provided memory (see launch()).
   void check_device_memory(const ir::Program& program, const std::vector<CUdeviceptr>& pointers) const;
 

@@ -8,7 +8,7 @@
 // What it models, and what it does not:
 //   - one device, "quantc emulated CUDA device", compute capability 9.0 (override with
 //     QUANTC_EMULATED_CC=80 and the like), 132 SMs, a 1 MiB L2 (small, so that timing's L2
-//     flush stays cheap);
+//     flush and back-to-back buffer sets stay cheap; QUANTC_EMULATED_L2_BYTES=N overrides);
 //   - device memory is host memory: a CUdeviceptr is the address of a heap block, and
 //     cuPointerGetAttribute knows exactly the blocks cuMemAlloc returned;
 //   - every stream operation runs synchronously when it is queued, so streams and events
@@ -80,6 +80,11 @@ State& state() {
 int compute_capability() {
   const char* value = std::getenv("QUANTC_EMULATED_CC");
   return value != nullptr && *value != '\0' ? std::atoi(value) : 90;
+}
+
+int l2_cache_bytes() {
+  const char* value = std::getenv("QUANTC_EMULATED_L2_BYTES");
+  return value != nullptr && *value != '\0' ? std::atoi(value) : kL2Bytes;
 }
 
 /// The allocation holding `address`, or nullptr. The caller holds the mutex.
@@ -190,7 +195,7 @@ CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = compute_capability() % 10; return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = kMultiprocessors; return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = kMaxThreadsPerBlock; return CUDA_SUCCESS;
-    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = kL2Bytes; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = l2_cache_bytes(); return CUDA_SUCCESS;
     default: *value = 0; return CUDA_SUCCESS;
   }
 }
@@ -278,6 +283,18 @@ CUresult cuMemcpyDtoHAsync(void* destination, CUdeviceptr source, size_t bytes, 
     return CUDA_ERROR_INVALID_VALUE;
   }
   std::memcpy(destination, reinterpret_cast<const void*>(source), bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoDAsync(CUdeviceptr destination, CUdeviceptr source, size_t bytes, CUstream) {
+  std::lock_guard lock(state().mutex);
+  auto* to = find_allocation(state(), destination);
+  auto* from = find_allocation(state(), source);
+  if (to == nullptr || from == nullptr || destination - to->first + bytes > to->second.size() ||
+      source - from->first + bytes > from->second.size()) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::memmove(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source), bytes);
   return CUDA_SUCCESS;
 }
 
