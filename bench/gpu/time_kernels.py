@@ -22,15 +22,15 @@ What each number is:
       isolated (default): CUDA events around each launch alone, after an L2 flush; the time
         includes the launch latency the events see; the median is reported;
       back-to-back: launches queued on one stream as a model's layers run, rotating through
-        copies of the buffers twice the L2 size, one event pair per round through the copies;
-        the median per-launch time of the rounds is reported (the kernel plus the gap between
-        dependent kernels).
+        copies of the buffers twice the L2 size; a round is one CUDA graph through the copies
+        (at least 16 launches), between two events; the median per-launch time of the rounds
+        is reported (the kernel plus the gap between dependent kernels in a graph).
   - expert: bench/experts/<source>.cu compiled here with `nvcc -ptx -O3 -arch=sm_XX`, launched
     with `quantc run FILE.ptx --backend cuda --time N` on zero-filled buffers with the launch
     geometry kernels_bench plans (bench/gpu/launches.jsonl, written by scripts/bench_kernels.sh).
   - FP16: torch.nn.functional.linear(x, w) with x [1, in] and w [out, in] in float16 (cuBLAS),
     timed with torch.cuda.Event the same way (isolated: L2 flushed before each launch;
-    back-to-back: rounds through copies of w twice the L2 size).
+    back-to-back: CUDA graphs through copies of x and w twice the L2 size, as quantc's).
   - small batches (--batches, m > 1): the tensor-core GEMM of every format it runs
     (dequant_matmul_int4 b128 asym, dequant_matmul_nvfp4, dequant_matmul_fp8 e4m3, nf4_gemm f32,
     linear_4bit_affine_grouped g128 with and without act_order;
@@ -229,18 +229,31 @@ def torch_measurements(args, shapes):
             set_bytes = sum(t.numel() * t.element_size() for t in operands)
             count = max(1, -(-2 * l2_bytes // set_bytes)) if set_bytes else 1
             sets = [tuple(operands)] + [tuple(t.clone() for t in operands) for _ in range(count - 1)]
-            for i in range(args.warmup):
-                fn(*sets[i % count])
+            # One round is a CUDA graph through every set, repeated to at least 16 launches, as
+            # quantc's runtime does: launched one by one from Python, a launch costs the host
+            # more than the GPU needs for a 4-bit GEMV.
+            round_sets = sets * -(-16 // count)
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):  # torch's rule: run once outside the capture first
+                for operand_set in round_sets:
+                    fn(*operand_set)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for operand_set in round_sets:
+                    fn(*operand_set)
+            for _ in range(-(-args.warmup // len(round_sets))):
+                graph.replay()
             times = []
-            for _ in range(max(1, -(-args.launches_count // count))):
+            for _ in range(max(1, -(-args.launches_count // len(round_sets)))):
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
-                for operand_set in sets:
-                    fn(*operand_set)
+                graph.replay()
                 end.record()
                 torch.cuda.synchronize()
-                times.append(start.elapsed_time(end) * 1e3 / count)
-            del sets
+                times.append(start.elapsed_time(end) * 1e3 / len(round_sets))
+            del graph, sets, round_sets
             return statistics.median(times)
         for _ in range(args.warmup):
             fn(*operands)
@@ -355,8 +368,8 @@ def main():
             print(f"A one-element torch kernel back to back: {launch_us:.2f} us per launch.")
         print("The model error compares modeled_us with the measured time per launch as it is.")
         print(f"Every time is per launch, the median over rounds of launches queued back to back (at least "
-              f"{args.launches_count} launches after {args.warmup} warm-up), each round through copies of the "
-              f"buffers twice the L2 size.\n")
+              f"{args.launches_count} launches after {args.warmup} warm-up), each round one CUDA graph through "
+              f"copies of the buffers twice the L2 size.\n")
         launch_us = 0.0  # nothing subtracted for the model error
     else:
         print(f"Launch overhead: {launch_us:.2f} us (a one-element torch kernel, timed the same way); the model "

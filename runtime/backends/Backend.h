@@ -79,10 +79,11 @@ enum class LaunchTiming {
   /// launch's own latency as events see it (about 3.3 us on an H200).
   Isolated,
   /// Launches queued back to back on one stream, as a model's layers run in a decode
-  /// step or a CUDA graph: the launch's buffers are copied into enough sets that together
-  /// they are at least twice the L2 size, each launch uses the next set, and one event
-  /// pair spans each round through all sets. The per-launch time is the kernel's own
-  /// plus the gap between dependent kernels, without the event and launch latency.
+  /// step captured as a CUDA graph: the launch's buffers are copied into enough sets that
+  /// together they are at least twice the L2 size, each launch uses the next set, and a
+  /// round (through all sets, repeated to at least 16 launches) is one CUDA graph between
+  /// two events. The per-launch time is the kernel's own plus the gap between dependent
+  /// kernels, without the event and host launch latency.
   BackToBack,
 };
 
@@ -110,8 +111,8 @@ struct RunOptions {
 };
 
 /// Kernel times measured on hardware, in microseconds, in launch order: one entry per
-/// timed launch (LaunchTiming::Isolated), or per round of `buffer_sets` back-to-back
-/// launches, that round's time divided by its launches (LaunchTiming::BackToBack).
+/// timed launch (LaunchTiming::Isolated), or per round of back-to-back launches, that
+/// round's time divided by its launches (LaunchTiming::BackToBack).
 struct KernelTimes {
   std::vector<double> microseconds;
   unsigned warmup_launches = 0;
@@ -119,7 +120,7 @@ struct KernelTimes {
   std::uint64_t l2_flush_bytes = 0;  // Isolated: bytes written before each timed launch to evict L2
   std::size_t buffer_sets = 1;       // BackToBack: copies of the buffers the launches rotate through
   std::uint64_t buffer_set_bytes = 0;  // BackToBack: bytes of one set (every buffer of the launch)
-  std::uint64_t launches = 0;          // timed launches in all
+  std::uint64_t launches = 0;          // timed launches in all (BackToBack: rounds x launches a round)
   /// The median (the mean of the two middle values for an even count); 0 when empty.
   double median() const;
   double min() const;  // 0 when empty

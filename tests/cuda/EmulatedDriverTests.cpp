@@ -99,17 +99,18 @@ TEST_CASE("emulated driver: back-to-back timing rotates through buffer sets twic
   const std::vector<float> x = buffers["x"].as<float>();
   RunOptions options;
   options.timing = LaunchTiming::BackToBack;
-  options.timed_launches = 7;
+  options.timed_launches = 21;
   options.warmup_launches = 3;
   const std::optional<KernelTimes> times =
       gpu.run(program, KernelImage::ptx(test::scale_by_two_ptx(90)), buffers, options);
   REQUIRE(times.has_value());
   CHECK(times->timing == LaunchTiming::BackToBack);
-  // x and y, 4000 bytes each: ceil(32 KiB / 8000) = 5 sets; 7 launches take two rounds
-  // through them, one time per round.
+  // x and y, 4000 bytes each: ceil(32 KiB / 8000) = 5 sets. A round (one CUDA graph)
+  // passes through them until it holds at least 16 launches: 20; 21 launches take two
+  // rounds, one time per round.
   CHECK(times->buffer_set_bytes == 8000);
   CHECK(times->buffer_sets == 5);
-  CHECK(times->launches == 10);
+  CHECK(times->launches == 40);
   REQUIRE(times->microseconds.size() == 2);
   for (double us : times->microseconds) CHECK(us > 0);
   CHECK(times->l2_flush_bytes == 0);
@@ -147,7 +148,7 @@ TEST_CASE("emulated driver: back-to-back timing rotates through buffer sets twic
     const RunReport report = gpu.launch_ptx(launch, ptx_buffers, options);
     REQUIRE(report.times.has_value());
     CHECK(report.times->buffer_sets == 8);  // 32 KiB / (64 + 4032 bytes)
-    CHECK(report.times->launches == 8);
+    CHECK(report.times->launches == 16);    // one round: twice through the sets
     CHECK(ptx_buffers[1].buffer.as<std::uint32_t>()[0] == 1000);
 
     // The same kernel on a set whose copy is missing fails: the check above can fail.
@@ -156,6 +157,32 @@ TEST_CASE("emulated driver: back-to-back timing rotates through buffer sets twic
                                          {"y", HostBuffer{ir::ScalarType::U32, std::vector<std::uint8_t>(4032)}}};
     CHECK_THROWS_AS(gpu.launch_ptx(launch, unmarked, {}), CudaError);
   }
+}
+
+TEST_CASE("emulated driver: a captured graph replays its launches and a failed capture ends", "[cuda][emulated-driver]") {
+  CudaBackend gpu(emulated_driver(), 0);
+  const ir::Program program = test::scale_by_two_program();
+  const KernelImage image = KernelImage::ptx(test::scale_by_two_ptx(90));
+  BufferSet host = random_buffers(program, 13);
+  DeviceBufferSet device = gpu.upload(program, host);
+  gpu.launch(program, image, device);  // loads the module outside the capture
+  const Stream stream(gpu.context());
+  CHECK_THROWS_AS(CapturedGraph(gpu.context(), stream, [] { throw RuntimeError("enqueue failed"); }), RuntimeError);
+  // The failed capture ended: capturing again on the same stream works, and nothing runs
+  // until the graph is launched.
+  BufferSet cleared = host;
+  std::fill(cleared.at("y").bytes.begin(), cleared.at("y").bytes.end(), 0);
+  DeviceBufferSet zeroed = gpu.upload(program, cleared);
+  const std::map<std::string, DevicePointer> outputs = {{"x", {device.at("x").memory.get(), 4000}},
+                                                        {"y", {zeroed.at("y").memory.get(), 4000}}};
+  const CapturedGraph graph(gpu.context(), stream, [&] { gpu.launch(program, image, outputs, stream.get()); });
+  gpu.download(program, zeroed, cleared);
+  CHECK(cleared.at("y").as<float>()[0] == 0.0f);
+  graph.launch(stream);
+  gpu.download(program, zeroed, cleared);
+  const std::vector<float> x = host.at("x").as<float>();
+  const std::vector<float> y = cleared.at("y").as<float>();
+  for (unsigned i = 0; i < test::kScaleCount; ++i) REQUIRE(y[i] == 2.0f * x[i]);
 }
 
 TEST_CASE("emulated driver: launches on caller-provided device memory are checked", "[cuda][emulated-driver]") {

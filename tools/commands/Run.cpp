@@ -344,9 +344,10 @@ void print_times(std::FILE* stream, const std::string& kernel, const runtime::Ru
   if (!report.times) return;
   const runtime::KernelTimes& times = *report.times;
   if (times.timing == runtime::LaunchTiming::BackToBack) {
+    const std::size_t rounds = std::max<std::size_t>(times.microseconds.size(), 1);
     fmt::print(stream, "time {}: median {:.3f} us, min {:.3f} us per launch over {} rounds of {} back-to-back launches "
-               "after {} warm-up ({} buffer sets of {} KiB)\n",
-               kernel, times.median(), times.min(), times.microseconds.size(), times.buffer_sets,
+               "(one CUDA graph each) after {} warm-up, through {} buffer sets of {} KiB\n",
+               kernel, times.median(), times.min(), times.microseconds.size(), times.launches / rounds,
                times.warmup_launches, times.buffer_sets, times.buffer_set_bytes >> 10);
     return;
   }
@@ -530,8 +531,8 @@ void add_run_command(CLI::App& app) {
   command
       ->add_option("--timing", options->timing,
                    "With --time: isolated (each launch alone between two CUDA events after an L2 flush, launch "
-                   "latency included) or back-to-back (launches queued on one stream, rotating through copies of "
-                   "the buffers twice the L2 size, as a decode step's layers run: the time per launch)")
+                   "latency included) or back-to-back (launches queued on one stream as CUDA graphs, rotating through "
+                   "copies of the buffers twice the L2 size, as a decode step's layers run: the time per launch)")
       ->check(CLI::IsMember({std::string(runtime::to_string(runtime::LaunchTiming::Isolated)),
                              std::string(runtime::to_string(runtime::LaunchTiming::BackToBack))}))
       ->capture_default_str()

@@ -81,6 +81,12 @@ class DriverUnavailable : public BackendUnavailable {
   X(cuEventRecord)                         \
   X(cuEventSynchronize)                    \
   X(cuEventElapsedTime)                    \
+  X(cuStreamBeginCapture)                  \
+  X(cuStreamEndCapture)                    \
+  X(cuGraphInstantiateWithFlags)           \
+  X(cuGraphLaunch)                         \
+  X(cuGraphExecDestroy)                    \
+  X(cuGraphDestroy)                        \
   X(cuLaunchKernel)
 
 /// Function pointers into the loaded driver; all non-null once Driver::load returned.

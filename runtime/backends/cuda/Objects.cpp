@@ -214,4 +214,36 @@ float Event::milliseconds_since(const Event& start) const {
   return milliseconds;
 }
 
+// ---- CapturedGraph ----------------------------------------------------------------------
+
+CapturedGraph::CapturedGraph(const Context& context, const Stream& stream, const std::function<void()>& enqueue)
+    : driver_(context.shared_driver()) {
+  context.make_current();
+  const DriverApi& api = driver_->api();
+  driver_->check(api.cuStreamBeginCapture(stream.get(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+  try {
+    enqueue();
+  } catch (...) {
+    CUgraph partial = nullptr;
+    api.cuStreamEndCapture(stream.get(), &partial);
+    if (partial != nullptr) api.cuGraphDestroy(partial);
+    throw;
+  }
+  driver_->check(api.cuStreamEndCapture(stream.get(), &graph_), "cuStreamEndCapture");
+  const CUresult instantiated = api.cuGraphInstantiateWithFlags(&exec_, graph_, 0);
+  if (instantiated != CUDA_SUCCESS) {
+    api.cuGraphDestroy(graph_);
+    driver_->check(instantiated, "cuGraphInstantiateWithFlags");
+  }
+}
+
+CapturedGraph::~CapturedGraph() {
+  if (exec_ != nullptr) driver_->api().cuGraphExecDestroy(exec_);
+  if (graph_ != nullptr) driver_->api().cuGraphDestroy(graph_);
+}
+
+void CapturedGraph::launch(const Stream& stream) const {
+  driver_->check(driver_->api().cuGraphLaunch(exec_, stream.get()), "cuGraphLaunch");
+}
+
 }  // namespace quantc::runtime::cuda

@@ -7,6 +7,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -160,6 +161,27 @@ class Event {
  private:
   std::shared_ptr<const Driver> driver_;
   CUevent event_ = nullptr;
+};
+
+/// A CUDA graph captured from what `enqueue` queues on `stream` (stream capture, this
+/// thread only), instantiated once and launched as often as wanted: the launches reach
+/// the GPU together instead of one host call each. Throws CudaError when capture,
+/// instantiation or a launch fails (after ending the capture), and whatever `enqueue`
+/// throws.
+class CapturedGraph {
+ public:
+  CapturedGraph(const Context& context, const Stream& stream, const std::function<void()>& enqueue);
+  ~CapturedGraph();
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+
+  /// Queues one launch of the whole graph on `stream`.
+  void launch(const Stream& stream) const;
+
+ private:
+  std::shared_ptr<const Driver> driver_;
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
 };
 
 }  // namespace quantc::runtime::cuda

@@ -12,7 +12,8 @@
 //   - device memory is host memory: a CUdeviceptr is the address of a heap block, and
 //     cuPointerGetAttribute knows exactly the blocks cuMemAlloc returned;
 //   - every stream operation runs synchronously when it is queued, so streams and events
-//     only order what already happened; an event records the host's steady clock, and
+//     only order what already happened (stream capture records kernel launches only: a
+//     graph replays them in order); an event records the host's steady clock, and
 //     elapsed times are host (emulator) times, not GPU times;
 //   - modules must be PTX text (cuModuleLoadDataEx of a cubin returns
 //     CUDA_ERROR_INVALID_IMAGE); a launch runs the entry on runtime::emulator with every
@@ -27,6 +28,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -50,7 +52,25 @@ struct CUfunc_st {
   CUmod_st* module = nullptr;
   quantc::ptx::Entry entry;
 };
-struct CUstream_st {};
+/// A kernel launch as stream capture records it: the function, the geometry and a copy
+/// of each parameter's bytes (the driver copies them at launch, so the caller may reuse
+/// its argument array).
+struct CapturedLaunch {
+  CUfunc_st* function = nullptr;
+  std::array<std::uint32_t, 3> grid{}, block{};
+  unsigned shared_bytes = 0;
+  std::vector<std::vector<std::uint8_t>> parameters;
+};
+struct CUstream_st {
+  bool capturing = false;
+  std::vector<CapturedLaunch> captured;
+};
+struct CUgraph_st {
+  std::vector<CapturedLaunch> launches;
+};
+struct CUgraphExec_st {
+  std::vector<CapturedLaunch> launches;
+};
 struct CUevent_st {
   std::chrono::steady_clock::time_point time{};
   bool recorded = false;
@@ -356,10 +376,62 @@ CUresult cuEventElapsedTime(float* milliseconds, CUevent start, CUevent end) {
   return CUDA_SUCCESS;
 }
 
+CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode) {
+  if (stream == nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (stream->capturing) return CUDA_ERROR_ILLEGAL_STATE;
+  stream->capturing = true;
+  stream->captured.clear();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamEndCapture(CUstream stream, CUgraph* graph) {
+  if (stream == nullptr || !stream->capturing) return CUDA_ERROR_ILLEGAL_STATE;
+  stream->capturing = false;
+  *graph = new CUgraph_st{std::move(stream->captured)};
+  stream->captured.clear();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long) {
+  *exec = new CUgraphExec_st{graph->launches};
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream) {
+  std::lock_guard lock(state().mutex);
+  for (CapturedLaunch& captured : exec->launches) {
+    std::vector<void*> parameters;
+    for (std::vector<std::uint8_t>& bytes : captured.parameters) parameters.push_back(bytes.data());
+    const CUresult result =
+        launch(*captured.function, captured.grid, captured.block, captured.shared_bytes, parameters.data());
+    if (result != CUDA_SUCCESS) return result;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  delete exec;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphDestroy(CUgraph graph) {
+  delete graph;
+  return CUDA_SUCCESS;
+}
+
 CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
                         unsigned int block_x, unsigned int block_y, unsigned int block_z, unsigned int shared_bytes,
-                        CUstream, void** parameters, void** extra) {
+                        CUstream stream, void** parameters, void** extra) {
   if (extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (stream != nullptr && stream->capturing) {
+    CapturedLaunch captured{function, {grid_x, grid_y, grid_z}, {block_x, block_y, block_z}, shared_bytes, {}};
+    for (std::size_t i = 0; i < function->entry.parameters.size(); ++i) {
+      const auto* begin = static_cast<const std::uint8_t*>(parameters[i]);
+      captured.parameters.emplace_back(begin, begin + function->entry.parameters[i].bytes());
+    }
+    stream->captured.push_back(std::move(captured));
+    return CUDA_SUCCESS;
+  }
   const char* skip = std::getenv("QUANTC_EMULATED_SKIP_LAUNCHES");
   if (skip != nullptr && std::string(skip) == "1") return CUDA_SUCCESS;
   std::lock_guard lock(state().mutex);
