@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Measures quantc's kernels on a real GPU and writes bench/results/gpu-<device>.md.
 #
-#   bench/gpu/run.sh [--quantc PATH] [--profiles FILE] [--launches-count N]
+#   bench/gpu/run.sh [--quantc PATH] [--profiles FILE] [--launches-count N] [--timing isolated|back-to-back]
 #     --quantc PATH      the binary (default: build/bin/quantc, else `quantc` on PATH)
 #     --profiles FILE    the cost model's numbers written beforehand on any machine by
 #                        `time_kernels.py --quantc PATH --write-profiles FILE` (saves emulating
 #                        every case on the GPU machine; without it each case is profiled there)
 #     --launches-count N timed launches per kernel (default 200)
+#     --timing MODE      isolated (default: each launch alone after an L2 flush) or back-to-back
+#                        (CUDA graphs through buffer copies twice the L2 size; `quantc run --timing`)
 #
 # Meant for a machine with an NVIDIA GPU, its driver, the CUDA toolkit (nvcc), PyTorch and
 # Nsight Compute, but no Debian packages and no network: it uses the quantc binary given (or
@@ -44,8 +46,8 @@ timing_args=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quantc) quantc="$2"; shift 2 ;;
-    --profiles|--launches-count) timing_args+=("$1" "$2"); shift 2 ;;
-    *) echo "error: unknown argument '$1'; usage: bench/gpu/run.sh [--quantc PATH] [--profiles FILE] [--launches-count N]" >&2
+    --profiles|--launches-count|--timing) timing_args+=("$1" "$2"); shift 2 ;;
+    *) echo "error: unknown argument '$1'; usage: bench/gpu/run.sh [--quantc PATH] [--profiles FILE] [--launches-count N] [--timing isolated|back-to-back]" >&2
        exit 1 ;;
   esac
 done
