@@ -183,7 +183,7 @@ constexpr std::uint32_t kKLanes = kSubgroupSize / kColumnLanes;
 /// an H200 (bench/results/gpu-nvidia-h200.md, "Splitting K across the subgroups of a
 /// workgroup"): 64-row chunks left each lane 128 rows at 4096x11008.
 constexpr std::uint32_t kBlockAffineChunkRows = 32;
-/// The shortest chunk shorten_exhausted_chunks makes.
+/// The shortest chunk shorten_chunks makes.
 constexpr std::uint32_t kMinChunkRows = 16;
 
 /// Most k-subgroups of the fp8 fast GEMV. With 16-byte lanes an H200 ran fp8 1.3x slower
@@ -283,20 +283,32 @@ KSplit k_split(const FastGemv& g) {
 /// columns of sectors, 128 chunks of 32 rows and 128 k-lanes in 512 workgroups). Shorter
 /// chunks then give more workgroups, each warp a shorter chain (on the H100 model int4
 /// 4096x4096 5.4 -> 3.7 us); where K is long enough for two chunks per k-lane they only
-/// add partial sums.
-void shorten_exhausted_chunks(FastGemv& g) {
+/// add partial sums. Also, exhausted or not, while the grid has fewer workgroups than the
+/// SMs and shorter chunks let K split across more of them: at MiniLM's 1536 x 384 the 6
+/// sector columns gave 12-48 workgroups of chains that set the time, and halving the
+/// chunks doubled them (an H200, back to back in CUDA graphs: int4 16.0 -> 5.8 us, int8
+/// 10.3 -> 6.6, fp8 10.6 -> 6.3, nvfp4 12.0 -> 7.0). Where shorter chunks only add
+/// k-subgroups to the same workgroups (384 x 384) they gained 13-16% for int4 and nvfp4 but
+/// cost 10-31% for int8 and fp8 on that GPU, so they are left out
+/// (bench/results/gpu-nvidia-h200.md, "Shorter chunks at MiniLM's shapes").
+void shorten_chunks(FastGemv& g) {
   while (g.chunk_rows % 2 == 0 && g.chunk_rows / 2 >= kMinChunkRows) {
     const KSplit split = k_split(g);
-    if (split.chunks > split.all_k_lanes() ||
-        2 * std::uint64_t{split.subgroups} * split.splits > kSplitKTargetWorkgroups) {
-      return;
+    const std::uint64_t workgroups = std::uint64_t{split.subgroups} * split.splits;
+    if (2 * workgroups > kSplitKTargetWorkgroups) return;
+    if (split.chunks > split.all_k_lanes()) {
+      if (workgroups >= kTargetSms) return;
+      FastGemv shorter = g;
+      shorter.chunk_rows /= 2;
+      const KSplit next = k_split(shorter);
+      if (std::uint64_t{next.subgroups} * next.splits <= workgroups) return;
     }
     g.chunk_rows /= 2;
   }
 }
 
 void emit_fast_gemv(ProgramBuilder& program, FastGemv g) {
-  shorten_exhausted_chunks(g);
+  shorten_chunks(g);
   const std::uint32_t columns = lane_columns(g);
   // kColumnLanes lanes share each 32-byte sector of a row: a warp owns one sector of every row.
   const std::uint32_t warp_columns = kColumnLanes * columns;
