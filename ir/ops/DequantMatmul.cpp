@@ -283,14 +283,16 @@ KSplit k_split(const FastGemv& g) {
 /// columns of sectors, 128 chunks of 32 rows and 128 k-lanes in 512 workgroups). Shorter
 /// chunks then give more workgroups, each warp a shorter chain (on the H100 model int4
 /// 4096x4096 5.4 -> 3.7 us); where K is long enough for two chunks per k-lane they only
-/// add partial sums. Also, exhausted or not, while the grid has fewer workgroups than the
-/// SMs and shorter chunks let K split across more of them: at MiniLM's 1536 x 384 the 6
-/// sector columns gave 12-48 workgroups of chains that set the time, and halving the
-/// chunks doubled them (an H200, back to back in CUDA graphs: int4 16.0 -> 5.8 us, int8
-/// 10.3 -> 6.6, fp8 10.6 -> 6.3, nvfp4 12.0 -> 7.0). Where shorter chunks only add
-/// k-subgroups to the same workgroups (384 x 384) they gained 13-16% for int4 and nvfp4 but
-/// cost 10-31% for int8 and fp8 on that GPU, so they are left out
-/// (bench/results/gpu-nvidia-h200.md, "Shorter chunks at MiniLM's shapes").
+/// add partial sums.
+/// Also, exhausted or not, while the grid has fewer workgroups than the SMs (MiniLM's
+/// shapes: 6-24 columns of sectors) and the shorter chunks either split K across more
+/// workgroups or, for the nibble formats, add k-subgroups. An H200, back to back in CUDA
+/// graphs (bench/results/gpu-nvidia-h200.md, "Shorter chunks at MiniLM's shapes"):
+///  - more workgroups (1536 x 384: 12-48 -> 24-96) paid for every format: int4 16.0 -> 5.8
+///    us, int8 10.3 -> 6.6, fp8 10.6 -> 6.3, nvfp4 12.0 -> 7.0;
+///  - more k-subgroups on the same workgroups (384 x 384, 384 x 1536) paid 13-16% for int4
+///    and nvfp4, whose lanes sum 8 columns (two per byte), twice the chain per chunk of
+///    int8's and fp8's 4; for int8 and fp8 they cost 9-31%, so those keep their chunks.
 void shorten_chunks(FastGemv& g) {
   while (g.chunk_rows % 2 == 0 && g.chunk_rows / 2 >= kMinChunkRows) {
     const KSplit split = k_split(g);
@@ -301,7 +303,9 @@ void shorten_chunks(FastGemv& g) {
       FastGemv shorter = g;
       shorter.chunk_rows /= 2;
       const KSplit next = k_split(shorter);
-      if (std::uint64_t{next.subgroups} * next.splits <= workgroups) return;
+      const bool more_workgroups = std::uint64_t{next.subgroups} * next.splits > workgroups;
+      const bool more_nibble_k_subgroups = g.columns_per_byte == 2 && next.k_subgroups > split.k_subgroups;
+      if (!more_workgroups && !more_nibble_k_subgroups) return;
     }
     g.chunk_rows /= 2;
   }

@@ -49,7 +49,8 @@
 //    scale blocks, fp8 32 rows; halved to 16 rows where, at 32, every k-lane of the split
 //    below has one chunk and twice the splits stay within kSplitKTargetWorkgroups
 //    (4096 x 4096: int8, int4, nvfp4), or where the split below leaves fewer workgroups
-//    than the GPU's 132 SMs and 16-row chunks split K across more of them (1536 x 384). A workgroup holds k_subgroups such subgroups on the same
+//    than the GPU's 132 SMs and 16-row chunks split K across more of them (1536 x 384)
+//    or, for int4 and nvfp4, add k-subgroups (384 x 384). A workgroup holds k_subgroups such subgroups on the same
 //    columns (up to 4 while each k-lane keeps two chunks; fp8 up to 2), whose sums meet
 //    in shared memory in k-subgroup order (ir/ops/SplitK.h). Where the sector columns still
 //    give fewer than kSplitKTargetWorkgroups workgroups, K is also split across `splits`

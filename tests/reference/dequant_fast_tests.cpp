@@ -446,3 +446,25 @@ TEST_CASE("the fast dequant GEMVs split K across workgroups where one warp per s
   const Program short_k = dequant_matmul_int4(1, 64, 64, 16, true, KernelSchedule::Fast);
   CHECK(short_k.workgroup_count[1] == 1);
 }
+
+TEST_CASE("at MiniLM's shapes the fast dequant GEMVs shorten chunks where that adds workgroups or nibble k-subgroups",
+          "[dequant_fast][split_k]") {
+  // Fewer workgroups than SMs: 16-row chunks wherever they split K across more workgroups
+  // (1536 x 384, every format); where they would only add k-subgroups (384 x 384), for
+  // int4 and nvfp4 but not int8 and fp8, as an H200 measured (DequantMatmul.cpp,
+  // shorten_chunks).
+  const auto shape = [](const Program& program) {
+    return std::pair{program.workgroup_count[0] * program.workgroup_count[1], program.workgroup_size[0]};
+  };
+  using Shape = std::pair<std::uint32_t, std::uint32_t>;  // workgroups, invocations per workgroup
+  CHECK(shape(dequant_matmul_int8(1, 384, 384, 64, true, KernelSchedule::Fast)) == Shape{24, 32});
+  CHECK(shape(dequant_matmul_fp8(1, 384, 384, Fp8Format::E4M3, KernelSchedule::Fast)) == Shape{24, 32});
+  CHECK(shape(dequant_matmul_int4(1, 384, 384, 64, true, KernelSchedule::Fast)) == Shape{12, 64});
+  CHECK(shape(dequant_matmul_nvfp4(1, 384, 384, KernelSchedule::Fast)) == Shape{12, 64});
+  CHECK(shape(dequant_matmul_int8(1, 1536, 384, 64, true, KernelSchedule::Fast)) == Shape{48, 128});
+  CHECK(shape(dequant_matmul_fp8(1, 1536, 384, Fp8Format::E4M3, KernelSchedule::Fast)) == Shape{96, 64});
+  CHECK(shape(dequant_matmul_int4(1, 1536, 384, 64, true, KernelSchedule::Fast)) == Shape{24, 128});
+  CHECK(shape(dequant_matmul_nvfp4(1, 1536, 384, KernelSchedule::Fast)) == Shape{24, 128});
+  // Grids that fill the SMs keep 32-row chunks: 4096 x 4096 int8 as before.
+  CHECK(shape(dequant_matmul_int8(1, 4096, 4096, 64, true, KernelSchedule::Fast)) == Shape{2048, 128});
+}
