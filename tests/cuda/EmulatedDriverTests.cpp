@@ -139,11 +139,14 @@ TEST_CASE("emulated driver: back-to-back timing rotates through buffer sets twic
 }
 )";
     launch.arguments = {PtxArgument::of_buffer(0), PtxArgument::of_buffer(1)};
-    std::vector<std::uint8_t> marker(64, 0);
-    const std::uint32_t value = 1000;
-    std::memcpy(marker.data(), &value, sizeof value);
-    std::vector<NamedBuffer> ptx_buffers = {{"x", HostBuffer{ir::ScalarType::U32, marker}},
-                                            {"y", HostBuffer{ir::ScalarType::U32, std::vector<std::uint8_t>(4032)}}};
+    // x: 64 bytes whose first word is `marker`; y: 4032 zero bytes.
+    const auto buffers_marked = [](std::uint32_t marker) {
+      std::vector<std::uint8_t> x(64, 0);
+      std::memcpy(x.data(), &marker, sizeof marker);
+      return std::vector<NamedBuffer>{{"x", HostBuffer{ir::ScalarType::U32, x}},
+                                      {"y", HostBuffer{ir::ScalarType::U32, std::vector<std::uint8_t>(4032)}}};
+    };
+    std::vector<NamedBuffer> ptx_buffers = buffers_marked(1000);
     options.timed_launches = 1;
     const RunReport report = gpu.launch_ptx(launch, ptx_buffers, options);
     REQUIRE(report.times.has_value());
@@ -152,9 +155,7 @@ TEST_CASE("emulated driver: back-to-back timing rotates through buffer sets twic
     CHECK(ptx_buffers[1].buffer.as<std::uint32_t>()[0] == 1000);
 
     // The same kernel on a set whose copy is missing fails: the check above can fail.
-    marker.assign(64, 0);
-    std::vector<NamedBuffer> unmarked = {{"x", HostBuffer{ir::ScalarType::U32, marker}},
-                                         {"y", HostBuffer{ir::ScalarType::U32, std::vector<std::uint8_t>(4032)}}};
+    std::vector<NamedBuffer> unmarked = buffers_marked(0);
     CHECK_THROWS_AS(gpu.launch_ptx(launch, unmarked, {}), CudaError);
   }
 }
