@@ -24,7 +24,7 @@ SplitK declare_split_k(ProgramBuilder& program, std::uint32_t splits, std::uint3
 void emit_split_k_meeting(Body& body, const SplitK& split_k, const Expr& owner, const Expr& first,
                           const std::vector<Expr>& values, const Expr& unit, const Expr& split,
                           const std::function<void(Body&, const std::vector<Expr>& totals)>& finish,
-                          std::uint32_t vector_stride) {
+                          std::uint32_t vector_stride, const Expr& drawer) {
   if (split_k.splits <= 1) {
     body.if_then(owner, [&](Body& owned) { finish(owned, values); });
     return;
@@ -43,11 +43,12 @@ void emit_split_k_meeting(Body& body, const SplitK& split_k, const Expr& owner, 
     Expr base = owned.let("partial_base", split * split_k.outputs + first);
     for (std::uint32_t c = 0; c < count; c += width) owned.store(split_k.partials, offset(base, c), vector_of(values, c));
   });
-  // Release the partials, then draw a ticket; lane 0 draws for the workgroup.
+  // Release the partials, then draw a ticket; lane 0 draws for the subgroup.
   body.fence();
+  const Expr draws = drawer.defined() ? drawer : eq(local_id(0), u32(0));
   Expr drawn = body.let("drawn", u32(0));
-  body.if_then(eq(local_id(0), u32(0)), [&](Body& drawer) {
-    drawer.assign(drawn, drawer.atomic_add("ticket", split_k.arrivals, unit, u32(1)));
+  body.if_then(draws, [&](Body& drawing) {
+    drawing.assign(drawn, drawing.atomic_add("ticket", split_k.arrivals, unit, u32(1)));
   });
   Expr ticket = body.let("unit_ticket", subgroup_shuffle(drawn, u32(0)));
   body.if_then(eq(ticket, u32(split_k.splits - 1)), [&](Body& last) {
@@ -99,7 +100,7 @@ void emit_split_k_meeting(Body& body, const SplitK& split_k, const Expr& owner, 
       if (tail != 0) add_splits(owned, u32(batches * batch), tail);
       finish(owned, totals);
     });
-    last.if_then(eq(local_id(0), u32(0)), [&](Body& resetter) { resetter.store(split_k.arrivals, unit, u32(0)); });
+    last.if_then(draws, [&](Body& resetter) { resetter.store(split_k.arrivals, unit, u32(0)); });
   });
 }
 

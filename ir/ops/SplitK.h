@@ -58,8 +58,9 @@ struct SplitK {
 SplitK declare_split_k(ProgramBuilder& program, std::uint32_t splits, std::uint32_t outputs, std::uint32_t units,
                        ScalarType element = ScalarType::F32);
 
-/// Emits the meeting for a workgroup of one subgroup (the ticket is broadcast with a
-/// shuffle, so the subgroup must be whole and its control uniform). Lanes where `owner`
+/// Emits the meeting for a subgroup (the ticket is broadcast with a shuffle, so the
+/// subgroup must be whole and its control uniform): a workgroup's only one, or each of a
+/// workgroup's subgroups with a `drawer` and a unit of its own. Lanes where `owner`
 /// holds own `values`: the partial sums of outputs `first, first + 1, ...` (`first` and
 /// values.size() multiples of split_k.lanes()). `unit` and `split` are the
 /// workgroup's. `finish` runs in the last workgroup of the unit, for the owner lanes,
@@ -67,10 +68,12 @@ SplitK declare_split_k(ProgramBuilder& program, std::uint32_t splits, std::uint3
 /// `vector_stride` (0: split_k.lanes(), contiguous): elements between a lane's
 /// consecutive vectors of values, e.g. 32 lanes x 4 for a layout in which each vector
 /// store of a subgroup covers 512 contiguous bytes rather than one line per lane.
+/// `drawer` (default: local invocation 0) is the lane 0 that draws the ticket and resets
+/// the arrivals: for a workgroup whose subgroups are units of their own, each one's lane 0.
 void emit_split_k_meeting(Body& body, const SplitK& split_k, const Expr& owner, const Expr& first,
                           const std::vector<Expr>& values, const Expr& unit, const Expr& split,
                           const std::function<void(Body&, const std::vector<Expr>& totals)>& finish,
-                          std::uint32_t vector_stride = 0);
+                          std::uint32_t vector_stride = 0, const Expr& drawer = Expr());
 
 /// The splits for `units` units of work whose reduction has `chunks` chunks shared by
 /// `lanes_per_split` lanes per workgroup: the fewest (a power of two) that give at least

@@ -39,8 +39,8 @@ constexpr std::uint32_t kMaxMTiles = 2;
 std::uint32_t m_tiles_of(std::uint32_t m) { return std::min(kMaxMTiles, ceil_div(m, kTileRows)); }
 /// The staging limit: the IR's 48 KiB of static shared memory per workgroup.
 constexpr std::uint32_t kMaxStagedBytes = 48 * 1024;
-/// k-subgroups of a workgroup, at most: 256 invocations.
-constexpr std::uint32_t kMaxKSubgroups = 8;
+/// Subgroups of a workgroup (column subgroups x k-subgroups), at most: 256 invocations.
+constexpr std::uint32_t kMaxWorkgroupSubgroups = 8;
 /// Shared memory of an H100 SM that workgroups can use: 228 KiB less 1 KiB a workgroup.
 constexpr std::uint32_t kSharedBytesPerSm = 200 * 1024;
 /// The staging a split aims to stay within (more splits where blocks allow): 16 KiB keeps
@@ -113,6 +113,13 @@ struct TensorGemmSplit {
   /// Subgroups of a workgroup, each with its own part of K ("k-subgroups", SplitK.h): they
   /// meet in shared memory, so only parts / k_subgroups splits move through the scratch.
   std::uint32_t k_subgroups = 1;
+  /// Subgroups of a workgroup on adjacent column tiles of the same part ("column
+  /// subgroups"), sharing one x tile a k-subgroup: GPTQ act-order's, whose gather through
+  /// perm (gather_x_rows) is the costliest staging, so that each part's x is gathered once
+  /// per column_subgroups column tiles rather than once per tile. Subgroup w of a workgroup
+  /// is column subgroup w % column_subgroups of k-subgroup w / column_subgroups.
+  std::uint32_t column_subgroups = 1;
+  std::uint32_t subgroups() const { return column_subgroups * k_subgroups; }  // per workgroup
   std::uint32_t splits() const { return parts / k_subgroups; }  // workgroups per tile
   std::uint32_t tile_rows() const { return m_tiles * kTileRows; }
   /// Rows of the x tile a subgroup stages: only the rows below m where one row tile
@@ -175,9 +182,17 @@ std::uint32_t staged_bytes(const TensorGemmSplit& split) {
          split.blocks_per_split * traits_of(split.weights).sidecar_bytes_per_block;
 }
 
-/// Shared memory a k-subgroup takes in its workgroup: its staging, and its part of the
+/// Shared memory of one x tile: x_tile_rows rows of x_pitch 16-bit elements.
+std::uint32_t x_tile_bytes(const TensorGemmSplit& split) { return split.x_tile_rows() * split.x_pitch() * 2; }
+
+/// Shared memory a workgroup takes: per k-subgroup one x tile, and per column subgroup of
+/// it the rest of a subgroup's staging and, where k-subgroups meet, its part of the
 /// meeting where the weight tiles cannot hold it.
-std::uint32_t k_subgroup_bytes(const TensorGemmSplit& split) { return staged_bytes(split) + split.meeting_bytes(); }
+std::uint32_t workgroup_bytes(const TensorGemmSplit& split) {
+  const std::uint32_t meeting = split.k_subgroups > 1 ? split.meeting_bytes() : 0;
+  const std::uint32_t per_column = staged_bytes(split) - x_tile_bytes(split) + meeting;
+  return split.k_subgroups * (split.column_subgroups * per_column + x_tile_bytes(split));
+}
 
 /// The rows of m and a one-block part of K (what the staging of a block depends on).
 TensorGemmSplit block_split(TensorWeights weights, std::uint32_t m, std::uint32_t block_size) {
@@ -194,11 +209,13 @@ TensorGemmSplit block_split(TensorWeights weights, std::uint32_t m, std::uint32_
 /// while every part keeps two blocks (SplitK.h's rule), then more while a part's staging
 /// passes kPreferredStagedBytes or its rows kPreferredPartRows and blocks allow; no part
 /// is left empty. Then as many k-subgroups per workgroup (a power of two, at most
-/// kMaxKSubgroups) as divide the parts with all their stagings (and their meeting, where
+/// kMaxWorkgroupSubgroups) as divide the parts with all their stagings (and their meeting, where
 /// the weight tiles cannot hold it) within kMaxStagedBytes: every halving of the splits
-/// halves the partial sums that cross DRAM.
+/// halves the partial sums that cross DRAM. Where x is gathered (`gathered_x`: GPTQ
+/// act-order), first as many column subgroups (a power of two dividing the column tiles) as
+/// fit kMaxStagedBytes, each of which divides the gathers.
 TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::uint32_t k, std::uint32_t n,
-                                  std::uint32_t block_size) {
+                                  std::uint32_t block_size, bool gathered_x) {
   TensorGemmSplit split = block_split(weights, m, block_size);
   split.column_tiles = n / kTileColumns;
   split.blocks = ceil_div(k, block_size);
@@ -213,13 +230,24 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
   // More than kMultiWaveWorkgroupRows of preferred parts only where the grid's stagings
   // fit the SMs at once (one wave): bigger workgroups of a grid of several waves leave a
   // partial last wave that costs a whole warp chain (the cost model's waves do not overlap).
-  const std::uint32_t bytes = k_subgroup_bytes(split);
-  const std::uint64_t grid_bytes = std::uint64_t{split.units()} * split.parts * bytes;
+  auto doubled = [&](std::uint32_t TensorGemmSplit::*subgroups) {
+    TensorGemmSplit wider = split;
+    wider.*subgroups *= 2;
+    return wider;
+  };
+  while (gathered_x && split.column_tiles % (2 * split.column_subgroups) == 0 &&
+         2 * split.subgroups() <= kMaxWorkgroupSubgroups &&
+         workgroup_bytes(doubled(&TensorGemmSplit::column_subgroups)) <= kMaxStagedBytes) {
+    split.column_subgroups *= 2;
+  }
+  const std::uint64_t grid_bytes = std::uint64_t{split.units()} * split.parts * workgroup_bytes(split) /
+                                   split.column_subgroups;
   const std::uint32_t most = grid_bytes <= std::uint64_t{kTargetSms} * kSharedBytesPerSm
-                                 ? kMaxKSubgroups
+                                 ? kMaxWorkgroupSubgroups
                                  : kMultiWaveWorkgroupRows / part_rows;
-  while (split.k_subgroups < most && split.parts % (2 * split.k_subgroups) == 0 &&
-         2 * split.k_subgroups * bytes <= kMaxStagedBytes) {
+  while (split.k_subgroups < most && 2 * split.subgroups() <= kMaxWorkgroupSubgroups &&
+         split.parts % (2 * split.k_subgroups) == 0 &&
+         workgroup_bytes(doubled(&TensorGemmSplit::k_subgroups)) <= kMaxStagedBytes) {
     split.k_subgroups *= 2;
   }
   return split;
@@ -229,6 +257,8 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
 struct Staging {
   BufferRef w_tile, x_tile, w, x;
   Expr lane, k_start, split_rows, first_row, first_column;
+  /// The invocation's place among the column subgroups that share the x tile (lane for one).
+  Expr x_lane;
   Expr w_base, x_base;  // the subgroup's first element of w_tile and x_tile
   /// Weight rows of one pipeline stage (pipeline_stages): the part's, or whole blocks of it.
   std::uint32_t stage_rows = 0;
@@ -348,9 +378,10 @@ StageCopies stage_word_rows(Body& region, const Staging& at, std::uint32_t n, bo
 }
 
 /// GPTQ act-order: the part's x tile gathered through perm (ir/ops/Linear4Bit.h),
-/// x_tile[r][c] = x[first_row + r][perm[k_start + c]]. Lane l takes the column pairs 2l,
-/// 2l + 64, ..: per pair one 8-byte load of perm and, per tile row, two 2-byte loads of x
-/// and one 4-byte store; tile rows past m read row m - 1, and pairs past a ragged last
+/// x_tile[r][c] = x[first_row + r][perm[k_start + c]], by the L = 32 * column_subgroups
+/// invocations that share the tile: invocation i (Staging::x_lane) takes the column pairs
+/// 2i, 2i + 2L, ..: per pair one 8-byte load of perm and, per tile row, two 2-byte loads of
+/// x and one 4-byte store; tile rows past m read row m - 1, and pairs past a ragged last
 /// part's rows are skipped. Plain loads and stores: the staging's first barrier covers them.
 void gather_x_rows(Body& region, const Staging& at, const BufferRef& perm, const TensorGemmSplit& split,
                    std::uint32_t m, std::uint32_t k, bool ragged) {
@@ -361,8 +392,9 @@ void gather_x_rows(Body& region, const Staging& at, const BufferRef& perm, const
     if (split.row_tiles > 1 && m % split.tile_rows() != 0) row = min(row, u32(m - 1));
     row_starts.push_back(region.let(fmt::format("gather_row{}", r), row * k));
   }
-  for (std::uint32_t c = 0; c * 2 * kSubgroupSize < rows; ++c) {
-    Expr column = region.let(fmt::format("gather_column{}", c), plus(at.lane * 2u, c * 2 * kSubgroupSize));
+  const std::uint32_t lanes = kSubgroupSize * split.column_subgroups;
+  for (std::uint32_t c = 0; c * 2 * lanes < rows; ++c) {
+    Expr column = region.let(fmt::format("gather_column{}", c), plus(at.x_lane * 2u, c * 2 * lanes));
     auto gather = [&, c](Body& body) {
       Expr features = body.let(fmt::format("gather_perm{}", c), perm.load(at.k_start + column, 2));
       for (std::uint32_t r = 0; r < x_rows; ++r) {
@@ -371,7 +403,7 @@ void gather_x_rows(Body& region, const Staging& at, const BufferRef& perm, const
       }
     };
     if (ragged) region.if_then(column < at.split_rows, gather);
-    else if ((c + 1) * 2 * kSubgroupSize > rows) region.if_then(column < u32(rows), gather);
+    else if ((c + 1) * 2 * lanes > rows) region.if_then(column < u32(rows), gather);
     else gather(region);
   }
 }
@@ -484,7 +516,7 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
 /// stages gained 1-5% with k-subgroups (int4 and GPTQ at m = 2, GPTQ at m = 16) and lost
 /// up to 19% without them (int4 at 11008x4096, m = 8, 43 one-subgroup splits).
 std::uint32_t pipeline_stages(const TensorGemmSplit& split, bool ragged) {
-  if (ragged || split.weights == TensorWeights::Nf4 || split.k_subgroups == 1) return 1;
+  if (ragged || split.weights == TensorWeights::Nf4 || split.subgroups() == 1) return 1;
   const std::uint32_t blocks = split.blocks_per_split;
   std::uint32_t stages = std::min(blocks, kMaxPipelineStages);
   while (blocks % stages != 0) --stages;
@@ -553,7 +585,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   const ScalarType activation = shape.activation;
   const bool whole_part_sums = !format.folds_blocks;
   const std::uint32_t block_size = schedule_block_size(shape);
-  const TensorGemmSplit split = tensor_gemm_split(shape.weights, m, k, n, block_size);
+  const TensorGemmSplit split = tensor_gemm_split(shape.weights, m, k, n, block_size, gptq && shape.act_order);
   const std::uint32_t blocks = split.blocks;
   const std::uint32_t block_steps = block_size / kStepRows;
   const std::uint32_t sidecar_count =
@@ -603,9 +635,10 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   // Per k-subgroup: its part's rows of W (the 32 columns: 16 or 32 bytes; f32-typed, read
   // as raw words, so that the k-subgroups' meeting can reuse them), of x (the m-tile's
   // rows) and its blocks' sidecars of the 32 columns (128 bytes a block each).
-  const std::uint32_t k_subgroups = split.k_subgroups;
+  const std::uint32_t k_subgroups = split.k_subgroups, column_subgroups = split.column_subgroups;
+  const std::uint32_t subgroups = split.subgroups();  // per workgroup, each with its own weight tiles
   const std::uint32_t w_tile_words = split.weight_tile_words();
-  BufferRef w_tile = program.shared("w_tile", ScalarType::F32, k_subgroups * w_tile_words);
+  BufferRef w_tile = program.shared("w_tile", ScalarType::F32, subgroups * w_tile_words);
   BufferRef x_tile = program.shared("x_tile", activation, k_subgroups * x_tile_rows * split.x_pitch());
   // int4: the blocks' sidecars (32 f32 a block each); NVFP4: the scale blocks' E4M3
   // bytes (8 words a block) and their B factors (32 words a block: decode_nvfp4_scale_word).
@@ -614,26 +647,36 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   BufferRef scale_tile;
   if (!fp8) {
     scale_tile = program.shared(nvfp4 ? "scale_code_tile" : "scale_tile", nvfp4 ? ScalarType::U32 : ScalarType::F32,
-                                k_subgroups * sidecar_tile);
+                                subgroups * sidecar_tile);
   }
   BufferRef second_tile, factor_tile;
-  if (with_sums) second_tile = program.shared("second_tile", second.element, k_subgroups * sidecar_tile);
+  if (with_sums) second_tile = program.shared("second_tile", second.element, subgroups * sidecar_tile);
   const std::uint32_t factor_words = scale_blocks * kTileColumns;
-  if (nvfp4) factor_tile = program.shared("scale_factor_tile", ScalarType::U32, k_subgroups * factor_words);
+  if (nvfp4) factor_tile = program.shared("scale_factor_tile", ScalarType::U32, subgroups * factor_words);
   // NF4: the code book's 16-bit pieces (code_pieces), looked up by shuffles (nf4_step).
   const CodePieces pieces = nf4 ? code_pieces(shape.code_book, input) : CodePieces{};
   const KSubgroupMeeting meeting =
-      declare_k_subgroup_meeting(program, k_subgroups, kSubgroupSize * met_per_lane, ScalarType::F32,
+      declare_k_subgroup_meeting(program, k_subgroups, column_subgroups * kSubgroupSize * met_per_lane, ScalarType::F32,
                                  split.meeting_in_weight_tile() ? w_tile : BufferRef{});
-  program.launch({kSubgroupSize * k_subgroups, 1, 1}, {column_tiles, split.row_tiles, split.splits()});
+  program.launch({kSubgroupSize * subgroups, 1, 1}, {column_tiles / column_subgroups, split.row_tiles, split.splits()});
   program.body([&](Body& body) {
     body.region(format.region, [&](Body& region) {
-      Expr local = k_subgroups == 1 ? Expr() : region.let("local", local_id(0));
-      Expr lane = k_subgroups == 1 ? region.let("lane", local_id(0)) : region.let("lane", local % kSubgroupSize);
-      Expr k_subgroup = k_subgroups == 1 ? u32(0) : region.let("k_subgroup", local / kSubgroupSize);
+      Expr local = subgroups == 1 ? Expr() : region.let("local", local_id(0));
+      Expr lane = subgroups == 1 ? region.let("lane", local_id(0)) : region.let("lane", local % kSubgroupSize);
+      // Subgroup w: column subgroup w % column_subgroups of k-subgroup w / column_subgroups.
+      Expr subgroup = subgroups == 1 ? u32(0) : region.let("subgroup", local / kSubgroupSize);
+      Expr k_subgroup = k_subgroups == 1             ? u32(0)
+                        : column_subgroups == 1      ? subgroup
+                                                     : region.let("k_subgroup", subgroup / column_subgroups);
+      Expr column_subgroup = column_subgroups == 1   ? u32(0)
+                             : k_subgroups == 1      ? subgroup
+                                                     : region.let("column_subgroup", subgroup % column_subgroups);
       Expr group = region.let("group", lane / 4u);   // mma's groupID
       Expr thread = region.let("thread", lane % 4u);  // threadID_in_group
-      Expr first_column = region.let("first_column", workgroup_id(0) * kTileColumns);
+      Expr column_tile = column_subgroups == 1
+                             ? workgroup_id(0)
+                             : region.let("column_tile", workgroup_id(0) * column_subgroups + column_subgroup);
+      Expr first_column = region.let("first_column", column_tile * kTileColumns);
       Expr first_row = region.let("first_row", workgroup_id(1) * tile_rows);
       Expr split_index = split.splits() > 1 ? region.let("split", workgroup_id(2)) : u32(0);
       Expr part = k_subgroups == 1 ? split_index : region.let("part", split_index * k_subgroups + k_subgroup);
@@ -643,17 +686,19 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       const bool ragged = split.parts * rows != k;
       Expr split_rows = ragged ? region.let("split_rows", min(u32(rows), u32(k) - k_start)) : u32(rows);
       // Stage the part's weights and activations with cp.async (16 bytes each), one group.
-      // This k-subgroup's first element of each tile.
+      // This subgroup's first element of each of its own tiles, and its k-subgroup's of x_tile.
       auto tile_base = [&](const char* tile, std::uint32_t size) {
-        return k_subgroups == 1 ? u32(0) : region.let(fmt::format("{}_base", tile), k_subgroup * size);
+        return subgroups == 1 ? u32(0) : region.let(fmt::format("{}_base", tile), subgroup * size);
       };
-      Expr w_base = tile_base("w", w_tile_words), x_base = tile_base("x", x_tile_rows * split.x_pitch());
+      Expr w_base = tile_base("w", w_tile_words);
+      Expr x_base = k_subgroups == 1 ? u32(0) : region.let("x_base", k_subgroup * (x_tile_rows * split.x_pitch()));
+      Expr x_lane = column_subgroups == 1 ? lane : region.let("x_lane", column_subgroup * kSubgroupSize + lane);
       Expr sidecar_base = fp8 ? Expr() : tile_base("sidecar", sidecar_tile);
       // The pipeline's stages (pipeline_stages): the first cp.async group also holds the
       // part's sidecars or scales, each later one only its blocks' weight and x rows.
       const std::uint32_t stages = pipeline_stages(split, ragged);
-      const Staging staging{w_tile, x_tile,   w,      x,      lane,          k_start, split_rows,
-                            first_row, first_column, w_base, x_base, rows / stages};
+      const Staging staging{w_tile,    x_tile,       w,     x,      lane,   k_start, split_rows,
+                            first_row, first_column, x_lane, w_base, x_base, rows / stages};
       const std::vector<StageCopies> stage_copies = stage_rows(region, staging, split, m, k, n, ragged, perm.name.empty());
       if (nf4) {
         // NF4's scales are column-major too (b_scales[column * blocks + block]), into
@@ -693,7 +738,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
         loop.if_then(logical_and(chunk < sidecar_chunks, chunk_block < last_block), [&](Body& copy) {
           const std::uint32_t chunk_elements = nvfp4 ? 16 : 4;
           Expr from = copy.let("sidecar_from", chunk_block * n + first_column + (chunk % chunks_per_block) * chunk_elements);
-          Expr to = k_subgroups == 1 ? chunk * 4u : copy.let("sidecar_to", sidecar_base + chunk * 4u);
+          Expr to = subgroups == 1 ? chunk * 4u : copy.let("sidecar_to", sidecar_base + chunk * 4u);
           copy.async_copy(scale_tile, to, scales, from, 16);
           if (with_sums) copy.async_copy(second_tile, to, second, from, 16);
         });
@@ -1042,7 +1087,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       // The k-subgroups, then the splits meet (SplitK.h); lanes whose row g is past m own
       // nothing (their sums are of rows past m), so at m < 16 only the rows below m move
       // through the partials.
-      Expr unit = region.let("unit", workgroup_id(1) * column_tiles + workgroup_id(0));
+      Expr unit = region.let("unit", workgroup_id(1) * column_tiles + column_tile);
       Expr owner = m % tile_rows == 0 ? boolean(true) : region.let("owner", first_row + group < m);
       // E4M3: whether each of the lane's output columns met a NaN code. Byte j = 2h + e of
       // `nan_columns` flags B column 16h + 2g + e over the lane's rows, then over its group's
@@ -1074,7 +1119,8 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       // The k-subgroups meet in shared memory (reusing the weight tiles, after a barrier),
       // lane-interleaved by f32x4 so that each access is conflict-free; k-subgroup 0, one
       // whole subgroup as the splits' meeting needs, goes on.
-      emit_k_subgroup_meeting(region, meeting, k_subgroup, owner, lane * 4u, met, kSubgroupSize * 4);
+      const Expr met_first = column_subgroups == 1 ? lane * 4u : column_subgroup * (kSubgroupSize * met_per_lane) + lane * 4u;
+      emit_k_subgroup_meeting(region, meeting, k_subgroup, owner, met_first, met, kSubgroupSize * 4);
       // The last split of the unit stores the rows below m: per row the lane's columns in
       // runs of consecutive ones, one vector store a run. Nibbles: one run of eight,
       // 8t .. 8t + 7 (tile j's element e at 8t + 4e + j); FP8: two of four, 16h + 4t ..
@@ -1125,8 +1171,10 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       // Lane-interleaved partials: vector c of lane l at unit * 32 * met + 128 c + 4 l, so
       // each f32x4 store and load of the subgroup covers 512 contiguous bytes.
       auto meet_splits = [&](Body& meet) {
+        // Each column subgroup is a unit of its own: its lane 0 draws its ticket.
         emit_split_k_meeting(meet, split_k, owner, unit * (kSubgroupSize * met_per_lane) + lane * 4u, met, unit,
-                             split_index, store_outputs, kSubgroupSize * 4);
+                             split_index, store_outputs, kSubgroupSize * 4,
+                             column_subgroups == 1 ? Expr() : eq(lane, u32(0)));
       };
       if (k_subgroups == 1) meet_splits(region);
       else region.if_then(eq(k_subgroup, u32(0)), meet_splits);

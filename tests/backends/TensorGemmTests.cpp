@@ -322,6 +322,10 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ agree wit
       shapes.push_back(gptq(3, 2048, 32, 128, activation, act_order));   // k-subgroups and splits
       shapes.push_back(gptq(40, 512, 64, 32, activation, act_order));    // two row tiles
     }
+    // Act-order: column subgroups sharing one gathered x tile.
+    shapes.push_back(gptq(18, 736, 256, 64, activation, true));   // eight, 18 rows staged, the last part ragged
+    shapes.push_back(gptq(3, 2048, 128, 128, activation, true));  // four, with k-subgroups and splits
+    shapes.push_back(gptq(40, 512, 128, 32, activation, true));   // four, two row tiles
     for (ir::ops::Nf4CodeBook book : {ir::ops::Nf4CodeBook::Nf4, ir::ops::Nf4CodeBook::BnbFp4}) {
       shapes.push_back(nf4(2, 64, 32, activation, book));      // one block
       shapes.push_back(nf4(9, 704, 64, activation, book));     // ragged last part
@@ -444,7 +448,8 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ: the emul
   // The staging's three forms: x chunks that divide a subgroup's 32 (several rows per
   // copy, rows past m skipped per lane or per row tile), that fill it (one row per copy:
   // 256-row splits), and the ragged last split's loop; two k-subgroups per workgroup,
-  // whole and with a ragged last part; a block of more k-steps than are unrolled.
+  // whole and with a ragged last part; a block of more k-steps than are unrolled; GPTQ
+  // act-order's column subgroups (n >= 64), with k-subgroups and two row tiles.
   for (const Shape& s : {Shape{5, 128, 64, 64, BlockAffineMode::ZeroPoint, ScalarType::F16},
                          Shape{33, 96, 32, 32, BlockAffineMode::Offset, ScalarType::BF16},
                          Shape{16, 64, 32, 16, BlockAffineMode::Symmetric, ScalarType::BF16},
@@ -468,7 +473,8 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ: the emul
                          nf4(40, 512, 64, ScalarType::F16), gptq(5, 128, 64, 64, ScalarType::F16),
                          gptq(33, 96, 32, 32, ScalarType::BF16, true), gptq(9, 736, 32, 64, ScalarType::F16, true),
                          gptq(5, 1024, 32, 512, ScalarType::BF16), gptq(3, 2048, 32, 128, ScalarType::F16, true),
-                         gptq(40, 512, 64, 32, ScalarType::BF16)}) {
+                         gptq(40, 512, 64, 32, ScalarType::BF16), gptq(18, 736, 256, 64, ScalarType::F16, true),
+                         gptq(3, 2048, 128, 128, ScalarType::BF16, true), gptq(40, 512, 128, 32, ScalarType::F16, true)}) {
     const ir::Program program = tensor_program(s);
     const Inputs in = make_inputs(s, false, s.k + s.n);
     const std::vector<float> reference = run(program, s, in);
@@ -556,6 +562,31 @@ TEST_CASE("tensor-core dequant_matmul_int4: k-subgroups meet in shared memory wh
     CHECK(program.invocations_per_workgroup() == e.invocations);
     CHECK(program.workgroup_count[2] == e.splits);
     CHECK((program.find_shared("k_partials") != nullptr) == (e.shape.m > 16));
+  }
+}
+
+TEST_CASE("tensor-core GPTQ act-order: column subgroups share one gathered x tile, as many as fit 48 KiB up to eight",
+          "[backends][tensor_gemm]") {
+  struct Expected {
+    Shape shape;
+    std::uint32_t invocations, column_workgroups, splits;
+  };
+  // 4096x4096 at m = 16, sixteen parts of 256 rows: eight column subgroups' weight rows and
+  // sidecars (4.5 KiB each) and one x tile (16 rows of 256 + 32 elements, 9 KiB) take
+  // 45 KiB. Without act-order the layer keeps its two k-subgroups (13.5 KiB each) and
+  // eight splits. At m = 64 (32-row x tiles) parts of 128 rows let eight fit (28 KiB; two
+  // k-subgroups of them would not). n = 32 has one column tile (its eight subgroups are
+  // k-subgroups), n = 128 four, then two k-subgroups.
+  for (const Expected& e : {Expected{gptq(16, 4096, 4096, 128, ScalarType::F16, true), 256, 16, 16},
+                            Expected{gptq(16, 4096, 4096, 128, ScalarType::F16), 64, 128, 8},
+                            Expected{gptq(64, 4096, 4096, 128, ScalarType::BF16, true), 256, 16, 32},
+                            Expected{gptq(3, 2048, 32, 128, ScalarType::F16, true), 256, 1, 2},
+                            Expected{gptq(3, 2048, 128, 128, ScalarType::F16, true), 256, 1, 8}}) {
+    INFO(describe(e.shape));
+    const ir::Program program = tensor_program(e.shape);
+    CHECK(program.invocations_per_workgroup() == e.invocations);
+    CHECK(program.workgroup_count[0] == e.column_workgroups);
+    CHECK(program.workgroup_count[2] == e.splits);
   }
 }
 
