@@ -208,12 +208,12 @@ TensorGemmSplit block_split(TensorWeights weights, std::uint32_t m, std::uint32_
 /// The fewest parts of K (a power of two) that give kSplitKTargetWorkgroups subgroups
 /// while every part keeps two blocks (SplitK.h's rule), then more while a part's staging
 /// passes kPreferredStagedBytes or its rows kPreferredPartRows and blocks allow; no part
-/// is left empty. Then as many k-subgroups per workgroup (a power of two, at most
-/// kMaxWorkgroupSubgroups) as divide the parts with all their stagings (and their meeting, where
-/// the weight tiles cannot hold it) within kMaxStagedBytes: every halving of the splits
-/// halves the partial sums that cross DRAM. Where x is gathered (`gathered_x`: GPTQ
-/// act-order), first as many column subgroups (a power of two dividing the column tiles) as
-/// fit kMaxStagedBytes, each of which divides the gathers.
+/// is left empty. Where x is gathered (`gathered_x`: GPTQ act-order), then as many column
+/// subgroups (a power of two dividing the column tiles) as fit kMaxStagedBytes: each
+/// doubling halves the gathers. Then as many k-subgroups per workgroup (a power of two;
+/// kMaxWorkgroupSubgroups subgroups at most, column subgroups included) as divide the parts
+/// with all their stagings (and their meeting, where the weight tiles cannot hold it) within
+/// kMaxStagedBytes: every halving of the splits halves the partial sums that cross DRAM.
 TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::uint32_t k, std::uint32_t n,
                                   std::uint32_t block_size, bool gathered_x) {
   TensorGemmSplit split = block_split(weights, m, block_size);
