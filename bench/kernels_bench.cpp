@@ -37,6 +37,7 @@
 #include <variant>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ExpertKernels.h"
@@ -246,12 +247,18 @@ const std::vector<std::uint32_t> kBatches = {2, 4, 8, 16, 32, 64};
 /// The ops of the small-batch table: dequant_matmul_int4 with block 128 and zero points,
 /// dequant_matmul_nvfp4 (16-row E4M3 scales, an f32 global scale), dequant_matmul_fp8
 /// (E4M3, a scale per column), nf4_gemm (f32 accumulation, 64-row blocks) and
-/// linear_4bit_affine_grouped (GPTQ, group 128, in sorted order: no act-order).
+/// linear_4bit_affine_grouped (GPTQ, group 128, in sorted order: no act-order), and the
+/// same with act-order (" act_order": x read through the random perm of random_buffers).
 const std::vector<const char*> kBatchOps = {"dequant_matmul_int4", "dequant_matmul_nvfp4", "dequant_matmul_fp8",
-                                            "nf4_gemm", "linear_4bit_affine_grouped"};
+                                            "nf4_gemm", "linear_4bit_affine_grouped",
+                                            "linear_4bit_affine_grouped act_order"};
+constexpr std::string_view kActOrderSuffix = " act_order";
 
-BatchRow profile_batch(const std::string& op, std::uint32_t in, std::uint32_t out, std::uint32_t m) {
+BatchRow profile_batch(const std::string& row_op, std::uint32_t in, std::uint32_t out, std::uint32_t m) {
+  const bool act_order = row_op.ends_with(kActOrderSuffix);
+  const std::string op = act_order ? row_op.substr(0, row_op.size() - kActOrderSuffix.size()) : row_op;
   ir::ops::OpArgs args = ir::ops::OpArgs::dims({{"m", m}, {"k", in}, {"n", out}});
+  if (act_order) args.set("act_order", true);
   if (op == "dequant_matmul_int4") {
     args.set("block_size", 128u);
     args.set("asymmetric", true);
@@ -266,7 +273,7 @@ BatchRow profile_batch(const std::string& op, std::uint32_t in, std::uint32_t ou
   for (const ir::BufferDecl& buffer : program.buffers) {
     if (!buffer.is_scratch()) op_bytes += buffer.byte_size();
   }
-  return {op, in, out, m, profile_on_h100(program), op_bytes};
+  return {row_op, in, out, m, profile_on_h100(program), op_bytes};
 }
 
 std::string batch_table(const std::vector<BatchRow>& rows, const DeviceSpec& device) {
@@ -275,7 +282,8 @@ std::string batch_table(const std::vector<BatchRow>& rows, const DeviceSpec& dev
   text += "`dequant_matmul_int4` (block 128 with zero points), `dequant_matmul_nvfp4` (E4M3 scales per 16 "
           "rows, f32 global scale), `dequant_matmul_fp8` (E4M3, f32 scale per column), `nf4_gemm` (`\"accumulate\": \"f32\"`, "
           "f32 scales per 64 rows) and `linear_4bit_affine_grouped` (GPTQ's layout, group 128, u32 zero points, a bias; "
-          "no act-order) with f16 activations, `\"schedule\": \"fast\"`: the tensor-core GEMM of `ir/ops/TensorGemm.h` (m > 1). Tensor-bound µs = the `mma` count on the tensor "
+          "no act-order; `linear_4bit_affine_grouped act_order`: the same with GPTQ act-order, x gathered through a "
+          "random perm) with f16 activations, `\"schedule\": \"fast\"`: the tensor-core GEMM of `ir/ops/TensorGemm.h` (m > 1). Tensor-bound µs = the `mma` count on the tensor "
           "pipe (2048 multiply-adds each at 1024 per SM and clock); FP16 ideal µs = the bytes of an FP16 GEMM "
           "(k·n·2 weight bytes, plus x and out) at the sustained DRAM bandwidth, the time the model gives any "
           "kernel that only moves those bytes (modeled µs use the same rule; at the peak bandwidth the ideal would "
