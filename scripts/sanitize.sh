@@ -18,8 +18,9 @@
 #              The ptxas check of every op uses the same three targets (ptxas is not
 #              sanitized; the normal job assembles for all seven). And the cost model's
 #              checks at the Llama shapes (tests/cli/profile_json_tests.cpp: the CLI
-#              emulating kernels of 16M weights, 180 s of CPU here) do not run: the same
-#              emulator and model code runs here on every smaller test.
+#              emulating kernels of 16M weights, 180 s of CPU here; and
+#              tests/emulator/ActOrderProfileTests.cpp) do not run: the same emulator,
+#              model and tensor-core code runs here on every smaller test.
 #   CTEST_ARGS extra ctest arguments, e.g. "-R emulator"
 # Needs scripts/setup.sh's packages and the test model (scripts/fetch_model.sh), as
 # scripts/test.sh does.
@@ -48,7 +49,7 @@ if [[ ${QUANTC_SANITIZER_FULL_SWEEPS:-0} != 1 ]]; then
   export QUANTC_SWEEP_ONE_LEVEL=${QUANTC_SWEEP_ONE_LEVEL:-1}
   export QUANTC_RANDOM_PROGRAMS=${QUANTC_RANDOM_PROGRAMS:-1000}
   export QUANTC_RANDOM_EMULATED=${QUANTC_RANDOM_EMULATED:-60}
-  llama_shape_profiles=(-E '^quantc profile --json: the fast ')
+  llama_shape_profiles=(-E '^(quantc profile --json: the fast |GPTQ act-order on the tensor cores: x gathered once)')
 fi
 # shellcheck disable=SC2086
 ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 1800 "${llama_shape_profiles[@]}" ${CTEST_ARGS:-}
