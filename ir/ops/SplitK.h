@@ -63,8 +63,9 @@ SplitK declare_split_k(ProgramBuilder& program, std::uint32_t splits, std::uint3
 /// workgroup's subgroups with a `drawer` and a unit of its own. Lanes where `owner`
 /// holds own `values`: the partial sums of outputs `first, first + 1, ...` (`first` and
 /// values.size() multiples of split_k.lanes()). `unit` and `split` are the
-/// workgroup's (with a `drawer`, the subgroup's unit). `finish` runs in the last workgroup of the unit, for the owner lanes,
-/// with the totals in the same order; with splits == 1 it runs at once on `values`.
+/// workgroup's (with a `drawer`, the subgroup's unit). `finish` runs in the last
+/// workgroup of the unit, for the owner lanes, with the totals in the same order; with
+/// splits == 1 it runs at once on `values`.
 /// `vector_stride` (0: split_k.lanes(), contiguous): elements between a lane's
 /// consecutive vectors of values, e.g. 32 lanes x 4 for a layout in which each vector
 /// store of a subgroup covers 512 contiguous bytes rather than one line per lane.

@@ -173,24 +173,27 @@ std::uint32_t staged_bytes_per_row(const TensorGemmSplit& split) {
   return split.weight_row_bytes() + split.x_tile_rows() * 2 + traits_of(split.weights).scale_bytes_per_row;
 }
 
+/// Shared memory of one x tile: x_tile_rows rows of x_pitch 16-bit elements.
+std::uint32_t x_tile_bytes(const TensorGemmSplit& split) { return split.x_tile_rows() * split.x_pitch() * 2; }
+
+/// Shared memory a subgroup stages for its own column tile: its weight tile and its
+/// blocks' sidecars or scales (everything but the x tile).
+std::uint32_t column_staged_bytes(const TensorGemmSplit& split) {
+  const FormatTraits& format = traits_of(split.weights);
+  return split.weight_tile_words() * 4 + split.rows() * format.scale_bytes_per_row +
+         split.blocks_per_split * format.sidecar_bytes_per_block;
+}
 
 /// Shared memory one subgroup stages: its part's weight rows and x tile columns, and its
 /// blocks' sidecars or scales.
-std::uint32_t staged_bytes(const TensorGemmSplit& split) {
-  const std::uint32_t weight_padding_bytes = split.weight_tile_words() * 4 - split.rows() * split.weight_row_bytes();
-  return split.rows() * staged_bytes_per_row(split) + split.x_padding_bytes() + weight_padding_bytes +
-         split.blocks_per_split * traits_of(split.weights).sidecar_bytes_per_block;
-}
-
-/// Shared memory of one x tile: x_tile_rows rows of x_pitch 16-bit elements.
-std::uint32_t x_tile_bytes(const TensorGemmSplit& split) { return split.x_tile_rows() * split.x_pitch() * 2; }
+std::uint32_t staged_bytes(const TensorGemmSplit& split) { return column_staged_bytes(split) + x_tile_bytes(split); }
 
 /// Shared memory a workgroup takes: per k-subgroup one x tile, and per column subgroup of
 /// it the rest of a subgroup's staging and, where k-subgroups meet, its part of the
 /// meeting where the weight tiles cannot hold it.
 std::uint32_t workgroup_bytes(const TensorGemmSplit& split) {
   const std::uint32_t meeting = split.k_subgroups > 1 ? split.meeting_bytes() : 0;
-  const std::uint32_t per_column = staged_bytes(split) - x_tile_bytes(split) + meeting;
+  const std::uint32_t per_column = column_staged_bytes(split) + meeting;
   return split.k_subgroups * (split.column_subgroups * per_column + x_tile_bytes(split));
 }
 
