@@ -180,6 +180,15 @@ class ProgramBuilder {
   /// Declares the logical part of the output buffer named `name`.
   void set_output_byte_range(const std::string& name, ByteRange range);
   void launch(std::array<std::uint32_t, 3> workgroup_size, std::array<std::uint32_t, 3> workgroup_count);
+  /// Asks for `workgroups` resident per SM at once (Program::min_resident_workgroups; 0:
+  /// no request). build() rejects more than kMaxResidentInvocations threads.
+  void min_resident_workgroups(std::uint32_t workgroups) { program_.min_resident_workgroups = workgroups; }
+  /// The grid's workgroups, invocations per workgroup and `.shared` bytes declared so far.
+  std::uint64_t workgroups() const {
+    return std::uint64_t{program_.workgroup_count[0]} * program_.workgroup_count[1] * program_.workgroup_count[2];
+  }
+  std::uint32_t invocations_per_workgroup() const { return program_.invocations_per_workgroup(); }
+  std::uint64_t static_shared_bytes() const { return program_.static_shared_bytes(); }
   void body(const Body::Builder& builder);
   /// Verifies and returns the program; throws IRError listing every problem.
   Program build(const VerifyOptions& options = {}) const;

@@ -149,6 +149,12 @@ class Parser {
     program.workgroup_size = parse_triple();
     expect_identifier("workgroup_count");
     program.workgroup_count = parse_triple();
+    if (peek_identifier("min_resident_workgroups")) {
+      take();
+      expect_symbol("(");
+      program.min_resident_workgroups = parse_u32();
+      expect_symbol(")");
+    }
     while (peek_identifier("buffer")) program.buffers.push_back(parse_buffer());
     while (peek_identifier("shared")) program.shared.push_back(parse_shared());
     program.entry = parse_block();

@@ -258,6 +258,9 @@ std::string print_signature(const Program& program) {
                                  program.name, program.workgroup_size[0], program.workgroup_size[1],
                                  program.workgroup_size[2], program.workgroup_count[0], program.workgroup_count[1],
                                  program.workgroup_count[2]);
+  if (program.min_resident_workgroups != 0) {
+    text.insert(text.size() - 1, fmt::format(" min_resident_workgroups({})", program.min_resident_workgroups));
+  }
   for (const BufferDecl& buffer : program.buffers) {
     text += fmt::format("buffer @{} {}: {} {}[{}]", buffer.binding, buffer.name, to_string(buffer.access),
                         to_string(buffer.element), buffer.count);

@@ -77,6 +77,9 @@ inline constexpr std::uint64_t kMaxStaticSharedBytes = 48 * 1024;
 inline constexpr std::uint64_t kMaxWorkgroupInvocations = 1024;
 /// Shared arrays start at this byte alignment (each array's offset is rounded up).
 inline constexpr std::uint32_t kSharedAlignment = 16;
+/// Threads an SM of every supported target holds at once, at most (sm_75: 1024; sm_80,
+/// sm_90: 2048): the bound on min_resident_workgroups x invocations per workgroup.
+inline constexpr std::uint64_t kMaxResidentInvocations = 2048;
 
 struct Program {
   std::string name;
@@ -84,6 +87,12 @@ struct Program {
   std::vector<SharedDecl> shared;                         // workgroup arrays, not parameters
   std::array<std::uint32_t, 3> workgroup_size{1, 1, 1};   // invocations per workgroup (CTA)
   std::array<std::uint32_t, 3> workgroup_count{1, 1, 1};  // workgroups in the grid
+  /// Workgroups the schedule asks to keep resident at once on each multiprocessor (SM), 0
+  /// for no request: PTX `.minnctapersm` (PTX ISA "Performance-Tuning Directives"), which
+  /// makes ptxas cap each thread's registers so that this many CTAs fit an SM's register
+  /// file, as CUDA C++'s `__launch_bounds__(threads, min_blocks)`. A hint: no backend
+  /// reads it but the PTX emitter, and no result depends on it.
+  std::uint32_t min_resident_workgroups = 0;
   Node entry;                                             // a Block
 
   /// The buffer named `name`, or nullptr.

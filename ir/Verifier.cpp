@@ -370,6 +370,12 @@ void check_launch(const Program& program, std::vector<std::string>& problems) {
     problems.push_back(fmt::format("{} invocations per workgroup exceed the CUDA limit of {}", invocations,
                                    kMaxWorkgroupInvocations));
   }
+  if (invocations * program.min_resident_workgroups > kMaxResidentInvocations) {
+    problems.push_back(fmt::format("min_resident_workgroups {} of {} invocations each exceed the {} threads an SM "
+                                   "holds; ask for at most {} workgroups",
+                                   program.min_resident_workgroups, invocations, kMaxResidentInvocations,
+                                   kMaxResidentInvocations / invocations));
+  }
 }
 
 /// shfl.sync/vote.sync with a full member mask under a divergent branch is undefined
@@ -404,7 +410,8 @@ namespace {
 
 bool same_program(const Program& a, const Program& b) {
   return a.entry.same_as(b.entry) && a.name == b.name && a.buffers == b.buffers && a.shared == b.shared &&
-         a.workgroup_size == b.workgroup_size && a.workgroup_count == b.workgroup_count;
+         a.workgroup_size == b.workgroup_size && a.workgroup_count == b.workgroup_count &&
+         a.min_resident_workgroups == b.min_resident_workgroups;
 }
 
 }  // namespace

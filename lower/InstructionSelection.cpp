@@ -231,7 +231,7 @@ class Selector : public ir::IRVisitor {
           "starting with a digit); rename the program",
           program_.name));
     }
-    ptx::EntrySignature entry{program_.name, {}, program_.workgroup_size, {}};
+    ptx::EntrySignature entry{program_.name, {}, program_.workgroup_size, {}, program_.min_resident_workgroups};
     for (const ir::BufferDecl& buffer : program_.buffers) {
       std::string parameter = parameter_name(program_.name, buffer.binding);
       entry.parameter_names.push_back(parameter);

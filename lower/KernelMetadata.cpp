@@ -15,6 +15,7 @@ KernelMetadata KernelMetadata::of(const ir::Program& program, const std::string&
   metadata.grid = program.workgroup_count;
   metadata.block = program.workgroup_size;
   metadata.static_shared_bytes = program.static_shared_bytes();
+  metadata.min_ctas_per_sm = program.min_resident_workgroups;
   for (const ir::BufferDecl& buffer : program.buffers) {
     metadata.parameters.push_back({parameter_name(program.name, buffer.binding), buffer});
   }
@@ -28,6 +29,9 @@ std::vector<std::string> KernelMetadata::comment_lines() const {
                               "(static .shared {} bytes)",
                               grid[0], grid[1], grid[2], block[0], block[1], block[2], dynamic_shared_bytes,
                               static_shared_bytes));
+  if (min_ctas_per_sm != 0) {
+    lines.back() += fmt::format(", registers fit for {} CTAs per SM (.minnctapersm)", min_ctas_per_sm);
+  }
   for (const Parameter& parameter : parameters) {
     const ir::BufferDecl& buffer = parameter.buffer;
     std::string line = fmt::format("{}: buffer @{} {}, {} {}[{}] ({} bytes)", parameter.param, buffer.binding,

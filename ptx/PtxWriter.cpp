@@ -117,6 +117,7 @@ std::string PtxWriter::finish(const EntrySignature& entry, const std::vector<std
   // PTX ISA "Performance-Tuning Directives": .maxntid sits between the parameter list
   // and the body, and takes no semicolon.
   text += fmt::format(".maxntid {}, {}, {}\n", entry.max_threads[0], entry.max_threads[1], entry.max_threads[2]);
+  if (entry.min_ctas_per_sm != 0) text += fmt::format(".minnctapersm {}\n", entry.min_ctas_per_sm);
   text += "{\n";
   for (std::size_t i = 0; i < kRegisterClassCount; ++i) {
     if (register_counts_[i] == 0) continue;

@@ -47,6 +47,8 @@ struct EntrySignature {
     std::uint64_t bytes = 0;
   };
   std::vector<SharedArray> shared_arrays;
+  /// `.minnctapersm` (CTAs resident per SM that ptxas fits the registers to), 0: none.
+  std::uint32_t min_ctas_per_sm = 0;
 };
 
 /// Accumulates the body of one kernel and renders the whole module with `finish`.

@@ -187,6 +187,19 @@ std::uint32_t fit_k_subgroups_to_one_wave(std::uint32_t k_subgroups, std::uint64
   return fitted;
 }
 
+std::uint32_t one_wave_resident_workgroups(std::uint64_t workgroups, std::uint32_t invocations,
+                                           std::uint64_t shared_bytes, std::uint32_t least_registers) {
+  constexpr std::uint64_t kRegistersPerSm = 65536, kRegisterUnit = 8, kMaxResidentWorkgroups = 32;
+  constexpr std::uint64_t kSharedBytesPerSm = 228 * 1024, kSharedBytesReservedPerWorkgroup = 1024;
+  const std::uint64_t per_sm = (workgroups + kTargetSms - 1) / kTargetSms;
+  if (per_sm < 2 || invocations == 0) return 0;
+  const std::uint64_t registers = kRegistersPerSm / (per_sm * invocations) / kRegisterUnit * kRegisterUnit;
+  const bool fits = per_sm <= kMaxResidentWorkgroups && per_sm * invocations <= kMaxResidentInvocations &&
+                    registers >= least_registers &&
+                    per_sm * (shared_bytes + kSharedBytesReservedPerWorkgroup) <= kSharedBytesPerSm;
+  return fits ? static_cast<std::uint32_t>(per_sm) : 0;
+}
+
 std::uint32_t choose_splits(std::uint32_t units, std::uint32_t chunks, std::uint32_t lanes_per_split) {
   std::uint32_t splits = 1;
   while (std::uint64_t{units} * splits < kSplitKTargetWorkgroups &&

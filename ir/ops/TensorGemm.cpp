@@ -39,6 +39,9 @@ constexpr std::uint32_t kMaxMTiles = 2;
 std::uint32_t m_tiles_of(std::uint32_t m) { return std::min(kMaxMTiles, ceil_div(m, kTileRows)); }
 /// The staging limit: the IR's 48 KiB of static shared memory per workgroup.
 constexpr std::uint32_t kMaxStagedBytes = 48 * 1024;
+/// Registers per thread a one-wave request (Program::min_resident_workgroups) leaves at
+/// least, where a lane accumulates one m-tile's rows g (m <= 8).
+constexpr std::uint32_t kLeastHintedRegisters = 64;
 /// Subgroups of a workgroup (column subgroups x k-subgroups), at most: 256 invocations.
 constexpr std::uint32_t kMaxWorkgroupSubgroups = 8;
 /// Shared memory of an H100 SM that workgroups can use: 228 KiB less 1 KiB a workgroup.
@@ -85,17 +88,22 @@ struct FormatTraits {
   /// Whether each block's mma sums fold into f32 accumulators with its sidecars (int4,
   /// NF4), rather than running over the whole part (scales in B or per column).
   bool folds_blocks;
+  /// Column subgroups a workgroup takes where x is not gathered (TensorGemmSplit): 2 for
+  /// the row-major nibbles of int4 and NVFP4, whose 16 bytes a weight row of one column
+  /// tile are half a 32-byte sector; the pair's lanes copy both halves of each row in one
+  /// request (stage_rows), which halves the weight loads' sectors and 128-byte lines.
+  std::uint32_t column_subgroups;
 };
 
 const FormatTraits& traits_of(TensorWeights weights) {
   static const FormatTraits kTraits[] = {
-      {"dequant_matmul_int4", "dequant_matmul_int4", kDequantMatmulInt4Id, 16, 256, 0, 0, kSidecarBytesPerBlock, true},
+      {"dequant_matmul_int4", "dequant_matmul_int4", kDequantMatmulInt4Id, 16, 256, 0, 0, kSidecarBytesPerBlock, true, 2},
       {"dequant_matmul_nvfp4", "dequant_matmul_nvfp4", kDequantMatmulNvfp4Id, 16, 128, 64,
-       kNvfp4ScaleBlockBytes / kNvfp4ScaleRows, 0, false},
-      {"dequant_matmul_fp8", "dequant_matmul_fp8", kDequantMatmulFp8Id, 32, 128, 64, 0, 0, false},
-      {"nf4_gemm", "nf4_gemm_f32_accumulate", kNf4GemmId, 16, 128, kNf4BlockRows, 0, kSidecarBytesPerBlock / 2, true},
+       kNvfp4ScaleBlockBytes / kNvfp4ScaleRows, 0, false, 2},
+      {"dequant_matmul_fp8", "dequant_matmul_fp8", kDequantMatmulFp8Id, 32, 128, 64, 0, 0, false, 1},
+      {"nf4_gemm", "nf4_gemm_f32_accumulate", kNf4GemmId, 16, 128, kNf4BlockRows, 0, kSidecarBytesPerBlock / 2, true, 1},
       {"linear_4bit_affine_grouped", "linear_4bit_affine_grouped", kLinear4BitAffineGroupedId, 16, 256, 0, 0,
-       kSidecarBytesPerBlock, true},
+       kSidecarBytesPerBlock, true, 1},
   };
   return kTraits[static_cast<std::size_t>(weights)];
 }
@@ -230,30 +238,45 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
     split.blocks_per_split = ceil_div(split.blocks, split.parts);
   }
   split.parts = ceil_div(split.blocks, split.blocks_per_split);
-  // More than kMultiWaveWorkgroupRows of preferred parts only where the grid's stagings
-  // fit the SMs at once (one wave): bigger workgroups of a grid of several waves leave a
-  // partial last wave that costs a whole warp chain (the cost model's waves do not overlap).
-  auto doubled = [&](std::uint32_t TensorGemmSplit::*subgroups) {
-    TensorGemmSplit wider = split;
-    wider.*subgroups *= 2;
+  const FormatTraits& format = traits_of(weights);
+  // Column subgroups first, as many as fit up to `most`.
+  auto with_column_subgroups = [](TensorGemmSplit wider, std::uint32_t most) {
+    while (2 * wider.column_subgroups <= most && wider.column_tiles % (2 * wider.column_subgroups) == 0) {
+      TensorGemmSplit doubled = wider;
+      doubled.column_subgroups *= 2;
+      if (workgroup_bytes(doubled) > kMaxStagedBytes) break;
+      wider = doubled;
+    }
     return wider;
   };
-  while (gathered_x && split.column_tiles % (2 * split.column_subgroups) == 0 &&
-         2 * split.subgroups() <= kMaxWorkgroupSubgroups &&
-         workgroup_bytes(doubled(&TensorGemmSplit::column_subgroups)) <= kMaxStagedBytes) {
-    split.column_subgroups *= 2;
-  }
-  const std::uint64_t grid_bytes = std::uint64_t{split.units()} * split.parts * workgroup_bytes(split) /
-                                   split.column_subgroups;
-  const std::uint32_t most = grid_bytes <= std::uint64_t{kTargetSms} * kSharedBytesPerSm
-                                 ? kMaxWorkgroupSubgroups
-                                 : kMultiWaveWorkgroupRows / part_rows;
-  while (split.k_subgroups < most && 2 * split.subgroups() <= kMaxWorkgroupSubgroups &&
-         split.parts % (2 * split.k_subgroups) == 0 &&
-         workgroup_bytes(doubled(&TensorGemmSplit::k_subgroups)) <= kMaxStagedBytes) {
-    split.k_subgroups *= 2;
-  }
-  return split;
+  // Then k-subgroups. More than kMultiWaveWorkgroupRows of preferred parts only where the
+  // grid's stagings fit the SMs at once (one wave): bigger workgroups of a grid of several
+  // waves leave a partial last wave that costs a whole warp chain (the cost model's waves
+  // do not overlap).
+  auto with_k_subgroups = [&format](TensorGemmSplit wider) {
+    const std::uint64_t grid_bytes = std::uint64_t{wider.units()} * wider.parts * workgroup_bytes(wider) /
+                                     wider.column_subgroups;
+    const std::uint32_t most = grid_bytes <= std::uint64_t{kTargetSms} * kSharedBytesPerSm
+                                   ? kMaxWorkgroupSubgroups
+                                   : kMultiWaveWorkgroupRows / format.preferred_part_rows;
+    while (wider.k_subgroups < most && 2 * wider.subgroups() <= kMaxWorkgroupSubgroups &&
+           wider.parts % (2 * wider.k_subgroups) == 0) {
+      TensorGemmSplit doubled = wider;
+      doubled.k_subgroups *= 2;
+      if (workgroup_bytes(doubled) > kMaxStagedBytes) break;
+      wider = doubled;
+    }
+    return wider;
+  };
+  if (gathered_x) return with_k_subgroups(with_column_subgroups(split, kMaxWorkgroupSubgroups));
+  // Int4's and NVFP4's column pairs (FormatTraits::column_subgroups) where a lane holds one
+  // m-tile's rows g (m <= 8, where the weights are most of the staging) and the workgroup
+  // has k-subgroups without them. On the H100 model: NVFP4 at 4096x4096 m = 2-8 3.8-4.2 ->
+  // 3.2-3.5 us, int4 at 4096x11008 m = 8 12.1 -> 9.5. Not for one-subgroup workgroups
+  // (int4 at 11008x4096 m = 2: 9.0 -> 9.9) nor at m >= 16 (4096x11008: 11.3 -> 13.3).
+  const TensorGemmSplit unpaired = with_k_subgroups(split);
+  if (format.column_subgroups == 1 || unpaired.k_subgroups == 1 || split.elements() != 2) return unpaired;
+  return with_k_subgroups(with_column_subgroups(split, format.column_subgroups));
 }
 
 /// What stage_rows copies from and to, and the split's place.
@@ -263,6 +286,10 @@ struct Staging {
   /// The invocation's place among the column subgroups that share the x tile (lane for one).
   Expr x_lane;
   Expr w_base, x_base;  // the subgroup's first element of w_tile and x_tile
+  /// Where the column subgroups sharing the x tile copy each other's weight rows (int4's and
+  /// NVFP4's pairs, FormatTraits::column_subgroups): their first column, and the first word
+  /// of the first one's weight tile (the others' follow, weight_tile_words apart).
+  Expr shared_first_column, shared_w_base;
   /// Weight rows of one pipeline stage (pipeline_stages): the part's, or whole blocks of it.
   std::uint32_t stage_rows = 0;
 };
@@ -429,19 +456,37 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
   const Expr first_byte = bytes ? at.first_column : at.first_column / 2u;
   const std::uint32_t row_chunks = rows / 8;  // 16-byte chunks of one x row
   const Expr lane = at.lane;
+  // The column subgroups sharing the x tile copy its rows together, and where a weight row
+  // of a column tile is one chunk (int4, NVFP4) each other's weight rows: invocation i of
+  // the L = 32 * column_subgroups (Staging::x_lane) copies row i / column_subgroups of
+  // column tile i % column_subgroups, so that a request reads whole sectors.
+  const std::uint32_t column_subgroups = copy_x ? split.column_subgroups : 1;
+  const std::uint32_t lanes = kSubgroupSize * column_subgroups;
+  const bool shared_w = byte_rows && weight_chunks == 1 && column_subgroups > 1;
+  const Expr copier = column_subgroups == 1 ? lane : at.x_lane;
   // Whether x rows past m must be tested at run time (only the last row tile has them).
   const bool test_rows = split.row_tiles > 1 && m % split.tile_rows() != 0;
-  if (!ragged && (row_chunks % kSubgroupSize == 0 || kSubgroupSize % row_chunks == 0)) {
+  if (!ragged && (row_chunks % lanes == 0 || lanes % row_chunks == 0)) {
     // Lane l copies chunk l % weight_chunks of row l / weight_chunks, chunk_rows rows at once.
     if (byte_rows) {
-      Expr w_destination = weight_chunks == 1 ? region.let("w_destination", at.w_base + lane * 4u)
-                                              : region.let("w_destination", at.w_base + fp8_tile_words(lane / 2u, lane % 2u));
-      Expr w_source = weight_chunks == 1
+      Expr w_column_tile = shared_w ? region.let("w_column_tile", copier % column_subgroups) : Expr();
+      Expr w_row = shared_w ? region.let("w_row", copier / column_subgroups) : lane;
+      Expr w_destination =
+          shared_w            ? region.let("w_destination", at.shared_w_base + w_column_tile * split.weight_tile_words() + w_row * 4u)
+          : weight_chunks == 1 ? region.let("w_destination", at.w_base + lane * 4u)
+                               : region.let("w_destination", at.w_base + fp8_tile_words(lane / 2u, lane % 2u));
+      Expr w_source = shared_w ? region.let("w_source", (at.k_start + w_row) * row_bytes + at.shared_first_column / 2u +
+                                                            w_column_tile * 16u)
+                      : weight_chunks == 1
                           ? region.let("w_source", (at.k_start + lane) * row_bytes + first_byte)
                           : region.let("w_source", (at.k_start + lane / weight_chunks) * row_bytes + first_byte +
                                                        (lane % weight_chunks) * 16u);
       // Stages start at multiples of 16 rows, which keep fp8_tile_words' swaps.
-      stages.push_back([&region, at, rows, chunk_rows, row_bytes, row_words, weight_chunks, lane, w_destination,
+      // A copy's rows past the stage's (a stage shorter than a copy) are skipped: by the
+      // copier's row (shared copies) or its lane's (chunks of a row are consecutive lanes).
+      Expr copy_row = shared_w ? w_row : lane;
+      const std::uint32_t row_copiers = shared_w ? 1 : weight_chunks;
+      stages.push_back([&region, at, rows, chunk_rows, row_bytes, row_words, row_copiers, copy_row, w_destination,
                         w_source](std::uint32_t stage) {
         for (std::uint32_t c = 0; c * chunk_rows < rows; ++c) {
           const std::uint32_t first = stage * rows + c * chunk_rows;  // of the copy's rows
@@ -449,25 +494,25 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
             body.async_copy(at.w_tile, plus(w_destination, first * row_words), at.w, plus(w_source, first * row_bytes), 16);
           };
           if ((c + 1) * chunk_rows <= rows) copy(region);
-          else region.if_then(lane < u32((rows - c * chunk_rows) * weight_chunks), copy);
+          else region.if_then(copy_row < u32((rows - c * chunk_rows) * row_copiers), copy);
         }
       });
     }
     if (!copy_x) return stages;
     // x: a copy covers `rows_per_copy` tile rows (row_chunks divides 32) or a 32-chunk
     // stretch of one row (32 divides row_chunks).
-    const std::uint32_t rows_per_copy = std::max(1u, kSubgroupSize / row_chunks);
-    const std::uint32_t copies_per_row = std::max(1u, row_chunks / kSubgroupSize);
-    Expr lane_row = rows_per_copy > 1 ? region.let("x_lane_row", lane / row_chunks) : u32(0);
-    Expr lane_column = region.let("x_lane_column", (rows_per_copy > 1 ? lane % row_chunks : lane) * 8u);
+    const std::uint32_t rows_per_copy = std::max(1u, lanes / row_chunks);
+    const std::uint32_t copies_per_row = std::max(1u, row_chunks / lanes);
+    Expr lane_row = rows_per_copy > 1 ? region.let("x_lane_row", copier / row_chunks) : u32(0);
+    Expr lane_column = region.let("x_lane_column", (rows_per_copy > 1 ? copier % row_chunks : copier) * 8u);
     Expr x_destination = region.let("x_destination", at.x_base + lane_row * split.x_pitch() + lane_column);
     Expr x_source = region.let("x_source", (at.first_row + lane_row) * k + at.k_start + lane_column);
     const std::uint32_t pitch = split.x_pitch();
-    stages.push_back([&region, at, rows, x_rows, rows_per_copy, copies_per_row, lane_row, x_destination, x_source,
-                      pitch, test_rows, m, k](std::uint32_t stage) {
+    stages.push_back([&region, at, rows, x_rows, rows_per_copy, copies_per_row, lanes, lane_row, x_destination,
+                      x_source, pitch, test_rows, m, k](std::uint32_t stage) {
       for (std::uint32_t tile_row = 0; tile_row < x_rows; tile_row += rows_per_copy) {
         for (std::uint32_t c = 0; c < copies_per_row; ++c) {
-          const std::uint32_t column = stage * rows + c * kSubgroupSize * 8;
+          const std::uint32_t column = stage * rows + c * lanes * 8;
           auto copy = [&, tile_row, column](Body& body) {
             body.async_copy(at.x_tile, plus(x_destination, tile_row * pitch + column), at.x,
                             plus(x_source, tile_row * k + column), 16);
@@ -484,8 +529,17 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
   }
   if (rows != split.rows()) throw std::logic_error("a ragged or loop-copied part is staged in one stage");
   stages.push_back([&region, at, split, rows, x_rows, row_chunks, byte_rows, copy_x, weight_chunks, row_bytes,
-                    first_byte, lane, m, k](std::uint32_t) {
-    if (byte_rows) region.loop("w_copy", u32(0), u32(ceil_div(rows * weight_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
+                    first_byte, lane, column_subgroups, lanes, shared_w, copier, m, k](std::uint32_t) {
+    if (shared_w) region.loop("w_copy", u32(0), u32(ceil_div(rows, kSubgroupSize)), [&](Body& loop, Expr c) {
+      Expr chunk = loop.let("w_chunk", c * lanes + copier);
+      Expr row = loop.let("copy_row", chunk / column_subgroups);
+      Expr column_tile = loop.let("w_column_tile", chunk % column_subgroups);
+      loop.if_then(row < at.split_rows, [&](Body& copy) {
+        copy.async_copy(at.w_tile, at.shared_w_base + column_tile * split.weight_tile_words() + row * 4u, at.w,
+                        (at.k_start + row) * row_bytes + at.shared_first_column / 2u + column_tile * 16u, 16);
+      });
+    });
+    else if (byte_rows) region.loop("w_copy", u32(0), u32(ceil_div(rows * weight_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
       Expr chunk = loop.let(weight_chunks == 1 ? "copy_row" : "w_chunk", c * kSubgroupSize + lane);
       Expr row = weight_chunks == 1 ? chunk : loop.let("copy_row", chunk / weight_chunks);
       loop.if_then(row < at.split_rows, [&](Body& copy) {
@@ -495,8 +549,8 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
         copy.async_copy(at.w_tile, at.w_base + destination, at.w, source, 16);
       });
     });
-    if (copy_x) region.loop("x_copy", u32(0), u32(ceil_div(x_rows * row_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
-      Expr chunk = loop.let("chunk", c * kSubgroupSize + lane);
+    if (copy_x) region.loop("x_copy", u32(0), u32(ceil_div(x_rows * row_chunks, lanes)), [&](Body& loop, Expr c) {
+      Expr chunk = loop.let("chunk", c * lanes + copier);
       Expr tile_row = loop.let("tile_row", chunk / row_chunks);
       Expr column = loop.let("chunk_column", (chunk % row_chunks) * 8u);
       Expr source_row = m % split.tile_rows() == 0 ? at.first_row + tile_row : min(at.first_row + tile_row, u32(m - 1));
@@ -662,6 +716,13 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       declare_k_subgroup_meeting(program, k_subgroups, column_subgroups * kSubgroupSize * met_per_lane, ScalarType::F32,
                                  split.meeting_in_weight_tile() ? w_tile : BufferRef{});
   program.launch({kSubgroupSize * subgroups, 1, 1}, {column_tiles / column_subgroups, split.row_tiles, split.splits()});
+  // One wave where the registers allow (SplitK.h). Where a lane holds two elements of one
+  // m-tile (m <= 8), ptxas's 62-99 registers fit 64 without spills; with more (16 or 32
+  // accumulators) they do not (NVFP4 at 4096x4096, m = 16: 72 registers, 92 bytes spilled at 64).
+  if (split.elements() == 2) {
+    program.min_resident_workgroups(one_wave_resident_workgroups(
+        program.workgroups(), program.invocations_per_workgroup(), program.static_shared_bytes(), kLeastHintedRegisters));
+  }
   program.body([&](Body& body) {
     body.region(format.region, [&](Body& region) {
       Expr local = subgroups == 1 ? Expr() : region.let("local", local_id(0));
@@ -700,8 +761,16 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       // The pipeline's stages (pipeline_stages): the first cp.async group also holds the
       // part's sidecars or scales, each later one only its blocks' weight and x rows.
       const std::uint32_t stages = pipeline_stages(split, ragged);
-      const Staging staging{w_tile,    x_tile,       w,     x,      lane,   k_start, split_rows,
-                            first_row, first_column, x_lane, w_base, x_base, rows / stages};
+      // Column subgroups that copy each other's weight rows (FormatTraits::column_subgroups).
+      const bool shared_w_copies = column_subgroups > 1 && !gptq;
+      Expr shared_first_column = !shared_w_copies ? Expr()
+                                 : region.let("shared_first_column", workgroup_id(0) * (column_subgroups * kTileColumns));
+      Expr shared_w_base = !shared_w_copies ? Expr()
+                           : k_subgroups == 1 ? u32(0)
+                                              : region.let("shared_w_base", k_subgroup * (column_subgroups * w_tile_words));
+      const Staging staging{w_tile,    x_tile,       w,      x,      lane,   k_start,             split_rows,
+                            first_row, first_column, x_lane, w_base, x_base, shared_first_column, shared_w_base,
+                            rows / stages};
       const std::vector<StageCopies> stage_copies = stage_rows(region, staging, split, m, k, n, ragged, perm.name.empty());
       if (nf4) {
         // NF4's scales are column-major too (b_scales[column * blocks + block]), into

@@ -12,6 +12,7 @@ std::string metadata_json(const KernelMetadata& metadata) {
   json["block"] = metadata.block;
   json["dynamic_shared_bytes"] = metadata.dynamic_shared_bytes;
   json["static_shared_bytes"] = metadata.static_shared_bytes;
+  json["min_ctas_per_sm"] = metadata.min_ctas_per_sm;
   json["parameters"] = nlohmann::ordered_json::array();
   for (const KernelMetadata::Parameter& parameter : metadata.parameters) {
     const ir::BufferDecl& buffer = parameter.buffer;

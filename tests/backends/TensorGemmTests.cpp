@@ -24,6 +24,7 @@
 #include "ir/ops/Nf4Gemm.h"
 #include "ir/ops/Quantize.h"
 #include "ir/ops/Registry.h"
+#include "ir/ops/SplitK.h"
 #include "ir/ops/TensorDecode.h"
 #include "ir/ops/TensorGemm.h"
 #include "lower/LowerToPtx.h"
@@ -302,12 +303,16 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ agree wit
       shapes.push_back({3, 2048, 32, 64, mode, activation});    // eight k-subgroups, four splits
       shapes.push_back({20, 1040, 32, 48, mode, activation});   // odd k-steps a block, ragged; 20 rows staged
       shapes.push_back({40, 512, 64, 64, mode, activation});    // two row tiles; k-subgroups meet in their own array
+      shapes.push_back({3, 2048, 64, 64, mode, activation});    // column pairs copying each other's weight rows
+      shapes.push_back({7, 736, 128, 64, mode, activation});    // column pairs, the last part ragged
     }
     shapes.push_back(nvfp4(2, 64, 32, activation));     // one ragged 128-row block
     shapes.push_back(nvfp4(9, 736, 32, activation));    // ragged last part and block
     shapes.push_back(nvfp4(3, 2048, 32, activation));   // k-subgroups and splits
     shapes.push_back(nvfp4(20, 1040, 64, activation));  // 20 rows staged, ragged
     shapes.push_back(nvfp4(40, 512, 64, activation));   // two row tiles; k-subgroups meet in their own array
+    shapes.push_back(nvfp4(3, 2048, 64, activation));   // column pairs
+    shapes.push_back(nvfp4(6, 736, 128, activation));   // column pairs, the last part ragged
     for (Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
       shapes.push_back(fp8(2, 64, 32, format, activation));     // one ragged staging block
       shapes.push_back(fp8(9, 736, 64, format, activation));    // ragged last part and block
@@ -461,6 +466,9 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ: the emul
                          Shape{3, 2048, 32, 64, BlockAffineMode::ZeroPoint, ScalarType::F16},
                          Shape{20, 1040, 32, 48, BlockAffineMode::Offset, ScalarType::BF16},
                          Shape{40, 512, 64, 64, BlockAffineMode::ZeroPoint, ScalarType::F16},
+                         Shape{3, 2048, 64, 64, BlockAffineMode::ZeroPoint, ScalarType::F16},
+                         Shape{7, 736, 128, 64, BlockAffineMode::Offset, ScalarType::BF16},
+                         nvfp4(2, 2048, 64, ScalarType::BF16), nvfp4(6, 736, 128, ScalarType::F16),
                          nvfp4(5, 128, 64, ScalarType::F16), nvfp4(33, 96, 32, ScalarType::BF16),
                          nvfp4(9, 736, 32, ScalarType::F16), nvfp4(3, 2048, 32, ScalarType::BF16),
                          nvfp4(40, 512, 64, ScalarType::F16), fp8(5, 128, 64, Fp8Format::E4M3, ScalarType::F16),
@@ -550,10 +558,11 @@ TEST_CASE("tensor-core dequant_matmul_int4: k-subgroups meet in shared memory wh
     std::uint32_t invocations, splits;
   };
   // 4096x4096 at m = 2: 16 parts of two blocks, each staging 2 x 128 rows of 16 bytes of W
-  // and 4 of x plus 512 bytes of sidecars (5.5 KiB): eight k-subgroups, two splits. At
+  // and 4 of x plus 512 bytes of sidecars (5.5 KiB): eight k-subgroups would fit; with the
+  // column pairs of m <= 8 (next test) four k-subgroups of a pair each, four splits. At
   // m = 16 (32 bytes of x a row) two k-subgroups fit, eight splits. At m = 32 the meeting
   // (32 sums a lane, 4 KiB) does not fit a part's 2 KiB weight tile and takes its own array.
-  for (const Expected& e : {Expected{{2, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 256, 2},
+  for (const Expected& e : {Expected{{2, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 256, 4},
                             Expected{{16, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 64, 8},
                             Expected{{32, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 64, 16},
                             Expected{{3, 2048, 32, 64, BlockAffineMode::Symmetric, ScalarType::BF16}, 256, 4}}) {
@@ -587,6 +596,62 @@ TEST_CASE("tensor-core GPTQ act-order: column subgroups share one gathered x til
     CHECK(program.invocations_per_workgroup() == e.invocations);
     CHECK(program.workgroup_count[0] == e.column_workgroups);
     CHECK(program.workgroup_count[2] == e.splits);
+  }
+}
+
+TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4 at m <= 8: column pairs whose requests read whole sectors of weight rows",
+          "[backends][tensor_gemm]") {
+  struct Expected {
+    Shape shape;
+    std::uint32_t invocations, column_workgroups, splits;
+  };
+  // A weight row of 32 columns is 16 bytes, half a sector: where a workgroup had
+  // k-subgroups, two column subgroups copy both halves of each row in one request. 4096x4096
+  // at m = 2: 2 x 4 subgroups (eight k-subgroups without pairs, two splits). Not where a
+  // workgroup is one subgroup (11008x4096 at m = 2), nor at m = 16.
+  for (const Expected& e : {Expected{{2, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 256, 64, 4},
+                            Expected{nvfp4(4, 4096, 4096, ScalarType::F16), 256, 64, 8},
+                            Expected{{3, 2048, 64, 64, BlockAffineMode::Symmetric, ScalarType::F16}, 256, 1, 8},
+                            Expected{{7, 736, 128, 64, BlockAffineMode::Offset, ScalarType::BF16}, 128, 2, 3},
+                            Expected{nvfp4(6, 736, 128, ScalarType::F16), 128, 2, 3},
+                            Expected{{2, 11008, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 32, 128, 43},
+                            Expected{{16, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 64, 128, 8}}) {
+    INFO(describe(e.shape));
+    const ir::Program program = tensor_program(e.shape);
+    CHECK(program.invocations_per_workgroup() == e.invocations);
+    CHECK(program.workgroup_count[0] == e.column_workgroups);
+    CHECK(program.workgroup_count[2] == e.splits);
+  }
+}
+
+TEST_CASE("tensor-core GEMMs whose grid passes one wave at ptxas's registers ask for the CTAs per SM that make it one",
+          "[backends][tensor_gemm]") {
+  using ir::ops::one_wave_resident_workgroups;
+  // ceil(workgroups / 132 SMs), where an H100 SM holds that many: 32 CTAs, 2048 threads,
+  // 228 KiB of shared memory less 1 KiB a CTA, the registers asked for (units of 8).
+  CHECK(one_wave_resident_workgroups(512, 256, 27648, 64) == 4);  // 64 registers
+  CHECK(one_wave_resident_workgroups(133, 256, 0, 64) == 2);
+  CHECK(one_wave_resident_workgroups(2752, 32, 4096, 64) == 21);  // 96 registers, 105 KiB
+  CHECK(one_wave_resident_workgroups(132, 256, 0, 64) == 0);  // one wave already
+  CHECK(one_wave_resident_workgroups(1024, 256, 0, 64) == 0);  // 8 x 256 threads: 32 registers
+  CHECK(one_wave_resident_workgroups(660, 128, 0, 64) == 5);  // 5 x 128 threads: 102 -> 96 registers
+  CHECK(one_wave_resident_workgroups(660, 256, 0, 64) == 0);  // 5 x 256 threads: 51 -> 48 registers
+  CHECK(one_wave_resident_workgroups(512, 256, 56 * 1024, 64) == 4);  // 4 x 57 KiB: all 228 KiB
+  CHECK(one_wave_resident_workgroups(512, 256, 56 * 1024 + 16, 64) == 0);
+  CHECK(one_wave_resident_workgroups(4225, 32, 0, 64) == 0);  // 33 CTAs: past the 32 an SM holds
+  CHECK(one_wave_resident_workgroups(512, 128, 0, 128) == 4);  // the registers a program needs
+  CHECK(one_wave_resident_workgroups(512, 256, 0, 128) == 0);
+  // NF4 at 4096x4096, m = 2..8: 512 workgroups of eight subgroups. ptxas gives 72
+  // registers unasked (3 CTAs an SM: two waves); asked for 4, it fits 64 without spills.
+  for (std::uint32_t m : {2u, 8u}) {
+    const ir::Program program = tensor_program(nf4(m, 4096, 4096, ScalarType::F16));
+    INFO(describe(nf4(m, 4096, 4096, ScalarType::F16)));
+    CHECK(program.workgroup_count[0] * program.workgroup_count[1] * program.workgroup_count[2] == 512);
+    CHECK(program.invocations_per_workgroup() == 256);
+    CHECK(program.min_resident_workgroups == 4);
+    const std::string ptx = lower::lower_to_ptx(lower::optimize(program, lower::PassOptions{}), ptx::parse_target("sm_90"));
+    CHECK_THAT(ptx, Catch::Contains(")\n.maxntid 256, 1, 1\n.minnctapersm 4\n{\n"));
+    CHECK_THAT(ptx, Catch::Contains("registers fit for 4 CTAs per SM (.minnctapersm)"));
   }
 }
 
@@ -648,7 +713,8 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ assemble 
                          nvfp4(16, 4096, 4096, ScalarType::F16), nvfp4(64, 4096, 11008, ScalarType::BF16),
                          fp8(16, 4096, 4096, Fp8Format::E4M3, ScalarType::BF16),
                          fp8(64, 4096, 11008, Fp8Format::E5M2, ScalarType::BF16),
-                         nf4(16, 4096, 4096, ScalarType::F16), nf4(64, 4096, 11008, ScalarType::BF16),
+                         nf4(2, 4096, 4096, ScalarType::F16), nf4(16, 4096, 4096, ScalarType::F16),
+                         nf4(64, 4096, 11008, ScalarType::BF16),
                          gptq(16, 4096, 4096, 128, ScalarType::F16, true), gptq(64, 4096, 11008, 128, ScalarType::BF16),
                          gptq(8, 11008, 4096, 128, ScalarType::BF16, true)}) {
     // The -O2 program, as `quantc emit` and the runtime lower it.
@@ -660,6 +726,11 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ assemble 
       INFO(name << "\n" << result.log);
       CHECK(result.success);
       CHECK(result.spill_bytes() == 0);
+      // A kernel that asks for CTAs per SM (.minnctapersm) gets the registers that let them.
+      if (program.min_resident_workgroups != 0) {
+        CHECK(std::uint64_t(result.registers) * program.invocations_per_workgroup() *
+                  program.min_resident_workgroups <= 65536);
+      }
     }
     CHECK_THROWS_WITH(lower::lower_to_ptx(program, ptx::parse_target("sm_75")), Catch::Contains("needs sm_80"));
   }

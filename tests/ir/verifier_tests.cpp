@@ -73,6 +73,13 @@ TEST_CASE("launch shapes and output ranges are checked", "[verifier]") {
   CHECK_THAT(problems, Catch::Contains("2048 invocations per workgroup exceed the CUDA limit of 1024"));
   CHECK_THAT(problems, Catch::Contains("workgroup_count.x is 0"));
   CHECK_THAT(problems, Catch::Contains("output byte range [0, 17) lies outside its 16 bytes"));
+
+  Program resident = base_program();  // 32 invocations a workgroup
+  resident.min_resident_workgroups = 64;
+  CHECK(verify(resident).empty());
+  resident.min_resident_workgroups = 65;
+  CHECK_THAT(problems_of(resident), Catch::Contains("min_resident_workgroups 65 of 32 invocations each exceed the "
+                                                    "2048 threads an SM holds; ask for at most 64 workgroups"));
 }
 
 TEST_CASE("redeclaration in scope and assignment to loop variables are reported", "[verifier]") {

@@ -110,6 +110,20 @@ TEST_CASE("parse errors name line, column and the problem", "[parser]") {
   CHECK(error_of(header + "{\n  let a: i32 = 1u32\n}\n") == "case.qir:4:10: error: let a is declared i32 but its value has type u32");
 }
 
+TEST_CASE("a request for resident workgroups round-trips, and only a program with one prints it", "[parser]") {
+  const std::string header = "program \"p\" workgroup_size(256, 1, 1) workgroup_count(512, 1, 1)";
+  const std::string rest = "\nbuffer @0 x: read_only f32[4]\n{\n}\n";
+  const Program program = parse_program(header + " min_resident_workgroups(4)" + rest, "resident.qir");
+  CHECK(program.min_resident_workgroups == 4);
+  check_round_trip(program);
+  CHECK_THAT(print(program), Catch::StartsWith(header + " min_resident_workgroups(4)\n"));
+  const Program plain = parse_program(header + rest, "plain.qir");
+  CHECK(plain.min_resident_workgroups == 0);
+  CHECK_THAT(print(plain), Catch::StartsWith(header + "\n"));
+  CHECK_THROWS_WITH(parse_program(header + " min_resident_workgroups 4" + rest, "bad.qir"),
+                    Catch::Contains("bad.qir:1:") && Catch::Contains("expected '('"));
+}
+
 TEST_CASE("workgroup arrays round-trip and their header states the static shared bytes", "[parser][shared]") {
   const Program program = quantc::testing::shared_memory_program();
   check_round_trip(program);
