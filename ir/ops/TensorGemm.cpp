@@ -88,10 +88,11 @@ struct FormatTraits {
   /// Whether each block's mma sums fold into f32 accumulators with its sidecars (int4,
   /// NF4), rather than running over the whole part (scales in B or per column).
   bool folds_blocks;
-  /// Column subgroups a workgroup takes where x is not gathered (TensorGemmSplit): 2 for
-  /// the row-major nibbles of int4 and NVFP4, whose 16 bytes a weight row of one column
-  /// tile are half a 32-byte sector; the pair's lanes copy both halves of each row in one
-  /// request (stage_rows), which halves the weight loads' sectors and 128-byte lines.
+  /// Column subgroups a workgroup takes at m <= 8 where x is not gathered
+  /// (tensor_gemm_split): 2 for the row-major nibbles of int4 and NVFP4, whose 16 bytes a
+  /// weight row of one column tile are half a 32-byte sector; the pair's lanes copy both
+  /// halves of each row in one request (stage_rows), which halves the weight loads' sectors
+  /// and 128-byte lines (the memory pipe's wavefronts).
   std::uint32_t column_subgroups;
 };
 
@@ -124,8 +125,9 @@ struct TensorGemmSplit {
   /// Subgroups of a workgroup on adjacent column tiles of the same part ("column
   /// subgroups"), sharing one x tile a k-subgroup: GPTQ act-order's, whose gather through
   /// perm (gather_x_rows) is the costliest staging, so that each part's x is gathered once
-  /// per column_subgroups column tiles rather than once per tile. Subgroup w of a workgroup
-  /// is column subgroup w % column_subgroups of k-subgroup w / column_subgroups.
+  /// per column_subgroups column tiles rather than once per tile; int4's and NVFP4's pairs
+  /// (FormatTraits::column_subgroups), which copy each other's weight rows. Subgroup w of a
+  /// workgroup is column subgroup w % column_subgroups of k-subgroup w / column_subgroups.
   std::uint32_t column_subgroups = 1;
   std::uint32_t subgroups() const { return column_subgroups * k_subgroups; }  // per workgroup
   std::uint32_t splits() const { return parts / k_subgroups; }  // workgroups per tile
@@ -221,10 +223,11 @@ TensorGemmSplit block_split(TensorWeights weights, std::uint32_t m, std::uint32_
 /// passes kPreferredStagedBytes or its rows kPreferredPartRows and blocks allow; no part
 /// is left empty. Where x is gathered (`gathered_x`: GPTQ act-order), then as many column
 /// subgroups (a power of two dividing the column tiles) as fit kMaxStagedBytes: each
-/// doubling halves the gathers. Then as many k-subgroups per workgroup (a power of two;
-/// kMaxWorkgroupSubgroups subgroups at most, column subgroups included) as divide the parts
-/// with all their stagings (and their meeting, where the weight tiles cannot hold it) within
-/// kMaxStagedBytes: every halving of the splits halves the partial sums that cross DRAM.
+/// doubling halves the gathers; int4's and NVFP4's column pairs, below. Then as many
+/// k-subgroups per workgroup (a power of two; kMaxWorkgroupSubgroups subgroups at most,
+/// column subgroups included) as divide the parts with all their stagings (and their
+/// meeting, where the weight tiles cannot hold it) within kMaxStagedBytes: every halving of
+/// the splits halves the partial sums that cross DRAM.
 TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::uint32_t k, std::uint32_t n,
                                   std::uint32_t block_size, bool gathered_x) {
   TensorGemmSplit split = block_split(weights, m, block_size);
@@ -499,8 +502,8 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
       });
     }
     if (!copy_x) return stages;
-    // x: a copy covers `rows_per_copy` tile rows (row_chunks divides 32) or a 32-chunk
-    // stretch of one row (32 divides row_chunks).
+    // x: a copy covers `rows_per_copy` tile rows (row_chunks divides L = lanes) or an
+    // L-chunk stretch of one row (L divides row_chunks).
     const std::uint32_t rows_per_copy = std::max(1u, lanes / row_chunks);
     const std::uint32_t copies_per_row = std::max(1u, row_chunks / lanes);
     Expr lane_row = rows_per_copy > 1 ? region.let("x_lane_row", copier / row_chunks) : u32(0);

@@ -35,7 +35,12 @@
 //   k-subgroup, so that its gather through perm, one 2-byte load and one L1 wavefront an
 //   element, happens once per column subgroups' tiles rather than once per tile (on the
 //   H100 model, 4096x4096 at m = 16: 28.5 -> 5.2 us, against 3.9 without act-order).
-//   Grid: (n / 32 / column subgroups, ceil(m / M), parts / k-subgroups).
+//   int4's and NVFP4's workgroups at m <= 8 that have k-subgroups hold column pairs: two
+//   column subgroups whose row-major weight rows (16 bytes a column tile, half a 32-byte
+//   sector) they copy together, each request reading whole sectors, and one x tile.
+//   Grid: (n / 32 / column subgroups, ceil(m / M), parts / k-subgroups). At m <= 8, a grid
+//   of more than one wave of workgroups asks for as many per SM as make it one, where 64
+//   registers a thread remain (Program::min_resident_workgroups, PTX .minnctapersm).
 //   The workgroups of a tile (each column subgroup's its own) meet through the split-K scratch (`partials` f32[splits * 32
 //   * met * n/32 * ceil(m/M)], lane-interleaved so that a subgroup's f32x4 stores cover
 //   512 contiguous bytes; `arrivals` u32[n/32 * ceil(m/M)]) in split order, as every

@@ -110,7 +110,7 @@ TEST_CASE("parse errors name line, column and the problem", "[parser]") {
   CHECK(error_of(header + "{\n  let a: i32 = 1u32\n}\n") == "case.qir:4:10: error: let a is declared i32 but its value has type u32");
 }
 
-TEST_CASE("a request for resident workgroups round-trips, and only a program with one prints it", "[parser]") {
+TEST_CASE("a request for resident workgroups round-trips and only a program with one prints it", "[parser]") {
   const std::string header = "program \"p\" workgroup_size(256, 1, 1) workgroup_count(512, 1, 1)";
   const std::string rest = "\nbuffer @0 x: read_only f32[4]\n{\n}\n";
   const Program program = parse_program(header + " min_resident_workgroups(4)" + rest, "resident.qir");
