@@ -89,6 +89,8 @@ TEST_CASE("quantc emit --metadata writes the launch metadata that the PTX header
                                                 int(block[2]))));
     CHECK_THAT(ptx, Catch::Contains(fmt::format(".maxntid {}, {}, {}", int(block[0]), int(block[1]), int(block[2]))));
     CHECK(metadata["dynamic_shared_bytes"] == 0);
+    CHECK(metadata["min_ctas_per_sm"] == 0);  // none of these asks for CTAs per SM
+    CHECK(ptx.find(".minnctapersm") == std::string::npos);
     // One parameter object per `.param .u64`, in order, each a buffer the IR declares.
     std::size_t params = 0;
     for (std::size_t at = ptx.find(".param .u64"); at != std::string::npos; at = ptx.find(".param .u64", at + 1)) {
@@ -107,6 +109,16 @@ TEST_CASE("quantc emit --metadata writes the launch metadata that the PTX header
                                                         std::uint64_t(parameter["count"]))));
       CHECK(parameter.contains("result_bytes") == (parameter["access"] != "read_only"));
     }
+  }
+  // The tensor-core NF4 GEMM at m = 2 asks for 4 CTAs an SM: one wave of its 512 (ir/ops/TensorGemm.h).
+  {
+    const std::string spec = write_text(dir / "nf4_m2.json", R"({"op": "nf4_gemm", "m": 2, "k": 4096, "n": 4096, )"
+                                                             R"("accumulate": "f32", "activation": "f16", "schedule": "fast"})");
+    const fs::path ptx_path = dir / "nf4_m2.ptx", metadata_path = dir / "nf4_m2.meta.json";
+    REQUIRE(run_quantc("emit " + spec + " -o " + ptx_path.string() + " --metadata " + metadata_path.string()).exit_code == 0);
+    CHECK(nlohmann::json::parse(read_text(metadata_path))["min_ctas_per_sm"] == 4);
+    CHECK_THAT(read_text(ptx_path), Catch::Contains(".maxntid 256, 1, 1\n.minnctapersm 4\n"));
+    CHECK_THAT(run_quantc("ir " + spec).output, Catch::Contains("workgroup_count(128, 1, 4) min_resident_workgroups(4)"));
   }
   // A bad --metadata path fails before anything is written: the PTX output is untouched.
   const fs::path kept = dir / "kept.ptx";
