@@ -319,7 +319,16 @@ TEST_CASE("quantc check assembles for each target and reports registers and spil
   INFO(result.output);
   CHECK(result.exit_code == 0);
   CHECK_THAT(result.output, Catch::Contains("sm_80: ok (ptxas, whole program),") && Catch::Contains("sm_90: ok (ptxas, whole program),") &&
-                                Catch::Contains("0 bytes spill stores"));
+                                Catch::Contains("0 bytes spill stores") && !Catch::Contains(".minnctapersm"));
+  // NF4 on the tensor cores at m = 2 asks for 4 CTAs an SM: 64 registers, no spills.
+  const std::string nf4 = write_text(scratch_dir() / "nf4_m2.json",
+                                     R"({"op": "nf4_gemm", "m": 2, "k": 4096, "n": 4096, "accumulate": "f32", )"
+                                     R"("activation": "f16", "schedule": "fast"})");
+  Result asked = run_quantc("check " + nf4 + " --target sm_90");
+  INFO(asked.output);
+  CHECK(asked.exit_code == 0);
+  CHECK_THAT(asked.output, Catch::Contains("sm_90: ok (ptxas, whole program), 64 registers (fit for 4 CTAs per SM: "
+                                           ".minnctapersm), 0 bytes spill stores"));
 }
 
 TEST_CASE("quantc check --assembler nvjitlink links in process and says it compiled relocatably", "[cli][nvjitlink]") {

@@ -1,6 +1,7 @@
 // quantc check SPEC.json [--target sm_XX]... [--assembler ptxas|nvjitlink] [pipeline flags]:
 // assemble the spec's PTX for each target (default: the spec's target, else sm_80) and
-// report registers, spill bytes and assembler errors. `ptxas` compiles whole-program
+// report registers (and the CTAs per SM they were fit for, where the kernel asks with
+// `.minnctapersm`), spill bytes and assembler errors. `ptxas` compiles whole-program
 // (`ptxas -v -O3`), as the driver does when it JIT-loads PTX; `nvjitlink` links a cubin
 // in process, which always compiles relocatably (what `emit --format cubin` ships).
 // Exits 1 when any target fails or spills.
@@ -30,8 +31,13 @@ bool check_target(const CheckOptions& options, const ir::Program& program, const
     fmt::print("{}: FAILED ({})\n{}\n", target.name(), options.assembler, result.log);
     return false;
   }
-  fmt::print("{}: ok ({}, {}), {} registers, {} bytes spill stores, {} bytes spill loads\n", target.name(),
-             options.assembler, options.assembler == "ptxas" ? "whole program" : "relocatable", result.registers, result.spill_store_bytes, result.spill_load_bytes);
+  // A kernel that asks for CTAs per SM (.minnctapersm) had its registers capped to fit them.
+  const std::string resident = program.min_resident_workgroups == 0
+                                   ? std::string()
+                                   : fmt::format(" (fit for {} CTAs per SM: .minnctapersm)", program.min_resident_workgroups);
+  fmt::print("{}: ok ({}, {}), {} registers{}, {} bytes spill stores, {} bytes spill loads\n", target.name(),
+             options.assembler, options.assembler == "ptxas" ? "whole program" : "relocatable", result.registers,
+             resident, result.spill_store_bytes, result.spill_load_bytes);
   return result.spill_store_bytes + result.spill_load_bytes == 0;
 }
 
