@@ -77,8 +77,8 @@ inline constexpr std::uint64_t kMaxStaticSharedBytes = 48 * 1024;
 inline constexpr std::uint64_t kMaxWorkgroupInvocations = 1024;
 /// Shared arrays start at this byte alignment (each array's offset is rounded up).
 inline constexpr std::uint32_t kSharedAlignment = 16;
-/// Threads an SM of every supported target holds at once, at most (sm_75: 1024; sm_80,
-/// sm_90: 2048): the bound on min_resident_workgroups x invocations per workgroup.
+/// The most threads an SM holds at once on any supported target (sm_80, sm_90: 2048;
+/// sm_75: 1024): the bound on min_resident_workgroups x invocations per workgroup.
 inline constexpr std::uint64_t kMaxResidentInvocations = 2048;
 
 struct Program {

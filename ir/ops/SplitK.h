@@ -168,9 +168,10 @@ std::uint32_t fit_k_subgroups_to_one_wave(std::uint32_t k_subgroups, std::uint64
 /// wave on kTargetSms SMs: ceil(workgroups / kTargetSms), where that is 2 or more and an
 /// H100 SM can hold that many (32 CTAs, 2048 threads, 228 KiB of shared memory less 1 KiB
 /// a workgroup, and each thread at least `least_registers` of the 65536 registers, in
-/// ptxas's units of 8: what the program needs without spilling); else 0, no request. One wave of workgroups instead of a full wave
-/// and a partial one, whose warps' whole serial chains add to the time while most SMs
-/// idle (CostModel.h charges each wave its longest chain).
+/// ptxas's units of 8: what the program needs without spilling); else 0, no request. One
+/// wave of workgroups instead of a full wave and a partial one, whose warps' whole serial
+/// chains add to the time while most SMs idle (CostModel.h charges each wave its longest
+/// chain).
 std::uint32_t one_wave_resident_workgroups(std::uint64_t workgroups, std::uint32_t invocations,
                                            std::uint64_t shared_bytes, std::uint32_t least_registers);
 
