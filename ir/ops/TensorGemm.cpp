@@ -150,6 +150,10 @@ struct TensorGemmSplit {
   }
   /// Whether lanes load their A fragments with 16-byte loads (GPTQ, NF4) rather than ldmatrix.
   bool lane_loaded_x() const { return weights == TensorWeights::Gptq || weights == TensorWeights::Nf4; }
+  /// Whether the column subgroups are int4's or NVFP4's pairs (FormatTraits::column_subgroups),
+  /// which copy the shared x tile and each other's weight rows together, rather than GPTQ
+  /// act-order's, which gather x (gather_x_rows) and copy their own weight rows.
+  bool paired_columns() const { return column_subgroups > 1 && traits_of(weights).column_subgroups > 1; }
   /// Shared memory the x tile's padding takes (x_pitch), and the most it takes at any rows.
   std::uint32_t x_padding_bytes() const { return x_tile_rows() * (x_pitch() - rows()) * 2; }
   std::uint32_t most_x_padding_bytes() const {
@@ -441,6 +445,17 @@ void gather_x_rows(Body& region, const Staging& at, const BufferRef& perm, const
   }
 }
 
+/// Where a column pair's 16-byte copy of weight row `row` (of the part) of its column tile
+/// `column_tile` goes in w_tile and comes from in w (row_bytes a row of W): stage_rows.
+struct PairedCopy {
+  Expr destination, source;
+};
+PairedCopy paired_copy(const Staging& at, const TensorGemmSplit& split, const Expr& row, const Expr& column_tile,
+                       std::uint32_t row_bytes) {
+  return {at.shared_w_base + column_tile * split.weight_tile_words() + row * 4u,
+          (at.k_start + row) * row_bytes + at.shared_first_column / 2u + column_tile * 16u};
+}
+
 /// The stages' copies of the part's weights and x rows into the tiles (above), each a
 /// StageCopies to call per stage; `copy_x` false leaves x to gather_x_rows.
 std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t m,
@@ -463,9 +478,9 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
   // of a column tile is one chunk (int4, NVFP4) each other's weight rows: invocation i of
   // the L = 32 * column_subgroups (Staging::x_lane) copies row i / column_subgroups of
   // column tile i % column_subgroups, so that a request reads whole sectors.
-  const std::uint32_t column_subgroups = copy_x ? split.column_subgroups : 1;
+  const bool shared_w = split.paired_columns();
+  const std::uint32_t column_subgroups = shared_w ? split.column_subgroups : 1;
   const std::uint32_t lanes = kSubgroupSize * column_subgroups;
-  const bool shared_w = byte_rows && weight_chunks == 1 && column_subgroups > 1;
   const Expr copier = column_subgroups == 1 ? lane : at.x_lane;
   // Whether x rows past m must be tested at run time (only the last row tile has them).
   const bool test_rows = split.row_tiles > 1 && m % split.tile_rows() != 0;
@@ -474,12 +489,12 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
     if (byte_rows) {
       Expr w_column_tile = shared_w ? region.let("w_column_tile", copier % column_subgroups) : Expr();
       Expr w_row = shared_w ? region.let("w_row", copier / column_subgroups) : lane;
+      const PairedCopy paired = shared_w ? paired_copy(at, split, w_row, w_column_tile, row_bytes) : PairedCopy{};
       Expr w_destination =
-          shared_w            ? region.let("w_destination", at.shared_w_base + w_column_tile * split.weight_tile_words() + w_row * 4u)
+          shared_w            ? region.let("w_destination", paired.destination)
           : weight_chunks == 1 ? region.let("w_destination", at.w_base + lane * 4u)
                                : region.let("w_destination", at.w_base + fp8_tile_words(lane / 2u, lane % 2u));
-      Expr w_source = shared_w ? region.let("w_source", (at.k_start + w_row) * row_bytes + at.shared_first_column / 2u +
-                                                            w_column_tile * 16u)
+      Expr w_source = shared_w ? region.let("w_source", paired.source)
                       : weight_chunks == 1
                           ? region.let("w_source", (at.k_start + lane) * row_bytes + first_byte)
                           : region.let("w_source", (at.k_start + lane / weight_chunks) * row_bytes + first_byte +
@@ -538,8 +553,8 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
       Expr row = loop.let("copy_row", chunk / column_subgroups);
       Expr column_tile = loop.let("w_column_tile", chunk % column_subgroups);
       loop.if_then(row < at.split_rows, [&](Body& copy) {
-        copy.async_copy(at.w_tile, at.shared_w_base + column_tile * split.weight_tile_words() + row * 4u, at.w,
-                        (at.k_start + row) * row_bytes + at.shared_first_column / 2u + column_tile * 16u, 16);
+        const PairedCopy paired = paired_copy(at, split, row, column_tile, row_bytes);
+        copy.async_copy(at.w_tile, paired.destination, at.w, paired.source, 16);
       });
     });
     else if (byte_rows) region.loop("w_copy", u32(0), u32(ceil_div(rows * weight_chunks, kSubgroupSize)), [&](Body& loop, Expr c) {
@@ -765,7 +780,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       // part's sidecars or scales, each later one only its blocks' weight and x rows.
       const std::uint32_t stages = pipeline_stages(split, ragged);
       // Column subgroups that copy each other's weight rows (FormatTraits::column_subgroups).
-      const bool shared_w_copies = column_subgroups > 1 && !gptq;
+      const bool shared_w_copies = split.paired_columns();
       Expr shared_first_column = !shared_w_copies ? Expr()
                                  : region.let("shared_first_column", workgroup_id(0) * (column_subgroups * kTileColumns));
       Expr shared_w_base = !shared_w_copies ? Expr()

@@ -248,6 +248,20 @@ ir::Program program_of(const Shape& s, KernelSchedule schedule) {
 ir::Program tensor_program(const Shape& s) { return program_of(s, KernelSchedule::Fast); }
 ir::Program seed_program(const Shape& s) { return program_of(s, KernelSchedule::Seed); }
 
+/// A shape's expected work split: invocations per workgroup (32 per subgroup), workgroups
+/// along the column tiles (n / 32 / column subgroups) and splits of K.
+struct ExpectedSplit {
+  Shape shape;
+  std::uint32_t invocations, column_workgroups, splits;
+};
+void check_split(const ExpectedSplit& e) {
+  INFO(describe(e.shape));
+  const ir::Program program = tensor_program(e.shape);
+  CHECK(program.invocations_per_workgroup() == e.invocations);
+  CHECK(program.workgroup_count[0] == e.column_workgroups);
+  CHECK(program.workgroup_count[2] == e.splits);
+}
+
 /// |x_p w_p| summed over p for out[i][j] (the bounds' sum of T_p), per the format oracles;
 /// GPTQ's bias is one more term.
 double term_sum(const Shape& s, const Inputs& in, std::uint32_t i, std::uint32_t j) {
@@ -576,51 +590,36 @@ TEST_CASE("tensor-core dequant_matmul_int4: k-subgroups meet in shared memory wh
 
 TEST_CASE("tensor-core GPTQ act-order: column subgroups share one gathered x tile, as many as fit 48 KiB up to eight",
           "[backends][tensor_gemm]") {
-  struct Expected {
-    Shape shape;
-    std::uint32_t invocations, column_workgroups, splits;
-  };
   // 4096x4096 at m = 16, sixteen parts of 256 rows: eight column subgroups' weight rows and
   // sidecars (4.5 KiB each) and one x tile (16 rows of 256 + 32 elements, 9 KiB) take
   // 45 KiB. Without act-order the layer keeps its two k-subgroups (13.5 KiB each) and
   // eight splits. At m = 64 (32-row x tiles) parts of 128 rows let eight fit (28 KiB; two
   // k-subgroups of them would not). n = 32 has one column tile (its eight subgroups are
   // k-subgroups), n = 128 four, then two k-subgroups.
-  for (const Expected& e : {Expected{gptq(16, 4096, 4096, 128, ScalarType::F16, true), 256, 16, 16},
-                            Expected{gptq(16, 4096, 4096, 128, ScalarType::F16), 64, 128, 8},
-                            Expected{gptq(64, 4096, 4096, 128, ScalarType::BF16, true), 256, 16, 32},
-                            Expected{gptq(3, 2048, 32, 128, ScalarType::F16, true), 256, 1, 2},
-                            Expected{gptq(3, 2048, 128, 128, ScalarType::F16, true), 256, 1, 8}}) {
-    INFO(describe(e.shape));
-    const ir::Program program = tensor_program(e.shape);
-    CHECK(program.invocations_per_workgroup() == e.invocations);
-    CHECK(program.workgroup_count[0] == e.column_workgroups);
-    CHECK(program.workgroup_count[2] == e.splits);
+  for (const ExpectedSplit& e : {ExpectedSplit{gptq(16, 4096, 4096, 128, ScalarType::F16, true), 256, 16, 16},
+                                 ExpectedSplit{gptq(16, 4096, 4096, 128, ScalarType::F16), 64, 128, 8},
+                                 ExpectedSplit{gptq(64, 4096, 4096, 128, ScalarType::BF16, true), 256, 16, 32},
+                                 ExpectedSplit{gptq(3, 2048, 32, 128, ScalarType::F16, true), 256, 1, 2},
+                                 ExpectedSplit{gptq(3, 2048, 128, 128, ScalarType::F16, true), 256, 1, 8}}) {
+    check_split(e);
   }
 }
 
 TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4 at m <= 8: column pairs whose requests read whole sectors of weight rows",
           "[backends][tensor_gemm]") {
-  struct Expected {
-    Shape shape;
-    std::uint32_t invocations, column_workgroups, splits;
-  };
   // A weight row of 32 columns is 16 bytes, half a sector: where a workgroup had
   // k-subgroups, two column subgroups copy both halves of each row in one request. 4096x4096
-  // at m = 2: 2 x 4 subgroups (eight k-subgroups without pairs, two splits). Not where a
+  // at m = 2: 2 x 4 subgroups, four splits (without pairs eight k-subgroups, two). Not where a
   // workgroup is one subgroup (11008x4096 at m = 2), nor at m = 16.
-  for (const Expected& e : {Expected{{2, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 256, 64, 4},
-                            Expected{nvfp4(4, 4096, 4096, ScalarType::F16), 256, 64, 8},
-                            Expected{{3, 2048, 64, 64, BlockAffineMode::Symmetric, ScalarType::F16}, 256, 1, 8},
-                            Expected{{7, 736, 128, 64, BlockAffineMode::Offset, ScalarType::BF16}, 128, 2, 3},
-                            Expected{nvfp4(6, 736, 128, ScalarType::F16), 128, 2, 3},
-                            Expected{{2, 11008, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 32, 128, 43},
-                            Expected{{16, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 64, 128, 8}}) {
-    INFO(describe(e.shape));
-    const ir::Program program = tensor_program(e.shape);
-    CHECK(program.invocations_per_workgroup() == e.invocations);
-    CHECK(program.workgroup_count[0] == e.column_workgroups);
-    CHECK(program.workgroup_count[2] == e.splits);
+  for (const ExpectedSplit& e :
+       {ExpectedSplit{{2, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 256, 64, 4},
+        ExpectedSplit{nvfp4(4, 4096, 4096, ScalarType::F16), 256, 64, 8},
+        ExpectedSplit{{3, 2048, 64, 64, BlockAffineMode::Symmetric, ScalarType::F16}, 256, 1, 8},
+        ExpectedSplit{{7, 736, 128, 64, BlockAffineMode::Offset, ScalarType::BF16}, 128, 2, 3},
+        ExpectedSplit{nvfp4(6, 736, 128, ScalarType::F16), 128, 2, 3},
+        ExpectedSplit{{2, 11008, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 32, 128, 43},
+        ExpectedSplit{{16, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 64, 128, 8}}) {
+    check_split(e);
   }
 }
 
