@@ -88,23 +88,27 @@ struct FormatTraits {
   /// Whether each block's mma sums fold into f32 accumulators with its sidecars (int4,
   /// NF4), rather than running over the whole part (scales in B or per column).
   bool folds_blocks;
-  /// Column subgroups a workgroup takes at m <= 8 where x is not gathered
-  /// (tensor_gemm_split): 2 for the row-major nibbles of int4 and NVFP4, whose 16 bytes a
-  /// weight row of one column tile are half a 32-byte sector; the pair's lanes copy both
-  /// halves of each row in one request (stage_rows), which halves the weight loads' sectors
-  /// and 128-byte lines (the memory pipe's wavefronts).
+  /// Column subgroups a workgroup takes where x is not gathered (tensor_gemm_split): 2 for
+  /// the row-major nibbles of int4 and NVFP4, whose 16 bytes a weight row of one column
+  /// tile are half a 32-byte sector; the pair's lanes copy both halves of each row in one
+  /// request (stage_rows), which halves the weight loads' sectors and 128-byte lines (the
+  /// memory pipe's wavefronts).
   std::uint32_t column_subgroups;
+  /// The pairs are taken at m <= 8 and at m > paired_above_m (tensor_gemm_split).
+  std::uint32_t paired_above_m;
 };
 
 const FormatTraits& traits_of(TensorWeights weights) {
   static const FormatTraits kTraits[] = {
-      {"dequant_matmul_int4", "dequant_matmul_int4", kDequantMatmulInt4Id, 16, 256, 0, 0, kSidecarBytesPerBlock, true, 2},
+      {"dequant_matmul_int4", "dequant_matmul_int4", kDequantMatmulInt4Id, 16, 256, 0, 0, kSidecarBytesPerBlock, true, 2,
+       32},
       {"dequant_matmul_nvfp4", "dequant_matmul_nvfp4", kDequantMatmulNvfp4Id, 16, 128, 64,
-       kNvfp4ScaleBlockBytes / kNvfp4ScaleRows, 0, false, 2},
-      {"dequant_matmul_fp8", "dequant_matmul_fp8", kDequantMatmulFp8Id, 32, 128, 64, 0, 0, false, 1},
-      {"nf4_gemm", "nf4_gemm_f32_accumulate", kNf4GemmId, 16, 128, kNf4BlockRows, 0, kSidecarBytesPerBlock / 2, true, 1},
+       kNvfp4ScaleBlockBytes / kNvfp4ScaleRows, 0, false, 2, 8},
+      {"dequant_matmul_fp8", "dequant_matmul_fp8", kDequantMatmulFp8Id, 32, 128, 64, 0, 0, false, 1, 0},
+      {"nf4_gemm", "nf4_gemm_f32_accumulate", kNf4GemmId, 16, 128, kNf4BlockRows, 0, kSidecarBytesPerBlock / 2, true, 1,
+       0},
       {"linear_4bit_affine_grouped", "linear_4bit_affine_grouped", kLinear4BitAffineGroupedId, 16, 256, 0, 0,
-       kSidecarBytesPerBlock, true, 1},
+       kSidecarBytesPerBlock, true, 1, 0},
   };
   return kTraits[static_cast<std::size_t>(weights)];
 }
@@ -276,13 +280,17 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
     return wider;
   };
   if (gathered_x) return with_k_subgroups(with_column_subgroups(split, kMaxWorkgroupSubgroups));
-  // Int4's and NVFP4's column pairs (FormatTraits::column_subgroups) where a lane holds one
-  // m-tile's rows g (m <= 8, where the weights are most of the staging) and the workgroup
-  // has k-subgroups without them. On the H100 model: NVFP4 at 4096x4096 m = 2-8 3.8-4.2 ->
-  // 3.2-3.5 us, int4 at 4096x11008 m = 8 12.1 -> 9.5. Not for one-subgroup workgroups
-  // (int4 at 11008x4096 m = 2: 9.0 -> 9.9) nor at m >= 16 (4096x11008: 11.3 -> 13.3).
+  // Int4's and NVFP4's column pairs (FormatTraits::column_subgroups) where the workgroup has
+  // k-subgroups without them, at m <= 8 (a lane holds one m-tile's rows g; the weights are
+  // most of the staging) and at m > FormatTraits::paired_above_m. On the H100 model, us:
+  // NVFP4 at 4096x4096 m = 2-8 3.8-4.2 -> 3.2-3.5, m = 32 10.1 -> 6.8, m = 64 15.9 -> 12.9,
+  // at 4096x11008 m = 64 38.2 -> 35.5 (slower by 8% at 11008x4096 m = 16, by 1.4% at
+  // m = 32 of both 11008 shapes: the last of fewer, larger waves); int4 at 4096x11008 m = 8 12.1 -> 9.5, m = 64 31.6 -> 25.6, not at
+  // m = 16-32 (4096x11008 m = 16: 11.3 -> 13.3). Not for one-subgroup workgroups (int4 at
+  // 11008x4096 m = 2: 9.0 -> 9.9).
   const TensorGemmSplit unpaired = with_k_subgroups(split);
-  if (format.column_subgroups == 1 || unpaired.k_subgroups == 1 || split.elements() != 2) return unpaired;
+  const bool pairs_pay = split.elements() == 2 || m > format.paired_above_m;
+  if (format.column_subgroups == 1 || unpaired.k_subgroups == 1 || !pairs_pay) return unpaired;
   return with_k_subgroups(with_column_subgroups(split, format.column_subgroups));
 }
 

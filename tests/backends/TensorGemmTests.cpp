@@ -316,7 +316,9 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ agree wit
       shapes.push_back({5, 1024, 32, 512, mode, activation});   // 32 k-steps a block: a loop, not unrolled
       shapes.push_back({3, 2048, 32, 64, mode, activation});    // eight k-subgroups, four splits
       shapes.push_back({20, 1040, 32, 48, mode, activation});   // odd k-steps a block, ragged; 20 rows staged
-      shapes.push_back({40, 512, 64, 64, mode, activation});    // two row tiles; k-subgroups meet in their own array
+      shapes.push_back({40, 512, 32, 64, mode, activation});    // two row tiles; k-subgroups meet in their own array
+      shapes.push_back({40, 512, 64, 64, mode, activation});    // the same in column pairs (m > 32)
+      shapes.push_back({20, 736, 128, 64, mode, activation});   // no column pairs at m = 9..32, the last part ragged
       shapes.push_back({3, 2048, 64, 64, mode, activation});    // column pairs copying each other's weight rows
       shapes.push_back({7, 736, 128, 64, mode, activation});    // column pairs, the last part ragged
     }
@@ -324,9 +326,11 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ agree wit
     shapes.push_back(nvfp4(9, 736, 32, activation));    // ragged last part and block
     shapes.push_back(nvfp4(3, 2048, 32, activation));   // k-subgroups and splits
     shapes.push_back(nvfp4(20, 1040, 64, activation));  // 20 rows staged, ragged
-    shapes.push_back(nvfp4(40, 512, 64, activation));   // two row tiles; k-subgroups meet in their own array
+    shapes.push_back(nvfp4(40, 512, 32, activation));   // two row tiles; k-subgroups meet in their own array
+    shapes.push_back(nvfp4(40, 512, 64, activation));   // the same in column pairs
     shapes.push_back(nvfp4(3, 2048, 64, activation));   // column pairs
     shapes.push_back(nvfp4(6, 736, 128, activation));   // column pairs, the last part ragged
+    shapes.push_back(nvfp4(12, 736, 128, activation));  // column pairs at m > 8 (12 rows staged), ragged
     for (Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
       shapes.push_back(fp8(2, 64, 32, format, activation));     // one ragged staging block
       shapes.push_back(fp8(9, 736, 64, format, activation));    // ragged last part and block
@@ -482,7 +486,9 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ: the emul
                          Shape{40, 512, 64, 64, BlockAffineMode::ZeroPoint, ScalarType::F16},
                          Shape{3, 2048, 64, 64, BlockAffineMode::ZeroPoint, ScalarType::F16},
                          Shape{7, 736, 128, 64, BlockAffineMode::Offset, ScalarType::BF16},
+                         Shape{40, 512, 32, 64, BlockAffineMode::Offset, ScalarType::BF16},
                          nvfp4(2, 2048, 64, ScalarType::BF16), nvfp4(6, 736, 128, ScalarType::F16),
+                         nvfp4(12, 736, 128, ScalarType::BF16),
                          nvfp4(5, 128, 64, ScalarType::F16), nvfp4(33, 96, 32, ScalarType::BF16),
                          nvfp4(9, 736, 32, ScalarType::F16), nvfp4(3, 2048, 32, ScalarType::BF16),
                          nvfp4(40, 512, 64, ScalarType::F16), fp8(5, 128, 64, Fp8Format::E4M3, ScalarType::F16),
@@ -605,12 +611,13 @@ TEST_CASE("tensor-core GPTQ act-order: column subgroups share one gathered x til
   }
 }
 
-TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4 at m <= 8: column pairs whose requests read whole sectors of weight rows",
+TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4: column pairs whose requests read whole sectors of weight rows",
           "[backends][tensor_gemm]") {
   // A weight row of 32 columns is 16 bytes, half a sector: where a workgroup had
   // k-subgroups, two column subgroups copy both halves of each row in one request. 4096x4096
   // at m = 2: 2 x 4 subgroups, four splits (without pairs eight k-subgroups, two). Not where a
-  // workgroup is one subgroup (11008x4096 at m = 2), nor at m = 16.
+  // workgroup is one subgroup (11008x4096 at m = 2). NVFP4 takes them at every m (m = 16:
+  // 2 x 4 subgroups), int4 at m <= 8 and m > 32 (m = 64: 2 x 2, sixteen splits), not at m = 16.
   for (const ExpectedSplit& e :
        {ExpectedSplit{{2, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 256, 64, 4},
         ExpectedSplit{nvfp4(4, 4096, 4096, ScalarType::F16), 256, 64, 8},
@@ -618,7 +625,9 @@ TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4 at m <= 8: column pairs who
         ExpectedSplit{{7, 736, 128, 64, BlockAffineMode::Offset, ScalarType::BF16}, 128, 2, 3},
         ExpectedSplit{nvfp4(6, 736, 128, ScalarType::F16), 128, 2, 3},
         ExpectedSplit{{2, 11008, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 32, 128, 43},
-        ExpectedSplit{{16, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 64, 128, 8}}) {
+        ExpectedSplit{{16, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 64, 128, 8},
+        ExpectedSplit{{64, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 128, 64, 16},
+        ExpectedSplit{nvfp4(16, 4096, 4096, ScalarType::F16), 256, 64, 8}}) {
     check_split(e);
   }
 }

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <tuple>
 
 #include "ir/ops/Registry.h"
 #include "lower/driver/Compiler.h"
@@ -42,17 +43,21 @@ BufferTraffic weight_loads(const std::string& op, std::uint32_t m, std::uint32_t
 
 TEST_CASE("tensor-core int4 and NVFP4 column pairs read each sector of the weights once and whole",
           "[emulator][profile][tensor_gemm]") {
-  for (const char* op : {"dequant_matmul_int4", "dequant_matmul_nvfp4"}) {
-    const std::uint32_t m = 3, k = 2048;
-    INFO(op);
-    // n = 256: eight column tiles in pairs; every 32-byte sector of the k x n / 2 bytes once.
-    const BufferTraffic paired = weight_loads(op, m, k, 256);
-    CHECK(paired.load_sectors == std::uint64_t{k} * 256 / 2 / 32);
-    CHECK(paired.load_bytes == std::uint64_t{k} * 256 / 2);
-    // m = 16: one column tile a subgroup (no pairs at m > 8); each row's 16 bytes are half
-    // a sector, whose other half another workgroup reads.
-    const BufferTraffic single = weight_loads(op, 16, k, 256);
-    CHECK(single.load_sectors == 2 * paired.load_sectors);
-    CHECK(single.load_bytes == paired.load_bytes);
+  const std::uint32_t k = 2048, n = 256;  // eight column tiles
+  const std::uint64_t weight_bytes = std::uint64_t{k} * n / 2;
+  // Pairs at m <= 8, and above FormatTraits::paired_above_m: int4 from m = 33, NVFP4 at
+  // every m. Every 32-byte sector of the k x n / 2 bytes once a row tile (m = 40: two).
+  for (const auto& [op, m, row_tiles] :
+       {std::tuple{"dequant_matmul_int4", 3u, 1u}, std::tuple{"dequant_matmul_int4", 40u, 2u},
+        std::tuple{"dequant_matmul_nvfp4", 3u, 1u}, std::tuple{"dequant_matmul_nvfp4", 16u, 1u}}) {
+    INFO(op << " at m = " << m);
+    const BufferTraffic paired = weight_loads(op, m, k, n);
+    CHECK(paired.load_bytes == row_tiles * weight_bytes);
+    CHECK(paired.load_sectors == paired.load_bytes / 32);
   }
+  // Int4 at m = 9..32 keeps one column tile a subgroup: each row's 16 bytes are half a
+  // sector, whose other half another workgroup reads.
+  const BufferTraffic unpaired = weight_loads("dequant_matmul_int4", 16, k, n);
+  CHECK(unpaired.load_bytes == weight_bytes);
+  CHECK(unpaired.load_sectors == weight_bytes / 16);
 }
