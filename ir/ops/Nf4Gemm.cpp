@@ -158,14 +158,6 @@ Expr code_book_register(Body& body, Nf4CodeBook code_book, const Expr& lane) {
   return body.let("code_book", Lookup::make(ScalarType::F32, code_book_table(code_book), lane & 15u));
 }
 
-/// NF4 value of nibble `e` of `word` read from the lanes' code book. The lane index keeps
-/// bit 4 (the next nibble's low bit): lanes l and l + 16 hold the same entry, and the
-/// `& 31` (which makes the IR shuffle's lane provably < 32) costs no instruction.
-Expr nf4_value(const Expr& book, const Expr& word, std::uint32_t e) {
-  Expr lane = e == 0 ? (word & 31u) : e == 7 ? (word >> 28u) : ((word >> (4 * e)) & 31u);
-  return subgroup_shuffle(book, lane);
-}
-
 /// f64 through a 32-bit shuffle: two halves.
 Expr shuffle_f64(const Expr& value, const Expr& lane) {
   Expr halves = bitcast(Type(ScalarType::U32, 2), value);
@@ -308,7 +300,7 @@ Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumula
                   const std::uint32_t kk = w * kNibblesPerWord + e;
                   Expr x = f32_activations ? extract_lane(xs[i * (kHalfBlock / 4) + kk / 4], kk % 4)
                                            : widened[i * kHalfBlock + kk];
-                  bb.assign(p, fma(x, nf4_value(book, word, e), p));
+                  bb.assign(p, fma(x, shuffled_code(book, word, e), p));
                 }
               }
               Expr sum = valid[i].defined() ? select(valid[i], p, f32(0.0f)) : p;
@@ -429,7 +421,7 @@ Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvT
               Expr word = extract_lane(words[i], wd);
               for (std::uint32_t e = 0; e < kNibblesPerWord; ++e) {
                 Expr& target = p[wd * kNibblesPerWord + e];
-                bb.assign(target, fma(weight, nf4_value(book, word, e), target));
+                bb.assign(target, fma(weight, shuffled_code(book, word, e), target));
               }
             }
           }

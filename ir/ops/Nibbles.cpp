@@ -8,6 +8,11 @@ Expr nibble_at_shift(const Expr& word, const Expr& shift) { return (word >> shif
 
 Expr nibble(const Expr& word, const Expr& position) { return nibble_at_shift(word, position * 4u); }
 
+Expr shuffled_code(const Expr& book, const Expr& word, std::uint32_t position) {
+  Expr lane = position == 0 ? (word & 31u) : position == 7 ? (word >> 28u) : ((word >> (4 * position)) & 31u);
+  return subgroup_shuffle(book, lane);
+}
+
 Expr signed_nibble(const Expr& word, std::uint32_t position) {
   return cast(ScalarType::I32, word << double(28 - 4 * position)) >> 28.0;
 }

@@ -49,4 +49,13 @@ float nibble_bias(std::uint32_t position);
 /// positions 1..3.
 Expr nibble_plus_bias(const Expr& source, std::uint32_t position);
 
+/// The value of nibble `position` (0..7) of u32 `word` in a code book held one entry a
+/// lane, entry i in lanes i and i + 16 (`book` = table[lane & 15], as NF4's and FP4's
+/// kernels build it): a shuffle from lane (word >> 4p) & 31. Bit 4, the next nibble's low
+/// bit, selects a lane holding the same entry, and the `& 31` (which makes the IR
+/// shuffle's lane provably < 32) costs no instruction, as shfl.sync reads only bits 4..0
+/// of the lane (PTX ISA, shfl.sync); nibble 0 needs no shift and nibble 7 no mask. All 32
+/// lanes must run the shuffle.
+Expr shuffled_code(const Expr& book, const Expr& word, std::uint32_t position);
+
 }  // namespace quantc::ir::ops

@@ -318,7 +318,11 @@ Program build_dequantizer(const std::string& name, Scheme scheme, std::uint32_t 
 
 constexpr std::uint32_t kFastDequantSlots = 4;  // bytes per invocation (j = 0..3)
 constexpr std::uint32_t kFastDequantSubgroupBytes = kFastDequantSlots * kSubgroupSize;
-constexpr std::uint32_t kFastDequantSubgroupWords = kFastDequantSlots * kSubgroupSize;  // 512 bytes
+/// The word dequantizer (build_word_dequantizer): slots of 16 words, a lane pair's half
+/// words; 16 slots a lane, so that its index arithmetic spreads over 64 codes.
+constexpr std::uint32_t kWordDequantSlotWords = kSubgroupSize / 2;
+constexpr std::uint32_t kWordDequantSlots = 16;
+constexpr std::uint32_t kWordDequantSubgroupWords = kWordDequantSlots * kWordDequantSlotWords;  // 1 KiB
 constexpr std::uint32_t kFastQuantizeMaxGroup = 512;
 constexpr std::uint32_t kFastQuantizeTargetSlots = 4;  // byte slots a lane aims to hold
 constexpr std::uint32_t kFastQuantizeTargetWords = 2;  // word slots a lane aims to hold
@@ -373,52 +377,71 @@ Program fast_dequantizer_program(const std::string& name, Scheme scheme, std::ui
 }
 
 /// The fast dequantizer where n and group_size are multiples of 8 (see the header): lane l
-/// of subgroup s takes half l % 2 of u32 word 128s + 16h + l / 2 of `packed` (h = 0..7),
+/// of subgroup s takes half l % 2 of u32 word 256s + 16h + l / 2 of `packed` (h = 0..15),
 /// four codes of one group, and stores their four values with one f32x4 store, so that each
 /// store request of the subgroup writes 512 contiguous bytes (whole sectors).
 Program build_word_dequantizer(const std::string& name, Scheme scheme, std::uint32_t n, std::uint32_t group_size) {
   const std::uint32_t words = n / kNibblesPerWord;
-  const std::uint32_t subgroups = ceil_div(words, kFastDequantSubgroupWords);
-  const bool exact_cover = words % kFastDequantSubgroupWords == 0;  // no clamps, no guards
+  const std::uint32_t subgroups = ceil_div(words, kWordDequantSubgroupWords);
+  const bool exact_cover = words % kWordDequantSubgroupWords == 0;  // no clamps, no guards
   const std::uint32_t words_per_group = group_size / kNibblesPerWord;
-  constexpr std::uint32_t kSlotWords = kSubgroupSize / 2;  // words a half-word slot covers
-  constexpr std::uint32_t kSlots = kFastDequantSubgroupWords / kSlotWords;
   // Slot h's group is slot 0's plus 16h / words_per_group when that divides evenly.
-  const bool group_steps = exact_cover && kSlotWords % words_per_group == 0;
+  const bool group_steps = exact_cover && kWordDequantSlotWords % words_per_group == 0;
+  // One group a slot (group_size 128), the same in every lane: a subgroup's sidecars are
+  // kWordDequantSlots consecutive f32 from a multiple of them, read as f32x4 loads.
+  const bool vector_sidecars = group_steps && words_per_group == kWordDequantSlotWords;
   return fast_dequantizer_program(name, scheme, n, group_size, subgroups, [&](Body& sg, const DequantFrame& frame) {
     const BufferRef &packed = frame.packed, &scale = frame.scale, &zero_point = frame.zero_point, &y = frame.y;
     const Expr &lane = frame.lane, &subgroup = frame.subgroup, &book = frame.book;
-    Expr first_word = sg.let("first_word", subgroup * kFastDequantSubgroupWords + lane / 2u);
+    Expr first_word = sg.let("first_word", subgroup * kWordDequantSubgroupWords + lane / 2u);
     // Bits of the lane's half of each word: codes 4 * (lane % 2) .. + 3 at nibbles 0..3.
     Expr half_shift = sg.let("half_shift", (lane & 1u) * 16u);
-    Expr first_group = group_steps ? sg.let("first_group", first_word / words_per_group) : Expr();
+    Expr first_group;
+    if (vector_sidecars) {
+      first_group = sg.let("first_group", subgroup * kWordDequantSlots);
+    } else if (group_steps) {
+      first_group = sg.let("first_group", first_word / words_per_group);
+    }
     // The element of y the lane's slot-0 store starts at.
     Expr first_element = sg.let("first_element", first_word * kNibblesPerWord + (lane & 1u) * 4u);
-    // Loads first: every word, scale and zero point of the eight slots. With exact cover
-    // the slots' indices are slot 0's plus a constant, which the PTX folds into the
-    // address ([addr+c]).
+    // Loads first: every word, scale and zero point of the slots. With exact cover the
+    // slots' indices are slot 0's plus a constant, which the PTX folds into the address
+    // ([addr+c]).
     std::vector<Expr> word_index, codes, scales, zero_points;
-    for (std::uint32_t h = 0; h < kSlots; ++h) {
+    if (vector_sidecars) {
+      for (std::uint32_t v = 0; v < kWordDequantSlots / 4; ++v) {
+        Expr at = v == 0 ? first_group : first_group + u32(4 * v);
+        Expr scale4 = sg.let(fmt::format("scales{}", v), scale.load(at, 4));
+        Expr zero4 = scheme == Scheme::Int4Asymmetric ? sg.let(fmt::format("zero_points{}", v), zero_point.load(at, 4))
+                                                      : Expr();
+        for (std::uint32_t lane_of = 0; lane_of < 4; ++lane_of) {
+          scales.push_back(extract_lane(scale4, lane_of));
+          if (zero4.defined()) zero_points.push_back(extract_lane(zero4, lane_of));
+        }
+      }
+    }
+    for (std::uint32_t h = 0; h < kWordDequantSlots; ++h) {
       const std::string suffix = fmt::format("{}", h);
-      const std::uint32_t step = h * kSlotWords;  // words past slot 0
+      const std::uint32_t step = h * kWordDequantSlotWords;  // words past slot 0
       word_index.push_back(h == 0 || exact_cover ? first_word : sg.let("word" + suffix, first_word + step));
       Expr at = exact_cover ? first_word : sg.let("load_word" + suffix, min(word_index[h], u32(words - 1)));
       Expr byte_index = exact_cover && h > 0 ? at * 4u + u32(4 * step) : at * 4u;
       codes.push_back(sg.let("codes" + suffix, packed.load_words(byte_index, 1)));
+      if (vector_sidecars) continue;
       Expr slot_word = exact_cover && h > 0 ? first_word + u32(step) : at;
       Expr group = group_steps ? (h == 0 ? first_group : first_group + u32(step / words_per_group))
                                : sg.let("group" + suffix, slot_word / words_per_group);
       scales.push_back(sg.let("scale" + suffix, scale[group]));
       if (scheme == Scheme::Int4Asymmetric) zero_points.push_back(sg.let("zero_point" + suffix, zero_point[group]));
     }
-    for (std::uint32_t h = 0; h < kSlots; ++h) {
+    for (std::uint32_t h = 0; h < kWordDequantSlots; ++h) {
       const std::string suffix = fmt::format("{}", h);
       Expr half = sg.let("half" + suffix, codes[h] >> half_shift);
       std::vector<Expr> values;
       for (std::uint32_t e = 0; e < kNibblesPerWord / 2; ++e) {
         Expr value;
         if (scheme == Scheme::Nf4) {
-          value = subgroup_shuffle(book, nibble(half, u32(e))) * scales[h];
+          value = shuffled_code(book, half, e) * scales[h];
         } else {
           // Codes decode in place (nibble_plus_bias: one lop3, one exact subtraction).
           Expr biased = nibble_plus_bias(half, e);
@@ -429,7 +452,7 @@ Program build_word_dequantizer(const std::string& name, Scheme scheme, std::uint
         values.push_back(sg.let(fmt::format("y{}_{}", h, e), value));
       }
       auto store = [&](Body& at) {
-        Expr first = h == 0 ? first_element : first_element + u32(h * kSlotWords * kNibblesPerWord);
+        Expr first = h == 0 ? first_element : first_element + u32(h * kWordDequantSlotWords * kNibblesPerWord);
         at.store(y, first, make_vector({values[0], values[1], values[2], values[3]}));
       };
       if (exact_cover) {
@@ -884,8 +907,11 @@ std::vector<OpInfo> quantize_ops() {
   };
   std::vector<OpArgs> int4_shapes = shapes(int4_seed, int4_fast, {});
   std::vector<OpArgs> nf4_shapes = shapes(nf4_seed, nf4_fast, {});
-  std::vector<OpArgs> int4_dequant_shapes = shapes(int4_seed, int4_fast, {shape(65, 31, true), shape(65, 31, false)});
-  std::vector<OpArgs> nf4_dequant_shapes = shapes(nf4_seed, nf4_fast, {shape(65, 31)});
+  // Dequantizers also: odd group sizes (the byte program) and a whole subgroup of the word
+  // program at group 128 (2048: its sidecars by f32x4 loads).
+  std::vector<OpArgs> int4_dequant_shapes =
+      shapes(int4_seed, int4_fast, {shape(65, 31, true), shape(65, 31, false), shape(2048, 128, false)});
+  std::vector<OpArgs> nf4_dequant_shapes = shapes(nf4_seed, nf4_fast, {shape(65, 31), shape(2048, 128)});
   ops.push_back(OpInfo{
       .name = "quantize_int4",
       .summary = "group-wise INT4: symmetric q = clamp(round(v/scale), -8, 7) + 8 with scale = absmax/7, or asymmetric "
@@ -907,8 +933,8 @@ std::vector<OpInfo> quantize_ops() {
   ops.push_back(OpInfo{
       .name = "dequantize_int4",
       .summary = "y[i] = (q_i - 8) * scale[g] (symmetric) or (q_i - zero_point[g]) * scale[g], g = i / group_size",
-      .layout = packing + "; seed: one invocation per element; fast: 4 coalesced u32 words per invocation (n, "
-                          "group_size multiples of 8; else bytes), f32x4 stores",
+      .layout = packing + "; seed: one invocation per element; fast: a lane pair shares each of 16 coalesced u32 "
+                          "words, each lane decoding its half (n, group_size multiples of 8; else bytes), f32x4 stores",
       .seed = seed,
       .params = {n, group_size, symmetric, schedule_param()},
       .buffers = {{"packed", "input", ScalarType::U8, "ceil(n/2)"},
@@ -939,8 +965,8 @@ std::vector<OpInfo> quantize_ops() {
   ops.push_back(OpInfo{
       .name = "dequantize_nf4",
       .summary = "y[i] = NF4[q_i] * scale[i / group_size] (code book: seed a register select tree, fast a shuffle)",
-      .layout = packing + "; seed: one invocation per element; fast: 4 coalesced u32 words per invocation (n, "
-                          "group_size multiples of 8; else bytes), f32x4 stores",
+      .layout = packing + "; seed: one invocation per element; fast: a lane pair shares each of 16 coalesced u32 "
+                          "words, each lane decoding its half (n, group_size multiples of 8; else bytes), f32x4 stores",
       .seed = seed,
       .params = {n, group_size, schedule_param()},
       .buffers = {{"packed", "input", ScalarType::U8, "ceil(n/2)"},

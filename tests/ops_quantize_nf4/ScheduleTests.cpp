@@ -222,7 +222,8 @@ TEST_CASE("fast dequantizers equal the seed programs and the oracles bit for bit
   group_sizes.insert(group_sizes.end(), {1, 3, 31, 33});  // odd: a byte's two elements in two groups
   for (int scheme : {kSymmetric, kAsymmetric, kNf4}) {
     for (std::uint32_t group_size : group_sizes) {
-      for (std::uint32_t n : {1u, 2u, 7u, 31u, 63u, 65u, 255u, 256u, 257u, 300u, 301u, 1024u, 4097u}) {
+      // 2048 and 6144: whole subgroups of the word program (at group 128 its f32x4 sidecars).
+      for (std::uint32_t n : {1u, 2u, 7u, 31u, 63u, 65u, 255u, 256u, 257u, 300u, 301u, 1024u, 2048u, 4097u, 6144u}) {
         DYNAMIC_SECTION(scheme_name(scheme) << " group " << group_size << " n " << n) {
           check_dequantizer(scheme, n, group_size, random_quantized(scheme, n, group_size, n * 13 + group_size + scheme));
           // The codes the fast quantizer produces round-trip exactly as the seed's.
@@ -285,9 +286,9 @@ TEST_CASE("quantizer schedule fast names the shape it cannot run and auto falls 
         ir::print(ir::ops::quantize_nf4(8192, 64, KernelSchedule::Fast)));
   CHECK(ir::print(ir::ops::dequantize_nf4(8192, 31, KernelSchedule::Auto)) ==
         ir::print(ir::ops::dequantize_nf4(8192, 31, KernelSchedule::Fast)));
-  // Fast: 8 subgroups of 4 u32 words per lane, 8192 elements per workgroup (2048 with the
-  // byte loads an odd group size or n falls back to).
-  CHECK(ir::ops::dequantize_int4(1u << 24, 64, true, KernelSchedule::Fast).workgroup_count[0] == (1u << 24) / 8192);
+  // Fast: 8 subgroups of 256 u32 words (16 half words a lane), 16384 elements per
+  // workgroup (2048 with the byte loads an odd group size or n falls back to).
+  CHECK(ir::ops::dequantize_int4(1u << 24, 64, true, KernelSchedule::Fast).workgroup_count[0] == (1u << 24) / 16384);
   CHECK(ir::ops::dequantize_int4((1u << 24) + 2, 64, true, KernelSchedule::Fast).workgroup_count[0] ==
         (1u << 24) / 2048 + 1);
   CHECK(ir::ops::dequantize_int4(1u << 24, 64, true, KernelSchedule::Seed).workgroup_count[0] == (1u << 24) / 256);
