@@ -134,6 +134,11 @@ struct TensorGemmSplit {
   /// workgroup is column subgroup w % column_subgroups of k-subgroup w / column_subgroups.
   std::uint32_t column_subgroups = 1;
   std::uint32_t subgroups() const { return column_subgroups * k_subgroups; }  // per workgroup
+  /// Whether x is gathered through GPTQ act-order's perm (gather_x_rows) rather than copied.
+  bool gathered_x = false;
+  /// Invocations that copy a k-subgroup's x tile together (stage_rows): the column
+  /// subgroups sharing it, where x is copied; one subgroup's where it is gathered.
+  std::uint32_t x_copiers() const { return kSubgroupSize * (gathered_x ? 1 : column_subgroups); }
   std::uint32_t splits() const { return parts / k_subgroups; }  // workgroups per tile
   std::uint32_t tile_rows() const { return m_tiles * kTileRows; }
   /// Rows of the x tile a subgroup stages: only the rows below m where one row tile
@@ -240,6 +245,7 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
                                   std::uint32_t block_size, bool gathered_x) {
   TensorGemmSplit split = block_split(weights, m, block_size);
   split.column_tiles = n / kTileColumns;
+  split.gathered_x = gathered_x;
   split.blocks = ceil_div(k, block_size);
   split.parts = choose_splits(split.units(), split.blocks, 1);
   split.blocks_per_split = ceil_div(split.blocks, split.parts);
@@ -264,12 +270,14 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
   // grid's stagings fit the SMs at once (one wave): bigger workgroups of a grid of several
   // waves leave a partial last wave that costs a whole warp chain (the cost model's waves
   // do not overlap).
-  auto with_k_subgroups = [&format](TensorGemmSplit wider) {
+  auto one_wave = [](const TensorGemmSplit& wider) {
     const std::uint64_t grid_bytes = std::uint64_t{wider.units()} * wider.parts * workgroup_bytes(wider) /
                                      wider.column_subgroups;
-    const std::uint32_t most = grid_bytes <= std::uint64_t{kTargetSms} * kSharedBytesPerSm
-                                   ? kMaxWorkgroupSubgroups
-                                   : kMultiWaveWorkgroupRows / format.preferred_part_rows;
+    return grid_bytes <= std::uint64_t{kTargetSms} * kSharedBytesPerSm;
+  };
+  auto with_k_subgroups = [&format, &one_wave](TensorGemmSplit wider) {
+    const std::uint32_t most = one_wave(wider) ? kMaxWorkgroupSubgroups
+                                               : kMultiWaveWorkgroupRows / format.preferred_part_rows;
     while (wider.k_subgroups < most && 2 * wider.subgroups() <= kMaxWorkgroupSubgroups &&
            wider.parts % (2 * wider.k_subgroups) == 0) {
       TensorGemmSplit doubled = wider;
@@ -280,17 +288,26 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
     return wider;
   };
   if (gathered_x) return with_k_subgroups(with_column_subgroups(split, kMaxWorkgroupSubgroups));
+  const TensorGemmSplit one_column = with_k_subgroups(split);  // one column tile a workgroup
+  // GPTQ without act-order: the same column subgroups, sharing one copied x tile, at m <= 8
+  // where the grid takes several waves: fewer splits, so fewer partial sums cross DRAM. On
+  // the H100 model, us: 11008x4096 m = 2 9.4 -> 9.0, m = 8 13.4 -> 10.4; 4096x11008 m = 8
+  // 12.5 -> 10.4. Not at 4096x4096 (one wave; m = 8: 3.4 -> 3.9) nor at m >= 16 (m = 32:
+  // 21.1 -> 25.9).
+  if (weights == TensorWeights::Gptq) {
+    if (split.elements() != 2 || one_wave(split)) return one_column;
+    return with_k_subgroups(with_column_subgroups(split, kMaxWorkgroupSubgroups));
+  }
   // Int4's and NVFP4's column pairs (FormatTraits::column_subgroups) where the workgroup has
   // k-subgroups without them, at m <= 8 (a lane holds one m-tile's rows g; the weights are
   // most of the staging) and at m > FormatTraits::paired_above_m. On the H100 model, us:
   // NVFP4 at 4096x4096 m = 2-8 3.8-4.2 -> 3.2-3.5, m = 32 10.1 -> 6.8, m = 64 15.9 -> 12.9,
   // at 4096x11008 m = 64 38.2 -> 35.5 (slower by 8% at 11008x4096 m = 16, by 1.4% at
-  // m = 32 of both 11008 shapes: the last of fewer, larger waves); int4 at 4096x11008 m = 8 12.1 -> 9.5, m = 64 31.6 -> 25.6, not at
-  // m = 16-32 (4096x11008 m = 16: 11.3 -> 13.3). Not for one-subgroup workgroups (int4 at
-  // 11008x4096 m = 2: 9.0 -> 9.9).
-  const TensorGemmSplit unpaired = with_k_subgroups(split);
+  // m = 32 of both 11008 shapes: the last of fewer, larger waves); int4 at 4096x11008 m = 8
+  // 12.1 -> 9.5, m = 64 31.6 -> 25.6, not at m = 16-32 (4096x11008 m = 16: 11.3 -> 13.3).
+  // Not for one-subgroup workgroups (int4 at 11008x4096 m = 2: 9.0 -> 9.9).
   const bool pairs_pay = split.elements() == 2 || m > format.paired_above_m;
-  if (format.column_subgroups == 1 || unpaired.k_subgroups == 1 || !pairs_pay) return unpaired;
+  if (format.column_subgroups == 1 || one_column.k_subgroups == 1 || !pairs_pay) return one_column;
   return with_k_subgroups(with_column_subgroups(split, format.column_subgroups));
 }
 
@@ -488,8 +505,8 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
   // column tile i % column_subgroups, so that a request reads whole sectors.
   const bool shared_w = split.paired_columns();
   const std::uint32_t column_subgroups = shared_w ? split.column_subgroups : 1;
-  const std::uint32_t lanes = kSubgroupSize * column_subgroups;
-  const Expr copier = column_subgroups == 1 ? lane : at.x_lane;
+  const std::uint32_t lanes = split.x_copiers();
+  const Expr copier = lanes == kSubgroupSize ? lane : at.x_lane;
   // Whether x rows past m must be tested at run time (only the last row tile has them).
   const bool test_rows = split.row_tiles > 1 && m % split.tile_rows() != 0;
   if (!ragged && (row_chunks % lanes == 0 || lanes % row_chunks == 0)) {
@@ -604,7 +621,8 @@ std::uint32_t pipeline_stages(const TensorGemmSplit& split, bool ragged) {
   std::uint32_t stages = std::min(blocks, kMaxPipelineStages);
   while (blocks % stages != 0) --stages;
   const std::uint32_t row_chunks = split.rows() / stages / 8;
-  return row_chunks % kSubgroupSize == 0 || kSubgroupSize % row_chunks == 0 ? stages : 1;
+  const std::uint32_t copiers = split.x_copiers();  // stage_rows copies x by whole rows or lanes of it
+  return row_chunks % copiers == 0 || copiers % row_chunks == 0 ? stages : 1;
 }
 
 /// The rows of the schedule's blocks (FormatTraits::block_rows).

@@ -34,10 +34,13 @@
 //   part (a power of two dividing n / 32, as many as fit 48 KiB), which share one x tile a
 //   k-subgroup, so that its gather through perm, one 2-byte load and one L1 wavefront an
 //   element, happens once per column subgroups' tiles rather than once per tile (on the
-//   H100 model, 4096x4096 at m = 16: 28.5 -> 5.2 us, against 3.9 without act-order).
-//   int4's and NVFP4's workgroups at m <= 8 that have k-subgroups hold column pairs: two
-//   column subgroups whose row-major weight rows (16 bytes a column tile, half a 32-byte
-//   sector) they copy together, each request reading whole sectors, and one x tile.
+//   H100 model, 4096x4096 at m = 16: 28.5 -> 5.2 us, against 3.9 without act-order);
+//   without act-order the same at m <= 8 where the grid takes several waves, sharing one
+//   copied x tile (fewer splits: 11008x4096 at m = 8 13.4 -> 10.4 us). int4's and NVFP4's
+//   workgroups that have k-subgroups hold column pairs (NVFP4 at every m, int4 at m <= 8
+//   and m > 32): two column subgroups whose row-major weight rows (16 bytes a column tile,
+//   half a 32-byte sector) they copy together, each request reading whole sectors, and one
+//   x tile.
 //   Grid: (n / 32 / column subgroups, ceil(m / M), parts / k-subgroups). At m <= 8, a grid
 //   of more than one wave of workgroups asks for as many per SM as make it one, where 64
 //   registers a thread remain (Program::min_resident_workgroups, PTX .minnctapersm).
@@ -89,8 +92,10 @@
 // (int4 at 4096x4096: 3.2 us for m = 2, 4.0 us for m = 16, where eight splits' partial sums
 // are written to DRAM as a 16-row x tile leaves room for two k-subgroups); measured on an
 // H200: bench/results/gpu-nvidia-h200.md (int4 at m = 2: 12.6 us with launch, 1.4x FP16).
-// Next: column subgroups without act-order too (the model puts 4096x11008 at m = 2 at 9.0
-// us with eight against 9.3 without), and a ring of stages that a part walks through, so
+// Next: stream-K (a grid of exactly one wave whose workgroups take equal shares of the
+// k-steps of all tiles): the partial last wave of a multi-wave grid costs a whole warp
+// chain, which decides most of the rows still above 1.15x the bound (FP8 at 4096x11008,
+// m = 4: 3 waves, the last 32% full); and a ring of stages that a part walks through, so
 // that its staging does not grow with it (fewer splits).
 // Numerics: the mma model (ir/Mma.h) sums a step's products in k order; with u = 2^-24 and
 // T_p the per-term magnitudes of the ops' bounds (DequantMatmul.h, Nf4Gemm.h), the longest

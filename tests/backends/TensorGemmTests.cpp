@@ -73,6 +73,9 @@ Shape gptq(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t grou
   return {m, k, n, group_size, BlockAffineMode::ZeroPoint, activation, TensorWeights::Gptq, Fp8Format::E4M3,
           ir::ops::Nf4CodeBook::Nf4, act_order};
 }
+/// GPTQ without act-order at m <= 8 whose grid takes several waves: eight column subgroups
+/// share one copied x tile (tensor_gemm_split), which only a Llama-sized layer reaches.
+const Shape kMultiWaveGptq = gptq(2, 11008, 4096, 128, ScalarType::F16);
 /// nf4_gemm's buffers are a, b_nf4, b_scales and c.
 const char* output_of(const Shape& s) { return s.weights == TensorWeights::Nf4 ? "c" : "out"; }
 
@@ -349,6 +352,7 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ agree wit
     shapes.push_back(gptq(18, 736, 256, 64, activation, true));   // eight, 18 rows staged, the last part ragged
     shapes.push_back(gptq(3, 2048, 128, 128, activation, true));  // four, with k-subgroups and splits
     shapes.push_back(gptq(40, 512, 128, 32, activation, true));   // four, two row tiles
+    if (activation == ScalarType::F16) shapes.push_back(kMultiWaveGptq);  // eight, x copied
     for (ir::ops::Nf4CodeBook book : {ir::ops::Nf4CodeBook::Nf4, ir::ops::Nf4CodeBook::BnbFp4}) {
       shapes.push_back(nf4(2, 64, 32, activation, book));      // one block
       shapes.push_back(nf4(9, 704, 64, activation, book));     // ragged last part
@@ -502,7 +506,8 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ: the emul
                          gptq(33, 96, 32, 32, ScalarType::BF16, true), gptq(9, 736, 32, 64, ScalarType::F16, true),
                          gptq(5, 1024, 32, 512, ScalarType::BF16), gptq(3, 2048, 32, 128, ScalarType::F16, true),
                          gptq(40, 512, 64, 32, ScalarType::BF16), gptq(18, 736, 256, 64, ScalarType::F16, true),
-                         gptq(3, 2048, 128, 128, ScalarType::BF16, true), gptq(40, 512, 128, 32, ScalarType::F16, true)}) {
+                         gptq(3, 2048, 128, 128, ScalarType::BF16, true), gptq(40, 512, 128, 32, ScalarType::F16, true),
+                         kMultiWaveGptq}) {
     const ir::Program program = tensor_program(s);
     const Inputs in = make_inputs(s, false, s.k + s.n);
     const std::vector<float> reference = run(program, s, in);
@@ -594,19 +599,23 @@ TEST_CASE("tensor-core dequant_matmul_int4: k-subgroups meet in shared memory wh
   }
 }
 
-TEST_CASE("tensor-core GPTQ act-order: column subgroups share one gathered x tile, as many as fit 48 KiB up to eight",
+TEST_CASE("tensor-core GPTQ: column subgroups share one x tile, as many as fit 48 KiB up to eight, with act-order or several waves",
           "[backends][tensor_gemm]") {
   // 4096x4096 at m = 16, sixteen parts of 256 rows: eight column subgroups' weight rows and
   // sidecars (4.5 KiB each) and one x tile (16 rows of 256 + 32 elements, 9 KiB) take
   // 45 KiB. Without act-order the layer keeps its two k-subgroups (13.5 KiB each) and
   // eight splits. At m = 64 (32-row x tiles) parts of 128 rows let eight fit (28 KiB; two
   // k-subgroups of them would not). n = 32 has one column tile (its eight subgroups are
-  // k-subgroups), n = 128 four, then two k-subgroups.
+  // k-subgroups), n = 128 four, then two k-subgroups. Without act-order at m <= 8 only where
+  // the grid takes several waves: 11008x4096 at m = 2 eight column subgroups and 43 splits
+  // (their x copied by all 256 invocations), 4096x4096 (one wave) eight k-subgroups.
   for (const ExpectedSplit& e : {ExpectedSplit{gptq(16, 4096, 4096, 128, ScalarType::F16, true), 256, 16, 16},
                                  ExpectedSplit{gptq(16, 4096, 4096, 128, ScalarType::F16), 64, 128, 8},
                                  ExpectedSplit{gptq(64, 4096, 4096, 128, ScalarType::BF16, true), 256, 16, 32},
                                  ExpectedSplit{gptq(3, 2048, 32, 128, ScalarType::F16, true), 256, 1, 2},
-                                 ExpectedSplit{gptq(3, 2048, 128, 128, ScalarType::F16, true), 256, 1, 8}}) {
+                                 ExpectedSplit{gptq(3, 2048, 128, 128, ScalarType::F16, true), 256, 1, 8},
+                                 ExpectedSplit{kMultiWaveGptq, 256, 16, 43},
+                                 ExpectedSplit{gptq(2, 4096, 4096, 128, ScalarType::F16), 256, 128, 2}}) {
     check_split(e);
   }
 }
