@@ -12,6 +12,7 @@
 
 #include "ir/Builder.h"
 #include "ir/ops/Nibbles.h"
+#include "ir/ops/SplitK.h"
 
 namespace quantc::ir::ops {
 
@@ -319,10 +320,17 @@ Program build_dequantizer(const std::string& name, Scheme scheme, std::uint32_t 
 constexpr std::uint32_t kFastDequantSlots = 4;  // bytes per invocation (j = 0..3)
 constexpr std::uint32_t kFastDequantSubgroupBytes = kFastDequantSlots * kSubgroupSize;
 /// The word dequantizer (build_word_dequantizer): slots of 16 words, a lane pair's half
-/// words; 16 slots a lane, so that its index arithmetic spreads over 64 codes.
+/// words.
 constexpr std::uint32_t kWordDequantSlotWords = kSubgroupSize / 2;
-constexpr std::uint32_t kWordDequantSlots = 16;
-constexpr std::uint32_t kWordDequantSubgroupWords = kWordDequantSlots * kWordDequantSlotWords;  // 1 KiB
+/// Slots a lane: 16 where even the grid of 8-slot subgroups would pass the warps kTargetSms
+/// SMs hold at once (kMaxResidentInvocations each), so that the index arithmetic spreads
+/// over 64 codes (4096x4096: 0.39 -> 0.33 instructions per packed byte with the f32x4
+/// sidecars); 8 below it, where more and shorter warps decide (the grid is latency-bound:
+/// MiniLM's 384x1536 took 1.3 us with 8, 1.9 with 16 on the H100 model).
+std::uint32_t word_dequant_slots(std::uint32_t words) {
+  constexpr std::uint64_t kResidentSubgroups = std::uint64_t{kTargetSms} * kMaxResidentInvocations / kSubgroupSize;
+  return words / (8 * kWordDequantSlotWords) > kResidentSubgroups ? 16 : 8;
+}
 constexpr std::uint32_t kFastQuantizeMaxGroup = 512;
 constexpr std::uint32_t kFastQuantizeTargetSlots = 4;  // byte slots a lane aims to hold
 constexpr std::uint32_t kFastQuantizeTargetWords = 2;  // word slots a lane aims to hold
@@ -377,28 +385,31 @@ Program fast_dequantizer_program(const std::string& name, Scheme scheme, std::ui
 }
 
 /// The fast dequantizer where n and group_size are multiples of 8 (see the header): lane l
-/// of subgroup s takes half l % 2 of u32 word 256s + 16h + l / 2 of `packed` (h = 0..15),
-/// four codes of one group, and stores their four values with one f32x4 store, so that each
-/// store request of the subgroup writes 512 contiguous bytes (whole sectors).
+/// of subgroup s takes half l % 2 of u32 word 16Hs + 16h + l / 2 of `packed` (h = 0..H-1,
+/// H = word_dequant_slots), four codes of one group, and stores their four values with one
+/// f32x4 store, so that each store request of the subgroup writes 512 contiguous bytes
+/// (whole sectors).
 Program build_word_dequantizer(const std::string& name, Scheme scheme, std::uint32_t n, std::uint32_t group_size) {
   const std::uint32_t words = n / kNibblesPerWord;
-  const std::uint32_t subgroups = ceil_div(words, kWordDequantSubgroupWords);
-  const bool exact_cover = words % kWordDequantSubgroupWords == 0;  // no clamps, no guards
+  const std::uint32_t slots = word_dequant_slots(words);
+  const std::uint32_t subgroup_words = slots * kWordDequantSlotWords;
+  const std::uint32_t subgroups = ceil_div(words, subgroup_words);
+  const bool exact_cover = words % subgroup_words == 0;  // no clamps, no guards
   const std::uint32_t words_per_group = group_size / kNibblesPerWord;
   // Slot h's group is slot 0's plus 16h / words_per_group when that divides evenly.
   const bool group_steps = exact_cover && kWordDequantSlotWords % words_per_group == 0;
   // One group a slot (group_size 128), the same in every lane: a subgroup's sidecars are
-  // kWordDequantSlots consecutive f32 from a multiple of them, read as f32x4 loads.
+  // `slots` consecutive f32 from a multiple of them, read as f32x4 loads.
   const bool vector_sidecars = group_steps && words_per_group == kWordDequantSlotWords;
   return fast_dequantizer_program(name, scheme, n, group_size, subgroups, [&](Body& sg, const DequantFrame& frame) {
     const BufferRef &packed = frame.packed, &scale = frame.scale, &zero_point = frame.zero_point, &y = frame.y;
     const Expr &lane = frame.lane, &subgroup = frame.subgroup, &book = frame.book;
-    Expr first_word = sg.let("first_word", subgroup * kWordDequantSubgroupWords + lane / 2u);
+    Expr first_word = sg.let("first_word", subgroup * subgroup_words + lane / 2u);
     // Bits of the lane's half of each word: codes 4 * (lane % 2) .. + 3 at nibbles 0..3.
     Expr half_shift = sg.let("half_shift", (lane & 1u) * 16u);
     Expr first_group;
     if (vector_sidecars) {
-      first_group = sg.let("first_group", subgroup * kWordDequantSlots);
+      first_group = sg.let("first_group", subgroup * slots);
     } else if (group_steps) {
       first_group = sg.let("first_group", first_word / words_per_group);
     }
@@ -409,7 +420,7 @@ Program build_word_dequantizer(const std::string& name, Scheme scheme, std::uint
     // ([addr+c]).
     std::vector<Expr> word_index, codes, scales, zero_points;
     if (vector_sidecars) {
-      for (std::uint32_t v = 0; v < kWordDequantSlots / 4; ++v) {
+      for (std::uint32_t v = 0; v < slots / 4; ++v) {
         Expr at = v == 0 ? first_group : first_group + u32(4 * v);
         Expr scale4 = sg.let(fmt::format("scales{}", v), scale.load(at, 4));
         Expr zero4 = scheme == Scheme::Int4Asymmetric ? sg.let(fmt::format("zero_points{}", v), zero_point.load(at, 4))
@@ -420,7 +431,7 @@ Program build_word_dequantizer(const std::string& name, Scheme scheme, std::uint
         }
       }
     }
-    for (std::uint32_t h = 0; h < kWordDequantSlots; ++h) {
+    for (std::uint32_t h = 0; h < slots; ++h) {
       const std::string suffix = fmt::format("{}", h);
       const std::uint32_t step = h * kWordDequantSlotWords;  // words past slot 0
       word_index.push_back(h == 0 || exact_cover ? first_word : sg.let("word" + suffix, first_word + step));
@@ -434,7 +445,7 @@ Program build_word_dequantizer(const std::string& name, Scheme scheme, std::uint
       scales.push_back(sg.let("scale" + suffix, scale[group]));
       if (scheme == Scheme::Int4Asymmetric) zero_points.push_back(sg.let("zero_point" + suffix, zero_point[group]));
     }
-    for (std::uint32_t h = 0; h < kWordDequantSlots; ++h) {
+    for (std::uint32_t h = 0; h < slots; ++h) {
       const std::string suffix = fmt::format("{}", h);
       Expr half = sg.let("half" + suffix, codes[h] >> half_shift);
       std::vector<Expr> values;
@@ -907,7 +918,7 @@ std::vector<OpInfo> quantize_ops() {
   };
   std::vector<OpArgs> int4_shapes = shapes(int4_seed, int4_fast, {});
   std::vector<OpArgs> nf4_shapes = shapes(nf4_seed, nf4_fast, {});
-  // Dequantizers also: odd group sizes (the byte program) and a whole subgroup of the word
+  // Dequantizers also: odd group sizes (the byte program) and whole subgroups of the word
   // program at group 128 (2048: its sidecars by f32x4 loads).
   std::vector<OpArgs> int4_dequant_shapes =
       shapes(int4_seed, int4_fast, {shape(65, 31, true), shape(65, 31, false), shape(2048, 128, false)});
@@ -933,8 +944,8 @@ std::vector<OpInfo> quantize_ops() {
   ops.push_back(OpInfo{
       .name = "dequantize_int4",
       .summary = "y[i] = (q_i - 8) * scale[g] (symmetric) or (q_i - zero_point[g]) * scale[g], g = i / group_size",
-      .layout = packing + "; seed: one invocation per element; fast: a lane pair shares each of 16 coalesced u32 "
-                          "words, each lane decoding its half (n, group_size multiples of 8; else bytes), f32x4 stores",
+      .layout = packing + "; seed: one invocation per element; fast: a lane pair shares each of 16 (small grids: 8) "
+                          "coalesced u32 words, each lane decoding its half (n, group_size multiples of 8; else bytes), f32x4 stores",
       .seed = seed,
       .params = {n, group_size, symmetric, schedule_param()},
       .buffers = {{"packed", "input", ScalarType::U8, "ceil(n/2)"},
@@ -965,8 +976,8 @@ std::vector<OpInfo> quantize_ops() {
   ops.push_back(OpInfo{
       .name = "dequantize_nf4",
       .summary = "y[i] = NF4[q_i] * scale[i / group_size] (code book: seed a register select tree, fast a shuffle)",
-      .layout = packing + "; seed: one invocation per element; fast: a lane pair shares each of 16 coalesced u32 "
-                          "words, each lane decoding its half (n, group_size multiples of 8; else bytes), f32x4 stores",
+      .layout = packing + "; seed: one invocation per element; fast: a lane pair shares each of 16 (small grids: 8) "
+                          "coalesced u32 words, each lane decoding its half (n, group_size multiples of 8; else bytes), f32x4 stores",
       .seed = seed,
       .params = {n, group_size, schedule_param()},
       .buffers = {{"packed", "input", ScalarType::U8, "ceil(n/2)"},

@@ -140,12 +140,14 @@ Program dequantize_nf4(std::uint32_t n, std::uint32_t group_size);
 // enters), so every scale and zero point has the seed's bits.
 //
 // Fast dequantizers (any n, any group_size). Where n and group_size are multiples of 8, a
-// subgroup owns 256 consecutive u32 words of `packed` (1 KiB, 2048 elements) in sixteen
-// slots of 16 words: lane l takes half l % 2 (codes 4(l % 2) .. + 3) of word base + 16h +
-// l / 2, h = 0..15, each a reinterpreting u32 load that the lane pair shares (64 contiguous
-// bytes a request, 2 whole sectors), with the scale (and zero point) of the word's group;
-// at group_size 128 a slot is one group, the same in every lane, and the subgroup's 16
-// scales (and zero points) come as four f32x4 loads. All loads issue before any use. The
+// subgroup owns 16H consecutive u32 words of `packed` in H slots of 16 words (H = 16 where
+// even 8-slot subgroups would pass the 8448 warps 132 SMs hold, else 8: small grids are
+// latency-bound and want more, shorter warps): lane l takes half l % 2 (codes
+// 4(l % 2) .. + 3) of word base + 16h + l / 2, h = 0..H-1, each a reinterpreting u32 load
+// that the lane pair shares (64 contiguous bytes a request, 2 whole sectors), with the
+// scale (and zero point) of the word's group; at group_size 128 a slot is one group, the
+// same in every lane, and the subgroup's H scales (and zero points) come as f32x4 loads.
+// All loads issue before any use. The
 // word shifted right by 0 or 16 puts the lane's codes at nibbles 0..3, which decode in
 // place (nibble_plus_bias, ir/ops/Nibbles.h: one lop3 gives 2^(23-4p) + q exactly, and one
 // exact subtraction q - 8 or q), NF4 codes by a shuffle from lane (half >> 4p) & 31
@@ -155,8 +157,8 @@ Program dequantize_nf4(std::uint32_t n, std::uint32_t group_size);
 // filled half of 32 sectors, ran at 45-56% of an H200's copy bandwidth against 77-87% for
 // whole-sector stores (bench/results/gpu-nvidia-h200.md, 2026-11-27), though the cost model
 // saw no difference. 0.26 (symmetric INT4), 0.33 (zero point), 0.28 (NF4) warp
-// instructions per packed byte at 4096x4096 (0.30, 0.39, 0.39 with eight slots, scalar
-// sidecars and masked NF4 shuffle lanes). Tails: the word loads clamp, the stores are
+// instructions per packed byte at 4096x4096 (0.30, 0.39, 0.39 with 8 slots, scalar
+// sidecars and masked NF4 shuffle lanes), 0.35 and 0.32 at MiniLM's shapes (8 slots). Tails: the word loads clamp, the stores are
 // guarded. Otherwise (odd group sizes, n not a multiple of 8) the byte program: a
 // subgroup owns 128 consecutive packed bytes (256 elements); lane l handles bytes base +
 // 32*j + l, j = 0..3: each of the four u8 loads of a subgroup reads one whole 32-byte

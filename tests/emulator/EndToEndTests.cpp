@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "ir/Printer.h"
+#include "ir/ops/Quantize.h"
 #include "ir/ops/Registry.h"
 #include "lower/driver/Compiler.h"
 #include "lower/LowerToPtx.h"
@@ -185,6 +186,25 @@ TEST_CASE("f16 and bf16 activations: emulated PTX equals the interpreter on ever
   }
   CHECK(ops == 10);
   CHECK(runs > 0);
+}
+
+TEST_CASE("the word dequantizers with 16 slots a lane: emulated PTX equals the interpreter bit for bit",
+          "[emulator][end-to-end]") {
+  // Only grids past the warps 132 SMs hold take 16 slots (ir/ops/Quantize.cpp,
+  // word_dequant_slots): n = 4225 * 2048, one target and level (the registered shapes
+  // sweep the rest of the program at 8 slots).
+  const lower::CompileOptions options{ptx::parse_target("sm_90"), lower::PassOptions{}};
+  for (const ir::Program& program : {ir::ops::dequantize_int4(4225 * 2048, 128, false, ir::ops::KernelSchedule::Fast),
+                                     ir::ops::dequantize_nf4(4225 * 2048, 64, ir::ops::KernelSchedule::Fast)}) {
+    INFO(program.name);
+    REQUIRE(program.workgroup_count[0] == 529);  // 4225 subgroups of 16 slots
+    runtime::BufferSet expected = runtime::random_buffers(program, 20261207);
+    runtime::BufferSet actual = expected;
+    runtime::reference::run(lower::contract_fma(program), expected);
+    const lower::CompiledKernel compiled = lower::compile(program, options);
+    runtime::emulator::run(compiled.ptx, compiled.program, actual);
+    require_same_outputs(program, expected, actual, program.name);
+  }
 }
 
 TEST_CASE("odd shapes exist for every op so partial warps and tails are covered", "[emulator][end-to-end]") {

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 
 #include "Oracles.h"
 #include "ir/Printer.h"
@@ -87,11 +88,14 @@ void require_same(const std::vector<float>& actual, const std::vector<float>& ex
                   bool any_nan = false) {
   INFO(what);
   REQUIRE(actual.size() == expected.size());
+  std::size_t mismatches = 0, first = 0;
   for (std::size_t i = 0; i < actual.size(); ++i) {
-    INFO("element " << i << ": " << actual[i] << " vs " << expected[i]);
     if (any_nan && std::isnan(actual[i]) && std::isnan(expected[i])) continue;
-    REQUIRE(same_bits(actual[i], expected[i]));
+    if (!same_bits(actual[i], expected[i]) && mismatches++ == 0) first = i;
   }
+  INFO(mismatches << " mismatching elements; the first, element " << first << ": " << actual[first] << " vs "
+                  << expected[first]);
+  REQUIRE(mismatches == 0);
 }
 
 /// Random values in [-2, 3) with special values sprinkled in: NaN, +-inf, +-0,
@@ -236,6 +240,22 @@ TEST_CASE("fast dequantizers equal the seed programs and the oracles bit for bit
           }
         }
       }
+    }
+  }
+}
+
+TEST_CASE("fast dequantizers with 16 slots a lane equal the seed programs and the oracles bit for bit",
+          "[dequantize][schedule]") {
+  // The word program takes 16 slots a lane only where 8-slot subgroups would pass the
+  // warps 132 SMs hold (8448, 1024 elements each): n = 4225 * 2048 is the first whole
+  // number of 16-slot subgroups past it.
+  const std::uint32_t n = 4225 * 2048;
+  CHECK(ir::ops::dequantize_int4(n, 128, false, KernelSchedule::Fast).workgroup_count[0] == n / 16384 + 1);
+  CHECK(ir::ops::dequantize_int4(8448 * 1024, 128, false, KernelSchedule::Fast).workgroup_count[0] == 8448 / 8);
+  // Group 128: one group a slot, the sidecars by f32x4 loads; group 64: two a slot.
+  for (const auto& [scheme, group_size] : {std::pair{kAsymmetric, 128u}, std::pair{kNf4, 64u}}) {
+    DYNAMIC_SECTION(scheme_name(scheme) << " group " << group_size) {
+      check_dequantizer(scheme, n, group_size, random_quantized(scheme, n, group_size, group_size + scheme));
     }
   }
 }
