@@ -6,7 +6,7 @@
 # CMake cache yet: the emulator and interpreter are slow in a Debug build), runs it (one
 # line per case on stdout) and writes the Markdown table. Needs the CUDA toolkit's nvcc
 # (the expert kernels are compiled at run time; PTX cached in BUILD_DIR) and ptxas (register
-# counts). Takes about an hour on one core (every batch-1 op, both schedules, six shapes, and
+# counts). Takes about 25 minutes on 2 cores (every batch-1 op, both schedules, six shapes, and
 # the tensor-core rows: six formats x three Llama shapes x six batch sizes).
 # Environment: BUILD_DIR (default build).
 set -euo pipefail
