@@ -147,22 +147,23 @@ Program dequantize_nf4(std::uint32_t n, std::uint32_t group_size);
 // that the lane pair shares (64 contiguous bytes a request, 2 whole sectors), with the
 // scale (and zero point) of the word's group; at group_size 128 a slot is one group, the
 // same in every lane, and the subgroup's H scales (and zero points) come as f32x4 loads.
-// All loads issue before any use. The
-// word shifted right by 0 or 16 puts the lane's codes at nibbles 0..3, which decode in
-// place (nibble_plus_bias, ir/ops/Nibbles.h: one lop3 gives 2^(23-4p) + q exactly, and one
-// exact subtraction q - 8 or q), NF4 codes by a shuffle from lane (half >> 4p) & 31
-// (shuffled_code: no mask instruction); each slot's four values go out as one f32x4 store,
-// so that every store request of the subgroup writes 512 contiguous bytes (whole sectors).
-// An earlier layout, a lane a word and its eight values by two f32x4 stores that each
-// filled half of 32 sectors, ran at 45-56% of an H200's copy bandwidth against 77-87% for
-// whole-sector stores (bench/results/gpu-nvidia-h200.md, 2026-11-27), though the cost model
-// saw no difference. 0.26 (symmetric INT4), 0.33 (zero point), 0.28 (NF4) warp
-// instructions per packed byte at 4096x4096 (0.30, 0.39, 0.39 with 8 slots, scalar
-// sidecars and masked NF4 shuffle lanes), 0.35 and 0.32 at MiniLM's shapes (8 slots). Tails: the word loads clamp, the stores are
-// guarded. Otherwise (odd group sizes, n not a multiple of 8) the byte program: a
-// subgroup owns 128 consecutive packed bytes (256 elements); lane l handles bytes base +
+// All loads issue before any use. The word shifted right by 0 or 16 puts the lane's codes
+// at nibbles 0..3, which decode in place (nibble_plus_bias, ir/ops/Nibbles.h: one lop3
+// gives 2^(23-4p) + q exactly, and one exact subtraction q - 8 or q), NF4 codes by a
+// shuffle from lane (half >> 4p) & 31 (shuffled_code: no mask instruction); each slot's
+// four values go out as one f32x4 store, so that every store request of the subgroup
+// writes 512 contiguous bytes (whole sectors). An earlier layout, a lane a word and its
+// eight values by two f32x4 stores that each filled half of 32 sectors, ran at 45-56% of
+// an H200's copy bandwidth against 77-87% for whole-sector stores
+// (bench/results/gpu-nvidia-h200.md, 2026-11-27), though the cost model saw no difference.
+// 0.26 (symmetric INT4), 0.33 (zero point), 0.28 (NF4) warp instructions per packed byte
+// at 4096x4096 (0.30, 0.39, 0.39 with 8 slots, scalar sidecars and masked NF4 shuffle
+// lanes), 0.35 and 0.32 at MiniLM's shapes (8 slots). Tails: the word loads clamp, the
+// stores are guarded. Otherwise (odd group sizes, n not a multiple of 8) the byte program:
+// a subgroup owns 128 consecutive packed bytes (256 elements); lane l handles bytes base +
 // 32*j + l, j = 0..3: each of the four u8 loads of a subgroup reads one whole 32-byte
-// sector, and all loads (codes, scales, zero points) are issued before any use. A byte's two codes decode exactly by
+// sector, and all loads (codes, scales, zero points) are issued before any use. A byte's
+// two codes decode exactly by
 // bitcast(0x4B000000 | q) - 2^23 (INT4; symmetric subtracts 2^23 + 8 in the same exact
 // operation, giving q - 8) and are stored with one f32x2 store (the 32 lanes write 256
 // contiguous bytes). NF4 codes index a register code book: every lane holds

@@ -88,11 +88,11 @@ struct FormatTraits {
   /// Whether each block's mma sums fold into f32 accumulators with its sidecars (int4,
   /// NF4), rather than running over the whole part (scales in B or per column).
   bool folds_blocks;
-  /// Column subgroups a workgroup takes where x is not gathered (tensor_gemm_split): 2 for
-  /// the row-major nibbles of int4 and NVFP4, whose 16 bytes a weight row of one column
-  /// tile are half a 32-byte sector; the pair's lanes copy both halves of each row in one
-  /// request (stage_rows), which halves the weight loads' sectors and 128-byte lines (the
-  /// memory pipe's wavefronts).
+  /// Column subgroups that copy each other's weight rows (column pairs, tensor_gemm_split;
+  /// 1: none): 2 for the row-major nibbles of int4 and NVFP4, whose 16 bytes a weight row
+  /// of one column tile are half a 32-byte sector; the pair's lanes copy both halves of each
+  /// row in one request (stage_rows), which halves the weight loads' sectors and 128-byte
+  /// lines (the memory pipe's wavefronts).
   std::uint32_t column_subgroups;
   /// The pairs are taken at m <= 8 and at m > paired_above_m (tensor_gemm_split).
   std::uint32_t paired_above_m;
@@ -270,9 +270,9 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
   // grid's stagings fit the SMs at once (one wave): bigger workgroups of a grid of several
   // waves leave a partial last wave that costs a whole warp chain (the cost model's waves
   // do not overlap).
-  auto one_wave = [](const TensorGemmSplit& wider) {
-    const std::uint64_t grid_bytes = std::uint64_t{wider.units()} * wider.parts * workgroup_bytes(wider) /
-                                     wider.column_subgroups;
+  auto one_wave = [](const TensorGemmSplit& candidate) {
+    const std::uint64_t grid_bytes = std::uint64_t{candidate.units()} * candidate.parts * workgroup_bytes(candidate) /
+                                     candidate.column_subgroups;
     return grid_bytes <= std::uint64_t{kTargetSms} * kSharedBytesPerSm;
   };
   auto with_k_subgroups = [&format, &one_wave](TensorGemmSplit wider) {
@@ -287,17 +287,15 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
     }
     return wider;
   };
-  if (gathered_x) return with_k_subgroups(with_column_subgroups(split, kMaxWorkgroupSubgroups));
+  // GPTQ without act-order takes the same column subgroups, sharing one copied x tile, at
+  // m <= 8 where the grid takes several waves: fewer splits, so fewer partial sums cross
+  // DRAM. On the H100 model, us: 11008x4096 m = 2 9.4 -> 9.0, m = 8 13.4 -> 10.4;
+  // 4096x11008 m = 8 12.5 -> 10.4. Not at 4096x4096 (one wave; m = 8: 3.4 -> 3.9) nor at
+  // m >= 16 (m = 32: 21.1 -> 25.9).
+  const bool gptq_shares_x = weights == TensorWeights::Gptq && split.elements() == 2 && !one_wave(split);
+  if (gathered_x || gptq_shares_x) return with_k_subgroups(with_column_subgroups(split, kMaxWorkgroupSubgroups));
   const TensorGemmSplit one_column = with_k_subgroups(split);  // one column tile a workgroup
-  // GPTQ without act-order: the same column subgroups, sharing one copied x tile, at m <= 8
-  // where the grid takes several waves: fewer splits, so fewer partial sums cross DRAM. On
-  // the H100 model, us: 11008x4096 m = 2 9.4 -> 9.0, m = 8 13.4 -> 10.4; 4096x11008 m = 8
-  // 12.5 -> 10.4. Not at 4096x4096 (one wave; m = 8: 3.4 -> 3.9) nor at m >= 16 (m = 32:
-  // 21.1 -> 25.9).
-  if (weights == TensorWeights::Gptq) {
-    if (split.elements() != 2 || one_wave(split)) return one_column;
-    return with_k_subgroups(with_column_subgroups(split, kMaxWorkgroupSubgroups));
-  }
+  if (weights == TensorWeights::Gptq) return one_column;
   // Int4's and NVFP4's column pairs (FormatTraits::column_subgroups) where the workgroup has
   // k-subgroups without them, at m <= 8 (a lane holds one m-tile's rows g; the weights are
   // most of the staging) and at m > FormatTraits::paired_above_m. On the H100 model, us:
