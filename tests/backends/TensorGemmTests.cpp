@@ -346,7 +346,8 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ agree wit
       shapes.push_back(gptq(9, 736, 32, 64, activation, act_order));     // two k-subgroups, the last part ragged
       shapes.push_back(gptq(5, 1024, 32, 512, activation, act_order));   // 16 spans a group: a loop, not unrolled
       shapes.push_back(gptq(3, 2048, 32, 128, activation, act_order));   // k-subgroups and splits
-      shapes.push_back(gptq(40, 512, 64, 32, activation, act_order));    // two row tiles
+      shapes.push_back(gptq(40, 512, 64, 32, activation, act_order));    // two row tiles (two column subgroups)
+      shapes.push_back(gptq(40, 512, 32, 32, activation, act_order));    // two row tiles, one column tile
     }
     // Act-order: column subgroups sharing one gathered x tile.
     shapes.push_back(gptq(18, 736, 256, 64, activation, true));   // eight, 18 rows staged, the last part ragged
@@ -357,7 +358,8 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ agree wit
       shapes.push_back(nf4(2, 64, 32, activation, book));      // one block
       shapes.push_back(nf4(9, 704, 64, activation, book));     // ragged last part
       shapes.push_back(nf4(3, 2048, 32, activation, book));    // k-subgroups and splits
-      shapes.push_back(nf4(40, 512, 64, activation, book));    // two row tiles; k-subgroups meet in their own array
+      shapes.push_back(nf4(40, 512, 64, activation, book));    // two row tiles, two column subgroups sharing x
+      shapes.push_back(nf4(40, 512, 32, activation, book));    // two row tiles; k-subgroups meet in their own array
     }
   }
   for (const Shape& s : shapes) {
@@ -616,6 +618,24 @@ TEST_CASE("tensor-core GPTQ: column subgroups share one x tile, as many as fit 4
                                  ExpectedSplit{gptq(3, 2048, 128, 128, ScalarType::F16, true), 256, 1, 8},
                                  ExpectedSplit{kMultiWaveGptq, 256, 16, 43},
                                  ExpectedSplit{gptq(2, 4096, 4096, 128, ScalarType::F16), 256, 128, 2}}) {
+    check_split(e);
+  }
+}
+
+TEST_CASE("tensor-core NF4 and GPTQ: two column subgroups share each 32-row x tile at m > 16",
+          "[backends][tensor_gemm]") {
+  // 4096x4096 at m = 32 and 64: two column subgroups of two k-subgroups each (128
+  // invocations, 64 column workgroups), sixteen splits; at m = 16 one column subgroup (NF4:
+  // its four k-subgroups, GPTQ: two); FP8 keeps one at m = 64; n = 32 has one column tile
+  // (four k-subgroups at m = 40).
+  for (const ExpectedSplit& e : {ExpectedSplit{nf4(64, 4096, 4096, ScalarType::F16), 128, 64, 16},
+                                 ExpectedSplit{nf4(32, 4096, 4096, ScalarType::BF16), 128, 64, 16},
+                                 ExpectedSplit{gptq(32, 4096, 4096, 128, ScalarType::F16), 128, 64, 16},
+                                 ExpectedSplit{gptq(64, 11008, 4096, 128, ScalarType::F16), 128, 64, 43},
+                                 ExpectedSplit{nf4(16, 4096, 4096, ScalarType::F16), 128, 128, 8},
+                                 ExpectedSplit{gptq(16, 4096, 4096, 128, ScalarType::F16), 64, 128, 8},
+                                 ExpectedSplit{fp8(64, 4096, 4096, Fp8Format::E4M3, ScalarType::F16), 64, 128, 16},
+                                 ExpectedSplit{nf4(40, 512, 32, ScalarType::F16), 128, 1, 2}}) {
     check_split(e);
   }
 }
