@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace quantc::ptx {
 
@@ -59,17 +60,63 @@ const InstructionForm& checked_form(const Mnemonic& mnemonic, const Target& targ
   return *form;
 }
 
+/// Whether an instruction of `pipe` only computes its destination from its sources:
+/// arithmetic, conversions and moves, not memory, shuffles, control or mma.
+bool computes_only(Pipe pipe) {
+  switch (pipe) {
+    case Pipe::Fp32:
+    case Pipe::Fp16:
+    case Pipe::Fp64:
+    case Pipe::Integer:
+    case Pipe::IntegerMultiply:
+    case Pipe::Special:
+    case Pipe::Emulated:
+    case Pipe::Conversion:
+    case Pipe::Move:
+      return true;
+    case Pipe::Shuffle:
+    case Pipe::Memory:
+    case Pipe::Control:
+    case Pipe::Tensor:
+      return false;
+  }
+  return false;
+}
+
+/// The virtual registers (`%<letters><digits>`, as new_register names them) an operand
+/// names: itself, or those of an address `[%rd3+16]` or a vector `{%f1, %f2}`. Special
+/// registers such as %tid.x have no digits and are not counted.
+void append_registers(std::string_view operand, std::vector<std::string>& registers) {
+  const auto is_lower = [](char c) { return c >= 'a' && c <= 'z'; };
+  const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  for (std::size_t i = operand.find('%'); i != std::string_view::npos; i = operand.find('%', i + 1)) {
+    std::size_t end = i + 1;
+    while (end < operand.size() && is_lower(operand[end])) ++end;
+    const std::size_t digits = end;
+    while (end < operand.size() && is_digit(operand[end])) ++end;
+    if (digits > i + 1 && end > digits) registers.emplace_back(operand.substr(i, end - i));
+  }
+}
+
+/// A plain virtual register operand ("%r7"), not an address, vector or special register.
+bool is_virtual_register(std::string_view operand) {
+  std::vector<std::string> named;
+  append_registers(operand, named);
+  return named.size() == 1 && named.front() == operand;
+}
+
 }  // namespace
 
 void PtxWriter::emit(const Mnemonic& mnemonic, const std::vector<std::string>& operands) {
   const InstructionForm& form = checked_form(mnemonic, target_);
   std::string text = to_string(mnemonic);
   require_version(form.min_ptx, text);
-  if (operands.empty()) {
-    body_ += fmt::format("\t{};\n", text);
-  } else {
-    body_ += fmt::format("\t{} \t{};\n", text, join_operands(operands));
-  }
+  BodyLine line;
+  line.text = operands.empty() ? fmt::format("\t{};\n", text) : fmt::format("\t{} \t{};\n", text, join_operands(operands));
+  const bool removable = computes_only(form.pipe) && !operands.empty() && is_virtual_register(operands.front());
+  if (removable) line.written = operands.front();
+  for (std::size_t i = removable ? 1 : 0; i < operands.size(); ++i) append_registers(operands[i], line.read);
+  body_.push_back(std::move(line));
 }
 
 void PtxWriter::emit_guarded(std::string_view predicate, bool negate, const Mnemonic& mnemonic,
@@ -77,18 +124,23 @@ void PtxWriter::emit_guarded(std::string_view predicate, bool negate, const Mnem
   const InstructionForm& form = checked_form(mnemonic, target_);
   std::string text = to_string(mnemonic);
   require_version(form.min_ptx, text);
-  body_ += fmt::format("\t@{}{} {} \t{};\n", negate ? "!" : "", predicate, text, join_operands(operands));
+  BodyLine line;
+  line.text = fmt::format("\t@{}{} {} \t{};\n", negate ? "!" : "", predicate, text, join_operands(operands));
+  append_registers(predicate, line.read);
+  for (const std::string& operand : operands) append_registers(operand, line.read);
+  body_.push_back(std::move(line));
 }
 
-void PtxWriter::label(std::string_view name) { body_ += fmt::format("{}:\n", name); }
+void PtxWriter::label(std::string_view name) { body_.push_back({fmt::format("{}:\n", name), {}, {}}); }
 
 void PtxWriter::comment(std::string_view text, int depth) {
   std::string line(text);
   std::replace(line.begin(), line.end(), '\n', ' ');
-  body_ += fmt::format("\t// {}{}\n", std::string(static_cast<std::size_t>(std::max(depth, 0)) * 2, ' '), line);
+  body_.push_back(
+      {fmt::format("\t// {}{}\n", std::string(static_cast<std::size_t>(std::max(depth, 0)) * 2, ' '), line), {}, {}});
 }
 
-void PtxWriter::blank_line() { body_ += "\n"; }
+void PtxWriter::blank_line() { body_.push_back({"\n", {}, {}}); }
 
 void PtxWriter::require_version(PtxVersion version, std::string_view reason) {
   if (version > required_version_) {
@@ -128,7 +180,25 @@ std::string PtxWriter::finish(const EntrySignature& entry, const std::vector<std
     text += fmt::format("\t.shared .align 16 .b8 \t{}[{}];\n", array.name, array.bytes);
   }
   text += "\n";
-  text += body_;
+  // Dead-code elimination: drop each line that writes a register no kept line reads,
+  // until none is left (a removed line's reads may leave others unread).
+  std::unordered_map<std::string, std::size_t> reads;
+  for (const BodyLine& line : body_) {
+    for (const std::string& read : line.read) ++reads[read];
+  }
+  std::vector<bool> kept(body_.size(), true);
+  for (bool removed = true; removed;) {
+    removed = false;
+    for (std::size_t i = 0; i < body_.size(); ++i) {
+      if (!kept[i] || body_[i].written.empty() || reads[body_[i].written] != 0) continue;
+      kept[i] = false;
+      removed = true;
+      for (const std::string& read : body_[i].read) --reads[read];
+    }
+  }
+  for (std::size_t i = 0; i < body_.size(); ++i) {
+    if (kept[i]) text += body_[i].text;
+  }
   text += "}\n";
   return text;
 }

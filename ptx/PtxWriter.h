@@ -88,7 +88,11 @@ class PtxWriter {
   /// The complete module: header comment (one "// " line per element of
   /// `header_comment`, between "//" lines), `.version`, `.target`, `.address_size 64`,
   /// the entry with its parameters and `.maxntid` (between the parameter list and
-  /// `{`, without a semicolon), the register declarations, then the body.
+  /// `{`, without a semicolon), the register declarations, then the body without its
+  /// dead instructions: an unguarded instruction of an arithmetic, conversion or move
+  /// pipe whose destination register nothing reads (as an index the instruction
+  /// selection folded into a load's [reg+imm] address leaves behind), removed until
+  /// none is left, as LLVM's machine dead-code elimination does after selection.
   std::string finish(const EntrySignature& entry, const std::vector<std::string>& header_comment) const;
 
  private:
@@ -97,7 +101,15 @@ class PtxWriter {
   std::string version_reason_;
   std::array<unsigned, kRegisterClassCount> register_counts_{};
   unsigned label_count_ = 0;
-  std::string body_;
+  /// One line of the body as written, with what dead-code elimination needs of it.
+  struct BodyLine {
+    std::string text;
+    /// The register an instruction without side effects writes (empty: the line stays).
+    std::string written;
+    /// The registers the line reads (for a line that stays, every register it names).
+    std::vector<std::string> read;
+  };
+  std::vector<BodyLine> body_;
 };
 
 /// PTX immediate spellings of constants: "0f3F800000" (f32 bits), "0d3FF0000000000000"

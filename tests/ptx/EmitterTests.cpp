@@ -207,6 +207,9 @@ TEST_CASE("PtxWriter: per-class counters, declarations in one place, version rai
   writer.emit(Mnemonic::of(Opcode::Cvt, ValueType::F32, ValueType::BF16), {"%f1", "%h1"});
   CHECK(writer.version() == ptx::PtxVersion{7, 1});
   CHECK(writer.version_reason() == "cvt.f32.bf16");
+  // Stores read both results, so neither is dead code.
+  writer.emit(Mnemonic::of(Opcode::St, ValueType::S32).in(ptx::StateSpace::Global), {"[%rd1]", "%r2"});
+  writer.emit(Mnemonic::of(Opcode::St, ValueType::F32).in(ptx::StateSpace::Global), {"[%rd1+4]", "%f1"});
   std::string text = writer.finish({"k", {"k_param_0"}, {32, 1, 1}, {}}, {"test"});
   CHECK(text.find(".version 7.1\n") != std::string::npos);
   CHECK(text.find("\t.reg .pred \t%p<2>;\n\t.reg .b32 \t%r<3>;\n\t.reg .f64 \t%fd<2>;\n") != std::string::npos);
@@ -217,6 +220,31 @@ TEST_CASE("PtxWriter: per-class counters, declarations in one place, version rai
   CHECK_FALSE(ptx::is_ptx_identifier("4bit"));
   CHECK_FALSE(ptx::is_ptx_identifier("a-b"));
   CHECK(ptx::f32_immediate(0x3F800000) == "0f3F800000");
+}
+
+TEST_CASE("PtxWriter drops instructions whose results nothing reads, and only those", "[emitter][writer]") {
+  using ptx::Mnemonic;
+  using ptx::Opcode;
+  using ptx::ValueType;
+  ptx::PtxWriter writer(ptx::Target{80});
+  const Mnemonic add = Mnemonic::of(Opcode::Add, ValueType::U32);
+  writer.emit(add, {"%r3", "%r1", "4"});  // read only by %r4's add: dead once that is
+  writer.emit(add, {"%r4", "%r3", "8"});  // read by nothing
+  writer.emit(Mnemonic::of(Opcode::Mul, ValueType::U32).multiply(ptx::MulMode::Wide), {"%rd5", "%r1", "4"});
+  writer.emit(Mnemonic::of(Opcode::Ld, ValueType::U32).in(ptx::StateSpace::Global), {"%r9", "[%rd5+16]"});
+  writer.emit(add, {"%r8", "%r8", "1"});  // reads itself: kept
+  writer.emit(Mnemonic::of(Opcode::Setp, ValueType::U32).compare_with(ptx::Compare::Lt), {"%p6", "%r9", "3"});
+  writer.emit_guarded("%p6", false, add, {"%r7", "%r9", "1"});  // guarded: kept
+  writer.emit(Mnemonic::of(Opcode::Ld, ValueType::U32).in(ptx::StateSpace::Global), {"%r10", "[%rd5]"});  // a load: kept
+  const std::string text = writer.finish({"k", {"k_param_0"}, {32, 1, 1}, {}}, {"test"});
+  CHECK(text.find("%r3, %r1, 4") == std::string::npos);
+  CHECK(text.find("%r4, %r3, 8") == std::string::npos);
+  for (const char* kept : {"\tmul.wide.u32 \t%rd5, %r1, 4;\n", "\tld.global.u32 \t%r9, [%rd5+16];\n",
+                           "\tadd.u32 \t%r8, %r8, 1;\n", "\tsetp.lt.u32 \t%p6, %r9, 3;\n",
+                           "\t@%p6 add.u32 \t%r7, %r9, 1;\n", "\tld.global.u32 \t%r10, [%rd5];\n"}) {
+    INFO(kept);
+    CHECK(text.find(kept) != std::string::npos);
+  }
 }
 
 TEST_CASE("PtxWriter refuses an instruction form the target cannot run, naming form, sm_ and target",

@@ -1,8 +1,9 @@
 // The -O2 PTX of every shipped spec and every op's test shapes has no work left that
 // CSE or folding should have removed: no pure instruction repeated within a basic block
 // on unchanged operands, no `selp` with identical arms, no multiply by 1 (mul.wide by 1
-// for byte addresses included), no add/or/shift by 0, and no comparison of two
-// immediates. A checker test first shows each finding is detected.
+// for byte addresses included), no add/or/shift by 0, no comparison of two immediates,
+// and no arithmetic or move whose result nothing reads (PtxWriter's dead-code
+// elimination). Checker tests first show each finding is detected.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cctype>
@@ -108,6 +109,53 @@ std::vector<std::string> redundancies(const std::string& ptx) {
   return findings;
 }
 
+/// The virtual registers (%r7, %rd3, ...) named in `text`, special registers excluded.
+std::vector<std::string> registers_in(const std::string& text) {
+  std::vector<std::string> found;
+  for (std::size_t i = text.find('%'); i != std::string::npos; i = text.find('%', i + 1)) {
+    std::size_t end = i + 1;
+    while (end < text.size() && std::islower(static_cast<unsigned char>(text[end]))) ++end;
+    const std::size_t digits = end;
+    while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+    if (digits > i + 1 && end > digits) found.push_back(text.substr(i, end - i));
+  }
+  return found;
+}
+
+/// One line per unguarded arithmetic, conversion or move instruction whose destination
+/// register no instruction reads: "line N: unread result: the instruction".
+std::vector<std::string> unread_results(const std::string& ptx) {
+  struct Written {
+    std::size_t line;
+    std::string destination, text;
+  };
+  std::vector<Written> written;
+  std::map<std::string, std::size_t> reads;
+  std::istringstream stream(ptx);
+  std::size_t number = 0;
+  for (std::string line; std::getline(stream, line);) {
+    ++number;
+    std::string text = trim(line.substr(0, line.find("//")));
+    if (text.empty() || text.back() != ';' || text[0] == '.') continue;
+    text.pop_back();
+    const std::size_t space = text.find_first_of(" \t");
+    const std::string opcode = text.substr(0, space);
+    const std::string operands = space == std::string::npos ? "" : text.substr(space + 1);
+    const std::string first = trim(operands.substr(0, operands.find(',')));
+    const bool computes = text[0] != '@' && !has_side_effects_or_moves(opcode) && registers_in(first).size() == 1 &&
+                          registers_in(first).front() == first;
+    const bool moves = opcode.rfind("mov", 0) == 0 && registers_in(first).size() == 1 && registers_in(first).front() == first;
+    const std::string read = computes || moves ? operands.substr(std::min(operands.size(), operands.find(',') + 1)) : text;
+    for (const std::string& name : registers_in(read)) ++reads[name];
+    if (computes || moves) written.push_back({number, first, text});
+  }
+  std::vector<std::string> findings;
+  for (const Written& w : written) {
+    if (reads[w.destination] == 0) findings.push_back("line " + std::to_string(w.line) + ": unread result: " + w.text);
+  }
+  return findings;
+}
+
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream buffer;
@@ -117,6 +165,7 @@ std::string read_text(const fs::path& path) {
 
 void require_no_redundancy(const std::string& ptx, const std::string& what) {
   std::vector<std::string> findings = redundancies(ptx);
+  for (std::string& unread : unread_results(ptx)) findings.push_back(std::move(unread));
   std::string listed;
   for (const std::string& finding : findings) listed += "\n  " + finding;
   INFO(what << listed);
@@ -148,7 +197,28 @@ $L__next:
   CHECK(findings[4].find("comparison of two immediates") != std::string::npos);
 }
 
-TEST_CASE("O2 PTX of every shipped spec has no repeated or foldable instruction", "[redundancy]") {
+TEST_CASE("the unread-result checker finds an instruction whose destination nothing reads", "[redundancy]") {
+  // %r3 is read only by %r4's add, which nothing reads; %r5 feeds a load's address, %r6 a
+  // guard, %r7 a store; the loop counter %r8 reads itself.
+  const std::string ptx = R"(
+	add.u32 	%r3, %r1, 4;
+	add.u32 	%r4, %r3, 8;
+	mul.wide.u32 	%rd5, %r1, 4;
+	ld.global.u32 	%r9, [%rd5+16];
+	setp.lt.u32 	%p6, %r9, 3;
+	@%p6 bra 	$L__end;
+	mov.u32 	%r7, %tid.x;
+	st.global.u32 	[%rd5], %r7;
+	add.u32 	%r8, %r8, 1;
+	shl.b32 	%r10, %r9, 2;
+)";
+  std::vector<std::string> findings = unread_results(ptx);
+  REQUIRE(findings.size() == 2);
+  CHECK(findings[0] == "line 3: unread result: add.u32 \t%r4, %r3, 8");
+  CHECK(findings[1] == "line 11: unread result: shl.b32 \t%r10, %r9, 2");
+}
+
+TEST_CASE("O2 PTX of every shipped spec has no repeated, foldable or dead instruction", "[redundancy]") {
   fs::path specs = fs::path(QUANTC_SOURCE_DIR) / "examples" / "specs";
   std::size_t checked = 0;
   for (const fs::directory_entry& entry : fs::directory_iterator(specs)) {
@@ -163,7 +233,7 @@ TEST_CASE("O2 PTX of every shipped spec has no repeated or foldable instruction"
   CHECK(checked >= 30);
 }
 
-TEST_CASE("O2 PTX of every op's test shapes has no repeated or foldable instruction", "[redundancy]") {
+TEST_CASE("O2 PTX of every op's test shapes has no repeated, foldable or dead instruction", "[redundancy]") {
   for (const ir::ops::OpInfo& op : ir::ops::OpRegistry::builtin().all()) {
     for (const ir::ops::OpArgs& args : op.test_shapes) {
       lower::CompiledKernel kernel = lower::compile(op.build(args), {ptx::parse_target("sm_90")});
