@@ -96,23 +96,28 @@ struct FormatTraits {
   std::uint32_t column_subgroups;
   /// The pairs are taken at m <= 8 and at m > paired_above_m (tensor_gemm_split).
   std::uint32_t paired_above_m;
-  /// Column subgroups sharing one copied x tile, each copying its own weight rows, where a
-  /// subgroup holds two m-tiles (m > 16: 32-row x tiles, several times its weight tile;
-  /// tensor_gemm_split); 1: none. 2 for NF4 and GPTQ, whose A fragments are 16-byte loads.
-  std::uint32_t wide_x_column_subgroups;
+  /// Two column subgroups share one copied x tile, each copying its own weight rows, at
+  /// m > x_shared_above_m (kNeverSharedX: not at all; tensor_gemm_split): NF4 from m = 9,
+  /// GPTQ from m = 17, where the x tile (16 or 32 rows) is several times a subgroup's
+  /// weight tile.
+  std::uint32_t x_shared_above_m;
 };
+
+/// FormatTraits::x_shared_above_m of the formats whose x tiles are never shared this way.
+constexpr std::uint32_t kNeverSharedX = ~0u;
 
 const FormatTraits& traits_of(TensorWeights weights) {
   static const FormatTraits kTraits[] = {
       {"dequant_matmul_int4", "dequant_matmul_int4", kDequantMatmulInt4Id, 16, 256, 0, 0, kSidecarBytesPerBlock, true, 2,
-       32, 1},
+       32, kNeverSharedX},
       {"dequant_matmul_nvfp4", "dequant_matmul_nvfp4", kDequantMatmulNvfp4Id, 16, 128, 64,
-       kNvfp4ScaleBlockBytes / kNvfp4ScaleRows, 0, false, 2, 8, 1},
-      {"dequant_matmul_fp8", "dequant_matmul_fp8", kDequantMatmulFp8Id, 32, 128, 64, 0, 0, false, 1, 0, 1},
+       kNvfp4ScaleBlockBytes / kNvfp4ScaleRows, 0, false, 2, 8, kNeverSharedX},
+      {"dequant_matmul_fp8", "dequant_matmul_fp8", kDequantMatmulFp8Id, 32, 128, 64, 0, 0, false, 1, 0,
+       kNeverSharedX},
       {"nf4_gemm", "nf4_gemm_f32_accumulate", kNf4GemmId, 16, 128, kNf4BlockRows, 0, kSidecarBytesPerBlock / 2, true, 1,
-       0, 2},
+       0, 8},
       {"linear_4bit_affine_grouped", "linear_4bit_affine_grouped", kLinear4BitAffineGroupedId, 16, 256, 0, 0,
-       kSidecarBytesPerBlock, true, 1, 0, 2},
+       kSidecarBytesPerBlock, true, 1, 0, 16},
   };
   return kTraits[static_cast<std::size_t>(weights)];
 }
@@ -298,16 +303,15 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
   // m >= 16 (m = 32: 21.1 -> 25.9).
   const bool gptq_shares_x = weights == TensorWeights::Gptq && split.elements() == 2 && !one_wave(split);
   if (gathered_x || gptq_shares_x) return with_k_subgroups(with_column_subgroups(split, kMaxWorkgroupSubgroups));
-  // NF4's and GPTQ's two column subgroups sharing x at m > 16, where the x tile is several
-  // times a subgroup's weight tile: half the x copies a column tile, and where staging
-  // allows, twice the subgroups a workgroup. On the H100 model, us: NF4 at 4096x4096
-  // m = 32 12.0 -> 8.0, m = 64 22.9 -> 15.3, at 4096x11008 m = 64 53.4 -> 41.9; GPTQ at
-  // 4096x4096 m = 32 9.1 -> 6.2, m = 64 17.0 -> 11.4, at 4096x11008 m = 32 21.1 -> 18.7.
-  // Not at m = 16 (GPTQ at 4096x11008 11.7 -> 13.7), nor for FP8 (4096x4096 m = 64 12.7 ->
-  // 14.3), nor eight (NF4 at 4096x4096 m = 64: 15.4, twice the splits).
-  if (split.m_tiles == kMaxMTiles && format.wide_x_column_subgroups > 1) {
-    return with_k_subgroups(with_column_subgroups(split, format.wide_x_column_subgroups));
-  }
+  // NF4's and GPTQ's two column subgroups sharing x (FormatTraits::x_shared_above_m), where
+  // the x tile is several times a subgroup's weight tile: half the x copies a column tile,
+  // and twice the subgroups a workgroup. On the H100 model, us: NF4 at 4096x4096 m = 12
+  // 6.8 -> 6.6, m = 32 12.0 -> 8.0, m = 64 22.9 -> 15.3, at 11008x4096 m = 16 14.9 -> 12.4,
+  // at 4096x11008 m = 64 53.4 -> 41.9; GPTQ at 4096x4096 m = 32 9.1 -> 6.2, m = 64 17.0
+  // -> 11.4, at 4096x11008 m = 32 21.1 -> 18.7. Not GPTQ at m = 16 (4096x11008 11.7 ->
+  // 13.7), nor FP8 (4096x4096 m = 64 12.7 -> 14.3), nor four (NF4 at 4096x4096 m = 64:
+  // 15.4, twice the splits).
+  if (m > format.x_shared_above_m) return with_k_subgroups(with_column_subgroups(split, 2));
   const TensorGemmSplit one_column = with_k_subgroups(split);  // one column tile a workgroup
   if (weights == TensorWeights::Gptq) return one_column;
   // Int4's and NVFP4's column pairs (FormatTraits::column_subgroups) where the workgroup has

@@ -36,9 +36,9 @@
 //   element, happens once per column subgroups' tiles rather than once per tile (on the
 //   H100 model, 4096x4096 at m = 16: 28.5 -> 5.2 us, against 3.9 without act-order);
 //   without act-order the same at m <= 8 where the grid takes several waves, sharing one
-//   copied x tile (fewer splits: 11008x4096 at m = 8 13.4 -> 10.4 us). NF4's and GPTQ's
-//   workgroups at m > 16 hold two column subgroups sharing one copied 32-row x tile (NF4
-//   at 4096x4096, m = 64: 22.9 -> 15.3 us). int4's and NVFP4's
+//   copied x tile (fewer splits: 11008x4096 at m = 8 13.4 -> 10.4 us). NF4's workgroups at
+//   m > 8 and GPTQ's at m > 16 hold two column subgroups sharing one copied x tile (NF4
+//   at 4096x4096, m = 64: 22.9 -> 15.3 us; at 11008x4096, m = 16: 14.9 -> 12.4). int4's and NVFP4's
 //   workgroups that have k-subgroups hold column pairs (NVFP4 at every m, int4 at m <= 8
 //   and m > 32): two column subgroups whose row-major weight rows (16 bytes a column tile,
 //   half a 32-byte sector) they copy together, each request reading whole sectors, and one

@@ -356,7 +356,8 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ agree wit
     if (activation == ScalarType::F16) shapes.push_back(kMultiWaveGptq);  // eight, x copied
     for (ir::ops::Nf4CodeBook book : {ir::ops::Nf4CodeBook::Nf4, ir::ops::Nf4CodeBook::BnbFp4}) {
       shapes.push_back(nf4(2, 64, 32, activation, book));      // one block
-      shapes.push_back(nf4(9, 704, 64, activation, book));     // ragged last part
+      shapes.push_back(nf4(9, 704, 64, activation, book));     // ragged last part, two column subgroups sharing x
+      shapes.push_back(nf4(12, 704, 32, activation, book));    // ragged last part, one column tile
       shapes.push_back(nf4(3, 2048, 32, activation, book));    // k-subgroups and splits
       shapes.push_back(nf4(40, 512, 64, activation, book));    // two row tiles, two column subgroups sharing x
       shapes.push_back(nf4(40, 512, 32, activation, book));    // two row tiles; k-subgroups meet in their own array
@@ -503,7 +504,8 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ: the emul
                          fp8(3, 2048, 32, Fp8Format::E5M2, ScalarType::BF16),
                          fp8(40, 512, 64, Fp8Format::E4M3, ScalarType::F16), nf4(5, 128, 64, ScalarType::F16),
                          nf4(33, 192, 32, ScalarType::BF16, ir::ops::Nf4CodeBook::BnbFp4),
-                         nf4(9, 704, 64, ScalarType::F16), nf4(3, 2048, 32, ScalarType::BF16),
+                         nf4(9, 704, 64, ScalarType::F16), nf4(12, 704, 32, ScalarType::F16),
+                         nf4(3, 2048, 32, ScalarType::BF16),
                          nf4(40, 512, 64, ScalarType::F16), gptq(5, 128, 64, 64, ScalarType::F16),
                          gptq(33, 96, 32, 32, ScalarType::BF16, true), gptq(9, 736, 32, 64, ScalarType::F16, true),
                          gptq(5, 1024, 32, 512, ScalarType::BF16), gptq(3, 2048, 32, 128, ScalarType::F16, true),
@@ -622,17 +624,17 @@ TEST_CASE("tensor-core GPTQ: column subgroups share one x tile, as many as fit 4
   }
 }
 
-TEST_CASE("tensor-core NF4 and GPTQ: two column subgroups share each 32-row x tile at m > 16",
+TEST_CASE("tensor-core NF4 and GPTQ: two column subgroups share each x tile, NF4 at m > 8, GPTQ at m > 16",
           "[backends][tensor_gemm]") {
   // 4096x4096 at m = 32 and 64: two column subgroups of two k-subgroups each (128
-  // invocations, 64 column workgroups), sixteen splits; at m = 16 one column subgroup (NF4:
-  // its four k-subgroups, GPTQ: two); FP8 keeps one at m = 64; n = 32 has one column tile
-  // (four k-subgroups at m = 40).
+  // invocations, 64 column workgroups), sixteen splits; at m = 16 NF4 two of four
+  // k-subgroups each, eight splits, GPTQ one column subgroup of two; FP8 keeps one at
+  // m = 64; n = 32 has one column tile (four k-subgroups at m = 40).
   for (const ExpectedSplit& e : {ExpectedSplit{nf4(64, 4096, 4096, ScalarType::F16), 128, 64, 16},
                                  ExpectedSplit{nf4(32, 4096, 4096, ScalarType::BF16), 128, 64, 16},
                                  ExpectedSplit{gptq(32, 4096, 4096, 128, ScalarType::F16), 128, 64, 16},
                                  ExpectedSplit{gptq(64, 11008, 4096, 128, ScalarType::F16), 128, 64, 43},
-                                 ExpectedSplit{nf4(16, 4096, 4096, ScalarType::F16), 128, 128, 8},
+                                 ExpectedSplit{nf4(16, 4096, 4096, ScalarType::F16), 256, 64, 8},
                                  ExpectedSplit{gptq(16, 4096, 4096, 128, ScalarType::F16), 64, 128, 8},
                                  ExpectedSplit{fp8(64, 4096, 4096, Fp8Format::E4M3, ScalarType::F16), 64, 128, 16},
                                  ExpectedSplit{nf4(40, 512, 32, ScalarType::F16), 128, 1, 2}}) {
