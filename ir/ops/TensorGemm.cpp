@@ -79,6 +79,11 @@ struct FormatTraits {
   /// against int4's 2.25 (TensorDecode.h), so their parts hold half the rows for the same
   /// chain (NVFP4 4096x4096 at m = 2: 3.2 us, 4.8 with 256 rows).
   std::uint32_t preferred_part_rows;
+  /// The weight rows a part aims to stay within at m <= 8 where a grid of such parts still
+  /// fits one wave at the hinted registers (tensor_gemm_split): more, shorter warps in the
+  /// same wave. GPTQ 128 (4096x4096 at m = 2: 3.34 -> 3.20 us, m = 4: 3.37 -> 3.26); the
+  /// others keep preferred_part_rows (int4 at 128: m = 2 3.20 -> 3.24).
+  std::uint32_t one_wave_part_rows;
   /// The schedule's blocks: 0 for the op's block_size (int4's sidecar blocks), else NF4's
   /// scale blocks or the staging blocks of NVFP4 and FP8 (64 rows, which only size the parts).
   std::uint32_t block_rows;
@@ -108,15 +113,15 @@ constexpr std::uint32_t kNeverSharedX = ~0u;
 
 const FormatTraits& traits_of(TensorWeights weights) {
   static const FormatTraits kTraits[] = {
-      {"dequant_matmul_int4", "dequant_matmul_int4", kDequantMatmulInt4Id, 16, 256, 0, 0, kSidecarBytesPerBlock, true, 2,
+      {"dequant_matmul_int4", "dequant_matmul_int4", kDequantMatmulInt4Id, 16, 256, 256, 0, 0, kSidecarBytesPerBlock, true, 2,
        32, kNeverSharedX},
-      {"dequant_matmul_nvfp4", "dequant_matmul_nvfp4", kDequantMatmulNvfp4Id, 16, 128, 64,
+      {"dequant_matmul_nvfp4", "dequant_matmul_nvfp4", kDequantMatmulNvfp4Id, 16, 128, 128, 64,
        kNvfp4ScaleBlockBytes / kNvfp4ScaleRows, 0, false, 2, 8, kNeverSharedX},
-      {"dequant_matmul_fp8", "dequant_matmul_fp8", kDequantMatmulFp8Id, 32, 128, 64, 0, 0, false, 1, 0,
+      {"dequant_matmul_fp8", "dequant_matmul_fp8", kDequantMatmulFp8Id, 32, 128, 128, 64, 0, 0, false, 1, 0,
        kNeverSharedX},
-      {"nf4_gemm", "nf4_gemm_f32_accumulate", kNf4GemmId, 16, 128, kNf4BlockRows, 0, kSidecarBytesPerBlock / 2, true, 1,
+      {"nf4_gemm", "nf4_gemm_f32_accumulate", kNf4GemmId, 16, 128, 128, kNf4BlockRows, 0, kSidecarBytesPerBlock / 2, true, 1,
        0, 8},
-      {"linear_4bit_affine_grouped", "linear_4bit_affine_grouped", kLinear4BitAffineGroupedId, 16, 256, 0, 0,
+      {"linear_4bit_affine_grouped", "linear_4bit_affine_grouped", kLinear4BitAffineGroupedId, 16, 256, 128, 0, 0,
        kSidecarBytesPerBlock, true, 1, 0, 16},
   };
   return kTraits[static_cast<std::size_t>(weights)];
@@ -258,13 +263,26 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
   split.blocks = ceil_div(k, block_size);
   split.parts = choose_splits(split.units(), split.blocks, 1);
   split.blocks_per_split = ceil_div(split.blocks, split.parts);
-  const std::uint32_t part_rows = traits_of(weights).preferred_part_rows;
-  while ((staged_bytes(split) > kPreferredStagedBytes || split.rows() > part_rows) && split.blocks_per_split > 1) {
-    split.parts *= 2;
-    split.blocks_per_split = ceil_div(split.blocks, split.parts);
-  }
-  split.parts = ceil_div(split.blocks, split.blocks_per_split);
   const FormatTraits& format = traits_of(weights);
+  auto with_part_rows = [&split](std::uint32_t part_rows) {
+    TensorGemmSplit parted = split;
+    while ((staged_bytes(parted) > kPreferredStagedBytes || parted.rows() > part_rows) &&
+           parted.blocks_per_split > 1) {
+      parted.parts *= 2;
+      parted.blocks_per_split = ceil_div(parted.blocks, parted.parts);
+    }
+    parted.parts = ceil_div(parted.blocks, parted.blocks_per_split);
+    return parted;
+  };
+  const TensorGemmSplit preferred = with_part_rows(format.preferred_part_rows);
+  const TensorGemmSplit shorter = with_part_rows(format.one_wave_part_rows);
+  // A one-wave grid at m <= 8 runs its subgroups at kLeastHintedRegisters (the
+  // .minnctapersm request below): as many as 65536 / (64 x 32) = 32 warps an SM.
+  constexpr std::uint64_t kOneWaveHintedSubgroups =
+      std::uint64_t{kTargetSms} * 65536 / (kLeastHintedRegisters * kSubgroupSize);
+  split = split.elements() == 2 && std::uint64_t{shorter.units()} * shorter.parts <= kOneWaveHintedSubgroups
+              ? shorter
+              : preferred;
   // Column subgroups first, as many as fit up to `most`.
   auto with_column_subgroups = [](TensorGemmSplit wider, std::uint32_t most) {
     while (2 * wider.column_subgroups <= most && wider.column_tiles % (2 * wider.column_subgroups) == 0) {

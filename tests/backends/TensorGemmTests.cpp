@@ -612,14 +612,16 @@ TEST_CASE("tensor-core GPTQ: column subgroups share one x tile, as many as fit 4
   // k-subgroups of them would not). n = 32 has one column tile (its eight subgroups are
   // k-subgroups), n = 128 four, then two k-subgroups. Without act-order at m <= 8 only where
   // the grid takes several waves: 11008x4096 at m = 2 eight column subgroups and 43 splits
-  // (their x copied by all 256 invocations), 4096x4096 (one wave) eight k-subgroups.
+  // (their x copied by all 256 invocations), 4096x4096 (one wave) eight k-subgroups of
+  // one-group parts (128 rows: a grid of them still fits one wave), four splits.
   for (const ExpectedSplit& e : {ExpectedSplit{gptq(16, 4096, 4096, 128, ScalarType::F16, true), 256, 16, 16},
                                  ExpectedSplit{gptq(16, 4096, 4096, 128, ScalarType::F16), 64, 128, 8},
                                  ExpectedSplit{gptq(64, 4096, 4096, 128, ScalarType::BF16, true), 256, 16, 32},
                                  ExpectedSplit{gptq(3, 2048, 32, 128, ScalarType::F16, true), 256, 1, 2},
                                  ExpectedSplit{gptq(3, 2048, 128, 128, ScalarType::F16, true), 256, 1, 8},
                                  ExpectedSplit{kMultiWaveGptq, 256, 16, 43},
-                                 ExpectedSplit{gptq(2, 4096, 4096, 128, ScalarType::F16), 256, 128, 2}}) {
+                                 ExpectedSplit{gptq(2, 4096, 4096, 128, ScalarType::F16), 256, 128, 4},
+                                 ExpectedSplit{gptq(2, 4096, 11008, 128, ScalarType::F16), 256, 43, 16}}) {
     check_split(e);
   }
 }
