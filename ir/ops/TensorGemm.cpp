@@ -81,7 +81,8 @@ struct FormatTraits {
   std::uint32_t preferred_part_rows;
   /// The weight rows a part aims to stay within at m <= 8 where a grid of such parts still
   /// fits one wave at the hinted registers (tensor_gemm_split): more, shorter warps in the
-  /// same wave. GPTQ 128 (4096x4096 at m = 2: 3.34 -> 3.20 us, m = 4: 3.37 -> 3.26); the
+  /// same wave (not act-order's, which would gather x more often). GPTQ 128 (4096x4096 at
+  /// m = 2: 3.34 -> 3.20 us, m = 4: 3.37 -> 3.26); the
   /// others keep preferred_part_rows (int4 at 128: m = 2 3.20 -> 3.24).
   std::uint32_t one_wave_part_rows;
   /// The schedule's blocks: 0 for the op's block_size (int4's sidecar blocks), else NF4's
@@ -277,10 +278,13 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
   const TensorGemmSplit preferred = with_part_rows(format.preferred_part_rows);
   const TensorGemmSplit shorter = with_part_rows(format.one_wave_part_rows);
   // A one-wave grid at m <= 8 runs its subgroups at kLeastHintedRegisters (the
-  // .minnctapersm request below): as many as 65536 / (64 x 32) = 32 warps an SM.
+  // .minnctapersm request below): as many as 65536 / (64 x 32) = 32 warps an SM. Not where
+  // x is gathered, which shorter parts gather more often (act-order at 4096x4096, m = 8:
+  // 4.2 -> 4.6 us).
   constexpr std::uint64_t kOneWaveHintedSubgroups =
       std::uint64_t{kTargetSms} * 65536 / (kLeastHintedRegisters * kSubgroupSize);
-  split = split.elements() == 2 && std::uint64_t{shorter.units()} * shorter.parts <= kOneWaveHintedSubgroups
+  split = split.elements() == 2 && !gathered_x &&
+                  std::uint64_t{shorter.units()} * shorter.parts <= kOneWaveHintedSubgroups
               ? shorter
               : preferred;
   // Column subgroups first, as many as fit up to `most`.
