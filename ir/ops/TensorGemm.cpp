@@ -248,10 +248,12 @@ TensorGemmSplit block_split(TensorWeights weights, std::uint32_t m, std::uint32_
 
 /// The fewest parts of K (a power of two) that give kSplitKTargetWorkgroups subgroups
 /// while every part keeps two blocks (SplitK.h's rule), then more while a part's staging
-/// passes kPreferredStagedBytes or its rows kPreferredPartRows and blocks allow; no part
-/// is left empty. Where x is gathered (`gathered_x`: GPTQ act-order), then as many column
+/// passes kPreferredStagedBytes or its rows FormatTraits::preferred_part_rows (at m <= 8
+/// one_wave_part_rows where that grid still fits one wave) and blocks allow; no part is
+/// left empty. Where x is gathered (`gathered_x`: GPTQ act-order), then as many column
 /// subgroups (a power of two dividing the column tiles) as fit kMaxStagedBytes: each
-/// doubling halves the gathers; int4's and NVFP4's column pairs, below. Then as many
+/// doubling halves the gathers; NF4's and GPTQ's two sharing x, int4's and NVFP4's
+/// column pairs, below. Then as many
 /// k-subgroups per workgroup (a power of two; kMaxWorkgroupSubgroups subgroups at most,
 /// column subgroups included) as divide the parts with all their stagings (and their
 /// meeting, where the weight tiles cannot hold it) within kMaxStagedBytes: every halving of
