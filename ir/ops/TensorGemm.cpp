@@ -337,7 +337,6 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
   // 15.4, twice the splits).
   if (m > format.x_shared_above_m) return with_k_subgroups(with_column_subgroups(split, 2));
   const TensorGemmSplit one_column = with_k_subgroups(split);  // one column tile a workgroup
-  if (weights == TensorWeights::Gptq) return one_column;
   // Int4's and NVFP4's column pairs (FormatTraits::column_subgroups) where the workgroup has
   // k-subgroups without them, at m <= 8 (a lane holds one m-tile's rows g; the weights are
   // most of the staging) and at m > FormatTraits::paired_above_m. On the H100 model, us:

@@ -142,12 +142,13 @@ std::vector<std::string> unread_results(const std::string& ptx) {
     const std::string opcode = text.substr(0, space);
     const std::string operands = space == std::string::npos ? "" : text.substr(space + 1);
     const std::string first = trim(operands.substr(0, operands.find(',')));
-    const bool computes = text[0] != '@' && !has_side_effects_or_moves(opcode) && registers_in(first).size() == 1 &&
-                          registers_in(first).front() == first;
-    const bool moves = opcode.rfind("mov", 0) == 0 && registers_in(first).size() == 1 && registers_in(first).front() == first;
-    const std::string read = computes || moves ? operands.substr(std::min(operands.size(), operands.find(',') + 1)) : text;
+    const std::vector<std::string> first_registers = registers_in(first);
+    const bool plain_destination = first_registers.size() == 1 && first_registers.front() == first;
+    const bool pure = !has_side_effects_or_moves(opcode) || opcode.rfind("mov", 0) == 0;
+    const bool writes = text[0] != '@' && pure && plain_destination;
+    const std::string read = writes ? operands.substr(std::min(operands.size(), operands.find(',') + 1)) : text;
     for (const std::string& name : registers_in(read)) ++reads[name];
-    if (computes || moves) written.push_back({number, first, text});
+    if (writes) written.push_back({number, first, text});
   }
   std::vector<std::string> findings;
   for (const Written& w : written) {
