@@ -42,6 +42,10 @@ constexpr std::uint32_t kMaxStagedBytes = 48 * 1024;
 /// Registers per thread a one-wave request (Program::min_resident_workgroups) leaves at
 /// least, where a lane accumulates one m-tile's rows g (m <= 8).
 constexpr std::uint32_t kLeastHintedRegisters = 64;
+/// Registers per thread ptxas gives a lane holding four elements of one m-tile (m = 9..16)
+/// unhinted (78-80 at the Llama shapes): a one-wave request whose budget is below them is
+/// what makes such a grid one wave (tensor_gemm's tight_one_wave).
+constexpr std::uint32_t kFourElementRegisters = 80;
 /// Subgroups of a workgroup (column subgroups x k-subgroups), at most: 256 invocations.
 constexpr std::uint32_t kMaxWorkgroupSubgroups = 8;
 /// Shared memory of an H100 SM that workgroups can use: 228 KiB less 1 KiB a workgroup.
@@ -766,12 +770,6 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   SplitK split_k = declare_split_k(
       program, split.splits(), checked_count(name, "units*32*sums", split.units(), kSubgroupSize * met_per_lane),
       split.units());
-  // The tail's reduction loads two splits' partial sums at a time (64 registers at m > 16,
-  // where a lane carries 32 a split): measured on an H200, 2.2x faster than one split at a
-  // time at 11008x4096 m = 64 (43 splits) and 1.1-1.2x at m = 32 and 64 elsewhere. More
-  // splits at once at m <= 16 cost registers (8 at once: 62 -> 130 for NF4 at 11008x4096
-  // m = 2, half the workgroups an SM on the H100 model).
-  split_k.registers_in_flight = 2 * met_per_lane;
   // Per k-subgroup: its part's rows of W (the 32 columns: 16 or 32 bytes; f32-typed, read
   // as raw words, so that the k-subgroups' meeting can reuse them), of x (the m-tile's
   // rows) and its blocks' sidecars of the 32 columns (128 bytes a block each).
@@ -800,12 +798,27 @@ Program tensor_gemm(const TensorGemmShape& shape) {
                                  split.meeting_in_weight_tile() ? w_tile : BufferRef{});
   program.launch({kSubgroupSize * subgroups, 1, 1}, {column_tiles / column_subgroups, split.row_tiles, split.splits()});
   // One wave where the registers allow (SplitK.h). Where a lane holds two elements of one
-  // m-tile (m <= 8), ptxas's 62-99 registers fit 64 without spills; with more (16 or 32
-  // accumulators) they do not (NVFP4 at 4096x4096, m = 16: 72 registers, 92 bytes spilled at 64).
-  if (split.elements() == 2) {
-    program.min_resident_workgroups(one_wave_resident_workgroups(
-        program.workgroups(), program.invocations_per_workgroup(), program.static_shared_bytes(), kLeastHintedRegisters));
-  }
+  // m-tile (m <= 8), ptxas's 62-99 registers fit 64 without spills. With four (m = 9..16),
+  // NVFP4's and FP8's 78-80 (their mma sums run over the whole part: no f32 accumulators
+  // beside them) fit 64 where the tail's reduction loads one split at a time (below), so
+  // such a grid asks where only the 64-register budget makes it one wave (NVFP4 on the
+  // H100 model at 4096x4096, m = 16: 6.0 -> 3.9 us); elsewhere the one-split tail costs
+  // more than it saves. Not NF4, which then spills in its k-steps (bf16 at m = 16: 52
+  // bytes), nor two m-tiles (m > 16: 32 sums a lane).
+  const std::uint32_t one_wave = one_wave_resident_workgroups(
+      program.workgroups(), program.invocations_per_workgroup(), program.static_shared_bytes(), kLeastHintedRegisters);
+  const std::uint32_t one_wave_registers =
+      one_wave == 0 ? 0 : 65536 / (one_wave * program.invocations_per_workgroup());
+  const bool tight_one_wave = !format.folds_blocks && split.m_tiles == 1 && split.elements() == 4 && one_wave != 0 &&
+                              one_wave_registers < kFourElementRegisters;
+  if (split.elements() == 2 || tight_one_wave) program.min_resident_workgroups(one_wave);
+  // The tail's reduction loads two splits' partial sums at a time (64 registers at m > 16,
+  // where a lane carries 32 a split): measured on an H200, 2.2x faster than one split at a
+  // time at 11008x4096 m = 64 (43 splits) and 1.1-1.2x at m = 32 and 64 elsewhere. More
+  // splits at once at m <= 16 cost registers (8 at once: 62 -> 130 for NF4 at 11008x4096
+  // m = 2, half the workgroups an SM on the H100 model); under a tight one-wave request
+  // one split at a time (two spill at 64 registers: NVFP4 at 4096x4096, m = 16, 44 bytes).
+  split_k.registers_in_flight = (tight_one_wave ? 1 : 2) * met_per_lane;
   program.body([&](Body& body) {
     body.region(format.region, [&](Body& region) {
       Expr local = subgroups == 1 ? Expr() : region.let("local", local_id(0));

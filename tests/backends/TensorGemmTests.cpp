@@ -76,6 +76,10 @@ Shape gptq(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t grou
 /// GPTQ without act-order at m <= 8 whose grid takes several waves: eight column subgroups
 /// share one copied x tile (tensor_gemm_split), which only a Llama-sized layer reaches.
 const Shape kMultiWaveGptq = gptq(2, 11008, 4096, 128, ScalarType::F16);
+/// NVFP4 at m = 9: a lane holds four elements of its m-tile, and 512 workgroups of 256
+/// invocations are one H100 wave only at 64 registers, which the program asks for; the
+/// tail's reduction then loads one split's partial sums at a time.
+const Shape kTightOneWaveNvfp4 = nvfp4(9, 4096, 4096, ScalarType::BF16);
 /// nf4_gemm's buffers are a, b_nf4, b_scales and c.
 const char* output_of(const Shape& s) { return s.weights == TensorWeights::Nf4 ? "c" : "out"; }
 
@@ -511,7 +515,7 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ: the emul
                          gptq(5, 1024, 32, 512, ScalarType::BF16), gptq(3, 2048, 32, 128, ScalarType::F16, true),
                          gptq(40, 512, 64, 32, ScalarType::BF16), gptq(18, 736, 256, 64, ScalarType::F16, true),
                          gptq(3, 2048, 128, 128, ScalarType::BF16, true), gptq(40, 512, 128, 32, ScalarType::F16, true),
-                         kMultiWaveGptq}) {
+                         kMultiWaveGptq, kTightOneWaveNvfp4}) {
     const ir::Program program = tensor_program(s);
     const Inputs in = make_inputs(s, false, s.k + s.n);
     const std::vector<float> reference = run(program, s, in);
@@ -694,6 +698,15 @@ TEST_CASE("tensor-core GEMMs whose grid passes one wave at ptxas's registers ask
     CHECK_THAT(ptx, Catch::Contains(")\n.maxntid 256, 1, 1\n.minnctapersm 4\n{\n"));
     CHECK_THAT(ptx, Catch::Contains("registers fit for 4 CTAs per SM (.minnctapersm)"));
   }
+  // Four elements a lane (m = 9..16): NVFP4's and FP8's sums alone ask where only 64
+  // registers make the grid one wave (ptxas gives 78-80 unasked); NF4's, with f32
+  // accumulators beside them, and grids one wave holds at 80 registers do not.
+  CHECK(tensor_program(kTightOneWaveNvfp4).min_resident_workgroups == 4);
+  CHECK(tensor_program(nvfp4(16, 4096, 4096, ScalarType::F16)).min_resident_workgroups == 4);
+  CHECK(tensor_program(fp8(9, 4096, 4096, Fp8Format::E4M3, ScalarType::F16)).min_resident_workgroups == 8);
+  CHECK(tensor_program(nf4(16, 4096, 4096, ScalarType::F16)).min_resident_workgroups == 0);
+  CHECK(tensor_program(nvfp4(16, 4096, 11008, ScalarType::F16)).min_resident_workgroups == 0);  // 11 x 256: 23 registers
+  CHECK(tensor_program(gptq(16, 4096, 4096, 128, ScalarType::F16, true)).min_resident_workgroups == 0);  // 2 x 256: 128
 }
 
 TEST_CASE("tensor-core dequant_matmul_int4 names each shape it cannot run", "[backends][tensor_gemm]") {
@@ -751,7 +764,8 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ assemble 
   for (const Shape& s : {Shape{16, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16},
                          Shape{64, 4096, 11008, 64, BlockAffineMode::Offset, ScalarType::BF16},
                          Shape{5, 11008, 4096, 32, BlockAffineMode::Symmetric, ScalarType::F16},
-                         nvfp4(16, 4096, 4096, ScalarType::F16), nvfp4(64, 4096, 11008, ScalarType::BF16),
+                         nvfp4(16, 4096, 4096, ScalarType::F16), kTightOneWaveNvfp4,
+                         nvfp4(64, 4096, 11008, ScalarType::BF16), fp8(9, 4096, 4096, Fp8Format::E4M3, ScalarType::BF16),
                          fp8(16, 4096, 4096, Fp8Format::E4M3, ScalarType::BF16),
                          fp8(64, 4096, 11008, Fp8Format::E5M2, ScalarType::BF16),
                          nf4(2, 4096, 4096, ScalarType::F16), nf4(16, 4096, 4096, ScalarType::F16),
