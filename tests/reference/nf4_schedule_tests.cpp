@@ -228,6 +228,24 @@ TEST_CASE("fast nf4_gemm_transpose matches a double oracle and the seed within t
   }
 }
 
+TEST_CASE("fast nf4_gemm_transpose doubles its splits while 64 registers keep the grid one wave, and asks for them",
+          "[nf4][schedule]") {
+  auto grid = [](std::uint32_t n, std::uint32_t k) {
+    const Program program = nf4_gemm_transpose(1, n, k, KernelSchedule::Fast);
+    return std::array<std::uint32_t, 3>{program.workgroup_count[0], program.workgroup_count[1],
+                                        program.min_resident_workgroups};
+  };
+  // 64 subgroups of 64 outputs: SplitK.h's 32 splits, then 64 (4096 warps: one wave of 32
+  // an SM at 64 registers), each c-lane 4 columns at n = 4096, 11 at n = 11008.
+  CHECK(grid(4096, 4096) == std::array<std::uint32_t, 3>{64, 64, 32});
+  CHECK(grid(11008, 4096) == std::array<std::uint32_t, 3>{64, 64, 32});
+  // 172 subgroups: 16 splits, 2752 warps; 32 would pass one wave. 21 CTAs an SM: 96 registers.
+  CHECK(grid(4096, 11008) == std::array<std::uint32_t, 3>{172, 16, 21});
+  // MiniLM: 6 subgroups, SplitK.h's 16 splits (c-lanes of 1-2 of the 384 columns), too few
+  // columns for 32; 96 warps, no request.
+  CHECK(grid(384, 384) == std::array<std::uint32_t, 3>{6, 16, 0});
+}
+
 TEST_CASE("fast nf4 schedules equal the seed exactly on small-integer data", "[nf4][schedule]") {
   // Integer activations in [-3, 3], power-of-two scales and only the codes 0 (-1.0), 7 (0)
   // and 15 (1.0): every partial sum is a small integer times a power of two, exact in f32,
