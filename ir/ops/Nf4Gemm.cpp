@@ -365,8 +365,8 @@ Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvT
   // keeps two columns: more, shorter warps in the same wave. On the H100 model, us:
   // 4096x4096 5.1 -> 3.9, 11008x4096 11.1 -> 9.2 (32 -> 64 splits); not timed on a GPU.
   std::uint32_t splits = split.subgroups_per_workgroup == 1 ? choose_splits(subgroups, n, C) : 1;
-  constexpr std::uint64_t kOneWaveWarps = std::uint64_t{kTargetSms} * 65536 / (kTransposeHintedRegisters * kSubgroupSize);
-  while (split.subgroups_per_workgroup == 1 && std::uint64_t{subgroups} * splits * 2 <= kOneWaveWarps &&
+  while (split.subgroups_per_workgroup == 1 &&
+         std::uint64_t{subgroups} * splits * 2 <= one_wave_warps(kTransposeHintedRegisters) &&
          n >= 2 * C * splits * 2) {
     splits *= 2;
   }

@@ -158,7 +158,8 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, Sc
 //  columns_per_batch whose weight, activation and scale loads are issued before use.
 //  Per column the lane forms w = a[c] * s[c, block] once (f32, one rounding), then 32
 //  fmas p_r = fma(w, NF4[code_r], p_r) in f32; after each chunk of columns_per_chunk
-//  columns the 32 partials convert to f64 once and are added into f64 accumulators.
+//  columns the 32 partials convert to f64 once and are added into f64 accumulators (a
+//  lone chunk's are them: p, summed from +0 by fma, is never -0, so 0 + p = p).
 //  The c-lanes' f64 sums meet in a reduce-scatter butterfly (xor 16, 8, ..: at each level
 //  a lane keeps the half of its outputs its lane bit selects and adds the partner's copy;
 //  31 f64 exchanges instead of 32 * 5), so lane c_lane ends with outputs
@@ -166,9 +167,11 @@ Program nf4_gemm_transpose(std::uint32_t m, std::uint32_t n, std::uint32_t k, Sc
 //  stores them (coalesced). Sectors: with output_lanes = 2 (the default) the two lanes of
 //  a pair read the two 16-byte halves of one 32-byte sector of their column: whole
 //  sectors, 100% sector efficiency. That leaves k/64 subgroups (64 at k = 4096), too
-//  few for 132 SMs, so the columns are also split across workgroups (ir/ops/SplitK.h:
-//  the fewest powers of two reaching 256 workgroups while each c-lane keeps two
-//  columns): c-lane j of the splits * c_lanes takes columns j, j + splits * c_lanes,
+//  few for 132 SMs, so the columns are also split across workgroups (ir/ops/SplitK.h's
+//  choose_splits, then twice the splits while the grid stays one wave at the 64
+//  registers a thread it asks for, Program::min_resident_workgroups, and each c-lane keeps
+//  two columns: 64 splits at k = 4096, 4096 shorter warps in the one wave; 16 at k =
+//  11008): c-lane j of the splits * c_lanes takes columns j, j + splits * c_lanes,
 //  ..., and each workgroup's f64 sums meet in scratch `partials` f64[splits * k] (one
 //  counter per output group pair in `arrivals` u32[k/64]), added in split order by the
 //  last workgroup, which rounds to f32 and stores. (output_lanes = 1 reads half sectors:

@@ -189,7 +189,7 @@ std::uint32_t fit_k_subgroups_to_one_wave(std::uint32_t k_subgroups, std::uint64
 
 std::uint32_t one_wave_resident_workgroups(std::uint64_t workgroups, std::uint32_t invocations,
                                            std::uint64_t shared_bytes, std::uint32_t least_registers) {
-  constexpr std::uint64_t kRegistersPerSm = 65536, kRegisterUnit = 8, kMaxResidentWorkgroups = 32;
+  constexpr std::uint64_t kRegisterUnit = 8, kMaxResidentWorkgroups = 32;
   constexpr std::uint64_t kSharedBytesPerSm = 228 * 1024, kSharedBytesReservedPerWorkgroup = 1024;
   const std::uint64_t per_sm = (workgroups + kTargetSms - 1) / kTargetSms;
   if (per_sm < 2 || invocations == 0) return 0;

@@ -152,6 +152,14 @@ inline constexpr std::uint32_t kSplitKTargetWorkgroups = 2048;
 
 /// SMs of an H100 SXM / H200, the devices the fast schedules are tuned for.
 inline constexpr std::uint32_t kTargetSms = 132;
+/// 32-bit registers of one of their SMs.
+inline constexpr std::uint32_t kRegistersPerSm = 65536;
+
+/// Warps kTargetSms SMs hold at once where each thread keeps `registers`: a grid of at
+/// most this many warps is one wave at that register count.
+constexpr std::uint64_t one_wave_warps(std::uint32_t registers) {
+  return std::uint64_t{kTargetSms} * (kRegistersPerSm / (registers * kSubgroupSize));
+}
 
 /// `k_subgroups` halved while the grid's warps, `warps_per_k_subgroup` times the
 /// k-subgroups, exceed one wave (kTargetSms x `resident_warps_per_sm`, the warps an SM

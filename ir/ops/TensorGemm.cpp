@@ -287,8 +287,7 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
   // .minnctapersm request below): as many as 65536 / (64 x 32) = 32 warps an SM. Not where
   // x is gathered, which shorter parts gather more often (act-order at 4096x4096, m = 8:
   // 4.2 -> 4.6 us).
-  constexpr std::uint64_t kOneWaveHintedSubgroups =
-      std::uint64_t{kTargetSms} * 65536 / (kLeastHintedRegisters * kSubgroupSize);
+  constexpr std::uint64_t kOneWaveHintedSubgroups = one_wave_warps(kLeastHintedRegisters);
   split = split.elements() == 2 && !gathered_x &&
                   std::uint64_t{shorter.units()} * shorter.parts <= kOneWaveHintedSubgroups
               ? shorter
@@ -808,7 +807,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   const std::uint32_t one_wave = one_wave_resident_workgroups(
       program.workgroups(), program.invocations_per_workgroup(), program.static_shared_bytes(), kLeastHintedRegisters);
   const std::uint32_t one_wave_registers =
-      one_wave == 0 ? 0 : 65536 / (one_wave * program.invocations_per_workgroup());
+      one_wave == 0 ? 0 : kRegistersPerSm / (one_wave * program.invocations_per_workgroup());
   const bool tight_one_wave = !format.folds_blocks && split.m_tiles == 1 && split.elements() == 4 && one_wave != 0 &&
                               one_wave_registers < kFourElementRegisters;
   if (split.elements() == 2 || tight_one_wave) program.min_resident_workgroups(one_wave);
