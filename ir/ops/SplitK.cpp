@@ -187,16 +187,42 @@ std::uint32_t fit_k_subgroups_to_one_wave(std::uint32_t k_subgroups, std::uint64
   return fitted;
 }
 
+namespace {
+constexpr std::uint64_t kSmRegisterUnit = 8, kSmMaxResidentWorkgroups = 32;
+constexpr std::uint64_t kSmSharedBytes = 228 * 1024, kSmSharedBytesReservedPerWorkgroup = 1024;
+}  // namespace
+
+std::uint32_t resident_workgroups(std::uint32_t invocations, std::uint64_t shared_bytes, std::uint32_t registers) {
+  if (invocations == 0 || registers == 0) return 0;
+  const std::uint64_t per_thread = (registers + kSmRegisterUnit - 1) / kSmRegisterUnit * kSmRegisterUnit;
+  const std::uint64_t resident =
+      std::min({kSmMaxResidentWorkgroups, kRegistersPerSm / (per_thread * invocations),
+                std::uint64_t{kMaxResidentInvocations} / invocations,
+                kSmSharedBytes / (shared_bytes + kSmSharedBytesReservedPerWorkgroup)});
+  return static_cast<std::uint32_t>(resident);
+}
+
+std::uint32_t fewer_waves_resident_workgroups(std::uint64_t workgroups, std::uint32_t invocations,
+                                              std::uint64_t shared_bytes, std::uint32_t unasked_registers,
+                                              std::uint32_t least_registers) {
+  const std::uint32_t asked = resident_workgroups(invocations, shared_bytes, least_registers);
+  const std::uint32_t unasked = resident_workgroups(invocations, shared_bytes, unasked_registers);
+  if (asked == 0 || unasked == 0) return 0;
+  auto waves = [&](std::uint32_t resident) {
+    const std::uint64_t wave = std::uint64_t{kTargetSms} * resident;
+    return (workgroups + wave - 1) / wave;
+  };
+  return waves(asked) < waves(unasked) ? asked : 0;
+}
+
 std::uint32_t one_wave_resident_workgroups(std::uint64_t workgroups, std::uint32_t invocations,
                                            std::uint64_t shared_bytes, std::uint32_t least_registers) {
-  constexpr std::uint64_t kRegisterUnit = 8, kMaxResidentWorkgroups = 32;
-  constexpr std::uint64_t kSharedBytesPerSm = 228 * 1024, kSharedBytesReservedPerWorkgroup = 1024;
   const std::uint64_t per_sm = (workgroups + kTargetSms - 1) / kTargetSms;
   if (per_sm < 2 || invocations == 0) return 0;
-  const std::uint64_t registers = kRegistersPerSm / (per_sm * invocations) / kRegisterUnit * kRegisterUnit;
-  const bool fits = per_sm <= kMaxResidentWorkgroups && per_sm * invocations <= kMaxResidentInvocations &&
+  const std::uint64_t registers = kRegistersPerSm / (per_sm * invocations) / kSmRegisterUnit * kSmRegisterUnit;
+  const bool fits = per_sm <= kSmMaxResidentWorkgroups && per_sm * invocations <= kMaxResidentInvocations &&
                     registers >= least_registers &&
-                    per_sm * (shared_bytes + kSharedBytesReservedPerWorkgroup) <= kSharedBytesPerSm;
+                    per_sm * (shared_bytes + kSmSharedBytesReservedPerWorkgroup) <= kSmSharedBytes;
   return fits ? static_cast<std::uint32_t>(per_sm) : 0;
 }
 

@@ -183,4 +183,19 @@ std::uint32_t fit_k_subgroups_to_one_wave(std::uint32_t k_subgroups, std::uint64
 std::uint32_t one_wave_resident_workgroups(std::uint64_t workgroups, std::uint32_t invocations,
                                            std::uint64_t shared_bytes, std::uint32_t least_registers);
 
+/// Workgroups of `invocations` invocations and `shared_bytes` bytes of shared memory each
+/// that an H100 SM holds at `registers` a thread (rounded up to ptxas's units of 8): the
+/// fewest of its 32 CTA slots, 2048 threads, 65536 registers and 228 KiB of shared memory
+/// less 1 KiB a workgroup. 0 for no invocations or registers.
+std::uint32_t resident_workgroups(std::uint32_t invocations, std::uint64_t shared_bytes, std::uint32_t registers);
+
+/// The Program::min_resident_workgroups that `least_registers` a thread allow
+/// (resident_workgroups), where that runs a grid of `workgroups` in fewer waves on
+/// kTargetSms SMs than ptxas's `unasked_registers` would; else 0, no request. The
+/// one-wave request generalized to grids of several waves: each wave's longest serial
+/// chain adds to the time (CostModel.h), so one wave fewer saves a whole chain.
+std::uint32_t fewer_waves_resident_workgroups(std::uint64_t workgroups, std::uint32_t invocations,
+                                              std::uint64_t shared_bytes, std::uint32_t unasked_registers,
+                                              std::uint32_t least_registers);
+
 }  // namespace quantc::ir::ops

@@ -43,9 +43,14 @@ constexpr std::uint32_t kMaxStagedBytes = 48 * 1024;
 /// least, where a lane accumulates one m-tile's rows g (m <= 8).
 constexpr std::uint32_t kLeastHintedRegisters = 64;
 /// Registers per thread ptxas gives a lane holding four elements of one m-tile (m = 9..16)
-/// unhinted (78-80 at the Llama shapes): a one-wave request whose budget is below them is
-/// what makes such a grid one wave (tensor_gemm's tight_one_wave).
+/// unhinted (78-80 at the Llama shapes), against which a request for 64 is weighed
+/// (tensor_gemm's tight_registers: fewer waves?).
 constexpr std::uint32_t kFourElementRegisters = 80;
+/// Splits of K whose partial sums a split-K tail still loads one split at a time (each an
+/// L2 round trip of the last workgroup of a tile): the tail of 43 splits at 11008x4096
+/// (m = 64) ran 2.2x slower so on an H200 than two at a time, which the cost model's
+/// average chain does not see.
+constexpr std::uint32_t kMostOneSplitTailSplits = 8;
 /// Subgroups of a workgroup (column subgroups x k-subgroups), at most: 256 invocations.
 constexpr std::uint32_t kMaxWorkgroupSubgroups = 8;
 /// Shared memory of an H100 SM that workgroups can use: 228 KiB less 1 KiB a workgroup.
@@ -800,24 +805,32 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   // m-tile (m <= 8), ptxas's 62-99 registers fit 64 without spills. With four (m = 9..16),
   // NVFP4's and FP8's 78-80 (their mma sums run over the whole part: no f32 accumulators
   // beside them) fit 64 where the tail's reduction loads one split at a time (below), so
-  // such a grid asks where only the 64-register budget makes it one wave (NVFP4 on the
-  // H100 model at 4096x4096, m = 16: 6.0 -> 3.9 us); elsewhere the one-split tail costs
-  // more than it saves. Not NF4, which then spills in its k-steps (bf16 at m = 16: 52
-  // bytes), nor two m-tiles (m > 16: 32 sums a lane).
-  const std::uint32_t one_wave = one_wave_resident_workgroups(
-      program.workgroups(), program.invocations_per_workgroup(), program.static_shared_bytes(), kLeastHintedRegisters);
-  const std::uint32_t one_wave_registers =
-      one_wave == 0 ? 0 : kRegistersPerSm / (one_wave * program.invocations_per_workgroup());
-  const bool tight_one_wave = !format.folds_blocks && split.m_tiles == 1 && split.elements() == 4 && one_wave != 0 &&
-                              one_wave_registers < kFourElementRegisters;
-  if (split.elements() == 2 || tight_one_wave) program.min_resident_workgroups(one_wave);
+  // such a grid asks for 64 where that takes it fewer waves than 80 would (NVFP4 on the
+  // H100 model, m = 16: 4096x4096 two waves to one, 6.0 -> 3.9 us; 4096x11008 four to
+  // three, 12.1 -> 11.2) and its splits are few (kMostOneSplitTailSplits); elsewhere the
+  // one-split tail costs more than it saves. Not NF4,
+  // which then spills in its k-steps (bf16 at m = 16: 52 bytes), nor two m-tiles (m > 16:
+  // 32 sums a lane).
+  const std::uint32_t tight_resident =
+      !format.folds_blocks && split.m_tiles == 1 && split.elements() == 4 && split.splits() <= kMostOneSplitTailSplits
+          ? fewer_waves_resident_workgroups(program.workgroups(), program.invocations_per_workgroup(),
+                                            program.static_shared_bytes(), kFourElementRegisters, kLeastHintedRegisters)
+          : 0;
+  const bool tight_registers = tight_resident != 0;  // 64 registers asked for at m = 9..16
+  if (split.elements() == 2) {
+    program.min_resident_workgroups(one_wave_resident_workgroups(
+        program.workgroups(), program.invocations_per_workgroup(), program.static_shared_bytes(), kLeastHintedRegisters));
+  } else if (tight_registers) {
+    program.min_resident_workgroups(tight_resident);
+  }
   // The tail's reduction loads two splits' partial sums at a time (64 registers at m > 16,
   // where a lane carries 32 a split): measured on an H200, 2.2x faster than one split at a
   // time at 11008x4096 m = 64 (43 splits) and 1.1-1.2x at m = 32 and 64 elsewhere. More
   // splits at once at m <= 16 cost registers (8 at once: 62 -> 130 for NF4 at 11008x4096
-  // m = 2, half the workgroups an SM on the H100 model); under a tight one-wave request
-  // one split at a time (two spill at 64 registers: NVFP4 at 4096x4096, m = 16, 44 bytes).
-  split_k.registers_in_flight = (tight_one_wave ? 1 : 2) * met_per_lane;
+  // m = 2, half the workgroups an SM on the H100 model); under the 64-register request at
+  // m = 9..16 one split at a time (two spill at 64 registers: NVFP4 at 4096x4096, m = 16,
+  // 44 bytes).
+  split_k.registers_in_flight = (tight_registers ? 1 : 2) * met_per_lane;
   program.body([&](Body& body) {
     body.region(format.region, [&](Body& region) {
       Expr local = subgroups == 1 ? Expr() : region.let("local", local_id(0));

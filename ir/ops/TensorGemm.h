@@ -46,9 +46,10 @@
 //   Grid: (n / 32 / column subgroups, ceil(m / M), parts / k-subgroups). At m <= 8, a grid
 //   of more than one wave of workgroups asks for as many per SM as make it one, where 64
 //   registers a thread remain (Program::min_resident_workgroups, PTX .minnctapersm); NVFP4
-//   and FP8 at m = 9..16 too where only those 64 registers make it one wave (their lanes
-//   hold the mma sums alone: 4096x4096 NVFP4, m = 16, 6.0 -> 3.9 us on the H100 model),
-//   their split-K tail then loading one split's partial sums at a time.
+//   and FP8 at m = 9..16 ask for the workgroups 64 registers allow where that takes fewer
+//   waves than ptxas's 78-80 and K has at most 8 splits (their lanes hold the mma sums
+//   alone; on the H100 model NVFP4 at m = 16 4096x4096 6.0 -> 3.9 us, 4096x11008 12.1 ->
+//   11.2), their split-K tail then loading one split's partial sums at a time.
 //   The workgroups of a tile (each column subgroup's its own) meet through the split-K scratch (`partials` f32[splits * 32
 //   * met * n/32 * ceil(m/M)], lane-interleaved so that a subgroup's f32x4 stores cover
 //   512 contiguous bytes; `arrivals` u32[n/32 * ceil(m/M)]) in split order, as every

@@ -698,15 +698,34 @@ TEST_CASE("tensor-core GEMMs whose grid passes one wave at ptxas's registers ask
     CHECK_THAT(ptx, Catch::Contains(")\n.maxntid 256, 1, 1\n.minnctapersm 4\n{\n"));
     CHECK_THAT(ptx, Catch::Contains("registers fit for 4 CTAs per SM (.minnctapersm)"));
   }
-  // Four elements a lane (m = 9..16): NVFP4's and FP8's sums alone ask where only 64
-  // registers make the grid one wave (ptxas gives 78-80 unasked); NF4's, with f32
-  // accumulators beside them, and grids one wave holds at 80 registers do not.
+  // Fewer waves at the registers a program may ask for than at those ptxas gives unasked.
+  using ir::ops::fewer_waves_resident_workgroups;
+  using ir::ops::resident_workgroups;
+  CHECK(resident_workgroups(256, 44032, 80) == 3);   // 65536 / (80 x 256) = 3.2
+  CHECK(resident_workgroups(256, 44032, 64) == 4);
+  CHECK(resident_workgroups(256, 44032, 60) == 4);   // 60 -> 64: ptxas's units of 8
+  CHECK(resident_workgroups(128, 33792, 64) == 6);   // 228 KiB / (33 + 1 KiB)
+  CHECK(resident_workgroups(32, 0, 16) == 32);       // the CTA slots
+  CHECK(resident_workgroups(1024, 0, 16) == 2);      // 2048 threads
+  CHECK(resident_workgroups(0, 0, 64) == 0);
+  CHECK(fewer_waves_resident_workgroups(512, 256, 44032, 80, 64) == 4);   // 2 waves -> 1
+  CHECK(fewer_waves_resident_workgroups(1376, 256, 44032, 80, 64) == 4);  // 4 -> 3
+  CHECK(fewer_waves_resident_workgroups(1376, 256, 44032, 72, 64) == 4);  // 72: also 3 an SM
+  CHECK(fewer_waves_resident_workgroups(2752, 128, 33792, 80, 64) == 0);  // 6 an SM either way
+  CHECK(fewer_waves_resident_workgroups(132, 256, 0, 80, 64) == 0);       // one wave already
+  CHECK(fewer_waves_resident_workgroups(600, 256, 0, 80, 64) == 0);       // 396 or 528 a wave: two either way
+  // Four elements a lane (m = 9..16): NVFP4's and FP8's sums alone ask for 64 registers
+  // where that takes the grid fewer waves than ptxas's 78-80 unasked and its splits are
+  // few; NF4's, with f32 accumulators beside them, grids as many waves either way and
+  // tails of 43 splits do not.
   CHECK(tensor_program(kTightOneWaveNvfp4).min_resident_workgroups == 4);
   CHECK(tensor_program(nvfp4(16, 4096, 4096, ScalarType::F16)).min_resident_workgroups == 4);
+  CHECK(tensor_program(nvfp4(16, 4096, 11008, ScalarType::F16)).min_resident_workgroups == 4);  // 1376: 4 waves -> 3
   CHECK(tensor_program(fp8(9, 4096, 4096, Fp8Format::E4M3, ScalarType::F16)).min_resident_workgroups == 8);
   CHECK(tensor_program(nf4(16, 4096, 4096, ScalarType::F16)).min_resident_workgroups == 0);
-  CHECK(tensor_program(nvfp4(16, 4096, 11008, ScalarType::F16)).min_resident_workgroups == 0);  // 11 x 256: 23 registers
-  CHECK(tensor_program(gptq(16, 4096, 4096, 128, ScalarType::F16, true)).min_resident_workgroups == 0);  // 2 x 256: 128
+  CHECK(tensor_program(fp8(16, 4096, 4096, Fp8Format::E4M3, ScalarType::F16)).min_resident_workgroups == 0);  // shared: 6
+  CHECK(tensor_program(nvfp4(16, 11008, 4096, ScalarType::F16)).min_resident_workgroups == 0);  // 43 splits
+  CHECK(tensor_program(gptq(16, 4096, 4096, 128, ScalarType::F16, true)).min_resident_workgroups == 0);
 }
 
 TEST_CASE("tensor-core dequant_matmul_int4 names each shape it cannot run", "[backends][tensor_gemm]") {
@@ -765,6 +784,7 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ assemble 
                          Shape{64, 4096, 11008, 64, BlockAffineMode::Offset, ScalarType::BF16},
                          Shape{5, 11008, 4096, 32, BlockAffineMode::Symmetric, ScalarType::F16},
                          nvfp4(16, 4096, 4096, ScalarType::F16), kTightOneWaveNvfp4,
+                         nvfp4(12, 4096, 11008, ScalarType::BF16),
                          nvfp4(64, 4096, 11008, ScalarType::BF16), fp8(9, 4096, 4096, Fp8Format::E4M3, ScalarType::BF16),
                          fp8(16, 4096, 4096, Fp8Format::E4M3, ScalarType::BF16),
                          fp8(64, 4096, 11008, Fp8Format::E5M2, ScalarType::BF16),
