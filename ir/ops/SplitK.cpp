@@ -218,12 +218,9 @@ std::uint32_t fewer_waves_resident_workgroups(std::uint64_t workgroups, std::uin
 std::uint32_t one_wave_resident_workgroups(std::uint64_t workgroups, std::uint32_t invocations,
                                            std::uint64_t shared_bytes, std::uint32_t least_registers) {
   const std::uint64_t per_sm = (workgroups + kTargetSms - 1) / kTargetSms;
-  if (per_sm < 2 || invocations == 0) return 0;
-  const std::uint64_t registers = kRegistersPerSm / (per_sm * invocations) / kSmRegisterUnit * kSmRegisterUnit;
-  const bool fits = per_sm <= kSmMaxResidentWorkgroups && per_sm * invocations <= kMaxResidentInvocations &&
-                    registers >= least_registers &&
-                    per_sm * (shared_bytes + kSmSharedBytesReservedPerWorkgroup) <= kSmSharedBytes;
-  return fits ? static_cast<std::uint32_t>(per_sm) : 0;
+  if (per_sm < 2) return 0;
+  return per_sm <= resident_workgroups(invocations, shared_bytes, least_registers) ? static_cast<std::uint32_t>(per_sm)
+                                                                                   : 0;
 }
 
 std::uint32_t choose_splits(std::uint32_t units, std::uint32_t chunks, std::uint32_t lanes_per_split) {
