@@ -390,8 +390,8 @@ Program nf4_gemv_transpose_fast(std::uint32_t n, std::uint32_t k, const Nf4GemvT
   // an H200 against one split at a time, ptxas's count unchanged (72).
   split_k.registers_in_flight = 16;
   program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, split.subgroups_per_workgroup), splits, 1});
-  program.min_resident_workgroups(one_wave_resident_workgroups(program.workgroups(), program.invocations_per_workgroup(),
-                                                               0, kTransposeHintedRegisters));
+  program.min_resident_workgroups(one_wave_resident_workgroups(
+      program.workgroups(), program.invocations_per_workgroup(), program.static_shared_bytes(), kTransposeHintedRegisters));
   program.body([&](Body& body) {
     body.region(kSeedId, [&](Body& region) {
       Expr local = region.let("local", local_id(0));

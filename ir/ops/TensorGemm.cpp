@@ -43,8 +43,8 @@ constexpr std::uint32_t kMaxStagedBytes = 48 * 1024;
 /// least, where a lane accumulates one m-tile's rows g (m <= 8).
 constexpr std::uint32_t kLeastHintedRegisters = 64;
 /// Registers per thread ptxas gives a lane holding four elements of one m-tile (m = 9..16)
-/// unhinted (78-80 at the Llama shapes), against which a request for 64 is weighed
-/// (tensor_gemm's tight_registers: fewer waves?).
+/// unasked (78-80 at the Llama shapes): tensor_gemm asks for 64 where that runs the grid
+/// in fewer waves than these would (tight_registers).
 constexpr std::uint32_t kFourElementRegisters = 80;
 /// Splits of K whose partial sums a split-K tail still loads one split at a time (each an
 /// L2 round trip of the last workgroup of a tile): the tail of 43 splits at 11008x4096
