@@ -116,6 +116,9 @@ struct FormatTraits {
   /// GPTQ from m = 17, where the x tile (16 or 32 rows) is several times a subgroup's
   /// weight tile.
   std::uint32_t x_shared_above_m;
+  /// The largest m at which a grid of several waves takes a ring of stages instead
+  /// (ring_split; 0: never).
+  std::uint32_t ring_most_m;
 };
 
 /// FormatTraits::x_shared_above_m of the formats whose x tiles are never shared this way.
@@ -124,15 +127,15 @@ constexpr std::uint32_t kNeverSharedX = ~0u;
 const FormatTraits& traits_of(TensorWeights weights) {
   static const FormatTraits kTraits[] = {
       {"dequant_matmul_int4", "dequant_matmul_int4", kDequantMatmulInt4Id, 16, 256, 256, 0, 0, kSidecarBytesPerBlock, true, 2,
-       32, kNeverSharedX},
+       32, kNeverSharedX, 16},
       {"dequant_matmul_nvfp4", "dequant_matmul_nvfp4", kDequantMatmulNvfp4Id, 16, 128, 128, 64,
-       kNvfp4ScaleBlockBytes / kNvfp4ScaleRows, 0, false, 2, 8, kNeverSharedX},
+       kNvfp4ScaleBlockBytes / kNvfp4ScaleRows, 0, false, 2, 8, kNeverSharedX, 0},
       {"dequant_matmul_fp8", "dequant_matmul_fp8", kDequantMatmulFp8Id, 32, 128, 128, 64, 0, 0, false, 1, 0,
-       kNeverSharedX},
+       kNeverSharedX, 16},
       {"nf4_gemm", "nf4_gemm_f32_accumulate", kNf4GemmId, 16, 128, 128, kNf4BlockRows, 0, kSidecarBytesPerBlock / 2, true, 1,
-       0, 8},
+       0, 8, 0},
       {"linear_4bit_affine_grouped", "linear_4bit_affine_grouped", kLinear4BitAffineGroupedId, 16, 256, 128, 0, 0,
-       kSidecarBytesPerBlock, true, 1, 0, 16},
+       kSidecarBytesPerBlock, true, 1, 0, 16, 16},
   };
   return kTraits[static_cast<std::size_t>(weights)];
 }
@@ -170,6 +173,15 @@ struct TensorGemmSplit {
   std::uint32_t x_tile_rows() const { return row_tiles == 1 ? std::min(m, tile_rows()) : tile_rows(); }
   std::uint32_t units() const { return column_tiles * row_tiles; }
   std::uint32_t rows() const { return blocks_per_split * block_size; }  // weight rows of a part
+  /// A ring of stages (0: none, the part staged whole): `ring_slots` slots of `slot_blocks`
+  /// blocks each, which the part's stages walk through, a consumed slot refilled with the
+  /// stage ring_slots later while the next ones are multiplied, so that the staging holds
+  /// ring_slots * slot_blocks blocks however long the part (fewer splits where x tiles are
+  /// large).
+  std::uint32_t ring_slots = 0, slot_blocks = 0;
+  std::uint32_t ring_stages() const { return ring_slots == 0 ? 1 : blocks_per_split / slot_blocks; }
+  /// Weight rows the tiles hold at once: the ring's slots, or the whole part.
+  std::uint32_t staged_rows() const { return ring_slots == 0 ? rows() : ring_slots * slot_blocks * block_size; }
   /// Elements from one x tile row to the next: the part's rows and 8 more (16 bytes). A
   /// part's rows are a multiple of 16, so without the 8 the 8 rows of one ldmatrix matrix
   /// would share banks (8-way conflicts, as Nsight Compute measured on an H200); with them
@@ -178,8 +190,8 @@ struct TensorGemmSplit {
   /// rows g and g + 1: its rows start 64 bytes apart modulo 128 (0 or 32 more elements; a
   /// part's rows are a multiple of 32), so that each phase is conflict-free.
   std::uint32_t x_pitch() const {
-    if (!lane_loaded_x()) return rows() + kXRowPadding;
-    return rows() + (kBankElements / 2 - rows() % kBankElements) % kBankElements;
+    if (!lane_loaded_x()) return staged_rows() + kXRowPadding;
+    return staged_rows() + (kBankElements / 2 - staged_rows() % kBankElements) % kBankElements;
   }
   /// Whether lanes load their A fragments with 16-byte loads (GPTQ, NF4) rather than ldmatrix.
   bool lane_loaded_x() const { return weights == TensorWeights::Gptq || weights == TensorWeights::Nf4; }
@@ -188,7 +200,7 @@ struct TensorGemmSplit {
   /// act-order's, which gather x (gather_x_rows) and copy their own weight rows.
   bool paired_columns() const { return column_subgroups > 1 && traits_of(weights).column_subgroups > 1; }
   /// Shared memory the x tile's padding takes (x_pitch), and the most it takes at any rows.
-  std::uint32_t x_padding_bytes() const { return x_tile_rows() * (x_pitch() - rows()) * 2; }
+  std::uint32_t x_padding_bytes() const { return x_tile_rows() * (x_pitch() - staged_rows()) * 2; }
   std::uint32_t most_x_padding_bytes() const {
     return x_tile_rows() * (lane_loaded_x() ? kMaxXRowPadding : kXRowPadding) * 2;
   }
@@ -206,7 +218,7 @@ struct TensorGemmSplit {
   std::uint32_t nf4_column_words() const { return rows() / 8 + (rows() / 32 % 2 == 0 ? 4 : 0); }
   /// Words of a subgroup's weight tile: NF4's 32 columns, or rows x weight_row_bytes.
   std::uint32_t weight_tile_words() const {
-    return weights == TensorWeights::Nf4 ? kTileColumns * nf4_column_words() : rows() * weight_row_bytes() / 4;
+    return weights == TensorWeights::Nf4 ? kTileColumns * nf4_column_words() : staged_rows() * weight_row_bytes() / 4;
   }
   /// Whether the k-subgroups' meeting fits the weight tiles it reuses (else an array of its own).
   bool meeting_in_weight_tile() const { return weight_tile_words() >= kSubgroupSize * met_per_lane(); }
@@ -255,6 +267,52 @@ TensorGemmSplit block_split(TensorWeights weights, std::uint32_t m, std::uint32_
   return split;
 }
 
+/// Whether `split`'s grid fits one wave of the workgroups an SM holds at `registers` a
+/// thread (resident_workgroups).
+bool one_wave_at(const TensorGemmSplit& split, std::uint32_t registers) {
+  const std::uint64_t workgroups = std::uint64_t{split.units()} / split.column_subgroups * split.splits();
+  return workgroups <= std::uint64_t{kTargetSms} *
+                           resident_workgroups(kSubgroupSize * split.subgroups(), workgroup_bytes(split), registers);
+}
+
+/// Registers a thread the ring's grid is sized for where a lane holds four elements of one
+/// m-tile (m = 9..16; at m <= 8 kLeastHintedRegisters): ptxas gave rings 122-130 at the
+/// Llama shapes, and tensor_gemm asks for no more where that makes the grid one wave.
+constexpr std::uint32_t kRingFourElementRegisters = 128;
+/// A ring's slots and the weight rows of one slot (whole blocks, at least one).
+constexpr std::uint32_t kRingSlots = 3;
+constexpr std::uint32_t kRingSlotRows = 128;
+
+/// The ring split (TensorGemmSplit::ring_slots): two column subgroups (int4's and NVFP4's
+/// pairs; the other formats' sharing x) a workgroup of one k-subgroup, kRingSlots slots of
+/// kRingSlotRows rows (whole blocks), and the most splits whose grid still fits one wave
+/// of the workgroups an SM holds (resident_workgroups: shared memory, and the registers
+/// the grid is sized for), each part more stages than slots; parts of ceil(blocks /
+/// splits) blocks in whole slots, the last shorter where they do not divide. nullopt where
+/// the format or m takes no ring (FormatTraits::ring_most_m), for GPTQ act-order (whose
+/// gather stages a whole part), where k is not whole blocks of whole slots, or where no
+/// part would have more stages than slots.
+std::optional<TensorGemmSplit> ring_split(TensorWeights weights, std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                                          std::uint32_t block_size, bool gathered_x) {
+  if (m > traits_of(weights).ring_most_m || gathered_x || k % block_size != 0) return std::nullopt;
+  TensorGemmSplit split = block_split(weights, m, block_size);
+  split.column_tiles = n / kTileColumns;
+  split.blocks = k / block_size;
+  split.slot_blocks = std::max(1u, kRingSlotRows / block_size);
+  split.ring_slots = kRingSlots;
+  split.column_subgroups = split.column_tiles % 2 == 0 ? 2 : 1;
+  if (split.blocks % split.slot_blocks != 0) return std::nullopt;
+  const std::uint32_t slots = split.blocks / split.slot_blocks;  // of K
+  const std::uint32_t registers = split.elements() == 2 ? kLeastHintedRegisters : kRingFourElementRegisters;
+  for (std::uint32_t splits = slots / (kRingSlots + 1); splits >= 1; --splits) {
+    TensorGemmSplit candidate = split;
+    candidate.blocks_per_split = ceil_div(slots, splits) * split.slot_blocks;
+    candidate.parts = ceil_div(split.blocks, candidate.blocks_per_split);
+    if (workgroup_bytes(candidate) <= kMaxStagedBytes && one_wave_at(candidate, registers)) return candidate;
+  }
+  return std::nullopt;
+}
+
 /// The fewest parts of K (a power of two) that give kSplitKTargetWorkgroups subgroups
 /// while every part keeps two blocks (SplitK.h's rule), then more while a part's staging
 /// passes kPreferredStagedBytes or its rows FormatTraits::preferred_part_rows (at m <= 8
@@ -267,8 +325,8 @@ TensorGemmSplit block_split(TensorWeights weights, std::uint32_t m, std::uint32_
 /// column subgroups included) as divide the parts with all their stagings (and their
 /// meeting, where the weight tiles cannot hold it) within kMaxStagedBytes: every halving of
 /// the splits halves the partial sums that cross DRAM.
-TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::uint32_t k, std::uint32_t n,
-                                  std::uint32_t block_size, bool gathered_x) {
+TensorGemmSplit whole_part_split(TensorWeights weights, std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                                 std::uint32_t block_size, bool gathered_x) {
   TensorGemmSplit split = block_split(weights, m, block_size);
   split.column_tiles = n / kTileColumns;
   split.gathered_x = gathered_x;
@@ -358,6 +416,22 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
   return with_k_subgroups(with_column_subgroups(split, format.column_subgroups));
 }
 
+/// The split of the tensor-core GEMM: ring_split where whole_part_split's grid takes
+/// several waves (at the registers tensor_gemm asks for at m <= 8, else ptxas's 80) and
+/// the ring's has fewer splits, so that fewer partial sums cross DRAM and no partial last
+/// wave costs a whole warp chain; else whole_part_split. On the H100 model, us, at m = 2,
+/// 8, 16: int4 11008x4096 9.0, 10.4, 12.8 -> 8.7, 9.3, 9.9; FP8 11008x4096 17.7, 17.0,
+/// 20.6 -> 15.2, 15.7, 17.8; GPTQ 4096x11008 9.0, 10.4, 11.7 -> 8.7, 9.4, 11.4; FP8
+/// 4096x11008 at m = 16 17.6 -> 18.0, the one loss (688 workgroups of longer chains).
+TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                                  std::uint32_t block_size, bool gathered_x) {
+  const TensorGemmSplit whole = whole_part_split(weights, m, k, n, block_size, gathered_x);
+  const std::uint32_t registers = whole.elements() == 2 ? kLeastHintedRegisters : kFourElementRegisters;
+  if (one_wave_at(whole, registers)) return whole;
+  const std::optional<TensorGemmSplit> ring = ring_split(weights, m, k, n, block_size, gathered_x);
+  return ring && ring->splits() < whole.splits() ? *ring : whole;
+}
+
 /// What stage_rows copies from and to, and the split's place.
 struct Staging {
   BufferRef w_tile, x_tile, w, x;
@@ -371,12 +445,16 @@ struct Staging {
   Expr shared_first_column, shared_w_base;
   /// Weight rows of one pipeline stage (pipeline_stages): the part's, or whole blocks of it.
   std::uint32_t stage_rows = 0;
+  /// Appended to the names of the copies' address registers: a ring sets up two rounds' at once.
+  std::string names_suffix;
+  std::string name(const char* base) const { return base + names_suffix; }
 };
 
-/// Emits the cp.async copies of pipeline stage `stage`: rows [stage * stage_rows, (stage +
-/// 1) * stage_rows) of the part. Their address registers are set up once, before any stage,
-/// so that every stage's copies are those registers plus immediates.
-using StageCopies = std::function<void(std::uint32_t stage)>;
+/// Emits into `body` the cp.async copies of pipeline stage `stage`: rows [stage * stage_rows,
+/// (stage + 1) * stage_rows) of the part from Staging::k_start, into the tiles' stage
+/// `stage` (a ring's slot). Their address registers are set up once, before any stage, so
+/// that every stage's copies are those registers plus immediates.
+using StageCopies = std::function<void(Body& body, std::uint32_t stage)>;
 
 Expr plus(const Expr& base, std::uint32_t offset) { return offset == 0 ? base : base + u32(offset); }
 
@@ -443,20 +521,20 @@ StageCopies stage_columns(Body& region, const Staging& at, const TensorGemmSplit
   if (columns_per_copy % 4 != 0)
     throw std::logic_error(fmt::format("NF4 stage of {} rows copies {} columns at once, not a multiple of 4", rows,
                                        columns_per_copy));
-  Expr destination = region.let("w_destination", at.w_base + nf4_tile_position(column) * column_words + chunk * 4u);
-  Expr source = region.let("w_source", (at.first_column + column) * (k / 8) + at.k_start / 8u + chunk * 4u);
-  return [&region, at, ragged, lanes_per_column, columns_per_copy, chunk, column_words, destination, source, rows,
-          chunks, k](std::uint32_t stage) {
+  Expr destination = region.let(at.name("w_destination"), at.w_base + nf4_tile_position(column) * column_words + chunk * 4u);
+  Expr source = region.let(at.name("w_source"), (at.first_column + column) * (k / 8) + at.k_start / 8u + chunk * 4u);
+  return [at, ragged, lanes_per_column, columns_per_copy, chunk, column_words, destination, source, rows, chunks,
+          k](Body& body, std::uint32_t stage) {
     for (std::uint32_t c = 0; c * columns_per_copy < kTileColumns; ++c) {
       for (std::uint32_t step = 0; step < chunks / lanes_per_column; ++step) {
         const std::uint32_t from = c * columns_per_copy * (k / 8) + 4 * step + stage * rows / 8;
         const std::uint32_t to = c * columns_per_copy / 4 * column_words + 4 * step + stage * rows / 8;
-        auto copy = [&, to, from](Body& body) {
-          body.async_copy(at.w_tile, plus(destination, to), at.w, plus(source, from), 16);
+        auto copy = [&, to, from](Body& copying) {
+          copying.async_copy(at.w_tile, plus(destination, to), at.w, plus(source, from), 16);
         };
-        if (!ragged) copy(region);
-        else if (lanes_per_column == 1) region.if_then(u32(32 * step) < at.split_rows, copy);
-        else region.if_then(chunk * 32u < at.split_rows, copy);
+        if (!ragged) copy(body);
+        else if (lanes_per_column == 1) body.if_then(u32(32 * step) < at.split_rows, copy);
+        else body.if_then(chunk * 32u < at.split_rows, copy);
       }
     }
   };
@@ -470,18 +548,18 @@ StageCopies stage_columns(Body& region, const Staging& at, const TensorGemmSplit
 /// banks within each quarter-warp; copies past a ragged last part's rows are skipped.
 StageCopies stage_word_rows(Body& region, const Staging& at, std::uint32_t n, bool ragged) {
   const std::uint32_t copies = at.stage_rows / kGptqSpanRows, stage_word_rows = at.stage_rows / kGptqWordRows;
-  Expr word_row = region.let("w_word_row", at.lane / 8u);
-  Expr chunk = region.let("w_chunk", at.lane % 8u);
-  Expr destination = region.let("w_destination", at.w_base + word_row * kTileColumns + (chunk ^ (word_row * 2u)) * 4u);
-  Expr source = region.let("w_source", (at.k_start / kGptqWordRows + word_row) * n + at.first_column + chunk * 4u);
-  return [&region, at, ragged, copies, stage_word_rows, destination, source, n](std::uint32_t stage) {
+  Expr word_row = region.let(at.name("w_word_row"), at.lane / 8u);
+  Expr chunk = region.let(at.name("w_chunk"), at.lane % 8u);
+  Expr destination = region.let(at.name("w_destination"), at.w_base + word_row * kTileColumns + (chunk ^ (word_row * 2u)) * 4u);
+  Expr source = region.let(at.name("w_source"), (at.k_start / kGptqWordRows + word_row) * n + at.first_column + chunk * 4u);
+  return [at, ragged, copies, stage_word_rows, destination, source, n](Body& body, std::uint32_t stage) {
     for (std::uint32_t c = 0; c < copies; ++c) {
       const std::uint32_t word_rows = stage * stage_word_rows + 4 * c;
-      auto copy = [&, word_rows](Body& body) {
-        body.async_copy(at.w_tile, plus(destination, word_rows * kTileColumns), at.w, plus(source, word_rows * n), 16);
+      auto copy = [&, word_rows](Body& copying) {
+        copying.async_copy(at.w_tile, plus(destination, word_rows * kTileColumns), at.w, plus(source, word_rows * n), 16);
       };
-      if (ragged) region.if_then(u32(kGptqSpanRows * c) < at.split_rows, copy);
-      else copy(region);
+      if (ragged) body.if_then(u32(kGptqSpanRows * c) < at.split_rows, copy);
+      else copy(body);
     }
   };
 }
@@ -559,32 +637,33 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
   if (!ragged && (row_chunks % lanes == 0 || lanes % row_chunks == 0)) {
     // Lane l copies chunk l % weight_chunks of row l / weight_chunks, chunk_rows rows at once.
     if (byte_rows) {
-      Expr w_column_tile = shared_w ? region.let("w_column_tile", copier % column_subgroups) : Expr();
-      Expr w_row = shared_w ? region.let("w_row", copier / column_subgroups) : lane;
+      Expr w_column_tile = shared_w ? region.let(at.name("w_column_tile"), copier % column_subgroups) : Expr();
+      Expr w_row = shared_w ? region.let(at.name("w_row"), copier / column_subgroups) : lane;
       const PairedCopy paired = shared_w ? paired_copy(at, split, w_row, w_column_tile, row_bytes) : PairedCopy{};
       Expr w_destination =
-          shared_w            ? region.let("w_destination", paired.destination)
-          : weight_chunks == 1 ? region.let("w_destination", at.w_base + lane * 4u)
-                               : region.let("w_destination", at.w_base + fp8_tile_words(lane / 2u, lane % 2u));
-      Expr w_source = shared_w ? region.let("w_source", paired.source)
+          shared_w            ? region.let(at.name("w_destination"), paired.destination)
+          : weight_chunks == 1 ? region.let(at.name("w_destination"), at.w_base + lane * 4u)
+                               : region.let(at.name("w_destination"), at.w_base + fp8_tile_words(lane / 2u, lane % 2u));
+      Expr w_source = shared_w ? region.let(at.name("w_source"), paired.source)
                       : weight_chunks == 1
-                          ? region.let("w_source", (at.k_start + lane) * row_bytes + first_byte)
-                          : region.let("w_source", (at.k_start + lane / weight_chunks) * row_bytes + first_byte +
+                          ? region.let(at.name("w_source"), (at.k_start + lane) * row_bytes + first_byte)
+                          : region.let(at.name("w_source"), (at.k_start + lane / weight_chunks) * row_bytes + first_byte +
                                                        (lane % weight_chunks) * 16u);
       // Stages start at multiples of 16 rows, which keep fp8_tile_words' swaps.
       // A copy's rows past the stage's (a stage shorter than a copy) are skipped: by the
       // copier's row (shared copies) or its lane's (chunks of a row are consecutive lanes).
       Expr copy_row = shared_w ? w_row : lane;
       const std::uint32_t row_copiers = shared_w ? 1 : weight_chunks;
-      stages.push_back([&region, at, rows, chunk_rows, row_bytes, row_words, row_copiers, copy_row, w_destination,
-                        w_source](std::uint32_t stage) {
+      stages.push_back([at, rows, chunk_rows, row_bytes, row_words, row_copiers, copy_row, w_destination,
+                        w_source](Body& body, std::uint32_t stage) {
         for (std::uint32_t c = 0; c * chunk_rows < rows; ++c) {
           const std::uint32_t first = stage * rows + c * chunk_rows;  // of the copy's rows
-          auto copy = [&, first](Body& body) {
-            body.async_copy(at.w_tile, plus(w_destination, first * row_words), at.w, plus(w_source, first * row_bytes), 16);
+          auto copy = [&, first](Body& copying) {
+            copying.async_copy(at.w_tile, plus(w_destination, first * row_words), at.w, plus(w_source, first * row_bytes),
+                               16);
           };
-          if ((c + 1) * chunk_rows <= rows) copy(region);
-          else region.if_then(copy_row < u32((rows - c * chunk_rows) * row_copiers), copy);
+          if ((c + 1) * chunk_rows <= rows) copy(body);
+          else body.if_then(copy_row < u32((rows - c * chunk_rows) * row_copiers), copy);
         }
       });
     }
@@ -593,24 +672,24 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
     // L-chunk stretch of one row (L divides row_chunks).
     const std::uint32_t rows_per_copy = std::max(1u, lanes / row_chunks);
     const std::uint32_t copies_per_row = std::max(1u, row_chunks / lanes);
-    Expr lane_row = rows_per_copy > 1 ? region.let("x_lane_row", copier / row_chunks) : u32(0);
-    Expr lane_column = region.let("x_lane_column", (rows_per_copy > 1 ? copier % row_chunks : copier) * 8u);
-    Expr x_destination = region.let("x_destination", at.x_base + lane_row * split.x_pitch() + lane_column);
-    Expr x_source = region.let("x_source", (at.first_row + lane_row) * k + at.k_start + lane_column);
+    Expr lane_row = rows_per_copy > 1 ? region.let(at.name("x_lane_row"), copier / row_chunks) : u32(0);
+    Expr lane_column = region.let(at.name("x_lane_column"), (rows_per_copy > 1 ? copier % row_chunks : copier) * 8u);
+    Expr x_destination = region.let(at.name("x_destination"), at.x_base + lane_row * split.x_pitch() + lane_column);
+    Expr x_source = region.let(at.name("x_source"), (at.first_row + lane_row) * k + at.k_start + lane_column);
     const std::uint32_t pitch = split.x_pitch();
-    stages.push_back([&region, at, rows, x_rows, rows_per_copy, copies_per_row, lanes, lane_row, x_destination,
-                      x_source, pitch, test_rows, m, k](std::uint32_t stage) {
+    stages.push_back([at, rows, x_rows, rows_per_copy, copies_per_row, lanes, lane_row, x_destination, x_source,
+                      pitch, test_rows, m, k](Body& body, std::uint32_t stage) {
       for (std::uint32_t tile_row = 0; tile_row < x_rows; tile_row += rows_per_copy) {
         for (std::uint32_t c = 0; c < copies_per_row; ++c) {
           const std::uint32_t column = stage * rows + c * lanes * 8;
-          auto copy = [&, tile_row, column](Body& body) {
-            body.async_copy(at.x_tile, plus(x_destination, tile_row * pitch + column), at.x,
-                            plus(x_source, tile_row * k + column), 16);
+          auto copy = [&, tile_row, column](Body& copying) {
+            copying.async_copy(at.x_tile, plus(x_destination, tile_row * pitch + column), at.x,
+                               plus(x_source, tile_row * k + column), 16);
           };
           if (test_rows || tile_row + rows_per_copy > x_rows) {
-            region.if_then(at.first_row + lane_row + u32(tile_row) < u32(m), copy);
+            body.if_then(at.first_row + lane_row + u32(tile_row) < u32(m), copy);
           } else {
-            copy(region);
+            copy(body);
           }
         }
       }
@@ -618,8 +697,8 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
     return stages;
   }
   if (rows != split.rows()) throw std::logic_error("a ragged or loop-copied part is staged in one stage");
-  stages.push_back([&region, at, split, rows, x_rows, row_chunks, byte_rows, copy_x, weight_chunks, row_bytes,
-                    first_byte, lane, column_subgroups, lanes, shared_w, copier, m, k](std::uint32_t) {
+  stages.push_back([at, split, rows, x_rows, row_chunks, byte_rows, copy_x, weight_chunks, row_bytes, first_byte, lane,
+                    column_subgroups, lanes, shared_w, copier, m, k](Body& region, std::uint32_t) {
     if (shared_w) region.loop("w_copy", u32(0), u32(ceil_div(rows, kSubgroupSize)), [&](Body& loop, Expr c) {
       Expr chunk = loop.let("w_chunk", c * lanes + copier);
       Expr row = loop.let("copy_row", chunk / column_subgroups);
@@ -663,6 +742,7 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
 /// stages gained 1-5% with k-subgroups (int4 and GPTQ at m = 2, GPTQ at m = 16) and lost
 /// up to 19% without them (int4 at 11008x4096, m = 8, 43 one-subgroup splits).
 std::uint32_t pipeline_stages(const TensorGemmSplit& split, bool ragged) {
+  if (split.ring_slots != 0) return split.ring_slots;  // the prologue fills every slot
   if (ragged || split.weights == TensorWeights::Nf4 || split.subgroups() == 1) return 1;
   const std::uint32_t blocks = split.blocks_per_split;
   std::uint32_t stages = std::min(blocks, kMaxPipelineStages);
@@ -812,14 +892,15 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   // which then spills in its k-steps (bf16 at m = 16: 52 bytes), nor two m-tiles (m > 16:
   // 32 sums a lane).
   const std::uint32_t tight_resident =
-      !format.folds_blocks && split.m_tiles == 1 && split.elements() == 4 && split.splits() <= kMostOneSplitTailSplits
+      split.ring_slots == 0 && !format.folds_blocks && split.m_tiles == 1 && split.elements() == 4 && split.splits() <= kMostOneSplitTailSplits
           ? fewer_waves_resident_workgroups(program.workgroups(), program.invocations_per_workgroup(),
                                             program.static_shared_bytes(), kFourElementRegisters, kLeastHintedRegisters)
           : 0;
   const bool tight_registers = tight_resident != 0;  // 64 registers asked for at m = 9..16
-  if (split.elements() == 2) {
+  if (split.elements() == 2 || split.ring_slots != 0) {
+    const std::uint32_t registers = split.elements() == 2 ? kLeastHintedRegisters : kRingFourElementRegisters;
     program.min_resident_workgroups(one_wave_resident_workgroups(
-        program.workgroups(), program.invocations_per_workgroup(), program.static_shared_bytes(), kLeastHintedRegisters));
+        program.workgroups(), program.invocations_per_workgroup(), program.static_shared_bytes(), registers));
   } else if (tight_registers) {
     program.min_resident_workgroups(tight_resident);
   }
@@ -855,8 +936,17 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       Expr first_block = region.let("first_block", part * split.blocks_per_split);
       Expr k_start = region.let("k_start", first_block * block_size);
       // Rows of this part: `rows` but in the last part what remains of k.
-      const bool ragged = split.parts * rows != k;
+      // A ring's last part may hold fewer blocks (whole slots of them): it copies and
+      // multiplies only its own stages (part_stages), so its copies never pass k.
+      const bool ring = split.ring_slots != 0;
+      const bool ragged = !ring && split.parts * rows != k;
       Expr split_rows = ragged ? region.let("split_rows", min(u32(rows), u32(k) - k_start)) : u32(rows);
+      const std::uint32_t ring_stages = split.ring_stages();
+      const bool short_last_part = ring && split.parts * rows != k;
+      Expr part_stages = !ring            ? Expr()
+                         : short_last_part ? region.let("part_stages", min(u32(ring_stages), (u32(blocks) - first_block) /
+                                                                                                 u32(split.slot_blocks)))
+                                           : u32(ring_stages);
       // Stage the part's weights and activations with cp.async (16 bytes each), one group.
       // This subgroup's first element of each of its own tiles, and its k-subgroup's of x_tile.
       auto tile_base = [&](const char* tile, std::uint32_t size) {
@@ -878,7 +968,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
                                               : region.let("shared_w_base", k_subgroup * (column_subgroups * w_tile_words));
       const Staging staging{w_tile,    x_tile,       w,      x,      lane,   k_start,             split_rows,
                             first_row, first_column, x_lane, w_base, x_base, shared_first_column, shared_w_base,
-                            rows / stages};
+                            split.staged_rows() / stages,     ""};
       const std::vector<StageCopies> stage_copies = stage_rows(region, staging, split, m, k, n, ragged, perm.name.empty());
       if (nf4) {
         // NF4's scales are column-major too (b_scales[column * blocks + block]), into
@@ -924,7 +1014,11 @@ Program tensor_gemm(const TensorGemmShape& shape) {
         });
       });
       for (std::uint32_t stage = 0; stage < stages; ++stage) {
-        for (const StageCopies& copies : stage_copies) copies(stage);
+        auto copy = [&](Body& body) {
+          for (const StageCopies& copies : stage_copies) copies(body, stage);
+        };
+        if (short_last_part) region.if_then(u32(stage) < part_stages, copy);
+        else copy(region);
         region.async_commit();
       }
       if (!perm.name.empty()) gather_x_rows(region, staging, perm, split, m, k, ragged);
@@ -997,7 +1091,9 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       std::array<Expr, 2> nan_bytes;
       for (std::uint32_t h = 0; h < 2 && e4m3; ++h) nan_bytes[h] = region.let(fmt::format("nan_bytes{}", h), u32(0));
       Expr factor_lane = nvfp4 ? region.let("factor_lane", factor_base + group * 4u) : Expr();
-      auto run_block = [&](Body& loop, Expr local_block) {
+      // Block `local_block` of the part, staged at block `tile_block` of the tiles (the same
+      // but in a ring, whose slots hold a few of the part's blocks at a time).
+      auto run_block = [&](Body& loop, const Expr& local_block, const Expr& tile_block) {
         Expr block = loop.let("block", first_block + local_block);
         loop.if_then(block < blocks, [&](Body& owned) {  // subgroup-uniform
           // x_sums[mt]: the m-tile's sums of x (zero points, offsets).
@@ -1015,14 +1111,14 @@ Program tensor_gemm(const TensorGemmShape& shape) {
                                            : owned.let("steps", min(u32(block_steps), u32(k / kStepRows) - block * block_steps));
           std::vector<Expr> a_block;
           for (std::uint32_t mt = 0; mt < m_tiles; ++mt) {
-            a_block.push_back(owned.let(fmt::format("a_block{}", mt), a_row_start[mt] + local_block * block_size));
+            a_block.push_back(owned.let(fmt::format("a_block{}", mt), a_row_start[mt] + tile_block * block_size));
           }
           const std::uint32_t row_words = split.weight_row_bytes() / 4;
           // NF4: a block is 32 bytes of each tile column, and its x from a_lane_rows.
-          Expr w_block = owned.let("w_block", w_lane + local_block * (nf4 ? block_size / 8 : block_size * row_words));
+          Expr w_block = owned.let("w_block", w_lane + tile_block * (nf4 ? block_size / 8 : block_size * row_words));
           std::vector<Expr> a_lane_block;
           for (std::uint32_t v = 0; v < a_lane_rows.size(); ++v) {
-            a_lane_block.push_back(owned.let(fmt::format("a_lane_block{}_{}", v / 2, v % 2), a_lane_rows[v] + local_block * block_size));
+            a_lane_block.push_back(owned.let(fmt::format("a_lane_block{}_{}", v / 2, v % 2), a_lane_rows[v] + tile_block * block_size));
           }
           // NVFP4: the block's B factors of the lane's columns, 32 words a k-step.
           Expr factor_block =
@@ -1262,7 +1358,64 @@ Program tensor_gemm(const TensorGemmShape& shape) {
           region.async_wait(stages - 1 - stage);
           region.barrier();
         }
-        region.loop("local_block", u32(stage * stage_blocks), u32((stage + 1) * stage_blocks), run_block);
+        if (ring) break;
+        region.loop("local_block", u32(stage * stage_blocks), u32((stage + 1) * stage_blocks),
+                    [&](Body& loop, Expr local_block) { run_block(loop, local_block, local_block); });
+      }
+      // A ring (TensorGemmSplit::ring_slots, R slots): stage j is multiplied from slot j % R
+      // once its copies have landed (wait_group R - 2: the refills of the slots before it,
+      // at most R - 2, may still fly) and the barrier has seen every subgroup past stage j - 1,
+      // whose slot then takes stage j - 1 + R. The prologue above landed stage 0. Every
+      // stage but the first commits one group, empty past the part's last stage, so that
+      // the wait count stays R - 2. A round is R stages, the slots in order; each round's
+      // copies come from the registers of its first row (or the next round's) plus
+      // immediates. Waits and barriers are the workgroup's (every round, every slot); the
+      // copies and products of stages past a subgroup's part are skipped.
+      if (ring) {
+        const std::uint32_t slots = split.ring_slots, slot_blocks = split.slot_blocks;
+        const std::uint32_t rounds = ceil_div(ring_stages, slots), slot_rows = slot_blocks * block_size;
+        region.loop("ring_round", u32(0), u32(rounds), [&](Body& round_body, Expr round) {
+          auto round_copies = [&](const char* name, const Expr& first_stage) {
+            Staging from = staging;
+            from.names_suffix = name;
+            from.k_start = round_body.let(fmt::format("k_start{}", name), k_start + first_stage * (slots * slot_rows));
+            return stage_rows(round_body, from, split, m, k, n, false, true);
+          };
+          const std::vector<StageCopies> this_round = round_copies("_round", round);
+          const std::vector<StageCopies> next_round = round_copies("_next_round", round + 1u);
+          // The copies of stage `stage` (of the part) into `slot`, where the part has it.
+          auto refill = [&](Body& body, const std::vector<StageCopies>& copies, const Expr& stage, std::uint32_t slot) {
+            body.if_then(stage < part_stages, [&](Body& copying) {
+              for (const StageCopies& copy : copies) copy(copying, slot);
+            });
+          };
+          auto land = [&](Body& body) {
+            body.async_wait(slots - 2);
+            body.barrier();
+          };
+          for (std::uint32_t slot = 0; slot < slots; ++slot) {
+            Expr stage = plus(round * slots, slot);
+            if (slot == 0) {
+              round_body.if_then(round > 0u, [&](Body& later) {
+                land(later);
+                refill(later, this_round, plus(round * slots, slots - 1), slots - 1);
+                later.async_commit();
+              });
+            } else {
+              land(round_body);
+              refill(round_body, next_round, plus(round * slots, slots + slot - 1), slot - 1);
+              round_body.async_commit();
+            }
+            auto multiply = [&](Body& body) {
+              body.loop("slot_block", u32(0), u32(slot_blocks), [&](Body& loop, Expr b) {
+                Expr tile_block = slot == 0 ? b : loop.let("tile_block", b + slot * slot_blocks);
+                run_block(loop, loop.let("local_block", round * (slots * slot_blocks) + tile_block), tile_block);
+              });
+            };
+            if (short_last_part || ring_stages % slots != 0) round_body.if_then(stage < part_stages, multiply);
+            else multiply(round_body);
+          }
+        });
       }
       // The k-subgroups, then the splits meet (SplitK.h); lanes whose row g is past m own
       // nothing (their sums are of rows past m), so at m < 16 only the rows below m move

@@ -74,8 +74,16 @@ Shape gptq(std::uint32_t m, std::uint32_t k, std::uint32_t n, std::uint32_t grou
           ir::ops::Nf4CodeBook::Nf4, act_order};
 }
 /// GPTQ without act-order at m <= 8 whose grid takes several waves: eight column subgroups
-/// share one copied x tile (tensor_gemm_split), which only a Llama-sized layer reaches.
-const Shape kMultiWaveGptq = gptq(2, 11008, 4096, 128, ScalarType::F16);
+/// share one copied x tile (tensor_gemm_split), which only a Llama-sized layer reaches; its
+/// groups of 96 rows leave k ragged (11008 = 114 x 96 + 64), which keeps it off the ring.
+const Shape kMultiWaveGptq = gptq(2, 11008, 4096, 96, ScalarType::F16);
+/// Llama layers at m <= 16 whose whole-part grids take several waves walk a ring of three
+/// stages (ring_split in TensorGemm.cpp), the last part shorter: 11008x4096 in 18 (int4,
+/// GPTQ) or 15 (FP8 at m = 2: 64-row blocks in slots of two, 86 slots) splits of 5 or 6
+/// slots, 4096x11008 in 6 (FP8) or 8 (GPTQ).
+const Shape kRingInt4{12, 11008, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16};
+const Shape kRingGptq = gptq(2, 11008, 4096, 128, ScalarType::BF16);
+const Shape kRingFp8 = fp8(2, 4096, 11008, Fp8Format::E4M3, ScalarType::BF16);
 /// NVFP4 at m = 9: a lane holds four elements of its m-tile, and 512 workgroups of 256
 /// invocations are one H100 wave only at 64 registers, which the program asks for; the
 /// tail's reduction then loads one split's partial sums at a time.
@@ -358,6 +366,12 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ agree wit
     shapes.push_back(gptq(3, 2048, 128, 128, activation, true));  // four, with k-subgroups and splits
     shapes.push_back(gptq(40, 512, 128, 32, activation, true));   // four, two row tiles
     if (activation == ScalarType::F16) shapes.push_back(kMultiWaveGptq);  // eight, x copied
+    // Rings of stages, the last part shorter (once, as one f16 and one bf16 layer).
+    if (activation == ScalarType::F16) shapes.push_back(kRingInt4);
+    if (activation == ScalarType::BF16) {
+      shapes.push_back(kRingGptq);
+      shapes.push_back(kRingFp8);
+    }
     for (ir::ops::Nf4CodeBook book : {ir::ops::Nf4CodeBook::Nf4, ir::ops::Nf4CodeBook::BnbFp4}) {
       shapes.push_back(nf4(2, 64, 32, activation, book));      // one block
       shapes.push_back(nf4(9, 704, 64, activation, book));     // ragged last part, two column subgroups sharing x
@@ -515,7 +529,7 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ: the emul
                          gptq(5, 1024, 32, 512, ScalarType::BF16), gptq(3, 2048, 32, 128, ScalarType::F16, true),
                          gptq(40, 512, 64, 32, ScalarType::BF16), gptq(18, 736, 256, 64, ScalarType::F16, true),
                          gptq(3, 2048, 128, 128, ScalarType::BF16, true), gptq(40, 512, 128, 32, ScalarType::F16, true),
-                         kMultiWaveGptq, kTightOneWaveNvfp4}) {
+                         kMultiWaveGptq, kTightOneWaveNvfp4, kRingInt4, kRingGptq, kRingFp8}) {
     const ir::Program program = tensor_program(s);
     const Inputs in = make_inputs(s, false, s.k + s.n);
     const std::vector<float> reference = run(program, s, in);
@@ -573,15 +587,42 @@ TEST_CASE("tensor-core cp.async pipeline: parts of several blocks staged in 2 or
     const std::vector<float> reference = run(program, s, in), emulated = run(program, s, in, "sm_90");
     CHECK(std::memcmp(emulated.data(), reference.data(), reference.size() * sizeof(float)) == 0);
   }
-  // The Llama shapes (PTX only): 4096x4096 at m = 2 has eight k-subgroups a workgroup and two
-  // stages; 11008x4096 at m = 8 splits K in 43 one-subgroup workgroups, which stay one group
-  // (slower pipelined on an H200).
+  // 4096x4096 at m = 2 (PTX only) has eight k-subgroups a workgroup and two stages; 11008x256
+  // at m = 12 splits K in 43 one-subgroup workgroups, which stay one group (slower pipelined
+  // on an H200).
   const Shape llama_m2{2, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16};
-  const Shape one_subgroup{8, 11008, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16};
+  const Shape one_subgroup{12, 11008, 256, 128, BlockAffineMode::ZeroPoint, ScalarType::F16};
   CHECK(tensor_program(llama_m2).invocations_per_workgroup() == 256);
   CHECK(wait_groups(tensor_program(llama_m2)) == expected_waits(2));
   CHECK(tensor_program(one_subgroup).invocations_per_workgroup() == 32);
+  CHECK(tensor_program(one_subgroup).workgroup_count[2] == 43);
   CHECK(wait_groups(tensor_program(one_subgroup)) == expected_waits(1));
+}
+
+TEST_CASE("tensor-core GEMMs at m <= 16 whose grids take several waves walk a ring of three stages with fewer splits",
+          "[backends][tensor_gemm]") {
+  // The ring's waits: the prologue's stage 0 with two groups in flight, then each round's
+  // three slots with one (the refill of the slot before). Its grid: two column subgroups a
+  // workgroup, as many splits as fit one wave at the registers it asks for.
+  const std::vector<unsigned> ring_waits = {2, 1, 1, 1};
+  for (const ExpectedSplit& e : {ExpectedSplit{kRingInt4, 64, 64, 15},
+                                 ExpectedSplit{{2, 11008, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 64, 64, 18},
+                                 ExpectedSplit{kRingGptq, 64, 64, 18}, ExpectedSplit{gptq(2, 4096, 11008, 128, ScalarType::F16), 64, 172, 8},
+                                 ExpectedSplit{kRingFp8, 64, 172, 6},
+                                 ExpectedSplit{fp8(16, 11008, 4096, Fp8Format::E4M3, ScalarType::F16), 64, 64, 11}}) {
+    check_split(e);
+    CHECK(wait_groups(tensor_program(e.shape)) == ring_waits);
+    CHECK(tensor_program(e.shape).min_resident_workgroups > 0);
+  }
+  // Not NVFP4 (its part-wide scale tiles), NF4 (one group), act-order (its gather), m > 16,
+  // nor grids of one wave (4096x4096), nor a k that is not whole blocks (kMultiWaveGptq).
+  for (const Shape& s : {nvfp4(2, 11008, 4096, ScalarType::F16), nf4(2, 11008, 4096, ScalarType::F16),
+                         gptq(2, 11008, 4096, 128, ScalarType::F16, true),
+                         Shape{32, 11008, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16},
+                         Shape{16, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, kMultiWaveGptq}) {
+    INFO(describe(s));
+    CHECK(wait_groups(tensor_program(s)) != ring_waits);
+  }
 }
 
 TEST_CASE("tensor-core dequant_matmul_int4: k-subgroups meet in shared memory while their stagings fit 48 KiB",
@@ -615,17 +656,18 @@ TEST_CASE("tensor-core GPTQ: column subgroups share one x tile, as many as fit 4
   // eight splits. At m = 64 (32-row x tiles) parts of 128 rows let eight fit (28 KiB; two
   // k-subgroups of them would not). n = 32 has one column tile (its eight subgroups are
   // k-subgroups), n = 128 four, then two k-subgroups. Without act-order at m <= 8 only where
-  // the grid takes several waves: 11008x4096 at m = 2 eight column subgroups and 43 splits
-  // (their x copied by all 256 invocations), 4096x4096 (one wave) eight k-subgroups of
-  // one-group parts (128 rows: a grid of them still fits one wave), four splits.
+  // the grid takes several waves and no ring replaces it: 11008x4096 at m = 2 in groups of
+  // 96 eight column subgroups and 58 splits (their x copied by all 256 invocations; groups
+  // of 128 take the ring), 4096x4096 (one wave) eight k-subgroups of one-group parts (128
+  // rows: a grid of them still fits one wave), four splits.
   for (const ExpectedSplit& e : {ExpectedSplit{gptq(16, 4096, 4096, 128, ScalarType::F16, true), 256, 16, 16},
                                  ExpectedSplit{gptq(16, 4096, 4096, 128, ScalarType::F16), 64, 128, 8},
                                  ExpectedSplit{gptq(64, 4096, 4096, 128, ScalarType::BF16, true), 256, 16, 32},
                                  ExpectedSplit{gptq(3, 2048, 32, 128, ScalarType::F16, true), 256, 1, 2},
                                  ExpectedSplit{gptq(3, 2048, 128, 128, ScalarType::F16, true), 256, 1, 8},
-                                 ExpectedSplit{kMultiWaveGptq, 256, 16, 43},
+                                 ExpectedSplit{kMultiWaveGptq, 256, 16, 58},
                                  ExpectedSplit{gptq(2, 4096, 4096, 128, ScalarType::F16), 256, 128, 4},
-                                 ExpectedSplit{gptq(2, 4096, 11008, 128, ScalarType::F16), 256, 43, 16}}) {
+                                 ExpectedSplit{gptq(2, 4096, 11008, 96, ScalarType::F16), 256, 43, 22}}) {
     check_split(e);
   }
 }
@@ -653,7 +695,7 @@ TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4: column pairs whose request
   // A weight row of 32 columns is 16 bytes, half a sector: where a workgroup had
   // k-subgroups, two column subgroups copy both halves of each row in one request. 4096x4096
   // at m = 2: 2 x 4 subgroups, four splits (without pairs eight k-subgroups, two). Not where a
-  // workgroup is one subgroup (11008x4096 at m = 2). NVFP4 takes them at every m (m = 16:
+  // workgroup is one subgroup (11008x256 at m = 12). NVFP4 takes them at every m (m = 16:
   // 2 x 4 subgroups), int4 at m <= 8 and m > 32 (m = 64: 2 x 2, sixteen splits), not at m = 16.
   for (const ExpectedSplit& e :
        {ExpectedSplit{{2, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 256, 64, 4},
@@ -661,7 +703,7 @@ TEST_CASE("tensor-core dequant_matmul_int4 and nvfp4: column pairs whose request
         ExpectedSplit{{3, 2048, 64, 64, BlockAffineMode::Symmetric, ScalarType::F16}, 256, 1, 8},
         ExpectedSplit{{7, 736, 128, 64, BlockAffineMode::Offset, ScalarType::BF16}, 128, 2, 3},
         ExpectedSplit{nvfp4(6, 736, 128, ScalarType::F16), 128, 2, 3},
-        ExpectedSplit{{2, 11008, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 32, 128, 43},
+        ExpectedSplit{{12, 11008, 256, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 32, 8, 43},
         ExpectedSplit{{16, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 64, 128, 8},
         ExpectedSplit{{64, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, 128, 64, 16},
         ExpectedSplit{nvfp4(16, 4096, 4096, ScalarType::F16), 256, 64, 8}}) {
@@ -791,7 +833,8 @@ TEST_CASE("tensor-core dequant_matmul_int4 nvfp4 fp8 nf4_gemm and GPTQ assemble 
                          nf4(2, 4096, 4096, ScalarType::F16), nf4(16, 4096, 4096, ScalarType::F16),
                          nf4(64, 4096, 11008, ScalarType::BF16),
                          gptq(16, 4096, 4096, 128, ScalarType::F16, true), gptq(64, 4096, 11008, 128, ScalarType::BF16),
-                         gptq(8, 11008, 4096, 128, ScalarType::BF16, true)}) {
+                         gptq(8, 11008, 4096, 128, ScalarType::BF16, true), kRingInt4, kRingGptq, kRingFp8,
+                         fp8(16, 11008, 4096, Fp8Format::E4M3, ScalarType::F16)}) {
     // The -O2 program, as `quantc emit` and the runtime lower it.
     INFO(describe(s));
     const ir::Program program = lower::optimize(tensor_program(s), lower::PassOptions{});

@@ -439,6 +439,66 @@ TEST_CASE("cp.async groups committed before a wait share its round trip and one 
   CHECK(serial.global_load_batches_dram == 2 * warps);
 }
 
+/// A ring of two stages: each thread copies four 16-byte chunks, the first two committed up
+/// front, then each later one committed after the wait that lands the stage before it
+/// (the refill of a consumed slot), as a multi-stage GEMM main loop does.
+const char* const kRingCopies = R"(
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry ring(.param .u64 src, .param .u64 dst)
+{
+  .shared .align 16 .b8 tile[16384];
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  .reg .f32 %f<4>;
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [dst];
+  cvta.to.global.u64 %rd1, %rd1;
+  cvta.to.global.u64 %rd2, %rd2;
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 16;
+  add.s64 %rd5, %rd1, %rd3;
+  mov.u32 %r2, tile;
+  shl.b32 %r4, %r1, 4;
+  add.s32 %r3, %r2, %r4;
+  cp.async.cg.shared.global [%r3], [%rd5], 16;
+  cp.async.commit_group;
+  cp.async.cg.shared.global [%r3+4096], [%rd5+16384], 16;
+  cp.async.commit_group;
+  cp.async.wait_group 1;
+  bar.sync 0;
+  cp.async.cg.shared.global [%r3+8192], [%rd5+32768], 16;
+  cp.async.commit_group;
+  cp.async.wait_group 1;
+  bar.sync 0;
+  cp.async.cg.shared.global [%r3+12288], [%rd5+49152], 16;
+  cp.async.commit_group;
+  cp.async.wait_group 1;
+  bar.sync 0;
+  cp.async.wait_group 0;
+  bar.sync 0;
+  ld.shared.f32 %f1, [%r3];
+  ld.shared.f32 %f2, [%r3+12288];
+  add.rn.f32 %f3, %f1, %f2;
+  mul.wide.u32 %rd4, %r1, 4;
+  add.s64 %rd6, %rd2, %rd4;
+  st.global.f32 [%rd6], %f3;
+  ret;
+}
+)";
+
+TEST_CASE("a ring of two cp.async stages costs a round trip every stage after the first pair", "[emulator][cost]") {
+  // Stage 0 lands at the first wait (a round trip that stage 1 overlaps); stage 2, committed
+  // after it, lands at the third wait (another, which stage 3 overlaps): two round trips
+  // for four stages, one stage in flight while another is consumed.
+  const std::uint64_t warps = 8;
+  const LaunchCounters ring = run_kernel(kRingCopies, "ring", 1, 256, {65536, 1024});
+  CHECK(ring.global_load_requests == 4 * warps);
+  CHECK(ring.global_load_batches == 2 * warps);
+  CHECK(ring.global_load_batches_dram == 2 * warps);
+}
+
 TEST_CASE("loads in flight: the emulator counts 1 vs 4 independent loads per warp", "[emulator][cost]") {
   const std::size_t bytes = 4 * 4096;
   LaunchCounters dependent = run_kernel(sum4(true), "sum4", 1, 1024, {bytes, 4096});

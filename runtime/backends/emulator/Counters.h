@@ -143,8 +143,9 @@ struct LaunchCounters {
   /// its scoreboard); the batch then ends and every load issued so far counts as
   /// arrived. A warp that exits with loads in flight ends a batch too. A
   /// cp.async.wait_group that lands copies ends one as well, unless every group it lands
-  /// was committed before the warp's previous wait on copies (a pipeline's later stages,
-  /// in flight during that wait). So
+  /// was committed before the warp's previous such batch began (a pipeline's later stages,
+  /// in flight during it: a ring of R stages refilled a stage at a time ends one every
+  /// R - 1 stages; Warp::async_round_trips). So
   /// global_load_requests / global_load_batches = independent loads in flight per warp,
   /// and 32 x global_load_sectors / global_load_batches = bytes in flight per warp.
   /// Measured on PTX order: ptxas may hoist loads further, so this is a lower bound.

@@ -742,30 +742,31 @@ void Launch::async_copy(const Instruction& in, std::uint32_t active, Warp& warp)
 void Launch::async_commit(const Instruction& in, std::uint32_t active, Warp& warp) {
   if (!active) return;
   require_live_lanes(in, active, warp, "cp.async.commit_group");
-  warp.async_committed.push_back(std::move(warp.async_open));
+  warp.async_committed.push_back({std::move(warp.async_open), warp.async_round_trips});
   warp.async_open.clear();
-  ++warp.async_commits;
 }
 
 void Launch::async_wait(const Instruction& in, std::uint32_t active, Warp& warp) {
   if (!active) return;
   require_live_lanes(in, active, warp, "cp.async.wait_group");
   const auto allowed = static_cast<std::size_t>(reg(warp, in.operands[0].regs[0])[std::countr_zero(active)]);
-  // Whether a group that lands here was committed after the warp's last wait on copies
-  // (else its round trip overlapped that wait's).
+  // Whether a group that lands here was committed after the warp's last round trip on
+  // copies began (else it was in flight during that one: Warp::async_round_trips).
   bool copied = false, new_round_trip = false;
   while (warp.async_committed.size() > allowed) {
-    const auto group = static_cast<std::uint32_t>(warp.async_commits - warp.async_committed.size());
-    for (const Warp::AsyncCopy& copy : warp.async_committed.front()) std::memcpy(copy.destination, copy.source, copy.bytes);
-    if (!warp.async_committed.front().empty()) {
+    const Warp::AsyncGroup& group = warp.async_committed.front();
+    for (const Warp::AsyncCopy& copy : group.copies) std::memcpy(copy.destination, copy.source, copy.bytes);
+    if (!group.copies.empty()) {
       copied = true;
-      new_round_trip = new_round_trip || group >= warp.async_waited_commits;
+      new_round_trip = new_round_trip || group.epoch >= warp.async_round_trips;
     }
     warp.async_committed.erase(warp.async_committed.begin());
   }
   if (copied) {  // the warp waited on its copies: one load batch at their slowest level
-    if (new_round_trip) count_load_batch(static_cast<CacheLevel>(warp.async_level));
-    warp.async_waited_commits = warp.async_commits;
+    if (new_round_trip) {
+      count_load_batch(static_cast<CacheLevel>(warp.async_level));
+      ++warp.async_round_trips;
+    }
     if (warp.async_committed.empty() && warp.async_open.empty()) warp.async_level = 0;
   }
 }

@@ -67,13 +67,21 @@ struct Warp {
     const std::uint8_t* source;
     unsigned bytes;
   };
+  /// A committed group and the warp's round trips on copies (async_round_trips) when it
+  /// was committed: a group committed during round trip r overlaps it and costs a round
+  /// trip of its own only where it lands at a wait after that one.
+  struct AsyncGroup {
+    std::vector<AsyncCopy> copies;
+    std::uint32_t epoch = 0;
+  };
   std::vector<AsyncCopy> async_open;
-  std::vector<std::vector<AsyncCopy>> async_committed;
+  std::vector<AsyncGroup> async_committed;
   std::uint8_t async_level = 0;  // CacheLevel: the slowest source of the copies in flight
-  /// Groups committed so far, and how many of them had been committed when the warp last
-  /// waited on copies: those were in flight during that wait, so a later wait that only
-  /// lands them (a pipeline's later stages) costs no further round trip.
-  std::uint32_t async_commits = 0, async_waited_commits = 0;
+  /// The warp's waits on copies that cost a round trip so far. A wait costs one where it
+  /// lands a group committed after the warp's last such wait began (epoch >= round trips):
+  /// groups all committed up front cost one round trip; a ring of R stages refilled one a
+  /// k-step costs one every R - 1 stages (R - 1 in flight a round trip, Little's law).
+  std::uint32_t async_round_trips = 0;
 };
 
 /// Where a global load finds its data (LaunchCounters::global_load_batches_*), slowest last.
