@@ -117,7 +117,9 @@ struct FormatTraits {
   /// weight tile.
   std::uint32_t x_shared_above_m;
   /// The largest m at which a grid of several waves takes a ring of stages instead
-  /// (ring_split; 0: never).
+  /// (ring_split, tensor_gemm_split; 0: never). Not NVFP4 nor NF4: their decoding's longer
+  /// chains made the ring's fewer, longer warps latency-bound on the H100 model (11008x4096
+  /// at m = 2: NVFP4 10.7 -> 16.6 us, NF4 9.5 -> 12.3).
   std::uint32_t ring_most_m;
 };
 
@@ -215,7 +217,7 @@ struct TensorGemmSplit {
   /// columns at consecutive tile positions (nf4_tile_position), so with an odd number of
   /// 16-byte chunks between them its 8 rows lie in 8 distinct 16-byte slots of the 128
   /// bytes of the banks (a multiple of 64 bytes apart, 8 rows take 4 or 8 wavefronts).
-  std::uint32_t nf4_column_words() const { return rows() / 8 + (rows() / 32 % 2 == 0 ? 4 : 0); }
+  std::uint32_t nf4_column_words() const { return staged_rows() / 8 + (staged_rows() / 32 % 2 == 0 ? 4 : 0); }
   /// Words of a subgroup's weight tile: NF4's 32 columns, or rows x weight_row_bytes.
   std::uint32_t weight_tile_words() const {
     return weights == TensorWeights::Nf4 ? kTileColumns * nf4_column_words() : staged_rows() * weight_row_bytes() / 4;
@@ -469,8 +471,8 @@ struct ColumnLanes {
   Expr column, piece;  // the lane's column of the tile and its first piece
 };
 
-ColumnLanes column_lanes(Body& region, const Expr& lane, std::uint32_t pieces, const char* column_name,
-                         const char* piece_name) {
+ColumnLanes column_lanes(Body& region, const Expr& lane, std::uint32_t pieces, const std::string& column_name,
+                         const std::string& piece_name) {
   ColumnLanes lanes;
   if (kSubgroupSize % pieces != 0) {
     lanes.column = lane;
@@ -511,7 +513,7 @@ Expr nf4_tile_position(const Expr& column) { return (column % 4u) * 8u + column 
 /// last part's rows are skipped.
 StageCopies stage_columns(Body& region, const Staging& at, const TensorGemmSplit& split, std::uint32_t k, bool ragged) {
   const std::uint32_t rows = at.stage_rows, chunks = rows / 32;
-  const ColumnLanes lanes = column_lanes(region, at.lane, chunks, "w_column", "w_chunk");
+  const ColumnLanes lanes = column_lanes(region, at.lane, chunks, at.name("w_column"), at.name("w_chunk"));
   const std::uint32_t lanes_per_column = lanes.lanes_per_column, columns_per_copy = lanes.columns_per_copy;
   const Expr column = lanes.column, chunk = lanes.piece;
   const std::uint32_t column_words = split.nf4_column_words();
