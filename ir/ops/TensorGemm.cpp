@@ -184,7 +184,7 @@ struct TensorGemmSplit {
   std::uint32_t ring_stages() const { return ring_slots == 0 ? 1 : blocks_per_split / slot_blocks; }
   /// Weight rows the tiles hold at once: the ring's slots, or the whole part.
   std::uint32_t staged_rows() const { return ring_slots == 0 ? rows() : ring_slots * slot_blocks * block_size; }
-  /// Elements from one x tile row to the next: the part's rows and 8 more (16 bytes). A
+  /// Elements from one x tile row to the next: the staged rows and 8 more (16 bytes). A
   /// part's rows are a multiple of 16, so without the 8 the 8 rows of one ldmatrix matrix
   /// would share banks (8-way conflicts, as Nsight Compute measured on an H200); with them
   /// each row starts 16 bytes further round the 128 bytes of the banks. GPTQ's lanes read
@@ -212,13 +212,13 @@ struct TensorGemmSplit {
   std::uint32_t elements() const { return row_tiles == 1 && m <= 8 ? 2 : 4; }
   /// Partial sums a lane carries to the meetings: 4 tiles x m-tiles x elements.
   std::uint32_t met_per_lane() const { return m_tiles * kTiles * elements(); }
-  /// Words from one NF4 tile column to the next: its rows / 2 bytes of codes, and 16 bytes
+  /// Words from one NF4 tile column to the next: its staged rows / 2 bytes of codes, and 16 bytes
   /// more where that is an even number of 16-byte chunks. An ldmatrix matrix reads the 8
   /// columns at consecutive tile positions (nf4_tile_position), so with an odd number of
   /// 16-byte chunks between them its 8 rows lie in 8 distinct 16-byte slots of the 128
   /// bytes of the banks (a multiple of 64 bytes apart, 8 rows take 4 or 8 wavefronts).
   std::uint32_t nf4_column_words() const { return staged_rows() / 8 + (staged_rows() / 32 % 2 == 0 ? 4 : 0); }
-  /// Words of a subgroup's weight tile: NF4's 32 columns, or rows x weight_row_bytes.
+  /// Words of a subgroup's weight tile: NF4's 32 columns, or staged rows x weight_row_bytes.
   std::uint32_t weight_tile_words() const {
     return weights == TensorWeights::Nf4 ? kTileColumns * nf4_column_words() : staged_rows() * weight_row_bytes() / 4;
   }

@@ -50,6 +50,14 @@
 //   waves than ptxas's 78-80 and K has at most 8 splits (their lanes hold the mma sums
 //   alone; on the H100 model NVFP4 at m = 16 4096x4096 6.0 -> 3.9 us, 4096x11008 12.1 ->
 //   11.2), their split-K tail then loading one split's partial sums at a time.
+//   A ring instead, for int4, FP8 and GPTQ without act-order at m <= 16 where that grid
+//   takes several waves (the 11008 shapes): workgroups of two column subgroups (int4's
+//   pairs; the others sharing x) and one k-subgroup, each part walked through a ring of 3
+//   slots of 128 rows (whole blocks), so that its staging does not grow with it, and as
+//   many splits as fit one wave (fewer than the whole-part grid's, or at m <= 8 as many),
+//   the last part shorter where they do not divide K; asking for the workgroups per SM
+//   that make it one wave (on the H100 model int4 11008x4096 at m = 16 12.8 -> 9.9 us,
+//   FP8 at m = 2 17.7 -> 15.2).
 //   The workgroups of a tile (each column subgroup's its own) meet through the split-K scratch (`partials` f32[splits * 32
 //   * met * n/32 * ceil(m/M)], lane-interleaved so that a subgroup's f32x4 stores cover
 //   512 contiguous bytes; `arrivals` u32[n/32 * ceil(m/M)]) in split order, as every
@@ -61,7 +69,10 @@
 //   share a 128-byte line, for a ragged last part, and where a workgroup is one subgroup,
 //   which an H200 measured slower pipelined), all issued at once, each waited for and
 //   barriered just before its blocks' k-steps, the first with the part's sidecars or
-//   scales. What they copy: the part's weight rows (16 bytes of nibbles or 32 of FP8
+//   scales. A ring's prologue fills its 3 slots (the first group with the part's
+//   sidecars); stage j is then waited for (wait_group 1) and barriered, the slot of stage
+//   j - 1 refilled with stage j + 2, and stage j multiplied; every stage after the first
+//   commits one group, empty past the part's stages. What they copy: the part's weight rows (16 bytes of nibbles or 32 of FP8
 //   bytes a row, FP8's halves swapped in every other 4 rows; NF4 column by column, the
 //   columns of each ldmatrix matrix adjacent and an odd number of 16-byte chunks apart; GPTQ
 //   128-byte word rows, swizzled), its x rows below m (GPTQ act-order: gathered through
@@ -98,11 +109,9 @@
 // (int4 at 4096x4096: 3.2 us for m = 2, 4.0 us for m = 16, where eight splits' partial sums
 // are written to DRAM as a 16-row x tile leaves room for two k-subgroups); measured on an
 // H200: bench/results/gpu-nvidia-h200.md (int4 at m = 2: 12.6 us with launch, 1.4x FP16).
-// Next: stream-K (a grid of exactly one wave whose workgroups take equal shares of the
-// k-steps of all tiles): the partial last wave of a multi-wave grid costs a whole warp
-// chain, which decides most of the rows still above 1.15x the bound (FP8 at 4096x11008,
-// m = 4: 3 waves, the last 32% full); and a ring of stages that a part walks through, so
-// that its staging does not grow with it (fewer splits).
+// Next: the ring for NVFP4 (its scale tiles are the part's) and for m = 32..64 with
+// workgroup-wide tiles whose warps share one x slot; stream-K for the one-wave shapes a
+// partial last wave still decides.
 // Numerics: the mma model (ir/Mma.h) sums a step's products in k order; with u = 2^-24 and
 // T_p the per-term magnitudes of the ops' bounds (DequantMatmul.h, Nf4Gemm.h), the longest
 // chain of f32 roundings of an output is L = block_size + 4 + blocks + parts for int4 (the
