@@ -269,6 +269,14 @@ TensorGemmSplit block_split(TensorWeights weights, std::uint32_t m, std::uint32_
   return split;
 }
 
+/// Whether stage_rows copies a stage of `stage_rows` rows by straight-line copies: its x
+/// rows' 16-byte chunks fill or divide the invocations that copy them (else a loop copies
+/// a whole part in one stage).
+bool copies_stage_in_line(const TensorGemmSplit& split, std::uint32_t stage_rows) {
+  const std::uint32_t row_chunks = stage_rows / 8, copiers = split.x_copiers();
+  return row_chunks % copiers == 0 || copiers % row_chunks == 0;
+}
+
 /// Whether `split`'s grid fits one wave of the workgroups an SM holds at `registers` a
 /// thread (resident_workgroups).
 bool one_wave_at(const TensorGemmSplit& split, std::uint32_t registers) {
@@ -285,15 +293,16 @@ constexpr std::uint32_t kRingFourElementRegisters = 128;
 constexpr std::uint32_t kRingSlots = 3;
 constexpr std::uint32_t kRingSlotRows = 128;
 
-/// The ring split (TensorGemmSplit::ring_slots): two column subgroups (int4's and NVFP4's
-/// pairs; the other formats' sharing x) a workgroup of one k-subgroup, kRingSlots slots of
+/// The ring split (TensorGemmSplit::ring_slots): two column subgroups (int4's pairs; FP8's
+/// and GPTQ's sharing x) a workgroup of one k-subgroup, kRingSlots slots of
 /// kRingSlotRows rows (whole blocks), and the most splits whose grid still fits one wave
 /// of the workgroups an SM holds (resident_workgroups: shared memory, and the registers
 /// the grid is sized for), each part more stages than slots; parts of ceil(blocks /
 /// splits) blocks in whole slots, the last shorter where they do not divide. nullopt where
 /// the format or m takes no ring (FormatTraits::ring_most_m), for GPTQ act-order (whose
-/// gather stages a whole part), where k is not whole blocks of whole slots, or where no
-/// part would have more stages than slots.
+/// gather stages a whole part), where k is not whole blocks of whole slots, where a slot's
+/// x rows are not copied in line (copies_stage_in_line), or where no part would have more
+/// stages than slots.
 std::optional<TensorGemmSplit> ring_split(TensorWeights weights, std::uint32_t m, std::uint32_t k, std::uint32_t n,
                                           std::uint32_t block_size, bool gathered_x) {
   if (m > traits_of(weights).ring_most_m || gathered_x || k % block_size != 0) return std::nullopt;
@@ -303,7 +312,9 @@ std::optional<TensorGemmSplit> ring_split(TensorWeights weights, std::uint32_t m
   split.slot_blocks = std::max(1u, kRingSlotRows / block_size);
   split.ring_slots = kRingSlots;
   split.column_subgroups = split.column_tiles % 2 == 0 ? 2 : 1;
-  if (split.blocks % split.slot_blocks != 0) return std::nullopt;
+  if (split.blocks % split.slot_blocks != 0 || !copies_stage_in_line(split, split.slot_blocks * block_size)) {
+    return std::nullopt;
+  }
   const std::uint32_t slots = split.blocks / split.slot_blocks;  // of K
   const std::uint32_t registers = split.elements() == 2 ? kLeastHintedRegisters : kRingFourElementRegisters;
   for (std::uint32_t splits = slots / (kRingSlots + 1); splits >= 1; --splits) {
@@ -423,12 +434,12 @@ TensorGemmSplit whole_part_split(TensorWeights weights, std::uint32_t m, std::ui
 /// the ring's one wave has fewer splits, so that fewer partial sums cross DRAM, or at
 /// m <= 8 as many (both then run at the 64 registers asked for; at m = 9..16 the ring's
 /// 107-168 against 64-80 lose: FP8 4096x4096 at m = 16 7.8 -> 9.5 us); else
-/// whole_part_split. On the H100 model, us, at m = 2, 8,
-/// 16: int4 11008x4096 9.0, 10.4, 12.8 -> 8.7, 9.3, 9.9, 4096x11008 8.9, 9.5, 11.3 -> 8.7,
-/// 9.4, 10.0; FP8 11008x4096 17.7, 17.0, 20.6 -> 15.2, 15.7, 17.8; GPTQ 4096x11008 9.0,
-/// 10.4, 11.7 -> 8.7, 9.4, 11.4; FP8 4096x11008 at m = 16 17.6 -> 18.0, the one loss (688
-/// workgroups of longer chains). NVFP4 in slots of 64 rows gained at 11008x4096 (m = 2:
-/// 10.7 -> 9.7 us) but lost at 4096x11008 (9.7 -> 11.2).
+/// whole_part_split. On the H100 model, us, at m = 2, 8, 16: int4 11008x4096 9.0, 10.4,
+/// 12.8 -> 8.7, 9.3, 9.9, 4096x11008 8.9, 9.5, 11.3 -> 8.7, 9.4, 10.0; FP8 11008x4096
+/// 17.7, 17.0, 20.6 -> 15.2, 15.7, 17.8; GPTQ 4096x11008 9.0, 10.4, 11.7 -> 8.7, 9.4,
+/// 11.4; FP8 4096x11008 at m = 16 17.6 -> 18.0, the one loss (688 workgroups of longer
+/// chains). NVFP4 in slots of 64 rows gained at 11008x4096 (m = 2: 10.7 -> 9.7 us) but
+/// lost at 4096x11008 (9.7 -> 11.2).
 TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::uint32_t k, std::uint32_t n,
                                   std::uint32_t block_size, bool gathered_x) {
   const TensorGemmSplit whole = whole_part_split(weights, m, k, n, block_size, gathered_x);
@@ -754,9 +765,7 @@ std::uint32_t pipeline_stages(const TensorGemmSplit& split, bool ragged) {
   const std::uint32_t blocks = split.blocks_per_split;
   std::uint32_t stages = std::min(blocks, kMaxPipelineStages);
   while (blocks % stages != 0) --stages;
-  const std::uint32_t row_chunks = split.rows() / stages / 8;
-  const std::uint32_t copiers = split.x_copiers();  // stage_rows copies x by whole rows or lanes of it
-  return row_chunks % copiers == 0 || copiers % row_chunks == 0 ? stages : 1;
+  return copies_stage_in_line(split, split.rows() / stages) ? stages : 1;
 }
 
 /// The rows of the schedule's blocks (FormatTraits::block_rows).
@@ -899,7 +908,8 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   // which then spills in its k-steps (bf16 at m = 16: 52 bytes), nor two m-tiles (m > 16:
   // 32 sums a lane).
   const std::uint32_t tight_resident =
-      split.ring_slots == 0 && !format.folds_blocks && split.m_tiles == 1 && split.elements() == 4 && split.splits() <= kMostOneSplitTailSplits
+      split.ring_slots == 0 && !format.folds_blocks && split.m_tiles == 1 && split.elements() == 4 &&
+              split.splits() <= kMostOneSplitTailSplits
           ? fewer_waves_resident_workgroups(program.workgroups(), program.invocations_per_workgroup(),
                                             program.static_shared_bytes(), kFourElementRegisters, kLeastHintedRegisters)
           : 0;

@@ -615,11 +615,14 @@ TEST_CASE("tensor-core GEMMs at m <= 16 whose grids take several waves walk a ri
     CHECK(tensor_program(e.shape).min_resident_workgroups > 0);
   }
   // Not NVFP4 (its part-wide scale tiles), NF4 (one group), act-order (its gather), m > 16,
-  // nor grids of one wave (4096x4096), nor a k that is not whole blocks (kMultiWaveGptq).
+  // nor grids of one wave (4096x4096), nor a k that is not whole blocks (kMultiWaveGptq),
+  // nor slots whose x rows the copies cannot take in line (blocks of 48: slots of 96 rows,
+  // 12 chunks of x a row against 64 copying invocations).
   for (const Shape& s : {nvfp4(2, 11008, 4096, ScalarType::F16), nf4(2, 11008, 4096, ScalarType::F16),
                          gptq(2, 11008, 4096, 128, ScalarType::F16, true),
                          Shape{32, 11008, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16},
-                         Shape{16, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, kMultiWaveGptq}) {
+                         Shape{16, 4096, 4096, 128, BlockAffineMode::ZeroPoint, ScalarType::F16}, kMultiWaveGptq,
+                         Shape{2, 11040, 4096, 48, BlockAffineMode::Symmetric, ScalarType::F16}}) {
     INFO(describe(s));
     CHECK(wait_groups(tensor_program(s)) != ring_waits);
   }
