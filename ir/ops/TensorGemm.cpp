@@ -289,13 +289,18 @@ bool one_wave_at(const TensorGemmSplit& split, std::uint32_t registers) {
 /// m-tile (m = 9..16; at m <= 8 kLeastHintedRegisters): ptxas gave rings 122-130 at the
 /// Llama shapes, and tensor_gemm asks for no more where that makes the grid one wave.
 constexpr std::uint32_t kRingFourElementRegisters = 128;
-/// A ring's slots and the weight rows of one slot (whole blocks, at least one).
+/// A ring's slots, and the weight rows of one slot (whole blocks, at least one) where a
+/// lane holds two elements of its m-tile (m <= 8) and four (m = 9..16): 16 x rows make a
+/// slot twice as large, so halving it keeps as many workgroups an SM (FP8 on the H100
+/// model, m = 16: 4096x11008 18.0 -> 16.6 us, 11008x4096 17.8 -> 16.6; at m = 8 64 rows
+/// lost, 15.7 -> 16.2). Only the formats of 64-row blocks (FP8) can take 64.
 constexpr std::uint32_t kRingSlots = 3;
 constexpr std::uint32_t kRingSlotRows = 128;
+constexpr std::uint32_t kRingFourElementSlotRows = 64;
 
 /// The ring split (TensorGemmSplit::ring_slots): two column subgroups (int4's pairs; FP8's
 /// and GPTQ's sharing x) a workgroup of one k-subgroup, kRingSlots slots of
-/// kRingSlotRows rows (whole blocks), and the most splits whose grid still fits one wave
+/// kRingSlotRows rows (kRingFourElementSlotRows at m = 9..16; whole blocks), and the most splits whose grid still fits one wave
 /// of the workgroups an SM holds (resident_workgroups: shared memory, and the registers
 /// the grid is sized for), each part more stages than slots; parts of ceil(blocks /
 /// splits) blocks in whole slots, the last shorter where they do not divide. nullopt where
@@ -309,7 +314,7 @@ std::optional<TensorGemmSplit> ring_split(TensorWeights weights, std::uint32_t m
   TensorGemmSplit split = block_split(weights, m, block_size);
   split.column_tiles = n / kTileColumns;
   split.blocks = k / block_size;
-  split.slot_blocks = std::max(1u, kRingSlotRows / block_size);
+  split.slot_blocks = std::max(1u, (split.elements() == 2 ? kRingSlotRows : kRingFourElementSlotRows) / block_size);
   split.ring_slots = kRingSlots;
   split.column_subgroups = split.column_tiles % 2 == 0 ? 2 : 1;
   if (split.blocks % split.slot_blocks != 0 || !copies_stage_in_line(split, split.slot_blocks * block_size)) {
