@@ -53,7 +53,8 @@
 //   A ring instead, for int4, FP8 and GPTQ without act-order at m <= 16 where that grid
 //   takes several waves (the 11008 shapes): workgroups of two column subgroups (int4's
 //   pairs; the others sharing x) and one k-subgroup, each part walked through a ring of 3
-//   slots of 128 rows (whole blocks), so that its staging does not grow with it, and as
+//   slots of 128 rows (64 at m > 8 where blocks allow: FP8's; whole blocks), so that its
+//   staging does not grow with it, and as
 //   many splits as fit one wave (fewer than the whole-part grid's, or at m <= 8 as many),
 //   the last part shorter where they do not divide K; asking for the workgroups per SM
 //   that make it one wave (on the H100 model int4 11008x4096 at m = 16 12.8 -> 9.9 us,
