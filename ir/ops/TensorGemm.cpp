@@ -1372,14 +1372,14 @@ Program tensor_gemm(const TensorGemmShape& shape) {
           }
         });
       };
-      // Each stage's blocks once its copies have landed (the first stage's: above).
+      // Each stage's blocks once its copies have landed (the first stage's: above; a ring's
+      // stages: below).
       const std::uint32_t stage_blocks = split.blocks_per_split / stages;
-      for (std::uint32_t stage = 0; stage < stages; ++stage) {
+      for (std::uint32_t stage = 0; stage < stages && !ring; ++stage) {
         if (stage > 0) {
           region.async_wait(stages - 1 - stage);
           region.barrier();
         }
-        if (ring) break;
         region.loop("local_block", u32(stage * stage_blocks), u32((stage + 1) * stage_blocks),
                     [&](Body& loop, Expr local_block) { run_block(loop, local_block, local_block); });
       }

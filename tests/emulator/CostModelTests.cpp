@@ -372,32 +372,24 @@ TEST_CASE("waves: 133 CTAs at 1 CTA per SM on 132 SMs take 2 waves", "[emulator]
   }
 }
 
-/// Each thread stages two 16-byte chunks with cp.async, in two groups. `pipelined`: both
-/// groups are committed before the first wait (wait_group 1, then 0: the second group's
-/// round trip overlaps the first's); otherwise each group is waited for before the next is
-/// issued (two round trips).
-std::string staged_copies(bool pipelined) {
-  const std::string second_copy = R"(
-  cp.async.cg.shared.global [%r3+4096], [%rd5+16384], 16;
-  cp.async.commit_group;
-)";
-  const std::string waits = pipelined ? second_copy + R"(
-  cp.async.wait_group 1;
-  bar.sync 0;
-  cp.async.wait_group 0;
-)"
-                                      : R"(
-  cp.async.wait_group 0;
-)" + second_copy + R"(
-  cp.async.wait_group 0;
-)";
-  return std::string(R"(
+/// Chunk `chunk` of a thread's cp.async copies (16 bytes each; chunks 4096 bytes apart in
+/// the tile, 16384 in the source), committed as a group of its own.
+std::string committed_copy(unsigned chunk) {
+  return fmt::format("  cp.async.cg.shared.global [%r3+{}], [%rd5+{}], 16;\n  cp.async.commit_group;\n",
+                     4096 * chunk, 16384 * chunk);
+}
+std::string wait_group(unsigned pending) { return fmt::format("  cp.async.wait_group {};\n  bar.sync 0;\n", pending); }
+
+/// A kernel whose threads stage `chunks` 16-byte chunks with cp.async as `copies_and_waits`
+/// orders them (committed_copy, wait_group), then add their first and last chunk.
+std::string staged_copies(unsigned chunks, const std::string& copies_and_waits) {
+  return fmt::format(R"(
 .version 7.0
 .target sm_80
 .address_size 64
 .visible .entry staged(.param .u64 src, .param .u64 dst)
-{
-  .shared .align 16 .b8 tile[8192];
+{{
+  .shared .align 16 .b8 tile[{}];
   .reg .b32 %r<8>;
   .reg .b64 %rd<8>;
   .reg .f32 %f<4>;
@@ -411,26 +403,29 @@ std::string staged_copies(bool pipelined) {
   mov.u32 %r2, tile;
   shl.b32 %r4, %r1, 4;
   add.s32 %r3, %r2, %r4;
-  cp.async.cg.shared.global [%r3], [%rd5], 16;
-  cp.async.commit_group;
-)") + waits + R"(
-  bar.sync 0;
+{}  bar.sync 0;
   ld.shared.f32 %f1, [%r3];
-  ld.shared.f32 %f2, [%r3+4096];
+  ld.shared.f32 %f2, [%r3+{}];
   add.rn.f32 %f3, %f1, %f2;
   mul.wide.u32 %rd4, %r1, 4;
   add.s64 %rd6, %rd2, %rd4;
   st.global.f32 [%rd6], %f3;
   ret;
-}
-)";
+}}
+)",
+                     4096 * chunks, copies_and_waits, 4096 * (chunks - 1));
 }
 
 TEST_CASE("cp.async groups committed before a wait share its round trip and one issued after it takes another",
           "[emulator][cost]") {
+  // Pipelined: both groups committed before the first wait (wait_group 1, then 0: the
+  // second group's round trip overlaps the first's); serial: each group waited for before
+  // the next is issued (two round trips).
   const std::uint64_t warps = 8;
-  const LaunchCounters pipelined = run_kernel(staged_copies(true), "staged", 1, 256, {32768, 1024});
-  const LaunchCounters serial = run_kernel(staged_copies(false), "staged", 1, 256, {32768, 1024});
+  const std::string pipelined_order = committed_copy(0) + committed_copy(1) + wait_group(1) + wait_group(0);
+  const std::string serial_order = committed_copy(0) + wait_group(0) + committed_copy(1) + wait_group(0);
+  const LaunchCounters pipelined = run_kernel(staged_copies(2, pipelined_order), "staged", 1, 256, {32768, 1024});
+  const LaunchCounters serial = run_kernel(staged_copies(2, serial_order), "staged", 1, 256, {32768, 1024});
   CHECK(pipelined.global_load_requests == 2 * warps);
   CHECK(serial.global_load_requests == 2 * warps);
   CHECK(pipelined.global_load_batches == warps);
@@ -439,61 +434,16 @@ TEST_CASE("cp.async groups committed before a wait share its round trip and one 
   CHECK(serial.global_load_batches_dram == 2 * warps);
 }
 
-/// A ring of two stages: each thread copies four 16-byte chunks, the first two committed up
-/// front, then each later one committed after the wait that lands the stage before it
-/// (the refill of a consumed slot), as a multi-stage GEMM main loop does.
-const char* const kRingCopies = R"(
-.version 7.0
-.target sm_80
-.address_size 64
-.visible .entry ring(.param .u64 src, .param .u64 dst)
-{
-  .shared .align 16 .b8 tile[16384];
-  .reg .b32 %r<8>;
-  .reg .b64 %rd<8>;
-  .reg .f32 %f<4>;
-  ld.param.u64 %rd1, [src];
-  ld.param.u64 %rd2, [dst];
-  cvta.to.global.u64 %rd1, %rd1;
-  cvta.to.global.u64 %rd2, %rd2;
-  mov.u32 %r1, %tid.x;
-  mul.wide.u32 %rd3, %r1, 16;
-  add.s64 %rd5, %rd1, %rd3;
-  mov.u32 %r2, tile;
-  shl.b32 %r4, %r1, 4;
-  add.s32 %r3, %r2, %r4;
-  cp.async.cg.shared.global [%r3], [%rd5], 16;
-  cp.async.commit_group;
-  cp.async.cg.shared.global [%r3+4096], [%rd5+16384], 16;
-  cp.async.commit_group;
-  cp.async.wait_group 1;
-  bar.sync 0;
-  cp.async.cg.shared.global [%r3+8192], [%rd5+32768], 16;
-  cp.async.commit_group;
-  cp.async.wait_group 1;
-  bar.sync 0;
-  cp.async.cg.shared.global [%r3+12288], [%rd5+49152], 16;
-  cp.async.commit_group;
-  cp.async.wait_group 1;
-  bar.sync 0;
-  cp.async.wait_group 0;
-  bar.sync 0;
-  ld.shared.f32 %f1, [%r3];
-  ld.shared.f32 %f2, [%r3+12288];
-  add.rn.f32 %f3, %f1, %f2;
-  mul.wide.u32 %rd4, %r1, 4;
-  add.s64 %rd6, %rd2, %rd4;
-  st.global.f32 [%rd6], %f3;
-  ret;
-}
-)";
-
 TEST_CASE("a ring of two cp.async stages costs a round trip every stage after the first pair", "[emulator][cost]") {
-  // Stage 0 lands at the first wait (a round trip that stage 1 overlaps); stage 2, committed
-  // after it, lands at the third wait (another, which stage 3 overlaps): two round trips
-  // for four stages, one stage in flight while another is consumed.
+  // Four stages, the first two committed up front, each later one after the wait that
+  // lands the stage before it (the refill of a consumed slot, as a multi-stage GEMM main
+  // loop does). Stage 0 lands at the first wait (a round trip that stage 1 overlaps); stage
+  // 2, committed after it, lands at the third wait (another, which stage 3 overlaps): two
+  // round trips for four stages, one stage in flight while another is consumed.
   const std::uint64_t warps = 8;
-  const LaunchCounters ring = run_kernel(kRingCopies, "ring", 1, 256, {65536, 1024});
+  const std::string ring_order = committed_copy(0) + committed_copy(1) + wait_group(1) + committed_copy(2) +
+                                 wait_group(1) + committed_copy(3) + wait_group(1) + wait_group(0);
+  const LaunchCounters ring = run_kernel(staged_copies(4, ring_order), "staged", 1, 256, {65536, 1024});
   CHECK(ring.global_load_requests == 4 * warps);
   CHECK(ring.global_load_batches == 2 * warps);
   CHECK(ring.global_load_batches_dram == 2 * warps);
