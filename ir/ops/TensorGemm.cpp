@@ -121,6 +121,16 @@ struct FormatTraits {
   /// chains made the ring's fewer, longer warps latency-bound on the H100 model (11008x4096
   /// at m = 2: NVFP4 10.7 -> 16.6 us, NF4 9.5 -> 12.3).
   std::uint32_t ring_most_m;
+  /// The ring at m > 16 (two m-tiles a subgroup; ring_split): its slots and the most column
+  /// subgroups sharing each x slot (whose 32 rows take four times a column tile's weights).
+  /// int4 and GPTQ, which fold each block into f32 accumulators beside its mma sums (64 f32
+  /// a lane), run at ptxas's 128 registers in workgroups of four column subgroups over two
+  /// slots (double buffering: three would pass 48 KiB); with two column subgroups over three
+  /// slots their 146-172 registers left too few warps for the one wave (H100 model, us,
+  /// 4096x4096 at m = 64: int4 11.3 whole parts, 12.4 three slots, 7.9 two; GPTQ 11.4,
+  /// 14.5, 9.2). FP8, whose sums run over the part, keeps three slots of two (m = 64:
+  /// 12.7, 10.8 three slots, 11.6 two of four).
+  std::uint32_t wide_ring_slots, wide_ring_column_subgroups;
 };
 
 /// FormatTraits::x_shared_above_m of the formats whose x tiles are never shared this way.
@@ -129,15 +139,15 @@ constexpr std::uint32_t kNeverSharedX = ~0u;
 const FormatTraits& traits_of(TensorWeights weights) {
   static const FormatTraits kTraits[] = {
       {"dequant_matmul_int4", "dequant_matmul_int4", kDequantMatmulInt4Id, 16, 256, 256, 0, 0, kSidecarBytesPerBlock, true, 2,
-       32, kNeverSharedX, 16},
+       32, kNeverSharedX, 64, 2, 4},
       {"dequant_matmul_nvfp4", "dequant_matmul_nvfp4", kDequantMatmulNvfp4Id, 16, 128, 128, 64,
-       kNvfp4ScaleBlockBytes / kNvfp4ScaleRows, 0, false, 2, 8, kNeverSharedX, 0},
+       kNvfp4ScaleBlockBytes / kNvfp4ScaleRows, 0, false, 2, 8, kNeverSharedX, 0, 0, 0},
       {"dequant_matmul_fp8", "dequant_matmul_fp8", kDequantMatmulFp8Id, 32, 128, 128, 64, 0, 0, false, 1, 0,
-       kNeverSharedX, 16},
+       kNeverSharedX, 64, 3, 2},
       {"nf4_gemm", "nf4_gemm_f32_accumulate", kNf4GemmId, 16, 128, 128, kNf4BlockRows, 0, kSidecarBytesPerBlock / 2, true, 1,
-       0, 8, 0},
+       0, 8, 0, 0, 0},
       {"linear_4bit_affine_grouped", "linear_4bit_affine_grouped", kLinear4BitAffineGroupedId, 16, 256, 128, 0, 0,
-       kSidecarBytesPerBlock, true, 1, 0, 16, 16},
+       kSidecarBytesPerBlock, true, 1, 0, 16, 64, 2, 4},
   };
   return kTraits[static_cast<std::size_t>(weights)];
 }
@@ -277,18 +287,33 @@ bool copies_stage_in_line(const TensorGemmSplit& split, std::uint32_t stage_rows
   return row_chunks % copiers == 0 || copiers % row_chunks == 0;
 }
 
-/// Whether `split`'s grid fits one wave of the workgroups an SM holds at `registers` a
-/// thread (resident_workgroups).
-bool one_wave_at(const TensorGemmSplit& split, std::uint32_t registers) {
+/// The workgroups of `split`'s grid over those kTargetSms SMs hold at once at `registers` a
+/// thread (resident_workgroups): at most 1 where the grid fits one wave.
+double wave_fill(const TensorGemmSplit& split, std::uint32_t registers) {
   const std::uint64_t workgroups = std::uint64_t{split.units()} / split.column_subgroups * split.splits();
-  return workgroups <= std::uint64_t{kTargetSms} *
-                           resident_workgroups(kSubgroupSize * split.subgroups(), workgroup_bytes(split), registers);
+  return double(workgroups) /
+         double(std::uint64_t{kTargetSms} *
+                resident_workgroups(kSubgroupSize * split.subgroups(), workgroup_bytes(split), registers));
 }
+bool one_wave_at(const TensorGemmSplit& split, std::uint32_t registers) { return wave_fill(split, registers) <= 1.0; }
+
+/// The least wave_fill of a ring's grid at m > 16 (tensor_gemm_split): a ring whose K is
+/// too short for more splits leaves SMs' warps idle, and its fewer warps' chains, each of
+/// 64 rows, grow with their parts (H100 model, 4096x4096 at m = 32, four column subgroups
+/// over two slots: 256 workgroups of 396, int4 8.2 us whole parts, 8.4 ring; GPTQ 6.2,
+/// 9.8). Not at m <= 16, whose shorter chains gain still (11008x4096 at m = 2, 688 of
+/// 1056 workgroups: int4 9.0 -> 8.7).
+constexpr double kRingLeastWaveFill = 0.75;
 
 /// Registers a thread the ring's grid is sized for where a lane holds four elements of one
 /// m-tile (m = 9..16; at m <= 8 kLeastHintedRegisters): ptxas gave rings 122-130 at the
 /// Llama shapes, and tensor_gemm asks for no more where that makes the grid one wave.
 constexpr std::uint32_t kRingFourElementRegisters = 128;
+/// The registers a thread `split`'s grid is sized for where it is a ring (ring_split), or
+/// one of two elements a lane (m <= 8: kLeastHintedRegisters).
+std::uint32_t hinted_registers(const TensorGemmSplit& split) {
+  return split.elements() == 2 ? kLeastHintedRegisters : kRingFourElementRegisters;
+}
 /// A ring's slots, and the weight rows of one slot (whole blocks, at least one) where a
 /// lane holds two elements of its m-tile (m <= 8) and four (m = 9..16): 16 x rows make a
 /// slot twice as large, so halving it keeps as many workgroups an SM (FP8 on the H100
@@ -299,8 +324,10 @@ constexpr std::uint32_t kRingSlotRows = 128;
 constexpr std::uint32_t kRingFourElementSlotRows = 64;
 
 /// The ring split (TensorGemmSplit::ring_slots): two column subgroups (int4's pairs; FP8's
-/// and GPTQ's sharing x) a workgroup of one k-subgroup, kRingSlots slots of
-/// kRingSlotRows rows (kRingFourElementSlotRows at m = 9..16; whole blocks), and the most splits whose grid still fits one wave
+/// and GPTQ's sharing x) a workgroup of one k-subgroup, kRingSlots slots of kRingSlotRows
+/// rows (kRingFourElementSlotRows at m = 9..16; whole blocks); at m > 16 the format's
+/// FormatTraits::wide_ring_slots and up to wide_ring_column_subgroups (the most, a power of
+/// two, dividing the column tiles). K takes the most splits whose grid still fits one wave
 /// of the workgroups an SM holds (resident_workgroups: shared memory, and the registers
 /// the grid is sized for), each part more stages than slots; parts of ceil(blocks /
 /// splits) blocks in whole slots, the last shorter where they do not divide. nullopt where
@@ -310,19 +337,24 @@ constexpr std::uint32_t kRingFourElementSlotRows = 64;
 /// stages than slots.
 std::optional<TensorGemmSplit> ring_split(TensorWeights weights, std::uint32_t m, std::uint32_t k, std::uint32_t n,
                                           std::uint32_t block_size, bool gathered_x) {
-  if (m > traits_of(weights).ring_most_m || gathered_x || k % block_size != 0) return std::nullopt;
+  const FormatTraits& format = traits_of(weights);
+  if (m > format.ring_most_m || gathered_x || k % block_size != 0) return std::nullopt;
   TensorGemmSplit split = block_split(weights, m, block_size);
   split.column_tiles = n / kTileColumns;
   split.blocks = k / block_size;
   split.slot_blocks = std::max(1u, (split.elements() == 2 ? kRingSlotRows : kRingFourElementSlotRows) / block_size);
-  split.ring_slots = kRingSlots;
-  split.column_subgroups = split.column_tiles % 2 == 0 ? 2 : 1;
+  const bool wide = split.m_tiles > 1;
+  split.ring_slots = wide ? format.wide_ring_slots : kRingSlots;
+  const std::uint32_t most_column_subgroups = wide ? format.wide_ring_column_subgroups : 2;
+  while (2 * split.column_subgroups <= most_column_subgroups && split.column_tiles % (2 * split.column_subgroups) == 0) {
+    split.column_subgroups *= 2;
+  }
   if (split.blocks % split.slot_blocks != 0 || !copies_stage_in_line(split, split.slot_blocks * block_size)) {
     return std::nullopt;
   }
   const std::uint32_t slots = split.blocks / split.slot_blocks;  // of K
-  const std::uint32_t registers = split.elements() == 2 ? kLeastHintedRegisters : kRingFourElementRegisters;
-  for (std::uint32_t splits = slots / (kRingSlots + 1); splits >= 1; --splits) {
+  const std::uint32_t registers = hinted_registers(split);
+  for (std::uint32_t splits = slots / (split.ring_slots + 1); splits >= 1; --splits) {
     TensorGemmSplit candidate = split;
     candidate.blocks_per_split = ceil_div(slots, splits) * split.slot_blocks;
     candidate.parts = ceil_div(split.blocks, candidate.blocks_per_split);
@@ -450,7 +482,7 @@ TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::u
   const std::uint32_t registers = whole.elements() == 2 ? kLeastHintedRegisters : kFourElementRegisters;
   if (one_wave_at(whole, registers)) return whole;
   const std::optional<TensorGemmSplit> ring = ring_split(weights, m, k, n, block_size, gathered_x);
-  if (!ring) return whole;
+  if (!ring || (ring->m_tiles > 1 && wave_fill(*ring, hinted_registers(*ring)) < kRingLeastWaveFill)) return whole;
   return ring->splits() < whole.splits() || (ring->splits() == whole.splits() && whole.elements() == 2) ? *ring : whole;
 }
 
@@ -467,16 +499,18 @@ struct Staging {
   Expr shared_first_column, shared_w_base;
   /// Weight rows of one pipeline stage (pipeline_stages): the part's, or whole blocks of it.
   std::uint32_t stage_rows = 0;
-  /// Appended to the names of the copies' address registers: a ring sets up two rounds' at once.
+  /// Appended to the names of the copies' address registers: a ring sets up each round's
+  /// beside the prologue's.
   std::string names_suffix;
   std::string name(const char* base) const { return base + names_suffix; }
 };
 
 /// Emits into `body` the cp.async copies of pipeline stage `stage`: rows [stage * stage_rows,
 /// (stage + 1) * stage_rows) of the part from Staging::k_start, into the tiles' stage
-/// `stage` (a ring's slot). Their address registers are set up once, before any stage, so
-/// that every stage's copies are those registers plus immediates.
-using StageCopies = std::function<void(Body& body, std::uint32_t stage)>;
+/// `slot` (a ring's slot: stage modulo the slots; else the stage). Their address registers
+/// are set up once, before any stage, so that every stage's copies are those registers plus
+/// immediates (a ring's next round's too).
+using StageCopies = std::function<void(Body& body, std::uint32_t slot, std::uint32_t stage)>;
 
 Expr plus(const Expr& base, std::uint32_t offset) { return offset == 0 ? base : base + u32(offset); }
 
@@ -546,11 +580,11 @@ StageCopies stage_columns(Body& region, const Staging& at, const TensorGemmSplit
   Expr destination = region.let(at.name("w_destination"), at.w_base + nf4_tile_position(column) * column_words + chunk * 4u);
   Expr source = region.let(at.name("w_source"), (at.first_column + column) * (k / 8) + at.k_start / 8u + chunk * 4u);
   return [at, ragged, lanes_per_column, columns_per_copy, chunk, column_words, destination, source, rows, chunks,
-          k](Body& body, std::uint32_t stage) {
+          k](Body& body, std::uint32_t slot, std::uint32_t stage) {
     for (std::uint32_t c = 0; c * columns_per_copy < kTileColumns; ++c) {
       for (std::uint32_t step = 0; step < chunks / lanes_per_column; ++step) {
         const std::uint32_t from = c * columns_per_copy * (k / 8) + 4 * step + stage * rows / 8;
-        const std::uint32_t to = c * columns_per_copy / 4 * column_words + 4 * step + stage * rows / 8;
+        const std::uint32_t to = c * columns_per_copy / 4 * column_words + 4 * step + slot * rows / 8;
         auto copy = [&, to, from](Body& copying) {
           copying.async_copy(at.w_tile, plus(destination, to), at.w, plus(source, from), 16);
         };
@@ -574,11 +608,12 @@ StageCopies stage_word_rows(Body& region, const Staging& at, std::uint32_t n, bo
   Expr chunk = region.let(at.name("w_chunk"), at.lane % 8u);
   Expr destination = region.let(at.name("w_destination"), at.w_base + word_row * kTileColumns + (chunk ^ (word_row * 2u)) * 4u);
   Expr source = region.let(at.name("w_source"), (at.k_start / kGptqWordRows + word_row) * n + at.first_column + chunk * 4u);
-  return [at, ragged, copies, stage_word_rows, destination, source, n](Body& body, std::uint32_t stage) {
+  return [at, ragged, copies, stage_word_rows, destination, source, n](Body& body, std::uint32_t slot,
+                                                                       std::uint32_t stage) {
     for (std::uint32_t c = 0; c < copies; ++c) {
-      const std::uint32_t word_rows = stage * stage_word_rows + 4 * c;
-      auto copy = [&, word_rows](Body& copying) {
-        copying.async_copy(at.w_tile, plus(destination, word_rows * kTileColumns), at.w, plus(source, word_rows * n), 16);
+      const std::uint32_t to = slot * stage_word_rows + 4 * c, from = stage * stage_word_rows + 4 * c;
+      auto copy = [&, to, from](Body& copying) {
+        copying.async_copy(at.w_tile, plus(destination, to * kTileColumns), at.w, plus(source, from * n), 16);
       };
       if (ragged) body.if_then(u32(kGptqSpanRows * c) < at.split_rows, copy);
       else copy(body);
@@ -677,12 +712,12 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
       Expr copy_row = shared_w ? w_row : lane;
       const std::uint32_t row_copiers = shared_w ? 1 : weight_chunks;
       stages.push_back([at, rows, chunk_rows, row_bytes, row_words, row_copiers, copy_row, w_destination,
-                        w_source](Body& body, std::uint32_t stage) {
+                        w_source](Body& body, std::uint32_t slot, std::uint32_t stage) {
         for (std::uint32_t c = 0; c * chunk_rows < rows; ++c) {
-          const std::uint32_t first = stage * rows + c * chunk_rows;  // of the copy's rows
-          auto copy = [&, first](Body& copying) {
-            copying.async_copy(at.w_tile, plus(w_destination, first * row_words), at.w, plus(w_source, first * row_bytes),
-                               16);
+          // The copy's first row in the tile and in the part.
+          const std::uint32_t to = slot * rows + c * chunk_rows, from = stage * rows + c * chunk_rows;
+          auto copy = [&, to, from](Body& copying) {
+            copying.async_copy(at.w_tile, plus(w_destination, to * row_words), at.w, plus(w_source, from * row_bytes), 16);
           };
           if ((c + 1) * chunk_rows <= rows) copy(body);
           else body.if_then(copy_row < u32((rows - c * chunk_rows) * row_copiers), copy);
@@ -700,13 +735,14 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
     Expr x_source = region.let(at.name("x_source"), (at.first_row + lane_row) * k + at.k_start + lane_column);
     const std::uint32_t pitch = split.x_pitch();
     stages.push_back([at, rows, x_rows, rows_per_copy, copies_per_row, lanes, lane_row, x_destination, x_source,
-                      pitch, test_rows, m, k](Body& body, std::uint32_t stage) {
+                      pitch, test_rows, m, k](Body& body, std::uint32_t slot, std::uint32_t stage) {
       for (std::uint32_t tile_row = 0; tile_row < x_rows; tile_row += rows_per_copy) {
         for (std::uint32_t c = 0; c < copies_per_row; ++c) {
-          const std::uint32_t column = stage * rows + c * lanes * 8;
-          auto copy = [&, tile_row, column](Body& copying) {
-            copying.async_copy(at.x_tile, plus(x_destination, tile_row * pitch + column), at.x,
-                               plus(x_source, tile_row * k + column), 16);
+          // The copy's first column in the tile and in the part.
+          const std::uint32_t to = slot * rows + c * lanes * 8, from = stage * rows + c * lanes * 8;
+          auto copy = [&, tile_row, to, from](Body& copying) {
+            copying.async_copy(at.x_tile, plus(x_destination, tile_row * pitch + to), at.x,
+                               plus(x_source, tile_row * k + from), 16);
           };
           if (test_rows || tile_row + rows_per_copy > x_rows) {
             body.if_then(at.first_row + lane_row + u32(tile_row) < u32(m), copy);
@@ -720,7 +756,7 @@ std::vector<StageCopies> stage_rows(Body& region, const Staging& at, const Tenso
   }
   if (rows != split.rows()) throw std::logic_error("a ragged or loop-copied part is staged in one stage");
   stages.push_back([at, split, rows, x_rows, row_chunks, byte_rows, copy_x, weight_chunks, row_bytes, first_byte, lane,
-                    column_subgroups, lanes, shared_w, copier, m, k](Body& region, std::uint32_t) {
+                    column_subgroups, lanes, shared_w, copier, m, k](Body& region, std::uint32_t, std::uint32_t) {
     if (shared_w) region.loop("w_copy", u32(0), u32(ceil_div(rows, kSubgroupSize)), [&](Body& loop, Expr c) {
       Expr chunk = loop.let("w_chunk", c * lanes + copier);
       Expr row = loop.let("copy_row", chunk / column_subgroups);
@@ -919,7 +955,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
           : 0;
   const bool tight_registers = tight_resident != 0;  // 64 registers asked for at m = 9..16
   if (split.elements() == 2 || split.ring_slots != 0) {
-    const std::uint32_t registers = split.elements() == 2 ? kLeastHintedRegisters : kRingFourElementRegisters;
+    const std::uint32_t registers = hinted_registers(split);
     program.min_resident_workgroups(one_wave_resident_workgroups(
         program.workgroups(), program.invocations_per_workgroup(), program.static_shared_bytes(), registers));
   } else if (tight_registers) {
@@ -1036,7 +1072,7 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       });
       for (std::uint32_t stage = 0; stage < stages; ++stage) {
         auto copy = [&](Body& body) {
-          for (const StageCopies& copies : stage_copies) copies(body, stage);
+          for (const StageCopies& copies : stage_copies) copies(body, stage, stage);
         };
         if (short_last_part) region.if_then(u32(stage) < part_stages, copy);
         else copy(region);
@@ -1388,26 +1424,22 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       // at most R - 2, may still fly) and the barrier has seen every subgroup past stage j - 1,
       // whose slot then takes stage j - 1 + R. The prologue above landed stage 0. Every
       // stage but the first commits one group, empty past the part's last stage, so that
-      // the wait count stays R - 2. A round is R stages, the slots in order; each round's
-      // copies come from the registers of its first row (or the next round's) plus
-      // immediates. Waits and barriers are the workgroup's (every round, every slot); the
+      // the wait count stays R - 2. A round is R stages, the slots in order; its copies, and
+      // the next round's, come from the registers of its first row plus immediates. Waits and barriers are the workgroup's (every round, every slot); the
       // copies and products of stages past a subgroup's part are skipped.
       if (ring) {
         const std::uint32_t slots = split.ring_slots, slot_blocks = split.slot_blocks;
         const std::uint32_t rounds = ceil_div(ring_stages, slots), slot_rows = slot_blocks * block_size;
         region.loop("ring_round", u32(0), u32(rounds), [&](Body& round_body, Expr round) {
-          auto round_copies = [&](const char* name, const Expr& first_stage) {
-            Staging from = staging;
-            from.names_suffix = name;
-            from.k_start = round_body.let(fmt::format("k_start{}", name), k_start + first_stage * (slots * slot_rows));
-            return stage_rows(round_body, from, split, m, k, n, false, true);
-          };
-          const std::vector<StageCopies> this_round = round_copies("_round", round);
-          const std::vector<StageCopies> next_round = round_copies("_next_round", round + 1u);
-          // The copies of stage `stage` (of the part) into `slot`, where the part has it.
-          auto refill = [&](Body& body, const std::vector<StageCopies>& copies, const Expr& stage, std::uint32_t slot) {
+          Staging from = staging;
+          from.names_suffix = "_round";
+          from.k_start = round_body.let("k_start_round", k_start + round * (slots * slot_rows));
+          const std::vector<StageCopies> round_copies = stage_rows(round_body, from, split, m, k, n, false, true);
+          // The copies of the part's stage `stage`, the round's `round_stage` (R and more:
+          // the next round's), into `slot`, where the part has it.
+          auto refill = [&](Body& body, const Expr& stage, std::uint32_t round_stage, std::uint32_t slot) {
             body.if_then(stage < part_stages, [&](Body& copying) {
-              for (const StageCopies& copy : copies) copy(copying, slot);
+              for (const StageCopies& copy : round_copies) copy(copying, slot, round_stage);
             });
           };
           auto land = [&](Body& body) {
@@ -1419,12 +1451,12 @@ Program tensor_gemm(const TensorGemmShape& shape) {
             if (slot == 0) {
               round_body.if_then(round > 0u, [&](Body& later) {
                 land(later);
-                refill(later, this_round, plus(round * slots, slots - 1), slots - 1);
+                refill(later, plus(round * slots, slots - 1), slots - 1, slots - 1);
                 later.async_commit();
               });
             } else {
               land(round_body);
-              refill(round_body, next_round, plus(round * slots, slots + slot - 1), slot - 1);
+              refill(round_body, plus(round * slots, slots + slot - 1), slots + slot - 1, slot - 1);
               round_body.async_commit();
             }
             auto multiply = [&](Body& body) {
