@@ -58,7 +58,13 @@
 //   many splits as fit one wave (fewer than the whole-part grid's, or at m <= 8 as many),
 //   the last part shorter where they do not divide K; asking for the workgroups per SM
 //   that make it one wave (on the H100 model int4 11008x4096 at m = 16 12.8 -> 9.9 us,
-//   FP8 at m = 2 17.7 -> 15.2).
+//   FP8 at m = 2 17.7 -> 15.2). At m > 16 the same for int4 and GPTQ in workgroups of
+//   four column subgroups sharing each x slot over two slots (double buffering: 32 x rows
+//   make a slot four times a column tile's weights), and for FP8 two over three, where
+//   the ring's one wave fills three quarters of the SMs' workgroup slots (not 4096x4096 at
+//   m = 32, whose K leaves it 256 of 396); the whole-part grids there staged 32-row x
+//   tiles whole, so parts of one block and 16-43 splits (int4 4096x4096 at m = 64: 11.3 ->
+//   7.9 us; FP8 4096x11008 at m = 32: 25.3 -> 18.2).
 //   The workgroups of a tile (each column subgroup's its own) meet through the split-K scratch (`partials` f32[splits * 32
 //   * met * n/32 * ceil(m/M)], lane-interleaved so that a subgroup's f32x4 stores cover
 //   512 contiguous bytes; `arrivals` u32[n/32 * ceil(m/M)]) in split order, as every
@@ -70,10 +76,10 @@
 //   share a 128-byte line, for a ragged last part, and where a workgroup is one subgroup,
 //   which an H200 measured slower pipelined), all issued at once, each waited for and
 //   barriered just before its blocks' k-steps, the first with the part's sidecars or
-//   scales. A ring's prologue fills its 3 slots (the first group with the part's
-//   sidecars); stage j is then waited for (wait_group 1) and barriered, the slot of stage
-//   j - 1 refilled with stage j + 2, and stage j multiplied; every stage after the first
-//   commits one group, empty past the part's stages. What they copy: the part's weight rows (16 bytes of nibbles or 32 of FP8
+//   scales. A ring's prologue fills its R slots (the first group with the part's
+//   sidecars); stage j is then waited for (wait_group R - 2) and barriered, the slot of
+//   stage j - 1 refilled with stage j + R - 1, and stage j multiplied; every stage after
+//   the first commits one group, empty past the part's stages. What they copy: the part's weight rows (16 bytes of nibbles or 32 of FP8
 //   bytes a row, FP8's halves swapped in every other 4 rows; NF4 column by column, the
 //   columns of each ldmatrix matrix adjacent and an odd number of 16-byte chunks apart; GPTQ
 //   128-byte word rows, swizzled), its x rows below m (GPTQ act-order: gathered through
@@ -110,9 +116,10 @@
 // (int4 at 4096x4096: 3.2 us for m = 2, 4.0 us for m = 16, where eight splits' partial sums
 // are written to DRAM as a 16-row x tile leaves room for two k-subgroups); measured on an
 // H200: bench/results/gpu-nvidia-h200.md (int4 at m = 2: 12.6 us with launch, 1.4x FP16).
-// Next: the ring for NVFP4 (its scale tiles are the part's) and for m = 32..64 with
-// workgroup-wide tiles whose warps share one x slot; stream-K for the one-wave shapes a
-// partial last wave still decides.
+// Next: the ring for NVFP4 (its scale tiles are the part's) and NF4; dynamic shared memory
+// past 48 KiB, so that m > 16 rings keep three slots of four column subgroups; fewer
+// registers for GPTQ's m > 16 rings (ptxas spills 8-40 bytes at 128); stream-K for the
+// one-wave shapes a partial last wave still decides.
 // Numerics: the mma model (ir/Mma.h) sums a step's products in k order; with u = 2^-24 and
 // T_p the per-term magnitudes of the ops' bounds (DequantMatmul.h, Nf4Gemm.h), the longest
 // chain of f32 roundings of an output is L = block_size + 4 + blocks + parts for int4 (the
