@@ -475,7 +475,7 @@ TensorGemmSplit whole_part_split(TensorWeights weights, std::uint32_t m, std::ui
 /// model, us, at m = 2, 8, 16: int4 11008x4096 9.0, 10.4, 12.8 -> 8.7, 9.3, 9.9,
 /// 4096x11008 8.9, 9.5, 11.3 -> 8.7, 9.4, 10.0; FP8 11008x4096 17.7, 17.0, 20.6 -> 15.2,
 /// 15.7, 16.6, 4096x11008 17.5, 16.1, 17.6 -> 15.2, 15.7, 16.6; GPTQ 4096x11008 9.0,
-/// 10.4, 11.7 -> 8.7, 9.4, 11.4; at m = 32 and 64, README "Small batches". NVFP4 in slots
+/// 10.4, 11.7 -> 8.7, 9.4, 11.4; at m = 32 and 64, README "Tensor cores". NVFP4 in slots
 /// of 64 rows gained at 11008x4096 (m = 2: 10.7 -> 9.7 us) but lost at 4096x11008 (9.7 ->
 /// 11.2).
 TensorGemmSplit tensor_gemm_split(TensorWeights weights, std::uint32_t m, std::uint32_t k, std::uint32_t n,
