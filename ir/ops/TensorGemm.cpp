@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -288,12 +289,13 @@ bool copies_stage_in_line(const TensorGemmSplit& split, std::uint32_t stage_rows
 }
 
 /// The workgroups of `split`'s grid over those kTargetSms SMs hold at once at `registers` a
-/// thread (resident_workgroups): at most 1 where the grid fits one wave.
+/// thread (resident_workgroups): at most 1 where the grid fits one wave; infinite where an
+/// SM holds none.
 double wave_fill(const TensorGemmSplit& split, std::uint32_t registers) {
   const std::uint64_t workgroups = std::uint64_t{split.units()} / split.column_subgroups * split.splits();
-  return double(workgroups) /
-         double(std::uint64_t{kTargetSms} *
-                resident_workgroups(kSubgroupSize * split.subgroups(), workgroup_bytes(split), registers));
+  const std::uint32_t resident = resident_workgroups(kSubgroupSize * split.subgroups(), workgroup_bytes(split), registers);
+  if (resident == 0) return std::numeric_limits<double>::infinity();
+  return double(workgroups) / double(std::uint64_t{kTargetSms} * resident);
 }
 bool one_wave_at(const TensorGemmSplit& split, std::uint32_t registers) { return wave_fill(split, registers) <= 1.0; }
 
