@@ -1429,8 +1429,9 @@ Program tensor_gemm(const TensorGemmShape& shape) {
       // whose slot then takes stage j - 1 + R. The prologue above landed stage 0. Every
       // stage but the first commits one group, empty past the part's last stage, so that
       // the wait count stays R - 2. A round is R stages, the slots in order; its copies, and
-      // the next round's, come from the registers of its first row plus immediates. Waits and barriers are the workgroup's (every round, every slot); the
-      // copies and products of stages past a subgroup's part are skipped.
+      // the next round's, come from the registers of its first row plus immediates. Waits
+      // and barriers are the workgroup's (every round, every slot); the copies and products
+      // of stages past a subgroup's part are skipped.
       if (ring) {
         const std::uint32_t slots = split.ring_slots, slot_blocks = split.slot_blocks;
         const std::uint32_t rounds = ceil_div(ring_stages, slots), slot_rows = slot_blocks * block_size;
@@ -1439,11 +1440,11 @@ Program tensor_gemm(const TensorGemmShape& shape) {
           from.names_suffix = "_round";
           from.k_start = round_body.let("k_start_round", k_start + round * (slots * slot_rows));
           const std::vector<StageCopies> round_copies = stage_rows(round_body, from, split, m, k, n, false, true);
-          // The copies of the part's stage `stage`, the round's `round_stage` (R and more:
-          // the next round's), into `slot`, where the part has it.
-          auto refill = [&](Body& body, const Expr& stage, std::uint32_t round_stage, std::uint32_t slot) {
-            body.if_then(stage < part_stages, [&](Body& copying) {
-              for (const StageCopies& copy : round_copies) copy(copying, slot, round_stage);
+          // The copies of the round's stage `round_stage` (R and more: the next round's) into
+          // its slot, where the part has that stage.
+          auto refill = [&](Body& body, std::uint32_t round_stage) {
+            body.if_then(plus(round * slots, round_stage) < part_stages, [&](Body& copying) {
+              for (const StageCopies& copy : round_copies) copy(copying, round_stage % slots, round_stage);
             });
           };
           auto land = [&](Body& body) {
@@ -1455,12 +1456,12 @@ Program tensor_gemm(const TensorGemmShape& shape) {
             if (slot == 0) {
               round_body.if_then(round > 0u, [&](Body& later) {
                 land(later);
-                refill(later, plus(round * slots, slots - 1), slots - 1, slots - 1);
+                refill(later, slots - 1);
                 later.async_commit();
               });
             } else {
               land(round_body);
-              refill(round_body, plus(round * slots, slots + slot - 1), slots + slot - 1, slot - 1);
+              refill(round_body, slots + slot - 1);
               round_body.async_commit();
             }
             auto multiply = [&](Body& body) {
