@@ -6,7 +6,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -876,32 +879,70 @@ class Selector : public ir::IRVisitor {
     }
   }
 
-  /// `(a op1 b) op2 c` (or `c op2 (a op1 b)`) over and/or/xor on 32-bit integers as one
-  /// lop3.b32, whose immediate is the function's truth table on the inputs' canonical
-  /// patterns a = 0xF0, b = 0xCC, c = 0xAA (PTX ISA, "lop3"). ptxas fuses such pairs
-  /// itself; selecting lop3 here makes quantc's instruction counts match what runs.
+  /// A tree of two or more and/or/xor/not nodes on 32-bit integers over at most three
+  /// distinct leaves (structurally equal subtrees are one leaf) as one lop3.b32, whose
+  /// immediate is the tree evaluated on the leaves' canonical patterns a = 0xF0, b = 0xCC,
+  /// c = 0xAA (PTX ISA, "lop3"): a bit select `y ^ ((x ^ y) & mask)` is one instruction.
+  /// Where the whole tree has more leaves, the node and one logic operand are fused,
+  /// `(a op1 b) op2 c`, and the operands are lowered the same way (a chain of n ors takes
+  /// n / 2 instructions). ptxas fuses such trees itself; selecting lop3 here makes
+  /// quantc's instruction counts match what runs.
   std::optional<Value> three_input_logic(const ir::Binary& node) {
     const Type type = node.type;
-    if (type != ScalarType::U32 && type != ScalarType::I32) return std::nullopt;
-    constexpr std::uint8_t kA = 0xF0, kB = 0xCC, kC = 0xAA;
-    auto inner_of = [](const ir::Expr& expr) -> const ir::Binary* {
-      const ir::Binary* binary = expr.as<ir::Binary>();
-      if (binary == nullptr || !logic_table(binary->op, 0, 0)) return nullptr;
-      return binary;
+    if ((type != ScalarType::U32 && type != ScalarType::I32) || !logic_table(node.op, 0, 0)) return std::nullopt;
+    constexpr std::array<std::uint8_t, 3> kPatterns = {0xF0, 0xCC, 0xAA};
+    auto logic_node = [&](const ir::Expr& expr) {
+      if (expr.type() != type) return false;
+      if (const ir::Binary* binary = expr.as<ir::Binary>()) return logic_table(binary->op, 0, 0).has_value();
+      const ir::Unary* unary = expr.as<ir::Unary>();
+      return unary != nullptr && unary->op == ir::UnaryOp::Not;
     };
-    if (!logic_table(node.op, 0, 0)) return std::nullopt;
-    const ir::Binary* inner = inner_of(node.lhs);
-    ir::Expr other = node.rhs;
-    if (inner == nullptr) {
-      inner = inner_of(node.rhs);
-      other = node.lhs;
-    }
-    if (inner == nullptr) return std::nullopt;
-    std::uint8_t table = *logic_table(node.op, *logic_table(inner->op, kA, kB), kC);
-    std::string a = in_register(lower(inner->lhs));
-    Value b = lower(inner->rhs), c = lower(other);
+    std::vector<ir::Expr> leaves;  // in the order their operands are lowered
+    int logic_nodes = 0;
+    // Walks `expr` down `levels` logic nodes (a logic child before its sibling); false past
+    // three distinct leaves.
+    std::function<bool(const ir::Expr&, int)> collect = [&](const ir::Expr& expr, int levels) {
+      if (levels > 0 && logic_node(expr)) {
+        ++logic_nodes;
+        if (const ir::Unary* unary = expr.as<ir::Unary>()) return collect(unary->operand, levels - 1);
+        const ir::Binary* binary = expr.as<ir::Binary>();
+        const bool lhs_first = logic_node(binary->lhs) || !logic_node(binary->rhs);
+        return collect(lhs_first ? binary->lhs : binary->rhs, levels - 1) &&
+               collect(lhs_first ? binary->rhs : binary->lhs, levels - 1);
+      }
+      for (const ir::Expr& leaf : leaves) {
+        if (ir::analysis::structurally_equal(leaf, expr)) return true;
+      }
+      leaves.push_back(expr);
+      return leaves.size() <= kPatterns.size();
+    };
+    auto fits = [&](int levels) {
+      leaves.clear();
+      logic_nodes = 0;
+      const bool lhs_first = logic_node(node.lhs) || !logic_node(node.rhs);
+      const bool fit = collect(lhs_first ? node.lhs : node.rhs, levels) &&
+                       collect(lhs_first ? node.rhs : node.lhs, levels == 1 ? 0 : levels);
+      return fit && logic_nodes > 0;
+    };
+    if (!fits(std::numeric_limits<int>::max()) && !fits(1)) return std::nullopt;
+    // lop3's first operand is a register: a constant there trades places with the first
+    // leaf that is not one.
+    auto variable = std::find_if(leaves.begin(), leaves.end(), [](const ir::Expr& leaf) { return !leaf.as<ir::Literal>(); });
+    if (variable != leaves.end()) std::iter_swap(leaves.begin(), variable);
+    std::function<std::uint8_t(const ir::Expr&)> evaluate = [&](const ir::Expr& expr) -> std::uint8_t {
+      for (std::size_t i = 0; i < leaves.size(); ++i) {
+        if (ir::analysis::structurally_equal(leaves[i], expr)) return kPatterns[i];
+      }
+      if (const ir::Unary* unary = expr.as<ir::Unary>()) return static_cast<std::uint8_t>(~evaluate(unary->operand));
+      const ir::Binary& binary = *expr.as<ir::Binary>();  // collect expanded only these
+      return *logic_table(binary.op, evaluate(binary.lhs), evaluate(binary.rhs));
+    };
+    const std::uint8_t table = *logic_table(node.op, evaluate(node.lhs), evaluate(node.rhs));
+    std::array<std::string, 3> operands = {"0", "0", "0"};  // unused inputs: the table ignores them
+    for (std::size_t i = 0; i < leaves.size(); ++i) operands[i] = lower(leaves[i]).text();
+    operands[0] = in_register(lower(leaves[0]));
     Value value = fresh(type);
-    emit(Mnemonic::of(Opcode::Lop3, ValueType::B32), {value.text(), a, b.text(), c.text(), std::to_string(table)});
+    emit(Mnemonic::of(Opcode::Lop3, ValueType::B32), {value.text(), operands[0], operands[1], operands[2], std::to_string(table)});
     return value;
   }
 

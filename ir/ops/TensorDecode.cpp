@@ -65,12 +65,34 @@ std::array<Expr, 4> decode_nvfp4_scale_word(Body& body, ScalarType input, const 
 std::array<Expr, 4> decode_nvfp4_row_pair(ScalarType input, const Expr& halves, const std::array<Expr, 4>& factors) {
   const Type pair(input, 2);
   const bool f16 = input == ScalarType::F16;
+  // The pattern's bits: the sign at 15, e1 e0 m0 from magnitude_base up; in the code the
+  // sign is 3 bits above the magnitude, in the pattern `spread` more.
+  const int magnitude_base = f16 ? 9 : 6, spread = 15 - magnitude_base - 3;
+  const std::uint32_t pattern_mask = (0x8000u | 0x7u << magnitude_base) * 0x10001u;
+  // Two codes of a half share a word holding their magnitudes and signs `spread` further
+  // apart, for both halves: a bit select of the codes shifted two ways (the magnitudes by
+  // `moved`, the signs by moved + spread). A tile's pattern is then one shift and one mask
+  // of its word (none for the code whose magnitude is already in place).
+  struct Group {
+    std::array<std::uint32_t, 2> codes;  // nibbles j of a half
+    int moved;                           // the magnitudes' shift (left; right where negative)
+  };
+  const std::array<Group, 2> groups = f16 ? std::array<Group, 2>{{{{0, 2}, 0}, {{1, 3}, -spread}}}
+                                          : std::array<Group, 2>{{{{0, 1}, 0}, {{2, 3}, -spread}}};
   std::array<Expr, 4> b;
-  for (std::uint32_t j = 0; j < 4; ++j) {
-    const int nibble = int(4 * j);
-    Expr magnitude = f16 ? shift_left(halves, 9 - nibble) & u32(0x0E000E00u) : shift_left(halves, 6 - nibble) & u32(0x01C001C0u);
-    Expr pattern = magnitude | (shift_left(halves, 12 - nibble) & u32(0x80008000u));
-    b[j] = bitcast(ScalarType::U32, bitcast(pair, pattern) * bitcast(pair, factors[j]));
+  for (const Group& group : groups) {
+    std::uint32_t magnitudes = 0, signs = 0;
+    for (std::uint32_t j : group.codes) {
+      magnitudes |= (0x7u << (int(4 * j) + group.moved)) * 0x10001u;
+      signs |= (0x8u << (int(4 * j) + group.moved + spread)) * 0x10001u;
+    }
+    if ((magnitudes & signs) != 0) throw std::logic_error("decode_nvfp4_row_pair: a group's codes overlap");
+    const Expr magnitude_bits = shift_left(halves, group.moved), sign_bits = shift_left(halves, group.moved + spread);
+    const Expr word = sign_bits ^ ((magnitude_bits ^ sign_bits) & u32(magnitudes));  // one lop3
+    for (std::uint32_t j : group.codes) {
+      Expr pattern = shift_left(word, magnitude_base - int(4 * j) - group.moved) & u32(pattern_mask);
+      b[j] = bitcast(ScalarType::U32, bitcast(pair, pattern) * bitcast(pair, factors[j]));
+    }
   }
   return b;
 }

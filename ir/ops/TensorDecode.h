@@ -55,7 +55,12 @@ std::array<Expr, 4> decode_nvfp4_scale_word(Body& body, ScalarType input, const 
 /// (bf16: bits 15, 7..8, 6), exactly: E2M1's bias 1 against 15 / 127, its subnormal 0.5
 /// a subnormal pattern. One multiply by the tile's scale factor (decode_nvfp4_scale_word) gives
 /// v s 2^-7, exact: at most 6 significant bits, within the normal and subnormal range.
-/// 4.75 instructions per pair of codes.
+/// The pattern's sign sits 6 (f16) or 9 (bf16) bits above its magnitude, the code's 3: two
+/// codes of each half share a word in which a bit select (one lop3) of the codes shifted
+/// two ways puts them that far apart (f16: tiles 0 and 2, 1 and 3; bf16: 0 and 1, 2 and
+/// 3), so that a tile's pattern is one shift and one mask of its word (Marlin's FP4
+/// dequantization shifts each code's sign and magnitude apart instead: 3 integer
+/// instructions a pair). 2.75 integer instructions and one multiply per pair of codes.
 std::array<Expr, 4> decode_nvfp4_row_pair(ScalarType input, const Expr& halves, const std::array<Expr, 4>& factors);
 /// What decode_nvfp4_row_pair's B values are of v s: 2^-7.
 inline constexpr double kNvfp4DecodedScale = 1.0 / 128;

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <bit>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -297,5 +298,63 @@ TEST_CASE("read_entries agrees with the emulator's parser on every op's PTX and 
         CHECK(entries[k].parameters[p].bytes() == kernel.parameters[p].size);
       }
     }
+  }
+}
+
+TEST_CASE("trees of and/or/xor/not over at most three inputs are one lop3 each, bit for bit on both backends",
+          "[backends][lop3]") {
+  using namespace quantc::ir;
+  ProgramBuilder builder("logic_trees");
+  BufferRef a = builder.input("a", ScalarType::U32, 64), b = builder.input("b", ScalarType::U32, 64);
+  BufferRef c = builder.input("c", ScalarType::U32, 64);
+  BufferRef out = builder.output("out", ScalarType::U32, 64 * 5);
+  builder.launch({64, 1, 1}, {1, 1, 1});
+  builder.body([&](Body& body) {
+    Expr i = body.let("i", invocation_id(0));
+    Expr x = body.let("x", a[i]), y = body.let("y", b[i]), z = body.let("z", c[i]);
+    body.store(out, i * 5u, y ^ ((x ^ y) & u32(0x0E0E0E0Eu)));                         // a bit select: one lop3
+    body.store(out, i * 5u + 1u, (x & y) | (!x & z));                                  // a mux through not: one lop3
+    body.store(out, i * 5u + 2u, ((x ^ z) & y) | ((y & z) ^ x));                       // leaves repeated: one lop3
+    body.store(out, i * 5u + 3u, ((((x | y) | z) | (x << 1u)) | (y << 2u)) | (z << 3u));  // six leaves: pairs
+    body.store(out, i * 5u + 4u, (x & u32(0xF0F0F0F0u)) | (y & u32(0x0F0F0F0Fu)));    // four leaves: a pair
+  });
+  const Program program = builder.build();
+  CompileOptions options;
+  options.target = ptx::parse_target("sm_90");
+  emulator::EmulatorBackend emulator;
+  const BackendKernel kernel = emulator.compile(program, options);
+  // The trees share no subtree (CSE would make one a leaf of the others). One lop3 for each
+  // of the first three stores, two and an or for the chain (six leaves
+  // in three pairs), one for the last (and + lop3).
+  const std::string& ptx = kernel.ptx;
+  std::size_t lop3 = 0, ors = 0;
+  for (std::size_t at = ptx.find("lop3.b32"); at != std::string::npos; at = ptx.find("lop3.b32", at + 1)) ++lop3;
+  for (std::size_t at = ptx.find("\tor.b32"); at != std::string::npos; at = ptx.find("\tor.b32", at + 1)) ++ors;
+  CHECK(lop3 == 6);
+  CHECK(ors == 1);
+  CHECK(ptx.find("xor.b32") == std::string::npos);
+  CHECK(ptx.find("not.b32") == std::string::npos);
+  const BufferSet inputs = random_buffers(program, 7);
+  BufferSet emulated = inputs, interpreted = inputs;
+  emulator.run(kernel, emulated);
+  reference::ReferenceBackend reference;
+  reference.run(reference.compile(program, {}), interpreted);
+  CHECK(emulated.at("out").bytes == interpreted.at("out").bytes);
+  // Against the formulas themselves, on the host.
+  auto words = [](const HostBuffer& buffer) {
+    std::vector<std::uint32_t> values(buffer.bytes.size() / 4);
+    std::memcpy(values.data(), buffer.bytes.data(), buffer.bytes.size());
+    return values;
+  };
+  const auto xs = words(inputs.at("a")), ys = words(inputs.at("b")), zs = words(inputs.at("c"));
+  const auto got = words(emulated.at("out"));
+  for (std::size_t j = 0; j < 64; ++j) {
+    const std::uint32_t x = xs[j], y = ys[j], z = zs[j];
+    INFO("invocation " << j);
+    CHECK(got[j * 5] == (y ^ ((x ^ y) & 0x0E0E0E0Eu)));
+    CHECK(got[j * 5 + 1] == ((x & y) | (~x & z)));
+    CHECK(got[j * 5 + 2] == (((x ^ z) & y) | ((y & z) ^ x)));
+    CHECK(got[j * 5 + 3] == (x | y | z | (x << 1) | (y << 2) | (z << 3)));
+    CHECK(got[j * 5 + 4] == ((x & 0xF0F0F0F0u) | (y & 0x0F0F0F0Fu)));
   }
 }
