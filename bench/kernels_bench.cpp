@@ -292,7 +292,8 @@ std::string batch_table(const std::vector<BatchRow>& rows, const DeviceSpec& dev
           "m ≤ 16 and the 4-bit formats; ✓/✗ in that order. Ceiling: the speed-up over the FP16 ideal of a kernel "
           "that moves only the op's own bytes (its inputs and outputs once, at the same bandwidth): the formats' "
           "sidecars (f32 scales and zero points per 128 rows, E4M3 scales per 16, f32 scales per 64) cost half a "
-          "bit per weight, so no kernel of these ops passes 3.5× where the ceiling is below it.\n\n";
+          "bit per weight, so no kernel of these ops passes 3.5× where the ceiling is below it. Shared B: a CTA's "
+          "`.shared` and the shared memory it reserves at launch to even out the waves.\n\n";
   text += "| op | shape | m | modeled µs | memory-bound µs | tensor-bound µs | % of the bound | FP16 ideal µs | speed-up over "
           "FP16 ideal | ceiling | limit | CTAs | regs | shared B | targets |\n";
   text += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|\n";
@@ -312,7 +313,7 @@ std::string batch_table(const std::vector<BatchRow>& rows, const DeviceSpec& dev
                         row.op, row.in, row.out, row.m, e.seconds * 1e6, e.memory_bound_seconds * 1e6, tensor * 1e6,
                         100.0 * bound / e.seconds, fp16 * 1e6, fp16 / e.seconds, ceiling, e.limit_key(), row.profile.counters.ctas,
                         row.profile.registers ? std::to_string(*row.profile.registers) : "?",
-                        row.profile.static_shared_bytes, targets);
+                        row.profile.static_shared_bytes + row.profile.dynamic_shared_bytes, targets);
   }
   return text;
 }

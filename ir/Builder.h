@@ -183,6 +183,9 @@ class ProgramBuilder {
   /// Asks for `workgroups` resident per SM at once (Program::min_resident_workgroups; 0:
   /// no request). build() rejects more than kMaxResidentInvocations threads.
   void min_resident_workgroups(std::uint32_t workgroups) { program_.min_resident_workgroups = workgroups; }
+  /// Reserves `bytes` of shared memory a workgroup at launch (Program::reserved_shared_bytes;
+  /// 0: none). build() rejects more than kMaxStaticSharedBytes with the declared arrays.
+  void reserved_shared_bytes(std::uint32_t bytes) { program_.reserved_shared_bytes = bytes; }
   /// The grid's workgroups, invocations per workgroup and `.shared` bytes declared so far.
   std::uint64_t workgroups() const {
     return std::uint64_t{program_.workgroup_count[0]} * program_.workgroup_count[1] * program_.workgroup_count[2];

@@ -155,6 +155,12 @@ class Parser {
       program.min_resident_workgroups = parse_u32();
       expect_symbol(")");
     }
+    if (peek_identifier("reserved_shared_bytes")) {
+      take();
+      expect_symbol("(");
+      program.reserved_shared_bytes = parse_u32();
+      expect_symbol(")");
+    }
     while (peek_identifier("buffer")) program.buffers.push_back(parse_buffer());
     while (peek_identifier("shared")) program.shared.push_back(parse_shared());
     program.entry = parse_block();

@@ -261,6 +261,9 @@ std::string print_signature(const Program& program) {
   if (program.min_resident_workgroups != 0) {
     text.insert(text.size() - 1, fmt::format(" min_resident_workgroups({})", program.min_resident_workgroups));
   }
+  if (program.reserved_shared_bytes != 0) {
+    text.insert(text.size() - 1, fmt::format(" reserved_shared_bytes({})", program.reserved_shared_bytes));
+  }
   for (const BufferDecl& buffer : program.buffers) {
     text += fmt::format("buffer @{} {}: {} {}[{}]", buffer.binding, buffer.name, to_string(buffer.access),
                         to_string(buffer.element), buffer.count);

@@ -3,6 +3,7 @@
 //
 //   program "name" workgroup_size(256, 1, 1) workgroup_count(16, 1, 1)
 //                                  [min_resident_workgroups(4)]  (only where requested)
+//                                  [reserved_shared_bytes(15360)]  (only where reserved)
 //   buffer @0 x: read_only f32[256]
 //   buffer @5 out: read_write f32[4096] output_bytes(0, 16384)
 //   {

@@ -73,6 +73,10 @@ struct SharedDecl {
 /// The static shared memory a program may declare, as for a CUDA kernel without the
 /// dynamic-shared opt-in (cudaFuncAttributeMaxDynamicSharedMemorySize).
 inline constexpr std::uint64_t kMaxStaticSharedBytes = 48 * 1024;
+/// Shared memory per workgroup, `.shared` and reserved together (Program::reserved_shared_bytes),
+/// that every supported target can launch: past kMaxStaticSharedBytes the launch opts in
+/// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), up to sm_75's 64 KiB a CTA.
+inline constexpr std::uint64_t kMaxLaunchSharedBytes = 64 * 1024;
 /// Invocations per workgroup: the CUDA limit of threads per CTA.
 inline constexpr std::uint64_t kMaxWorkgroupInvocations = 1024;
 /// Shared arrays start at this byte alignment (each array's offset is rounded up).
@@ -93,6 +97,13 @@ struct Program {
   /// file, as CUDA C++'s `__launch_bounds__(threads, min_blocks)`. A hint: no backend
   /// reads it but the PTX emitter, and no result depends on it.
   std::uint32_t min_resident_workgroups = 0;
+  /// Bytes of shared memory each workgroup reserves at launch without using them (CUDA's
+  /// dynamic shared memory, `sharedMemBytes` of cuLaunchKernel), 0 for none: they cap the
+  /// workgroups an SM holds at once (occupancy), which evens out a grid's waves where the
+  /// SMs would otherwise hold all but a small last wave (SplitK.h,
+  /// even_waves_reserved_bytes). At most kMaxLaunchSharedBytes with the `.shared` the
+  /// program declares. No result depends on it.
+  std::uint32_t reserved_shared_bytes = 0;
   Node entry;                                             // a Block
 
   /// The buffer named `name`, or nullptr.

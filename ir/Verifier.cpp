@@ -351,6 +351,11 @@ void check_shared(const Program& program, std::vector<std::string>& problems) {
                                    "the {}-byte static limit per workgroup; shrink them or split the work over more "
                                    "workgroups",
                                    bytes, kSharedAlignment, kMaxStaticSharedBytes));
+  } else if (bytes + program.reserved_shared_bytes > kMaxLaunchSharedBytes) {
+    problems.push_back(fmt::format("reserved_shared_bytes {} with the workgroup arrays' {} bytes exceed the {}-byte "
+                                   "limit per workgroup of every supported target; reserve at most {} bytes",
+                                   program.reserved_shared_bytes, bytes, kMaxLaunchSharedBytes,
+                                   kMaxLaunchSharedBytes - bytes));
   }
 }
 
@@ -411,7 +416,7 @@ namespace {
 bool same_program(const Program& a, const Program& b) {
   return a.entry.same_as(b.entry) && a.name == b.name && a.buffers == b.buffers && a.shared == b.shared &&
          a.workgroup_size == b.workgroup_size && a.workgroup_count == b.workgroup_count &&
-         a.min_resident_workgroups == b.min_resident_workgroups;
+         a.min_resident_workgroups == b.min_resident_workgroups && a.reserved_shared_bytes == b.reserved_shared_bytes;
 }
 
 }  // namespace

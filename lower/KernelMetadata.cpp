@@ -16,6 +16,7 @@ KernelMetadata KernelMetadata::of(const ir::Program& program, const std::string&
   metadata.block = program.workgroup_size;
   metadata.static_shared_bytes = program.static_shared_bytes();
   metadata.min_ctas_per_sm = program.min_resident_workgroups;
+  metadata.dynamic_shared_bytes = program.reserved_shared_bytes;
   for (const ir::BufferDecl& buffer : program.buffers) {
     metadata.parameters.push_back({parameter_name(program.name, buffer.binding), buffer});
   }

@@ -345,6 +345,7 @@ void emit_fast_gemv(ProgramBuilder& program, FastGemv g) {
   const SplitK split_k = declare_split_k(program, splits, g.n, subgroups);
   const KSubgroupMeeting meeting = declare_k_subgroup_meeting(program, k_subgroups, warp_columns);
   program.launch({k_subgroups * kSubgroupSize, 1, 1}, {subgroups, splits, 1});
+  even_out_waves(program, kGemvLeastRegisters, kGemvLeastRegisters);
   program.body([&](Body& body) {
     body.region(g.op_id, [&](Body& region) {
       Expr local = k_subgroups == 1 ? Expr() : region.let("local", local_id(0));

@@ -285,6 +285,7 @@ Program fast_row_gemv_program(const char* name, const char* op_id, std::uint32_t
   const KSubgroupMeeting meeting = declare_k_subgroup_meeting(program, k_subgroups, row_subgroups * subgroup_sums);
   program.launch({row_subgroups * k_subgroups * kSubgroupSize, 1, 1},
                  {ceil_div(row_groups, row_subgroups), ceil_div(batch, tile), 1});
+  even_out_waves(program, kGemvLeastRegisters, kGemvLeastRegisters);
   program.body([&](Body& body) {
     body.region(op_id, [&](Body& region) {
       const WorkgroupSubgroup at = locate_subgroup(region, row_subgroups, k_subgroups);

@@ -234,6 +234,7 @@ Program nf4_gemv_fast(std::uint32_t n, std::uint32_t k, Nf4Accumulation accumula
   const KSubgroupMeeting meeting =
       declare_k_subgroup_meeting(program, k_subgroups, column_subgroups * subgroup_columns, acc_type);
   program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, column_subgroups), 1, 1});
+  even_out_waves(program, kGemvLeastRegisters, kGemvLeastRegisters);
   program.body([&](Body& body) {
     body.region(kSeedId, [&](Body& region) {
       const WorkgroupSubgroup at = locate_subgroup(region, column_subgroups, k_subgroups);

@@ -228,6 +228,7 @@ Program nibble_gemv(const NibbleGemv& gemv, const GemvSchedule& requested) {
     program.set_output_byte_range("out", ByteRange{0, std::uint64_t{gemv.out_dim} * byte_size(activation)});
   }
   program.launch({workgroup_size, 1, 1}, {ceil_div(subgroups, column_subgroups), gemv.rows, 1});
+  even_out_waves(program, kGemvLeastRegisters, kGemvLeastRegisters);
   program.body([&](Body& body) {
     body.region(gemv.region_id, [&](Body& region) {
       const WorkgroupSubgroup at = locate_subgroup(region, column_subgroups, k_subgroups);

@@ -190,7 +190,35 @@ std::uint32_t fit_k_subgroups_to_one_wave(std::uint32_t k_subgroups, std::uint64
 namespace {
 constexpr std::uint64_t kSmRegisterUnit = 8, kSmMaxResidentWorkgroups = 32;
 constexpr std::uint64_t kSmSharedBytes = 228 * 1024, kSmSharedBytesReservedPerWorkgroup = 1024;
+constexpr std::uint64_t kSmSharedAllocationUnit = 128;
 }  // namespace
+
+std::uint32_t even_waves_reserved_bytes(std::uint64_t workgroups, std::uint32_t invocations, std::uint64_t shared_bytes,
+                                        std::uint32_t registers) {
+  const std::uint64_t resident = resident_workgroups(invocations, shared_bytes, registers);
+  if (resident == 0) return 0;
+  const std::uint64_t waves = (workgroups + kTargetSms * resident - 1) / (kTargetSms * resident);
+  const std::uint64_t even = (workgroups + kTargetSms * waves - 1) / (kTargetSms * waves);  // r
+  // Fewer registers than `registers` could let an SM hold up to `most`: reserve wherever
+  // that passes r.
+  const std::uint64_t most = resident_workgroups(invocations, shared_bytes, 1);
+  if (waves < 2 || even >= most) return 0;
+  const std::uint64_t allocated = kSmSharedBytes / even / kSmSharedAllocationUnit * kSmSharedAllocationUnit;
+  if (allocated < shared_bytes + kSmSharedBytesReservedPerWorkgroup) return 0;
+  const std::uint64_t reserved = allocated - kSmSharedBytesReservedPerWorkgroup - shared_bytes;
+  if (shared_bytes + reserved > kMaxLaunchSharedBytes) return 0;
+  return static_cast<std::uint32_t>(reserved);
+}
+
+void even_out_waves(ProgramBuilder& program, std::uint32_t least_registers, std::uint32_t expected_registers) {
+  const std::uint32_t invocations = program.invocations_per_workgroup();
+  const std::uint64_t shared = program.static_shared_bytes();
+  const std::uint32_t reserved = even_waves_reserved_bytes(program.workgroups(), invocations, shared, least_registers);
+  if (reserved == 0) return;
+  program.reserved_shared_bytes(reserved);
+  const std::uint32_t even = resident_workgroups(invocations, shared + reserved, least_registers);
+  if (even <= resident_workgroups(invocations, shared, expected_registers)) program.min_resident_workgroups(even);
+}
 
 std::uint32_t resident_workgroups(std::uint32_t invocations, std::uint64_t shared_bytes, std::uint32_t registers) {
   if (invocations == 0 || registers == 0) return 0;

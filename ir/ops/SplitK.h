@@ -183,6 +183,37 @@ std::uint32_t fit_k_subgroups_to_one_wave(std::uint32_t k_subgroups, std::uint64
 std::uint32_t one_wave_resident_workgroups(std::uint64_t workgroups, std::uint32_t invocations,
                                            std::uint64_t shared_bytes, std::uint32_t least_registers);
 
+/// The Program::reserved_shared_bytes that evens out the waves of a grid of `workgroups`
+/// workgroups of `invocations` invocations and `shared_bytes` bytes of `.shared` each on
+/// kTargetSms SMs at `registers` a thread: where the SMs hold `resident` of them
+/// (resident_workgroups) and the grid takes W >= 2 waves with a short last one, the
+/// dynamic shared memory that lets an SM hold only r = ceil(workgroups / (W kTargetSms))
+/// (228 KiB over r, in 128-byte allocation units, less the driver's 1 KiB and the
+/// `.shared`), so that the W waves are nearly equal. The cost model charges each wave the
+/// longest of its issue, DRAM and chain times (CostModel.h): a short last wave costs its
+/// warps' whole serial chain while most SMs idle, equal waves each take their share of the
+/// DRAM time (NVFP4 11008x4096 at m = 2 on the H100 model: 2752 workgroups, 10 an SM, waves
+/// of 1320, 1320 and 112: 11.3 us; 7 an SM, 924, 924 and 904: 8.9). The reservation only
+/// caps residency (even_out_waves also asks ptxas to fit r): where fewer registers than
+/// `registers` would let an SM hold more than r it holds r, so a grid is never given more
+/// waves than `registers` takes it in. 0 where the grid is one wave, no SM could hold more
+/// than r whatever the registers, or the reservation would pass kMaxLaunchSharedBytes with
+/// the `.shared` (r < 4).
+std::uint32_t even_waves_reserved_bytes(std::uint64_t workgroups, std::uint32_t invocations, std::uint64_t shared_bytes,
+                                        std::uint32_t registers);
+
+/// Evens out the waves of `program`'s grid as launched so far (its workgroups, invocations
+/// and `.shared`): where even_waves_reserved_bytes at `least_registers` reserves shared
+/// memory, sets Program::reserved_shared_bytes, and asks ptxas to fit the even count
+/// (min_resident_workgroups) where that leaves a thread `expected_registers`, so that
+/// registers do not leave the waves uneven. The waves are those at `least_registers`: a
+/// grid that fewer registers would fit in fewer waves is kept in as many, so pass the
+/// fewest the program can get (a GEMV's 32, at which an SM holds all the warps it can).
+void even_out_waves(ProgramBuilder& program, std::uint32_t least_registers, std::uint32_t expected_registers);
+/// The fewest registers a thread the fast GEMVs get from ptxas (32 at the Llama shapes):
+/// what they even out their waves at.
+inline constexpr std::uint32_t kGemvLeastRegisters = 32;
+
 /// Workgroups of `invocations` invocations and `shared_bytes` bytes of shared memory each
 /// that an H100 SM holds at `registers` a thread (rounded up to ptxas's units of 8): the
 /// fewest of its 32 CTA slots, 2048 threads, 65536 registers and 228 KiB of shared memory

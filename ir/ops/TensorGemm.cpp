@@ -965,6 +965,12 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   } else if (tight_registers) {
     program.min_resident_workgroups(tight_resident);
   }
+  // Even waves where the grid takes several with a short last one (SplitK.h): the waves of
+  // 64 registers, which ptxas gives or fits everywhere but NF4 at m = 9..16 (NF4 at
+  // 11008x4096, m = 16: 72 unasked, 7 an SM, three waves; sized at 80, four: 12.4 -> 14.0
+  // us).
+  even_out_waves(program, kLeastHintedRegisters,
+                 split.elements() == 2 || tight_registers ? kLeastHintedRegisters : kFourElementRegisters);
   // The tail's reduction loads two splits' partial sums at a time (64 registers at m > 16,
   // where a lane carries 32 a split): measured on an H200, 2.2x faster than one split at a
   // time at 11008x4096 m = 64 (43 splits) and 1.1-1.2x at m = 32 and 64 elsewhere. More

@@ -49,7 +49,10 @@
 //   and FP8 at m = 9..16 ask for the workgroups 64 registers allow where that takes fewer
 //   waves than ptxas's 78-80 and K has at most 8 splits (their lanes hold the mma sums
 //   alone; on the H100 model NVFP4 at m = 16 4096x4096 6.0 -> 3.9 us, 4096x11008 12.1 ->
-//   11.2), their split-K tail then loading one split's partial sums at a time.
+//   11.2), their split-K tail then loading one split's partial sums at a time. A grid
+//   still of several waves with a short last one reserves shared memory at launch so
+//   that its waves are even (SplitK.h, even_out_waves: NVFP4 at 11008x4096, m = 2, 11.3
+//   -> 8.9 us).
 //   A ring instead, for int4, FP8 and GPTQ without act-order at m <= 16 where that grid
 //   takes several waves (the 11008 shapes): workgroups of two column subgroups (int4's
 //   pairs; the others sharing x) and one k-subgroup, each part walked through a ring of 3

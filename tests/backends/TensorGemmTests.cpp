@@ -797,9 +797,46 @@ TEST_CASE("tensor-core GEMMs whose grid passes one wave at ptxas's registers ask
   CHECK(tensor_program(nvfp4(16, 4096, 11008, ScalarType::F16)).min_resident_workgroups == 4);  // 1376: 4 waves -> 3
   CHECK(tensor_program(fp8(9, 4096, 4096, Fp8Format::E4M3, ScalarType::F16)).min_resident_workgroups == 8);
   CHECK(tensor_program(nf4(16, 4096, 4096, ScalarType::F16)).min_resident_workgroups == 0);
-  CHECK(tensor_program(fp8(16, 4096, 4096, Fp8Format::E4M3, ScalarType::F16)).min_resident_workgroups == 0);  // shared: 6
+  // FP8 at 4096x4096, m = 16: shared memory lets an SM hold 6 at any registers (792 and
+  // 232), so no request for fewer waves; even_out_waves asks for the 4 of 528 and 496.
+  const ir::Program fp8_16 = tensor_program(fp8(16, 4096, 4096, Fp8Format::E4M3, ScalarType::F16));
+  CHECK(fp8_16.reserved_shared_bytes == 58368 - 1024 - 33792);
+  CHECK(fp8_16.min_resident_workgroups == 4);
   CHECK(tensor_program(nvfp4(16, 11008, 4096, ScalarType::F16)).min_resident_workgroups == 0);  // 43 splits
   CHECK(tensor_program(gptq(16, 4096, 4096, 128, ScalarType::F16, true)).min_resident_workgroups == 0);
+}
+
+TEST_CASE("tensor-core GEMMs whose grid ends in a short wave reserve shared memory so that the waves are even",
+          "[backends][tensor_gemm]") {
+  using ir::ops::even_waves_reserved_bytes;
+  using ir::ops::resident_workgroups;
+  // 2752 workgroups of 128 invocations and 14400 bytes at 64 registers: 8 an SM, waves of
+  // 1056, 1056 and 640; 7 an SM make three of 924, 924 and 904: 228 KiB / 7 in 128-byte
+  // units (33280) less 1 KiB and the 14400.
+  CHECK(even_waves_reserved_bytes(2752, 128, 14400, 64) == 33280 - 1024 - 14400);
+  CHECK(resident_workgroups(128, 33280 - 1024, 64) == 7);
+  CHECK(resident_workgroups(128, 33280 - 1024 + 128, 64) == 6);
+  CHECK(even_waves_reserved_bytes(1000, 128, 0, 64) == 0);  // one wave of 1056
+  CHECK(even_waves_reserved_bytes(1300, 128, 0, 64) == 46592 - 1024);  // 2 waves of 5 an SM: 228 KiB / 5
+  // 4 an SM at 64 registers (528, 528, 320) is as even, but fewer registers could let an
+  // SM hold up to 7 (shared memory): 228 KiB / 4, past 48 KiB (the launch opts in).
+  CHECK(even_waves_reserved_bytes(1376, 256, 28800, 64) == 58368 - 1024 - 28800);
+  CHECK(even_waves_reserved_bytes(1376, 256, 50000, 64) == 0);  // 4 an SM whatever the registers
+  CHECK(even_waves_reserved_bytes(1000, 128, 0, 72) == 58368 - 1024);  // 7 an SM: 924 + 76 -> 4
+  CHECK(even_waves_reserved_bytes(700, 256, 0, 128) == 0);  // 2 an SM: 114 KiB, past 64 KiB
+  CHECK(even_waves_reserved_bytes(2752, 128, 14400, 0) == 0);
+  // NVFP4 at 11008x4096, m = 2: that grid, its PTX asking ptxas to fit the 7 and its
+  // metadata passing the reservation to cuLaunchKernel.
+  const ir::Program program = tensor_program(nvfp4(2, 11008, 4096, ScalarType::F16));
+  CHECK(program.workgroup_count[0] * program.workgroup_count[1] * program.workgroup_count[2] == 2752);
+  CHECK(program.static_shared_bytes() == 14400);
+  CHECK(program.reserved_shared_bytes == 17856);
+  CHECK(program.min_resident_workgroups == 7);
+  const std::string ptx = lower::lower_to_ptx(lower::optimize(program, lower::PassOptions{}), ptx::parse_target("sm_90"));
+  CHECK_THAT(ptx, Catch::Contains(".minnctapersm 7\n"));
+  CHECK_THAT(ptx, Catch::Contains("dynamic shared memory 17856 bytes (static .shared 14400 bytes)"));
+  // One wave: no reservation.
+  CHECK(tensor_program(nvfp4(2, 4096, 4096, ScalarType::F16)).reserved_shared_bytes == 0);
 }
 
 TEST_CASE("tensor-core dequant_matmul_int4 names each shape it cannot run", "[backends][tensor_gemm]") {

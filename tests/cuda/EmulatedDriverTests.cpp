@@ -234,3 +234,20 @@ TEST_CASE("emulated driver: every op's fast and seed programs match the interpre
     }
   }
 }
+
+TEST_CASE("emulated driver: a program's reserved shared memory is launched, opting in past 48 KiB",
+          "[cuda][emulated-driver]") {
+  CudaBackend gpu(emulated_driver(), 0);
+  ir::Program program = test::scale_by_two_program();
+  const KernelImage image = KernelImage::ptx(test::scale_by_two_ptx(90));
+  for (std::uint32_t reserved : {16u * 1024, 60u * 1024}) {
+    INFO(reserved << " bytes reserved");
+    program.reserved_shared_bytes = reserved;
+    BufferSet buffers = random_buffers(program, 5);
+    CHECK(plan_launch(program, buffers).dynamic_shared_bytes == reserved);
+    const std::vector<float> x = buffers["x"].as<float>();
+    gpu.run(program, image, buffers);
+    const std::vector<float> y = buffers["y"].as<float>();
+    for (unsigned i = 0; i < test::kScaleCount; ++i) REQUIRE(y[i] == 2.0f * x[i]);
+  }
+}

@@ -249,6 +249,17 @@ TEST_CASE("workgroup arrays: the static size limit is 48 KiB, each array rounded
                              "the 49152-byte static limit"));
 }
 
+TEST_CASE("workgroup arrays: with reserved shared memory at most 64 KiB, what sm_75 launches", "[verifier][shared]") {
+  Program program = base_program();
+  program.shared = {SharedDecl{"a", ScalarType::F32, 1024}};  // 4 KiB
+  program.reserved_shared_bytes = 60 * 1024;
+  CHECK(verify(program).empty());
+  program.reserved_shared_bytes = 60 * 1024 + 1;
+  CHECK_THAT(problems_of(program), Catch::Contains("reserved_shared_bytes 61441 with the workgroup arrays' 4096 bytes "
+                                                   "exceed the 65536-byte limit per workgroup of every supported "
+                                                   "target; reserve at most 61440 bytes"));
+}
+
 TEST_CASE("workgroup arrays: loads and stores are typed and their alignment proven", "[verifier][shared]") {
   Program program = base_program();
   program.shared = {SharedDecl{"tile", ScalarType::F32, 128}, SharedDecl{"raw", ScalarType::U8, 64}};

@@ -124,6 +124,24 @@ TEST_CASE("a request for resident workgroups round-trips and only a program with
                     Catch::Contains("bad.qir:1:") && Catch::Contains("expected '('"));
 }
 
+TEST_CASE("reserved shared memory round-trips after the residency request, and only a program with some prints it",
+          "[parser]") {
+  const std::string header = "program \"p\" workgroup_size(128, 1, 1) workgroup_count(2752, 1, 1)";
+  const std::string rest = "\nbuffer @0 x: read_only f32[4]\n{\n}\n";
+  const std::string both = header + " min_resident_workgroups(7) reserved_shared_bytes(17856)";
+  const Program program = parse_program(both + rest, "reserved.qir");
+  CHECK(program.reserved_shared_bytes == 17856);
+  CHECK(program.min_resident_workgroups == 7);
+  check_round_trip(program);
+  CHECK_THAT(print(program), Catch::StartsWith(both + "\n"));
+  const Program alone = parse_program(header + " reserved_shared_bytes(16)" + rest, "alone.qir");
+  CHECK(alone.reserved_shared_bytes == 16);
+  CHECK(alone.min_resident_workgroups == 0);
+  CHECK(parse_program(header + rest, "plain.qir").reserved_shared_bytes == 0);
+  CHECK_THROWS_WITH(parse_program(header + " reserved_shared_bytes(16) min_resident_workgroups(7)" + rest, "order.qir"),
+                    Catch::Contains("order.qir:1:"));
+}
+
 TEST_CASE("workgroup arrays round-trip and their header states the static shared bytes", "[parser][shared]") {
   const Program program = quantc::testing::shared_memory_program();
   check_round_trip(program);

@@ -27,6 +27,7 @@ LaunchPlan plan_shape(const ir::Program& program) {
     plan.grid[axis] = program.workgroup_count[axis];
     threads *= program.workgroup_size[axis];
   }
+  plan.dynamic_shared_bytes = program.reserved_shared_bytes;
   if (threads > kMaxThreadsPerCta) {
     throw RuntimeError(fmt::format("program '{}': a workgroup of {} invocations exceeds the {} threads a CTA may have",
                                    program.name, threads, kMaxThreadsPerCta));
@@ -278,13 +279,23 @@ void CudaBackend::launch_pointers(const ir::Program& program, const KernelImage&
   for (CUdeviceptr& pointer : pointers) arguments.push_back(&pointer);
 
   context_.make_current();
+  if (program.static_shared_bytes() + plan.dynamic_shared_bytes > ir::kMaxStaticSharedBytes) {
+    // Past 48 KiB a CTA, a kernel opts in to the dynamic part (CUDA Programming Guide).
+    context_.driver().check(context_.driver().api().cuFuncSetAttribute(loaded.function.get(),
+                                                                        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                                        static_cast<int>(plan.dynamic_shared_bytes)),
+                            "cuFuncSetAttribute",
+                            fmt::format("kernel '{}': {} bytes of reserved shared memory", program.name,
+                                        plan.dynamic_shared_bytes));
+  }
   context_.driver().check(
       context_.driver().api().cuLaunchKernel(loaded.function.get(), plan.grid[0], plan.grid[1], plan.grid[2], plan.block[0],
-                                             plan.block[1], plan.block[2], /*sharedMemBytes=*/0, stream,
+                                             plan.block[1], plan.block[2], plan.dynamic_shared_bytes, stream,
                                              arguments.data(), /*extra=*/nullptr),
       "cuLaunchKernel",
-      fmt::format("kernel '{}', grid ({}, {}, {}), block ({}, {}, {})", program.name, plan.grid[0], plan.grid[1],
-                  plan.grid[2], plan.block[0], plan.block[1], plan.block[2]));
+      fmt::format("kernel '{}', grid ({}, {}, {}), block ({}, {}, {}), {} bytes of dynamic shared memory", program.name,
+                  plan.grid[0], plan.grid[1], plan.grid[2], plan.block[0], plan.block[1], plan.block[2],
+                  plan.dynamic_shared_bytes));
 }
 
 void CudaBackend::download(const ir::Program& program, const DeviceBufferSet& device_buffers, BufferSet& buffers) {

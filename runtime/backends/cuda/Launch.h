@@ -59,6 +59,7 @@ class KernelImage {
 struct LaunchPlan {
   std::array<unsigned, 3> block{1, 1, 1};  // threads per CTA = workgroup_size
   std::array<unsigned, 3> grid{1, 1, 1};   // CTAs = workgroup_count
+  unsigned dynamic_shared_bytes = 0;       // sharedMemBytes = Program::reserved_shared_bytes
   std::vector<const ir::BufferDecl*> parameters;  // binding order; point into the Program
 };
 

@@ -171,7 +171,7 @@ KernelProfile profile_program(const ir::Program& program, const std::string& ptx
   launch_options.progress = options.progress;
   LaunchCounters counters = run(ptx_text, program, buffers, launch_options);
   const auto& block = program.workgroup_size;
-  return profile_launch(ptx_text, program.name, block[0] * block[1] * block[2], 0, counters,
+  return profile_launch(ptx_text, program.name, block[0] * block[1] * block[2], program.reserved_shared_bytes, counters,
                         output_element_count(program), options);
 }
 

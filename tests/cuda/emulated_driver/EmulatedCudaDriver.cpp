@@ -23,7 +23,8 @@
 //     their bytes): a backend that disagrees with the reference, for `--compare` tests;
 //   - errors are the driver's codes for the misuse quantc's checks exist for: an unknown
 //     pointer, an unknown entry, a kernel the emulator rejects (CUDA_ERROR_LAUNCH_FAILED,
-//     the emulator's message on stderr).
+//     the emulator's message on stderr), more than 48 KiB of dynamic shared memory
+//     without the kernel's opt-in (CUDA_ERROR_INVALID_VALUE).
 // It is test support, not a product: it is built with the tests and installed nowhere.
 #include <cuda.h>
 
@@ -51,6 +52,9 @@ struct CUmod_st {
 struct CUfunc_st {
   CUmod_st* module = nullptr;
   quantc::ptx::Entry entry;
+  /// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: launches with more dynamic shared
+  /// memory fail, as on hardware; past 48 KiB a kernel opts in with cuFuncSetAttribute.
+  int max_dynamic_shared_bytes = 48 * 1024;
 };
 /// A kernel launch as stream capture records it: the function, the geometry and a copy
 /// of each parameter's bytes (the driver copies them at launch, so the caller may reuse
@@ -270,7 +274,13 @@ CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attribute, CUfuncti
   }
 }
 
-CUresult cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) { return CUDA_SUCCESS; }
+CUresult cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute, int value) {
+  if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    if (value < 0 || value > 227 * 1024) return CUDA_ERROR_INVALID_VALUE;  // an H100 CTA's most
+    function->max_dynamic_shared_bytes = value;
+  }
+  return CUDA_SUCCESS;
+}
 
 CUresult cuMemAlloc(CUdeviceptr* pointer, size_t bytes) {
   std::lock_guard lock(state().mutex);
@@ -432,6 +442,7 @@ CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int g
     stream->captured.push_back(std::move(captured));
     return CUDA_SUCCESS;
   }
+  if (shared_bytes > unsigned(function->max_dynamic_shared_bytes)) return CUDA_ERROR_INVALID_VALUE;
   const char* skip = std::getenv("QUANTC_EMULATED_SKIP_LAUNCHES");
   if (skip != nullptr && std::string(skip) == "1") return CUDA_SUCCESS;
   std::lock_guard lock(state().mutex);
