@@ -235,7 +235,7 @@ TEST_CASE("emulated driver: every op's fast and seed programs match the interpre
   }
 }
 
-TEST_CASE("emulated driver: a program's reserved shared memory is launched, opting in past 48 KiB",
+TEST_CASE("emulated driver: reserved shared memory and a PTX launch's dynamic shared memory launch, opting in past 48 KiB",
           "[cuda][emulated-driver]") {
   CudaBackend gpu(emulated_driver(), 0);
   ir::Program program = test::scale_by_two_program();
@@ -249,5 +249,16 @@ TEST_CASE("emulated driver: a program's reserved shared memory is launched, opti
     gpu.run(program, image, buffers);
     const std::vector<float> y = buffers["y"].as<float>();
     for (unsigned i = 0; i < test::kScaleCount; ++i) REQUIRE(y[i] == 2.0f * x[i]);
+    // The same bytes as a PTX launch's dynamic shared memory.
+    PtxLaunch launch;
+    launch.ptx = test::scale_by_two_ptx(90);
+    launch.grid = {4, 1, 1};
+    launch.block = {256, 1, 1};
+    launch.dynamic_shared_bytes = reserved;
+    launch.arguments = {PtxArgument::of_buffer(0), PtxArgument::of_buffer(1)};
+    std::vector<NamedBuffer> ptx_buffers = {{"x", buffers.at("x")},
+                                            {"y", HostBuffer{ir::ScalarType::F32, std::vector<std::uint8_t>(4000)}}};
+    gpu.launch_ptx(launch, ptx_buffers, {});
+    CHECK(ptx_buffers[1].buffer.as<float>() == y);
   }
 }

@@ -10,6 +10,17 @@
 namespace quantc::runtime::cuda {
 
 namespace {
+
+/// Opts `function` in to `dynamic_bytes` of dynamic shared memory where, with its
+/// `static_bytes`, they pass the 48 KiB a kernel gets without asking (CUDA Programming
+/// Guide, cudaFuncAttributeMaxDynamicSharedMemorySize).
+void allow_dynamic_shared(const Driver& driver, CUfunction function, std::uint64_t static_bytes, unsigned dynamic_bytes,
+                          const std::string& kernel) {
+  if (static_bytes + dynamic_bytes <= ir::kMaxStaticSharedBytes) return;
+  driver.check(driver.api().cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                               static_cast<int>(dynamic_bytes)),
+               "cuFuncSetAttribute", fmt::format("kernel {}: {} bytes of dynamic shared memory", kernel, dynamic_bytes));
+}
 constexpr unsigned kMaxThreadsPerCta = 1024;  // every supported target (CUDA Programming Guide, Table "Technical Specifications")
 
 LaunchPlan plan_shape(const ir::Program& program) {
@@ -279,15 +290,8 @@ void CudaBackend::launch_pointers(const ir::Program& program, const KernelImage&
   for (CUdeviceptr& pointer : pointers) arguments.push_back(&pointer);
 
   context_.make_current();
-  if (program.static_shared_bytes() + plan.dynamic_shared_bytes > ir::kMaxStaticSharedBytes) {
-    // Past 48 KiB a CTA, a kernel opts in to the dynamic part (CUDA Programming Guide).
-    context_.driver().check(context_.driver().api().cuFuncSetAttribute(loaded.function.get(),
-                                                                        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                                        static_cast<int>(plan.dynamic_shared_bytes)),
-                            "cuFuncSetAttribute",
-                            fmt::format("kernel '{}': {} bytes of reserved shared memory", program.name,
-                                        plan.dynamic_shared_bytes));
-  }
+  allow_dynamic_shared(context_.driver(), loaded.function.get(), program.static_shared_bytes(), plan.dynamic_shared_bytes,
+                       program.name);
   context_.driver().check(
       context_.driver().api().cuLaunchKernel(loaded.function.get(), plan.grid[0], plan.grid[1], plan.grid[2], plan.block[0],
                                              plan.block[1], plan.block[2], plan.dynamic_shared_bytes, stream,
@@ -447,16 +451,13 @@ RunReport CudaBackend::launch_ptx(const PtxLaunch& launch, std::vector<NamedBuff
                                    "(registers, .maxntid, or the device's limit)",
                                    entry_declaration.name, threads, loaded.max_threads_per_block));
   }
-  constexpr std::uint32_t kDefaultSharedLimit = 48 * 1024;  // above it a kernel must opt in (CUDA Programming Guide)
   context_.make_current();
   const Driver& driver = context_.driver();
-  if (launch.dynamic_shared_bytes > kDefaultSharedLimit) {
-    driver.check(driver.api().cuFuncSetAttribute(loaded.function.get(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                 static_cast<int>(launch.dynamic_shared_bytes)),
-                 "cuFuncSetAttribute",
-                 fmt::format("kernel {}: {} bytes of dynamic shared memory", entry_declaration.name,
-                             launch.dynamic_shared_bytes));
-  }
+  int static_bytes = 0;
+  driver.check(driver.api().cuFuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, loaded.function.get()),
+               "cuFuncGetAttribute", fmt::format("kernel {}: its static shared memory", entry_declaration.name));
+  allow_dynamic_shared(driver, loaded.function.get(), std::uint64_t(static_bytes), launch.dynamic_shared_bytes,
+                       entry_declaration.name);
   std::vector<DeviceMemory> memory;
   memory.reserve(buffers.size());
   for (const NamedBuffer& named : buffers) {
