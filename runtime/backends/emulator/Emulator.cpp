@@ -978,7 +978,6 @@ LaunchCounters run(const std::string& ptx_text, const ir::Program& program, Buff
   LaunchConfig config;
   config.grid = program.workgroup_count;
   config.block = program.workgroup_size;
-  config.dynamic_shared_bytes = program.reserved_shared_bytes;
   LaunchCounters counters = launch(module, program.name, config, device, arguments, options);
   for (std::size_t i = 0; i < ordered.size(); ++i)
     if (ordered[i]->is_output()) buffers.at(ordered[i]->name).bytes = std::move(device[i].bytes);
