@@ -948,11 +948,14 @@ Program tensor_gemm(const TensorGemmShape& shape) {
   // such a grid asks for 64 where that takes it fewer waves than 80 would (NVFP4 on the
   // H100 model, m = 16: 4096x4096 two waves to one, 6.0 -> 3.9 us; 4096x11008 four to
   // three, 12.1 -> 11.2) and its splits are few (kMostOneSplitTailSplits); elsewhere the
-  // one-split tail costs more than it saves. Not NF4,
-  // which then spills in its k-steps (bf16 at m = 16: 52 bytes), nor two m-tiles (m > 16:
-  // 32 sums a lane).
+  // one-split tail costs more than it saves. So do NF4's with f16 activations, whose codes
+  // are two pieces (ptxas at 64: no spills at the Llama shapes but 4 bytes at 4096x4096,
+  // m = 12; H100 model at m = 16: 4096x4096 two waves to one, 6.6 -> 3.9 us, 4096x11008
+  // 13.2 -> 11.5). Not NF4 with bf16 (three pieces: 48-52 bytes spilled), int4 or GPTQ
+  // (f32 accumulators beside the mma sums), nor two m-tiles (m > 16: 32 sums a lane).
+  const bool sums_fit_64_registers = !format.folds_blocks || (nf4 && pieces.count == 2);
   const std::uint32_t tight_resident =
-      split.ring_slots == 0 && !format.folds_blocks && split.m_tiles == 1 && split.elements() == 4 &&
+      split.ring_slots == 0 && sums_fit_64_registers && split.m_tiles == 1 && split.elements() == 4 &&
               split.splits() <= kMostOneSplitTailSplits
           ? fewer_waves_resident_workgroups(program.workgroups(), program.invocations_per_workgroup(),
                                             program.static_shared_bytes(), kFourElementRegisters, kLeastHintedRegisters)
