@@ -64,7 +64,13 @@ LaunchEstimate modeled(const bench::KernelRun& run, const DeviceSpec& device) {
   resources.ctas = run.resources.ctas;
   resources.registers_per_thread =
       run.resources.registers > 0 ? std::uint32_t(run.resources.registers) : runtime::emulator::kAssumedRegisters;
-  resources.shared_bytes_per_cta = std::uint32_t(run.resources.static_shared_bytes) + run.resources.dynamic_shared_bytes;
+  const std::uint32_t dynamic =
+      run.resources.even_waves
+          ? ir::even_waves_dynamic_shared_bytes(resources.ctas, resources.threads_per_cta,
+                                                std::uint64_t(run.resources.static_shared_bytes),
+                                                resources.registers_per_thread, device.sm_limits())
+          : run.resources.dynamic_shared_bytes;
+  resources.shared_bytes_per_cta = std::uint32_t(run.resources.static_shared_bytes) + dynamic;
   return runtime::emulator::estimate_launch(run.counters, resources, device);
 }
 
@@ -313,7 +319,7 @@ std::string batch_table(const std::vector<BatchRow>& rows, const DeviceSpec& dev
                         row.op, row.in, row.out, row.m, e.seconds * 1e6, e.memory_bound_seconds * 1e6, tensor * 1e6,
                         100.0 * bound / e.seconds, fp16 * 1e6, fp16 / e.seconds, ceiling, e.limit_key(), row.profile.counters.ctas,
                         row.profile.registers ? std::to_string(*row.profile.registers) : "?",
-                        row.profile.static_shared_bytes + row.profile.dynamic_shared_bytes, targets);
+                        row.profile.devices.at(0).resources.shared_bytes_per_cta, targets);
   }
   return text;
 }

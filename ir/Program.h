@@ -102,7 +102,8 @@ struct Program {
   /// workgroups an SM holds at once (occupancy), which evens out a grid's waves where the
   /// SMs would otherwise hold all but a small last wave (SplitK.h,
   /// even_waves_reserved_bytes; sized for an H100's 228 KiB an SM, as the fast schedules
-  /// are tuned). At most kMaxLaunchSharedBytes with the `.shared` the
+  /// are tuned: the CUDA backend and the cost model size it again for the device they
+  /// launch or model, ir/Occupancy.h). At most kMaxLaunchSharedBytes with the `.shared` the
   /// program declares. No result depends on it.
   std::uint32_t reserved_shared_bytes = 0;
   Node entry;                                             // a Block
@@ -119,6 +120,10 @@ struct Program {
   std::uint64_t static_shared_bytes() const;
   std::uint32_t invocations_per_workgroup() const {
     return workgroup_size[0] * workgroup_size[1] * workgroup_size[2];
+  }
+  /// Workgroups in the grid (CTAs of the launch).
+  std::uint64_t workgroups() const {
+    return std::uint64_t{workgroup_count[0]} * workgroup_count[1] * workgroup_count[2];
   }
 };
 

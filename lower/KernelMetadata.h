@@ -27,7 +27,9 @@ struct KernelMetadata {
   std::array<std::uint32_t, 3> grid{};  // CTAs per axis (x fastest): cuLaunchKernel's gridDim
   std::array<std::uint32_t, 3> block{};  // threads per CTA per axis: blockDim (= .maxntid)
   std::uint64_t static_shared_bytes = 0;  // `.shared` the module declares
-  std::uint64_t dynamic_shared_bytes = 0;  // sharedMemBytes to pass at launch: Program::reserved_shared_bytes
+  /// sharedMemBytes to pass at launch: Program::reserved_shared_bytes, an even-waves plan for
+  /// an H100 SXM (another device: ir::even_waves_dynamic_shared_bytes with its limits).
+  std::uint64_t dynamic_shared_bytes = 0;
   /// CTAs per SM the kernel asks ptxas to fit (`.minnctapersm`, Program::min_resident_workgroups), 0: none.
   std::uint32_t min_ctas_per_sm = 0;
   std::vector<Parameter> parameters;

@@ -553,6 +553,8 @@ Comparison compare_with_expert(const std::string& op, const ir::ops::OpArgs& arg
   quantc.counters = runtime::emulator::run(compiled.ptx, compiled.program, buffers);
   quantc.resources.threads_per_cta = compiled.program.invocations_per_workgroup();
   quantc.resources.ctas = quantc.counters.ctas;
+  quantc.resources.dynamic_shared_bytes = compiled.program.reserved_shared_bytes;
+  quantc.resources.even_waves = compiled.program.reserved_shared_bytes != 0;
   add_ptxas_resources(compiled.ptx, quantc.entry, options, quantc.resources);
   quantc.accuracy = check_outputs(output_values(buffers.at(prepared.bound.output), prepared.bound.count),
                                   output_values(prepared.reference.at(prepared.bound.output), prepared.bound.count),

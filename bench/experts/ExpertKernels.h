@@ -117,6 +117,9 @@ struct KernelResources {
   int registers = 0;                   // per thread, ptxas -v for sm_90; 0 when ptxas is absent
   int static_shared_bytes = 0;         // ptxas -v "bytes smem"
   std::uint32_t dynamic_shared_bytes = 0;
+  /// The dynamic shared memory is a program's even-waves plan for an H100
+  /// (Program::reserved_shared_bytes), sized again for each modeled device.
+  bool even_waves = false;
 };
 
 /// How one kernel's outputs compare with the interpreter's.

@@ -187,27 +187,12 @@ std::uint32_t fit_k_subgroups_to_one_wave(std::uint32_t k_subgroups, std::uint64
   return fitted;
 }
 
-namespace {
-constexpr std::uint64_t kSmRegisterUnit = 8, kSmMaxResidentWorkgroups = 32;
-constexpr std::uint64_t kSmSharedBytes = 228 * 1024, kSmSharedBytesReservedPerWorkgroup = 1024;
-constexpr std::uint64_t kSmSharedAllocationUnit = 128;
-}  // namespace
-
 std::uint32_t even_waves_reserved_bytes(std::uint64_t workgroups, std::uint32_t invocations, std::uint64_t shared_bytes,
                                         std::uint32_t registers) {
-  const std::uint64_t resident = resident_workgroups(invocations, shared_bytes, registers);
-  if (resident == 0) return 0;
-  const std::uint64_t waves = (workgroups + kTargetSms * resident - 1) / (kTargetSms * resident);
-  const std::uint64_t even = (workgroups + kTargetSms * waves - 1) / (kTargetSms * waves);  // r
-  // Fewer registers than `registers` could let an SM hold up to `most`: reserve wherever
-  // that passes r.
-  const std::uint64_t most = resident_workgroups(invocations, shared_bytes, 1);
-  if (waves < 2 || even >= most) return 0;
-  const std::uint64_t allocated = kSmSharedBytes / even / kSmSharedAllocationUnit * kSmSharedAllocationUnit;
-  if (allocated < shared_bytes + kSmSharedBytesReservedPerWorkgroup) return 0;
-  const std::uint64_t reserved = allocated - kSmSharedBytesReservedPerWorkgroup - shared_bytes;
-  if (shared_bytes + reserved > kMaxLaunchSharedBytes) return 0;
-  return static_cast<std::uint32_t>(reserved);
+  // Fewer registers than `registers` could let an SM hold up to resident_workgroups at one
+  // register: reserve wherever that passes r.
+  return even_waves_dynamic_shared_bytes(workgroups, invocations, shared_bytes, registers, kH100SxmSm,
+                                         resident_workgroups(invocations, shared_bytes, 1));
 }
 
 void even_out_waves(ProgramBuilder& program, std::uint32_t least_registers, std::uint32_t expected_registers) {
@@ -221,13 +206,7 @@ void even_out_waves(ProgramBuilder& program, std::uint32_t least_registers, std:
 }
 
 std::uint32_t resident_workgroups(std::uint32_t invocations, std::uint64_t shared_bytes, std::uint32_t registers) {
-  if (invocations == 0 || registers == 0) return 0;
-  const std::uint64_t per_thread = (registers + kSmRegisterUnit - 1) / kSmRegisterUnit * kSmRegisterUnit;
-  const std::uint64_t resident =
-      std::min({kSmMaxResidentWorkgroups, kRegistersPerSm / (per_thread * invocations),
-                std::uint64_t{kMaxResidentInvocations} / invocations,
-                kSmSharedBytes / (shared_bytes + kSmSharedBytesReservedPerWorkgroup)});
-  return static_cast<std::uint32_t>(resident);
+  return resident_ctas(invocations, shared_bytes, registers, kH100SxmSm);
 }
 
 std::uint32_t fewer_waves_resident_workgroups(std::uint64_t workgroups, std::uint32_t invocations,

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "ir/Builder.h"
+#include "ir/Occupancy.h"
 #include "ir/ops/Registry.h"
 
 namespace quantc::ir::ops {
@@ -151,9 +152,9 @@ std::uint32_t choose_k_subgroups(std::uint64_t chunks, std::uint32_t lanes_per_s
 inline constexpr std::uint32_t kSplitKTargetWorkgroups = 2048;
 
 /// SMs of an H100 SXM / H200, the devices the fast schedules are tuned for.
-inline constexpr std::uint32_t kTargetSms = 132;
+inline constexpr std::uint32_t kTargetSms = kH100SxmSm.sms;
 /// 32-bit registers of one of their SMs.
-inline constexpr std::uint32_t kRegistersPerSm = 65536;
+inline constexpr std::uint32_t kRegistersPerSm = kH100SxmSm.registers_per_sm;
 
 /// Warps kTargetSms SMs hold at once where each thread keeps `registers`: a grid of at
 /// most this many warps is one wave at that register count.
@@ -198,7 +199,10 @@ std::uint32_t one_wave_resident_workgroups(std::uint64_t workgroups, std::uint32
 /// `registers` would let an SM hold more than r it holds r, so a grid is never given more
 /// waves than `registers` takes it in. 0 where the grid is one wave, no SM could hold more
 /// than r whatever the registers, or the reservation would pass kMaxLaunchSharedBytes with
-/// the `.shared` (r < 4).
+/// the `.shared` (r < 4). The plan on an H100 (ir/Occupancy.h,
+/// even_waves_dynamic_shared_bytes with kH100SxmSm): a nonzero reservation asks for even
+/// waves, and the CUDA backend and the cost model size it again for the device they launch
+/// or model, from the kernel's registers.
 std::uint32_t even_waves_reserved_bytes(std::uint64_t workgroups, std::uint32_t invocations, std::uint64_t shared_bytes,
                                         std::uint32_t registers);
 
@@ -215,9 +219,9 @@ void even_out_waves(ProgramBuilder& program, std::uint32_t least_registers, std:
 inline constexpr std::uint32_t kGemvLeastRegisters = 32;
 
 /// Workgroups of `invocations` invocations and `shared_bytes` bytes of shared memory each
-/// that an H100 SM holds at `registers` a thread (rounded up to ptxas's units of 8): the
-/// fewest of its 32 CTA slots, 2048 threads, 65536 registers and 228 KiB of shared memory
-/// less 1 KiB a workgroup. 0 for no invocations or registers.
+/// that an H100 SM holds at `registers` a thread (ir::resident_ctas with kH100SxmSm: the
+/// fewest of its 32 CTA slots, 2048 threads, 65536 registers rounded to ptxas's units of 8,
+/// and 228 KiB of shared memory less 1 KiB a workgroup). 0 for no invocations or registers.
 std::uint32_t resident_workgroups(std::uint32_t invocations, std::uint64_t shared_bytes, std::uint32_t registers);
 
 /// The Program::min_resident_workgroups that `least_registers` a thread allow

@@ -122,7 +122,10 @@
 // Next: the ring for NVFP4 (its scale tiles are the part's) and NF4; dynamic shared memory
 // past 48 KiB, so that m > 16 rings keep three slots of four column subgroups; fewer
 // registers for GPTQ's m > 16 rings (ptxas spills 8-40 bytes at 128); stream-K for the
-// one-wave shapes a partial last wave still decides.
+// one-wave shapes a partial last wave still decides; parts of unequal whole blocks, so that
+// K's splits can fill whole waves (NVFP4 and NF4 at 4096x11008, m = 2..16: 1376 workgroups
+// of 4 an SM run waves of 528, 528 and 320; at m = 2, 22 one-k-subgroup parts of 3 blocks,
+// the last of 1, model 9.4 -> 9.1 us: 12 parts of 5-6 blocks would make one wave).
 // Numerics: the mma model (ir/Mma.h) sums a step's products in k order; with u = 2^-24 and
 // T_p the per-term magnitudes of the ops' bounds (DequantMatmul.h, Nf4Gemm.h), the longest
 // chain of f32 roundings of an output is L = block_size + 4 + blocks + parts for int4 (the

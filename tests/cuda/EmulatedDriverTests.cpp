@@ -235,6 +235,36 @@ TEST_CASE("emulated driver: every op's fast and seed programs match the interpre
   }
 }
 
+TEST_CASE("emulated driver: a program's even-waves reservation is sized for the device it launches on",
+          "[cuda][emulated-driver]") {
+  // The emulated device reports an H100 SXM's SM limits as device attributes.
+  const DeviceInfo device = device_info(*emulated_driver(), 0);
+  CHECK(device.sm.sms == ir::kH100SxmSm.sms);
+  CHECK(device.sm.registers_per_sm == ir::kH100SxmSm.registers_per_sm);
+  CHECK(device.sm.max_threads_per_sm == ir::kH100SxmSm.max_threads_per_sm);
+  CHECK(device.sm.max_ctas_per_sm == ir::kH100SxmSm.max_ctas_per_sm);
+  CHECK(device.sm.shared_bytes_per_sm == ir::kH100SxmSm.shared_bytes_per_sm);
+  CHECK(device.sm.reserved_shared_bytes_per_cta == ir::kH100SxmSm.reserved_shared_bytes_per_cta);
+  CHECK(device.sm.max_shared_bytes_per_cta == ir::kH100SxmSm.max_shared_bytes_per_cta);
+  // NVFP4 at 11008x4096, m = 2 on the tensor cores: 2752 CTAs of 128 threads and 14400
+  // bytes of .shared, whose plan reserves 17856 bytes on an H100 (7 CTAs an SM at 64
+  // registers). An A100's 108 SMs of 164 KiB hold 7 with 8512; at 72 registers an H100 SM
+  // holds 7 already, so nothing is reserved; a program without a plan reserves nothing.
+  ir::ops::OpArgs args = ir::ops::OpArgs::dims({{"m", 2}, {"k", 11008}, {"n", 4096}});
+  args.set("activation", std::string("f16"));
+  args.set("schedule", std::string("fast"));
+  const ir::Program program = ir::ops::OpRegistry::builtin().find("dequant_matmul_nvfp4")->build(args);
+  REQUIRE(program.reserved_shared_bytes == 17856);
+  REQUIRE(program.static_shared_bytes() == 14400);
+  CHECK(launch_dynamic_shared_bytes(program, 64, device.sm) == 17856);
+  const ir::SmLimits a100{108, 65536, 8, 2048, 32, 164 * 1024, 1024, 128, 163 * 1024};
+  CHECK(launch_dynamic_shared_bytes(program, 64, a100) == 8512);
+  CHECK(launch_dynamic_shared_bytes(program, 72, device.sm) == 0);
+  ir::Program unplanned = program;
+  unplanned.reserved_shared_bytes = 0;
+  CHECK(launch_dynamic_shared_bytes(unplanned, 64, a100) == 0);
+}
+
 TEST_CASE("emulated driver: reserved shared memory and a PTX launch's dynamic shared memory launch, opting in past 48 KiB",
           "[cuda][emulated-driver]") {
   CudaBackend gpu(emulated_driver(), 0);
@@ -244,7 +274,7 @@ TEST_CASE("emulated driver: reserved shared memory and a PTX launch's dynamic sh
     INFO(reserved << " bytes reserved");
     program.reserved_shared_bytes = reserved;
     BufferSet buffers = random_buffers(program, 5);
-    CHECK(plan_launch(program, buffers).dynamic_shared_bytes == reserved);
+    CHECK(plan_launch(program, buffers).dynamic_shared_bytes == reserved);  // the plan; one wave launches with none
     const std::vector<float> x = buffers["x"].as<float>();
     gpu.run(program, image, buffers);
     const std::vector<float> y = buffers["y"].as<float>();

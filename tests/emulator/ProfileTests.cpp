@@ -3,6 +3,8 @@
 // cannot run the PTX, and the JSON document against the text and the model.
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -202,6 +204,41 @@ TEST_CASE("profile_launch: PTX for sm_90 cannot run on sm_80 or sm_89, and share
     REQUIRE_FALSE(big.devices[0].estimate);
     CHECK_THAT(big.devices[0].error, Catch::Contains("bytes of shared memory per CTA cannot launch on h100_sxm"));
   }
+}
+
+TEST_CASE("profile_launch sizes a program's even-waves reservation for each modeled device", "[emulator][profile]") {
+  // kShared for sm_80, which every modeled device runs: 4096 bytes of .shared. The counters
+  // stand for a grid of 2752 CTAs of 128 threads at 64 registers (8 an SM by registers on
+  // every device; L40S's 100 KiB also hold 8 of 5 KiB), whose H100 plan reserves 28160.
+  std::string ptx = kShared;
+  ptx.replace(ptx.find("sm_90"), 5, "sm_80");
+  LaunchCounters counters = run_staged();
+  counters.ctas = 2752;
+  ProfileOptions options;
+  options.registers = 64;
+  const KernelProfile profile = profile_launch(ptx, "staged", 128, DynamicShared::even_waves_plan(28160), counters, 0, options);
+  CHECK(profile.even_waves);
+  REQUIRE(profile.devices.size() == 4);
+  // H100 and H200 (132 SMs, 228 KiB): waves of 1056, 1056, 640 -> 7 an SM, 228 KiB / 7 =
+  // 33280; A100 (108 SMs, 164 KiB): 864 x 3 + 160 -> 7, 23936; L40S (142 SMs, 100 KiB):
+  // 1136 x 2 + 480 -> 7, 14592. Each less 1 KiB and the .shared.
+  const std::map<std::string, std::uint32_t> expected = {
+      {"h100_sxm", 33280 - 1024 - 4096}, {"h200", 33280 - 1024 - 4096}, {"a100", 23936 - 1024 - 4096},
+      {"l40s", 14592 - 1024 - 4096}};
+  for (const DeviceProfile& device : profile.devices) {
+    INFO(device.device->key);
+    REQUIRE(device.estimate);
+    CHECK(device.dynamic_shared_bytes == expected.at(std::string(device.device->key)));
+    CHECK(device.resources.shared_bytes_per_cta == 4096 + device.dynamic_shared_bytes);
+    CHECK(device.estimate->occupancy.ctas_per_sm == 7);
+  }
+  const auto json = profile_json(profile);
+  CHECK(json["even_waves"] == true);
+  CHECK(json["devices"]["a100"]["dynamic_shared_bytes"] == 23936 - 1024 - 4096);
+  // A fixed count (a PTX launch's) is the same on every device.
+  const KernelProfile fixed = profile_launch(ptx, "staged", 128, 28160, counters, 0, options);
+  CHECK_FALSE(fixed.even_waves);
+  for (const DeviceProfile& device : fixed.devices) CHECK(device.dynamic_shared_bytes == 28160);
 }
 
 TEST_CASE("profile_launch runs ptxas -v per architecture for registers and static shared memory",

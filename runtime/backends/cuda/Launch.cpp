@@ -129,6 +129,12 @@ std::vector<CUdeviceptr> check_pointers(const ir::Program& program, const Launch
 
 }  // namespace
 
+unsigned launch_dynamic_shared_bytes(const ir::Program& program, std::uint32_t registers, const ir::SmLimits& sm) {
+  if (program.reserved_shared_bytes == 0) return 0;
+  return ir::even_waves_dynamic_shared_bytes(program.workgroups(), program.invocations_per_workgroup(),
+                                             program.static_shared_bytes(), registers, sm);
+}
+
 std::map<std::string, unsigned> required_alignments(const ir::Program& program) {
   std::map<std::string, unsigned> alignments;
   for (const ir::BufferDecl& decl : program.buffers) alignments[decl.name] = ir::byte_size(decl.element);
@@ -198,7 +204,8 @@ const CudaBackend::LoadedFunction& CudaBackend::entry(const KernelImage& image, 
   if (found != functions_.end()) return found->second;
   Function function = module(image).function(name);
   const int max_threads = function.max_threads_per_block();
-  return functions_.emplace(key, LoadedFunction{function, max_threads}).first->second;
+  const int registers = function.registers();
+  return functions_.emplace(key, LoadedFunction{function, max_threads, registers}).first->second;
 }
 
 DeviceBufferSet CudaBackend::upload(const ir::Program& program, const BufferSet& buffers) {
@@ -290,16 +297,19 @@ void CudaBackend::launch_pointers(const ir::Program& program, const KernelImage&
   for (CUdeviceptr& pointer : pointers) arguments.push_back(&pointer);
 
   context_.make_current();
-  allow_dynamic_shared(context_.driver(), loaded.function.get(), program.static_shared_bytes(), plan.dynamic_shared_bytes,
+  // The H100 plan sized again for this device and the registers its JIT gave the kernel.
+  const unsigned dynamic_shared_bytes =
+      launch_dynamic_shared_bytes(program, static_cast<std::uint32_t>(std::max(0, loaded.registers)), context_.device().sm);
+  allow_dynamic_shared(context_.driver(), loaded.function.get(), program.static_shared_bytes(), dynamic_shared_bytes,
                        program.name);
   context_.driver().check(
       context_.driver().api().cuLaunchKernel(loaded.function.get(), plan.grid[0], plan.grid[1], plan.grid[2], plan.block[0],
-                                             plan.block[1], plan.block[2], plan.dynamic_shared_bytes, stream,
+                                             plan.block[1], plan.block[2], dynamic_shared_bytes, stream,
                                              arguments.data(), /*extra=*/nullptr),
       "cuLaunchKernel",
       fmt::format("kernel '{}', grid ({}, {}, {}), block ({}, {}, {}), {} bytes of dynamic shared memory", program.name,
                   plan.grid[0], plan.grid[1], plan.grid[2], plan.block[0], plan.block[1], plan.block[2],
-                  plan.dynamic_shared_bytes));
+                  dynamic_shared_bytes));
 }
 
 void CudaBackend::download(const ir::Program& program, const DeviceBufferSet& device_buffers, BufferSet& buffers) {

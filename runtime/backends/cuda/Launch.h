@@ -59,7 +59,7 @@ class KernelImage {
 struct LaunchPlan {
   std::array<unsigned, 3> block{1, 1, 1};  // threads per CTA = workgroup_size
   std::array<unsigned, 3> grid{1, 1, 1};   // CTAs = workgroup_count
-  unsigned dynamic_shared_bytes = 0;       // sharedMemBytes = Program::reserved_shared_bytes
+  unsigned dynamic_shared_bytes = 0;       // sharedMemBytes: Program::reserved_shared_bytes, the H100 plan
   std::vector<const ir::BufferDecl*> parameters;  // binding order; point into the Program
 };
 
@@ -67,6 +67,13 @@ struct LaunchPlan {
 /// type, exact byte size) and the launch shape (every dimension > 0, at most 1024 threads
 /// per CTA); throws RuntimeError naming the first problem. Nothing is launched on error.
 LaunchPlan plan_launch(const ir::Program& program, const BufferSet& buffers);
+
+/// The dynamic shared memory a launch of `program` reserves on a device of `sm`'s limits
+/// whose loaded kernel uses `registers` a thread: 0 where the program reserves none, else
+/// the reservation that evens out its grid's waves there (ir::even_waves_dynamic_shared_bytes
+/// with the program's `.shared`; 0 where that device's waves need none). The program's own
+/// Program::reserved_shared_bytes is the same rule's plan for an H100 SXM.
+unsigned launch_dynamic_shared_bytes(const ir::Program& program, std::uint32_t registers, const ir::SmLimits& sm);
 
 /// One device buffer: its element type and its memory (byte size = memory.size()).
 struct DeviceBuffer {
@@ -188,6 +195,7 @@ class CudaBackend final : public Backend {
   struct LoadedFunction {
     Function function;
     int max_threads_per_block;
+    int registers;  // a thread (CU_FUNC_ATTRIBUTE_NUM_REGS)
   };
   /// The program's entry in `image`, resolved once (module load, lookup, limits).
   const LoadedFunction& entry(const KernelImage& image, const std::string& name);

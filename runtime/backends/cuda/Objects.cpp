@@ -3,6 +3,8 @@
 #include <array>
 #include <utility>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "runtime/backends/cuda/Cubin.h"
@@ -49,6 +51,16 @@ DeviceInfo device_info(const Driver& driver, int ordinal) {
   info.multiprocessor_count = attribute(driver, device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   info.max_threads_per_block = attribute(driver, device, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   info.l2_cache_bytes = static_cast<std::uint64_t>(attribute(driver, device, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE));
+  auto unsigned_attribute = [&](CUdevice_attribute which) {
+    return static_cast<std::uint32_t>(std::max(0, attribute(driver, device, which)));
+  };
+  info.sm.sms = static_cast<std::uint32_t>(std::max(0, info.multiprocessor_count));
+  info.sm.registers_per_sm = unsigned_attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+  info.sm.max_threads_per_sm = unsigned_attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+  info.sm.max_ctas_per_sm = unsigned_attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+  info.sm.shared_bytes_per_sm = unsigned_attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+  info.sm.reserved_shared_bytes_per_cta = unsigned_attribute(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
+  info.sm.max_shared_bytes_per_cta = unsigned_attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   return info;
 }
 

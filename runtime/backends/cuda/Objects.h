@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "ir/Occupancy.h"
 #include "ptx/Target.h"
 #include "runtime/backends/cuda/Driver.h"
 
@@ -24,6 +25,10 @@ struct DeviceInfo {
   int multiprocessor_count = 0;
   int max_threads_per_block = 0;
   std::uint64_t l2_cache_bytes = 0;  // CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
+  /// Per-SM limits from the device's attributes (SM count, registers, threads, CTAs and
+  /// shared memory per multiprocessor, the shared memory reserved per block and a block's
+  /// opt-in maximum): what a launch sizes its even-waves reservation by (ir/Occupancy.h).
+  ir::SmLimits sm;
 };
 
 /// How many devices the driver sees.

@@ -248,6 +248,20 @@ std::uint64_t divide_round_up(std::uint64_t x, std::uint64_t y) { return (x + y 
 
 std::string DeviceSpec::arch() const { return fmt::format("sm_{}", compute_capability); }
 
+ir::SmLimits DeviceSpec::sm_limits() const {
+  ir::SmLimits sm;
+  sm.sms = sms;
+  sm.registers_per_sm = registers_per_sm;
+  sm.register_unit = register_allocation_unit / 32;  // allocated per warp: a thread's share
+  sm.max_threads_per_sm = max_threads_per_sm;
+  sm.max_ctas_per_sm = max_ctas_per_sm;
+  sm.shared_bytes_per_sm = shared_bytes_per_sm;
+  sm.reserved_shared_bytes_per_cta = reserved_shared_bytes_per_cta;
+  sm.shared_allocation_unit = shared_allocation_unit;
+  sm.max_shared_bytes_per_cta = max_shared_bytes_per_cta;
+  return sm;
+}
+
 double DeviceSpec::warp_instructions_per_clock(Pipe pipe) const {
   const ArithmeticThroughput& t = throughput;
   switch (pipe) {

@@ -71,6 +71,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/Occupancy.h"
 #include "ptx/InstructionTable.h"
 #include "runtime/backends/emulator/Counters.h"
 
@@ -150,6 +151,9 @@ struct DeviceSpec {
   Calibration calibration;
 
   std::string arch() const;  // "sm_90"
+  /// The limits above as ir::SmLimits (ir/Occupancy.h): what a launch's even-waves
+  /// reservation is sized by on this device.
+  ir::SmLimits sm_limits() const;
   /// Warp instructions per clock per SM on `pipe` (throughput / 32 lanes; fp16 / 64 since a
   /// lane of an f16x2 instruction makes two results; Control at the dispatch rate).
   /// 0 for Pipe::Move (free), Pipe::Emulated (charged to other pipes) and Pipe::Memory

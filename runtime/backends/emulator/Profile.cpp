@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/Occupancy.h"
 #include "ptx/Ptxas.h"
 
 namespace quantc::runtime::emulator {
@@ -74,7 +75,7 @@ std::string_view to_string(RegisterSource source) {
 }
 
 KernelProfile profile_launch(const std::string& ptx_text, const std::string& kernel, std::uint32_t threads_per_cta,
-                             std::uint32_t dynamic_shared_bytes, const LaunchCounters& counters,
+                             DynamicShared dynamic_shared, const LaunchCounters& counters,
                              std::uint64_t output_elements, const ProfileOptions& options) {
   std::vector<const DeviceSpec*> selected;
   for (const std::string& key : options.devices) selected.push_back(&find_device(key));
@@ -96,7 +97,8 @@ KernelProfile profile_launch(const std::string& ptx_text, const std::string& ker
   profile.output_elements = output_elements;
   profile.threads_per_cta = threads_per_cta;
   profile.static_shared_bytes = entry->static_shared_bytes;
-  profile.dynamic_shared_bytes = dynamic_shared_bytes;
+  profile.dynamic_shared_bytes = dynamic_shared.bytes;
+  profile.even_waves = dynamic_shared.even_waves;
 
   const bool use_ptxas = !options.registers && options.run_ptxas && ptx::ptxas_available();
   if (!options.registers) {
@@ -129,7 +131,7 @@ KernelProfile profile_launch(const std::string& ptx_text, const std::string& ker
     out.device = device;
     out.resources.threads_per_cta = threads_per_cta;
     out.resources.ctas = counters.ctas;
-    out.resources.shared_bytes_per_cta = entry->static_shared_bytes + dynamic_shared_bytes;
+    std::uint32_t static_shared_bytes = entry->static_shared_bytes;
     if (module_arch && (module_arch->sm > device->compute_capability ||
                         (module_arch->arch_specific && module_arch->sm != device->compute_capability))) {
       out.error = fmt::format("the PTX targets {}; {} is {} and cannot run it", module.target, device->key, device->arch());
@@ -147,13 +149,19 @@ KernelProfile profile_launch(const std::string& ptx_text, const std::string& ker
         continue;
       }
       out.resources.registers_per_thread = assembled.registers;
-      out.resources.shared_bytes_per_cta = assembled.shared_bytes + dynamic_shared_bytes;
+      static_shared_bytes = assembled.shared_bytes;
       out.spill_bytes = assembled.spill_bytes;
       out.registers_source = RegisterSource::Ptxas;
     } else {
       out.resources.registers_per_thread = kAssumedRegisters;
       out.registers_source = RegisterSource::Assumed;
     }
+    out.dynamic_shared_bytes =
+        dynamic_shared.even_waves
+            ? ir::even_waves_dynamic_shared_bytes(counters.ctas, threads_per_cta, static_shared_bytes,
+                                                  out.resources.registers_per_thread, device->sm_limits())
+            : dynamic_shared.bytes;
+    out.resources.shared_bytes_per_cta = static_shared_bytes + out.dynamic_shared_bytes;
     try {
       out.estimate = estimate_launch(counters, out.resources, *device);
     } catch (const CostModelError& error) {
@@ -171,7 +179,8 @@ KernelProfile profile_program(const ir::Program& program, const std::string& ptx
   launch_options.progress = options.progress;
   LaunchCounters counters = run(ptx_text, program, buffers, launch_options);
   const auto& block = program.workgroup_size;
-  return profile_launch(ptx_text, program.name, block[0] * block[1] * block[2], program.reserved_shared_bytes, counters,
+  return profile_launch(ptx_text, program.name, block[0] * block[1] * block[2],
+                        DynamicShared::even_waves_plan(program.reserved_shared_bytes), counters,
                         output_element_count(program), options);
 }
 
@@ -372,6 +381,7 @@ nlohmann::ordered_json profile_json(const KernelProfile& p) {
       {"buffers", buffers},
       {"static_shared_bytes", p.static_shared_bytes},
       {"dynamic_shared_bytes", p.dynamic_shared_bytes},
+      {"even_waves", p.even_waves},
   };
   json by_device = json::object();
   for (const DeviceProfile& dp : p.devices) {
@@ -382,6 +392,7 @@ nlohmann::ordered_json profile_json(const KernelProfile& p) {
       entry["registers_source"] = std::string(to_string(dp.registers_source));
       entry["spill_bytes"] = dp.spill_bytes;
       entry["shared_bytes_per_cta"] = dp.resources.shared_bytes_per_cta;
+      entry["dynamic_shared_bytes"] = dp.dynamic_shared_bytes;
     }
     if (!dp.estimate) {
       entry["error"] = dp.error;

@@ -50,7 +50,8 @@ struct ProfileOptions {
 /// The model's view of one launch on one device.
 struct DeviceProfile {
   const DeviceSpec* device = nullptr;
-  KernelResources resources;
+  KernelResources resources;                // shared_bytes_per_cta: static + this device's dynamic
+  std::uint32_t dynamic_shared_bytes = 0;   // of the launch on this device
   RegisterSource registers_source = RegisterSource::Assumed;
   std::uint64_t spill_bytes = 0;           // ptxas's spill stores + loads per thread (not timed by the model)
   std::optional<LaunchEstimate> estimate;  // unset when `error` says why
@@ -64,7 +65,8 @@ struct KernelProfile {
   std::uint64_t output_elements = 0;  // 0: no per-output-element figures
   std::uint32_t threads_per_cta = 0;
   std::uint32_t static_shared_bytes = 0;   // declared in the PTX (ptxas's figure per device, where it ran)
-  std::uint32_t dynamic_shared_bytes = 0;  // of the launch
+  std::uint32_t dynamic_shared_bytes = 0;  // of the launch (an even-waves plan: its H100 bytes)
+  bool even_waves = false;                 // dynamic shared memory sized per device (DynamicShared)
   std::vector<DeviceProfile> devices;      // in ProfileOptions::devices order (else devices() order)
   /// Registers per thread of the kernel as compiled for its own .target (`ptxas -v` for
   /// that architecture, --registers, or kAssumedRegisters); unset when ptxas rejected it.
@@ -73,15 +75,30 @@ struct KernelProfile {
   std::string registers_note;              // set when registers are assumed: why, and how to give them
 };
 
+/// The dynamic shared memory of a launch: a count of bytes (a PTX launch's), or a program's
+/// even-waves reservation (Program::reserved_shared_bytes, `bytes` its H100 plan), which
+/// each modeled device gets sized for itself from its SM limits and the kernel's registers
+/// there, as the CUDA backend sizes it for the device it launches on (ir/Occupancy.h).
+struct DynamicShared {
+  std::uint32_t bytes = 0;
+  bool even_waves = false;
+  DynamicShared(std::uint32_t fixed_bytes = 0) : bytes(fixed_bytes) {}  // NOLINT: a count converts
+  static DynamicShared even_waves_plan(std::uint32_t planned_bytes) {
+    DynamicShared shared(planned_bytes);
+    shared.even_waves = planned_bytes != 0;
+    return shared;
+  }
+};
+
 /// Models a launch of entry `kernel` of the PTX module `ptx_text` whose emulation gave
 /// `counters` (CTAs from counters.ctas), with `threads_per_cta` threads and
-/// `dynamic_shared_bytes` of dynamic shared memory per CTA. Throws CostModelError for an
+/// `dynamic_shared` of dynamic shared memory per CTA. Throws CostModelError for an
 /// unknown device key, a registers value above 255, or counters of 0 CTAs; PtxParseError
 /// when the module does not parse or has no such entry. A device that cannot run the
 /// PTX (its .target is newer), cannot fit the launch or on which ptxas fails gets an
 /// `error` instead of an estimate; the others are still modeled.
 KernelProfile profile_launch(const std::string& ptx_text, const std::string& kernel, std::uint32_t threads_per_cta,
-                             std::uint32_t dynamic_shared_bytes, const LaunchCounters& counters,
+                             DynamicShared dynamic_shared, const LaunchCounters& counters,
                              std::uint64_t output_elements, const ProfileOptions& options = {});
 
 /// Runs `ptx_text` for `program` in the emulator on runtime::random_buffers(program, seed)
