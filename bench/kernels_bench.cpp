@@ -64,13 +64,10 @@ LaunchEstimate modeled(const bench::KernelRun& run, const DeviceSpec& device) {
   resources.ctas = run.resources.ctas;
   resources.registers_per_thread =
       run.resources.registers > 0 ? std::uint32_t(run.resources.registers) : runtime::emulator::kAssumedRegisters;
-  const std::uint32_t dynamic =
-      run.resources.even_waves
-          ? ir::even_waves_dynamic_shared_bytes(resources.ctas, resources.threads_per_cta,
-                                                std::uint64_t(run.resources.static_shared_bytes),
-                                                resources.registers_per_thread, device.sm_limits())
-          : run.resources.dynamic_shared_bytes;
-  resources.shared_bytes_per_cta = std::uint32_t(run.resources.static_shared_bytes) + dynamic;
+  const std::uint32_t static_shared_bytes = std::uint32_t(run.resources.static_shared_bytes);
+  resources.shared_bytes_per_cta =
+      static_shared_bytes + run.resources.dynamic_shared.on(device, resources.ctas, resources.threads_per_cta,
+                                                            static_shared_bytes, resources.registers_per_thread);
   return runtime::emulator::estimate_launch(run.counters, resources, device);
 }
 
@@ -375,7 +372,7 @@ std::string markdown(const std::vector<bench::Comparison>& comparisons, const st
                                             : std::string("seed"),
           c.warp_instructions, double(c.warp_instructions) / double(comparison.packed_weight_bytes),
           c.sectors_per_load_request(), run->resources.ctas, run->resources.threads_per_cta, run->resources.registers,
-          run->resources.static_shared_bytes + run->resources.dynamic_shared_bytes,
+          run->resources.static_shared_bytes + run->resources.dynamic_shared.bytes,
           c.unique_global_bytes_read + c.unique_global_bytes_written, estimate.memory_bound_seconds * 1e6,
           estimate.seconds * 1e6, 100.0 * estimate.hbm_fraction(), estimate.limit_key(),
           run->name == "quantc" ? fmt::format("{:.2f}×", estimate.seconds / expert_seconds) : std::string("1.00×"));

@@ -188,7 +188,7 @@ class ProgramBuilder {
   void reserved_shared_bytes(std::uint32_t bytes) { program_.reserved_shared_bytes = bytes; }
   /// The grid's workgroups, invocations per workgroup and `.shared` bytes declared so far.
   std::uint64_t workgroups() const {
-    return std::uint64_t{program_.workgroup_count[0]} * program_.workgroup_count[1] * program_.workgroup_count[2];
+    return program_.workgroups();
   }
   std::uint32_t invocations_per_workgroup() const { return program_.invocations_per_workgroup(); }
   std::uint64_t static_shared_bytes() const { return program_.static_shared_bytes(); }

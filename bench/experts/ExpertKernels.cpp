@@ -357,7 +357,7 @@ KernelRun launch_expert(const std::string& op, const ir::ops::OpArgs& args, cons
   run.counters = *report.counters;
   run.resources.threads_per_cta = plan.launch.block[0] * plan.launch.block[1] * plan.launch.block[2];
   run.resources.ctas = run.counters.ctas;
-  run.resources.dynamic_shared_bytes = plan.launch.dynamic_shared_bytes;
+  run.resources.dynamic_shared = plan.launch.dynamic_shared_bytes;
   add_ptxas_resources(plan.launch.ptx, run.entry, options, run.resources);
   const runtime::HostBuffer* output = nullptr;
   for (const runtime::NamedBuffer& buffer : buffers) {
@@ -553,8 +553,8 @@ Comparison compare_with_expert(const std::string& op, const ir::ops::OpArgs& arg
   quantc.counters = runtime::emulator::run(compiled.ptx, compiled.program, buffers);
   quantc.resources.threads_per_cta = compiled.program.invocations_per_workgroup();
   quantc.resources.ctas = quantc.counters.ctas;
-  quantc.resources.dynamic_shared_bytes = compiled.program.reserved_shared_bytes;
-  quantc.resources.even_waves = compiled.program.reserved_shared_bytes != 0;
+  quantc.resources.dynamic_shared =
+      runtime::emulator::DynamicShared::even_waves_plan(compiled.program.reserved_shared_bytes);
   add_ptxas_resources(compiled.ptx, quantc.entry, options, quantc.resources);
   quantc.accuracy = check_outputs(output_values(buffers.at(prepared.bound.output), prepared.bound.count),
                                   output_values(prepared.reference.at(prepared.bound.output), prepared.bound.count),

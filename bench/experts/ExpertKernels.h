@@ -54,6 +54,7 @@
 #include "ir/ops/Registry.h"
 #include "runtime/Buffers.h"
 #include "runtime/backends/Backend.h"
+#include "runtime/backends/emulator/CostModel.h"
 #include "runtime/backends/emulator/Counters.h"
 
 namespace quantc::bench {
@@ -116,10 +117,8 @@ struct KernelResources {
   std::uint64_t ctas = 0;
   int registers = 0;                   // per thread, ptxas -v for sm_90; 0 when ptxas is absent
   int static_shared_bytes = 0;         // ptxas -v "bytes smem"
-  std::uint32_t dynamic_shared_bytes = 0;
-  /// The dynamic shared memory is a program's even-waves plan for an H100
-  /// (Program::reserved_shared_bytes), sized again for each modeled device.
-  bool even_waves = false;
+  /// A launch's bytes, or quantc's even-waves plan, sized for each modeled device.
+  runtime::emulator::DynamicShared dynamic_shared;
 };
 
 /// How one kernel's outputs compare with the interpreter's.

@@ -1,9 +1,8 @@
 #include "runtime/backends/cuda/Objects.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
-
-#include <algorithm>
 
 #include <fmt/format.h>
 

@@ -262,6 +262,12 @@ ir::SmLimits DeviceSpec::sm_limits() const {
   return sm;
 }
 
+std::uint32_t DynamicShared::on(const DeviceSpec& device, std::uint64_t ctas, std::uint32_t threads,
+                                std::uint64_t static_shared_bytes, std::uint32_t registers) const {
+  if (!even_waves) return bytes;
+  return ir::even_waves_dynamic_shared_bytes(ctas, threads, static_shared_bytes, registers, device.sm_limits());
+}
+
 double DeviceSpec::warp_instructions_per_clock(Pipe pipe) const {
   const ArithmeticThroughput& t = throughput;
   switch (pipe) {

@@ -161,6 +161,26 @@ struct DeviceSpec {
   double warp_instructions_per_clock(ptx::Pipe pipe) const;
 };
 
+/// The dynamic shared memory of a launch: a count of bytes (a PTX launch's), or a program's
+/// even-waves reservation (Program::reserved_shared_bytes, `bytes` its H100 plan), which
+/// each modeled device gets sized for itself from its SM limits and the kernel's registers
+/// there, as the CUDA backend sizes it for the device it launches on (ir/Occupancy.h).
+struct DynamicShared {
+  std::uint32_t bytes = 0;
+  bool even_waves = false;
+  DynamicShared(std::uint32_t fixed_bytes = 0) : bytes(fixed_bytes) {}  // NOLINT: a count converts
+  static DynamicShared even_waves_plan(std::uint32_t planned_bytes) {
+    DynamicShared shared(planned_bytes);
+    shared.even_waves = planned_bytes != 0;
+    return shared;
+  }
+  /// The bytes a CTA gets on `device` in a launch of `ctas` CTAs of `threads` threads,
+  /// `static_shared_bytes` of `.shared` and `registers` a thread: `bytes`, or for an
+  /// even-waves plan ir::even_waves_dynamic_shared_bytes with the device's sm_limits().
+  std::uint32_t on(const DeviceSpec& device, std::uint64_t ctas, std::uint32_t threads,
+                   std::uint64_t static_shared_bytes, std::uint32_t registers) const;
+};
+
 /// The modeled devices in a fixed order: h100_sxm, h200, a100, l40s.
 const std::vector<DeviceSpec>& devices();
 /// The device whose key is `key`; throws CostModelError naming the key and listing the keys.

@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "ir/Occupancy.h"
 #include "ptx/Ptxas.h"
 
 namespace quantc::runtime::emulator {
@@ -156,11 +155,8 @@ KernelProfile profile_launch(const std::string& ptx_text, const std::string& ker
       out.resources.registers_per_thread = kAssumedRegisters;
       out.registers_source = RegisterSource::Assumed;
     }
-    out.dynamic_shared_bytes =
-        dynamic_shared.even_waves
-            ? ir::even_waves_dynamic_shared_bytes(counters.ctas, threads_per_cta, static_shared_bytes,
-                                                  out.resources.registers_per_thread, device->sm_limits())
-            : dynamic_shared.bytes;
+    out.dynamic_shared_bytes = dynamic_shared.on(*device, counters.ctas, threads_per_cta, static_shared_bytes,
+                                                 out.resources.registers_per_thread);
     out.resources.shared_bytes_per_cta = static_shared_bytes + out.dynamic_shared_bytes;
     try {
       out.estimate = estimate_launch(counters, out.resources, *device);

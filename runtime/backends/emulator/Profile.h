@@ -75,21 +75,6 @@ struct KernelProfile {
   std::string registers_note;              // set when registers are assumed: why, and how to give them
 };
 
-/// The dynamic shared memory of a launch: a count of bytes (a PTX launch's), or a program's
-/// even-waves reservation (Program::reserved_shared_bytes, `bytes` its H100 plan), which
-/// each modeled device gets sized for itself from its SM limits and the kernel's registers
-/// there, as the CUDA backend sizes it for the device it launches on (ir/Occupancy.h).
-struct DynamicShared {
-  std::uint32_t bytes = 0;
-  bool even_waves = false;
-  DynamicShared(std::uint32_t fixed_bytes = 0) : bytes(fixed_bytes) {}  // NOLINT: a count converts
-  static DynamicShared even_waves_plan(std::uint32_t planned_bytes) {
-    DynamicShared shared(planned_bytes);
-    shared.even_waves = planned_bytes != 0;
-    return shared;
-  }
-};
-
 /// Models a launch of entry `kernel` of the PTX module `ptx_text` whose emulation gave
 /// `counters` (CTAs from counters.ctas), with `threads_per_cta` threads and
 /// `dynamic_shared` of dynamic shared memory per CTA. Throws CostModelError for an
